@@ -1,0 +1,27 @@
+"""Every TILEWORKBENCH_* setting in one typed place, read once from the environment and settable by code."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class Config:
+    """`TILEWORKBENCH_INTERPRET=1` forces the interpreter; `TILEWORKBENCH_CACHE_DIR` moves the cache;
+    `TILEWORKBENCH_DEBUG_FRONTEND=1` re-raises frontend exceptions unchanged (for compiler developers);
+    `TILEWORKBENCH_LIBDEVICE` points at CUDA's libdevice.10.bc when it is not found by itself."""
+
+    interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
+    cache_dir: Path = field(default_factory=lambda: Path(
+        os.environ.get("TILEWORKBENCH_CACHE_DIR") or Path.home() / ".cache" / "tileworkbench"))
+    debug_frontend: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG_FRONTEND"))
+    libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
+
+
+config = Config()

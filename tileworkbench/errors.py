@@ -1,0 +1,48 @@
+"""Exceptions users may catch. Names follow Triton's (`CompilationError`, `OutOfResources`), so users'
+`except` clauses carry over; all derive from `TileworkbenchError` (Triton's `TritonError`)."""
+
+from __future__ import annotations
+
+
+class TileworkbenchError(Exception):
+    """Base of every error tileworkbench raises on purpose."""
+
+
+TritonError = TileworkbenchError  # the name Triton users catch
+
+
+class CompilationError(TileworkbenchError):
+    """The kernel cannot be compiled: the message gives file:line:col, the line with carets and a hint."""
+
+    def __init__(self, message: str, *, loc=None, hint: str | None = None):
+        super().__init__(message)
+        self.loc = loc
+        self.hint = hint
+
+
+class TileTypeError(CompilationError):
+    """A language-level type or shape error, raised without a place; the frontend adds the location."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message, hint=hint)
+
+
+class OutOfResources(TileworkbenchError):
+    """The kernel needs more of a resource (shared memory, registers, grid size) than the device has."""
+
+    def __init__(self, required: int, limit: int, name: str):
+        self.required, self.limit, self.name = required, limit, name
+        super().__init__(f"out of resource: {name}, required {required}, hardware limit {limit}. "
+                         "Reduce block sizes or num_stages.")
+
+
+class InterpreterError(TileworkbenchError):
+    """A kernel failed while running in the interpreter (bad access, failed device_assert, ...)."""
+
+
+class OutOfBoundsError(InterpreterError):
+    """An unmasked load or store fell outside the array its pointer came from."""
+
+
+class LaunchError(TileworkbenchError):
+    """A launch was refused before it ran (bad argument, grid or resources) or failed on the device."""

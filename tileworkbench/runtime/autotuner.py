@@ -1,0 +1,392 @@
+"""`autotune`, `heuristics` and `Config`, as Triton's: wrappers around a jit function that choose its
+meta-parameters (and num_warps/num_stages) per call.
+
+The autotuner times every config once per key (the values of the `key` arguments and the dtypes of
+the array arguments) and caches the fastest. Unlike Triton it keeps every config's outcome in
+`last_results`: its time, the error that stopped it (compile error, out of resources, ...), or why
+it was pruned, for the workbench to show.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tileworkbench.errors import TileworkbenchError
+
+
+class Config:
+    """One choice of meta-parameters and launch options for an autotuned kernel.
+
+    Args:
+        kwargs: the constexpr values, e.g. {"BLOCK_SIZE": 1024}.
+        num_warps: warps per program.
+        num_stages: software-pipelining depth for loops.
+        num_ctas: CTAs per cluster (accepted for Triton compatibility; 1 only).
+        maxnreg: register limit per thread (accepted for Triton compatibility).
+        pre_hook: called with the full argument dict before each launch with this config.
+    """
+
+    def __init__(
+        self,
+        kwargs: dict[str, Any],
+        num_warps: int = 4,
+        num_stages: int = 3,
+        num_ctas: int = 1,
+        maxnreg: int | None = None,
+        pre_hook: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
+        self.pre_hook = pre_hook
+
+    def _launch_options(self) -> dict[str, Any]:
+        options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        # the Triton-only options are passed on only when set, so fn.run need not know them
+        if self.num_ctas != 1:
+            options["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            options["maxnreg"] = self.maxnreg
+        return options
+
+    def all_kwargs(self) -> dict[str, Any]:
+        """The constexprs and the launch options in one dict, as `fn.run` takes them."""
+        return {**self.kwargs, **self._launch_options()}
+
+    def _identity(self) -> tuple:
+        return (
+            tuple(sorted(self.kwargs.items(), key=lambda item: item[0])),
+            tuple(sorted(self._launch_options().items())),
+            self.pre_hook,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self._identity())
+        except TypeError:  # an unhashable constexpr value: equal configs still hash alike
+            return hash(repr(self._identity()))
+
+    def __str__(self) -> str:
+        items = [f"{name}: {value}" for name, value in self.kwargs.items()]
+        items += [f"{name}: {value}" for name, value in self._launch_options().items()]
+        return ", ".join(items)
+
+    def __repr__(self) -> str:
+        return f"Config({self})"
+
+
+class KernelInterface:
+    """What autotune and heuristics wrap and are: `.run(*args, grid=..., **kwargs)` and
+    `kernel[grid](*args, **kwargs)`."""
+
+    fn: Any
+    arg_names: list[str]
+
+    def run(self, *args, grid, warmup: bool = False, **kwargs):
+        raise NotImplementedError
+
+    def __getitem__(self, grid) -> Callable[..., Any]:
+        def launcher(*args, **kwargs):
+            return self.run(*args, grid=grid, warmup=False, **kwargs)
+
+        return launcher
+
+
+def _base_function(fn: Any) -> Callable[..., Any]:
+    """The user's Python function under any stack of wrappers."""
+    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
+        fn = fn.fn
+    return fn
+
+
+class Autotuner(KernelInterface):
+    """Chooses the fastest `Config` for each key and launches `fn` with it. See `autotune`."""
+
+    def __init__(
+        self,
+        fn,
+        arg_names: list[str],
+        configs: Sequence[Config],
+        key: Sequence[str],
+        reset_to_zero: Sequence[str] | None = None,
+        restore_value: Sequence[str] | None = None,
+        prune_configs_by: dict[str, Any] | None = None,
+        warmup: float | None = None,
+        rep: float | None = None,
+        do_bench: Callable[..., Any] | None = None,
+    ):
+        if not configs:
+            raise ValueError(f"autotune of {_name(fn)} needs at least one Config")
+        self.fn = fn
+        self.base_fn = _base_function(fn)
+        self.arg_names = list(arg_names)
+        self.configs = list(configs)
+        self.keys = list(key)
+        _check_names(self.keys, self.arg_names, "key", fn)
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        _check_names(self.reset_to_zero, self.arg_names, "reset_to_zero", fn)
+        _check_names(self.restore_value, self.arg_names, "restore_value", fn)
+        prune = prune_configs_by or {}
+        self.early_config_prune = prune.get("early_config_prune")
+        self.perf_model = prune.get("perf_model")
+        self.configs_top_k = prune.get("top_k", 1.0)
+        self.warmup = warmup
+        self.rep = rep
+        self.user_do_bench = do_bench
+        self.cache: dict[tuple, Config] = {}
+        self.configs_timings: dict[Config, float] = {}
+        self.last_results: dict[Config, dict[str, Any]] = {}
+        self.best_config: Config | None = None
+        self.bench_time_s = 0.0
+
+    # -- the key and the configs to try -------------------------------------------------------
+
+    def _key(self, named_args: dict[str, Any]) -> tuple:
+        key = [named_args[name] for name in self.keys if name in named_args]
+        key += [str(value.dtype) for value in named_args.values() if hasattr(value, "dtype")]
+        return tuple(key)
+
+    def prune_configs(self, named_args: dict[str, Any], kwargs: dict[str, Any]) -> list[Config]:
+        """The configs worth timing; the others get a "pruned" entry in `last_results`."""
+        configs = list(self.configs)
+        if self.early_config_prune is not None:
+            kept = list(self.early_config_prune(configs, named_args, **kwargs))
+            self._mark_pruned([c for c in configs if c not in kept], "early_config_prune")
+            configs = kept
+        if self.perf_model is not None and configs:
+            top_k = self.configs_top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = max(1, int(len(configs) * top_k))
+            estimates = {
+                c: self.perf_model(**named_args, **kwargs, **c.all_kwargs()) for c in configs
+            }
+            ranked = sorted(configs, key=lambda c: estimates[c])
+            for config in ranked[top_k:]:
+                self.last_results[config] = {
+                    "pruned": f"perf_model estimate {estimates[config]:.4g} not in top {top_k}"
+                }
+            configs = ranked[:top_k]
+        return configs
+
+    def _mark_pruned(self, configs: list[Config], reason: str) -> None:
+        for config in configs:
+            self.last_results[config] = {"pruned": reason}
+
+    # -- hooks for kernels that accumulate into their outputs ---------------------------------
+
+    def _before_bench(self, named_args: dict[str, Any]) -> None:
+        for name in self.reset_to_zero:
+            _zero(named_args[name])
+
+    def _save_values(self, named_args: dict[str, Any]) -> dict[str, Any]:
+        return {name: _copy(named_args[name]) for name in self.restore_value}
+
+    def _restore_values(self, named_args: dict[str, Any], saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            _assign(named_args[name], value)
+
+    # -- timing --------------------------------------------------------------------------------
+
+    def _bench(
+        self, args: tuple, named_args: dict[str, Any], config: Config, grid, kwargs: dict[str, Any]
+    ) -> float:
+        conflicts = sorted(set(kwargs) & set(config.kwargs))
+        if conflicts:
+            raise ValueError(
+                f"conflicting meta-parameters {', '.join(conflicts)} in the call of "
+                f"{_name(self.fn)}: they are autotuned, do not pass them"
+            )
+        options = {**kwargs, **config.all_kwargs()}
+        full_args = {**named_args, **options}
+
+        def kernel_call():
+            if config.pre_hook is not None:
+                config.pre_hook(full_args)
+            self._before_bench(named_args)
+            self.fn.run(*args, grid=grid, warmup=False, **options)
+
+        return _first(self._do_bench(kernel_call))
+
+    def _do_bench(self, kernel_call: Callable[[], None]):
+        if self.user_do_bench is not None:
+            return self.user_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
+        from tileworkbench.runtime.testing import do_bench
+
+        warmup = 25 if self.warmup is None else self.warmup
+        rep = 100 if self.rep is None else self.rep
+        return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=(0.5, 0.2, 0.8))
+
+    def _tune(self, args: tuple, named_args: dict[str, Any], grid, kwargs) -> Config:
+        import time
+
+        begin = time.perf_counter()
+        self.last_results = {}
+        saved = self._save_values(named_args)
+        timings: dict[Config, float] = {}
+        for config in self.prune_configs(named_args, kwargs):
+            try:
+                timings[config] = self._bench(args, named_args, config, grid, kwargs)
+                self.last_results[config] = {"ms": timings[config]}
+            except TileworkbenchError as error:  # compile error, out of resources, bad launch
+                timings[config] = float("inf")
+                self.last_results[config] = {"error": f"{type(error).__name__}: {error}"}
+            finally:
+                self._restore_values(named_args, saved)
+        self.configs_timings = timings
+        self.bench_time_s = time.perf_counter() - begin
+        usable = [config for config, ms in timings.items() if ms != float("inf")]
+        if not usable:
+            raise TileworkbenchError(self._all_failed_message())
+        return min(usable, key=timings.__getitem__)
+
+    def _all_failed_message(self) -> str:
+        lines = [f"every config of {_name(self.fn)} failed or was pruned:"]
+        lines += [f"  {config}: {result}" for config, result in self.last_results.items()]
+        return "\n".join(lines)
+
+    # -- launching -----------------------------------------------------------------------------
+
+    def run(self, *args, grid, warmup: bool = False, **kwargs):
+        """Launch with the best config for these arguments, tuning first on a new key."""
+        named_args = dict(zip(self.arg_names, args))
+        named_args.update({k: v for k, v in kwargs.items() if k in self.arg_names})
+        if warmup:
+            return self._warmup(args, named_args, grid, kwargs)
+        if len(self.configs) > 1:
+            key = self._key(named_args)
+            if key not in self.cache:
+                self.cache[key] = self._tune(args, named_args, grid, kwargs)
+            config = self.cache[key]
+        else:
+            config = self.configs[0]
+        self.best_config = config
+        options = {**kwargs, **config.all_kwargs()}
+        if config.pre_hook is not None:
+            config.pre_hook({**named_args, **options})
+        return self.fn.run(*args, grid=grid, warmup=warmup, **options)
+
+    def _warmup(self, args: tuple, named_args: dict[str, Any], grid, kwargs) -> list:
+        """Compile every config that survives pruning, launching nothing (Triton's warmup)."""
+        return [
+            self.fn.run(*args, grid=grid, warmup=True, **{**kwargs, **config.all_kwargs()})
+            for config in self.prune_configs(named_args, kwargs)
+        ]
+
+
+class Heuristics(KernelInterface):
+    """Computes meta-parameters from the arguments before each launch. See `heuristics`."""
+
+    def __init__(self, fn, arg_names: list[str], values: dict[str, Callable[[dict], Any]]):
+        self.fn = fn
+        self.base_fn = _base_function(fn)
+        self.arg_names = list(arg_names)
+        self.values = dict(values)
+
+    def run(self, *args, grid, warmup: bool = False, **kwargs):
+        named = {**dict(zip(self.arg_names, args)), **kwargs}
+        for name, rule in self.values.items():
+            kwargs[name] = rule(named)
+            named[name] = kwargs[name]  # a later rule may use an earlier one's value
+        return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs)
+
+
+def autotune(
+    configs: Sequence[Config],
+    key: Sequence[str],
+    prune_configs_by: dict[str, Any] | None = None,
+    reset_to_zero: Sequence[str] | None = None,
+    restore_value: Sequence[str] | None = None,
+    warmup: float | None = None,
+    rep: float | None = None,
+    do_bench: Callable[..., Any] | None = None,
+) -> Callable[[Any], Autotuner]:
+    """Decorator: time `configs` whenever the values of the `key` arguments change, and launch with
+    the fastest.
+
+    Args:
+        configs: the `Config`s to try.
+        key: argument names whose values (with the array arguments' dtypes) select a tuning.
+        prune_configs_by: {"early_config_prune": fn(configs, named_args, **kwargs) -> configs,
+            "perf_model": fn(**args, **config) -> estimate, "top_k": int or fraction}.
+        reset_to_zero: arguments zeroed before each timed run (kernels that accumulate).
+        restore_value: arguments copied before tuning and restored after each config.
+        warmup: warm-up budget per config, ms (default 25).
+        rep: measurement budget per config, ms (default 100).
+        do_bench: a replacement for `do_bench`, called as do_bench(fn, quantiles=(0.5, 0.2, 0.8)).
+    """
+
+    def decorator(fn) -> Autotuner:
+        return Autotuner(
+            fn,
+            _arg_names(fn),
+            configs,
+            key,
+            reset_to_zero,
+            restore_value,
+            prune_configs_by,
+            warmup,
+            rep,
+            do_bench,
+        )
+
+    return decorator
+
+
+def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:
+    """Decorator: before each launch set each meta-parameter in `values` to rule(named_args)."""
+
+    def decorator(fn) -> Heuristics:
+        return Heuristics(fn, _arg_names(fn), values)
+
+    return decorator
+
+
+def _arg_names(fn) -> list[str]:
+    names = getattr(fn, "arg_names", None)
+    if names is None:
+        raise TypeError(f"autotune/heuristics wrap a @jit function; got {fn!r}")
+    return list(names)
+
+
+def _check_names(names: list[str], arg_names: list[str], what: str, fn) -> None:
+    unknown = [name for name in names if name not in arg_names]
+    if unknown:
+        raise ValueError(
+            f"{what} of {_name(fn)} names {unknown}, which are not its arguments {arg_names}"
+        )
+
+
+def _name(fn) -> str:
+    return getattr(_base_function(fn), "__name__", repr(fn))
+
+
+def _first(result) -> float:
+    if isinstance(result, (list, tuple)):
+        return float(result[0])
+    return float(result)
+
+
+def _zero(array) -> None:
+    if hasattr(array, "zero_"):
+        array.zero_()  # torch
+    else:
+        array[...] = 0  # NumPy, CuPy
+
+
+def _copy(array):
+    return array.clone() if hasattr(array, "clone") else array.copy()
+
+
+def _assign(array, value) -> None:
+    if hasattr(array, "copy_"):
+        array.copy_(value)  # torch
+    else:
+        array[...] = value

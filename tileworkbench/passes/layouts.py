@@ -1,0 +1,212 @@
+"""Layout assignment: gives every tensor value an encoding (`TensorType.encoding`) and inserts
+`ttg.convert_layout` where an op needs its operand in another layout than the operand has.
+
+Anchors (global loads, stores and atomics with the layout `coalesce` chose; `tt.dot`) fix layouts;
+each anchor's layout flows backward into the values that feed it (through elementwise ops, broadcast,
+expand_dims as a slice, loop-carried values), then every other value takes its layout forward from its
+operands (a reduction's result is the slice of its input's layout). Used by `coalesce`.
+"""
+
+from __future__ import annotations
+
+from ..ir.ops import arith, scf, tt
+from ..ir.ops.ttg import (
+    BlockedEncoding, ConvertLayoutOp, DotOperandEncoding, SliceEncoding, blocked_for,
+)
+from ..ir.types import TensorType
+from ..ir.values import BlockArgument, OpResult, Value
+
+# Ops whose result may take any layout its users want, passing the want on to its operands.
+_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
+
+
+def is_tensor(v: Value) -> bool:
+    return isinstance(v.type, TensorType)
+
+
+def encoding_of(v: Value):
+    return v.type.encoding if is_tensor(v) else None
+
+
+def set_encoding(v: Value, enc) -> None:
+    v.type = TensorType(v.type.shape, v.type.element, enc)
+
+
+def dot_result_encoding(shape: tuple[int, ...], num_warps: int) -> BlockedEncoding:
+    """A blocked layout for an FMA dot result: a small square of outputs per thread for reuse."""
+    rank = len(shape)
+    enc = blocked_for(shape, num_warps, vec=min(4, shape[-1]))
+    per_thread = shape[-2] * shape[-1] // (32 * num_warps)
+    if per_thread >= 16 and shape[-2] >= 4:
+        spt = list(enc.size_per_thread)
+        spt[rank - 2] = min(4, per_thread // spt[rank - 1])
+        base = blocked_for(tuple(s // p for s, p in zip(shape, spt)), num_warps)
+        enc = BlockedEncoding(tuple(spt), base.threads_per_warp, base.warps_per_cta, base.order)
+    return enc
+
+
+class LayoutAssigner:
+    def __init__(self, func: tt.FuncOp, num_warps: int):
+        self.func = func
+        self.num_warps = num_warps
+        self.converts: dict[tuple[int, object], Value] = {}
+
+    def default(self, v: Value):
+        return blocked_for(v.type.shape, self.num_warps)
+
+    # -- backward: wants flow from users to definitions ----------------------------------------------
+    def want(self, v: Value, enc) -> None:
+        if not is_tensor(v) or encoding_of(v) is not None or enc is None:
+            return
+        if isinstance(v, BlockArgument):
+            op = v.block.parent_op
+            if isinstance(op, scf.ForOp) and v.index > 0:
+                return self._want_carried(op, v.index - 1, enc)
+            return
+        op = v.op
+        if isinstance(op, scf.ForOp):
+            return self._want_carried(op, v.index, enc)
+        if isinstance(op, scf.IfOp):
+            set_encoding(v, enc)
+            for region in op.regions:
+                if region.blocks and region.block.ops:
+                    self.want(region.block.ops[-1].operands[v.index], enc)
+            return
+        if isinstance(op, _LEAVES):
+            return set_encoding(v, enc)
+        if isinstance(op, tt.ExpandDimsOp):
+            set_encoding(v, enc)
+            return self.want(op.src, SliceEncoding(op.axis, enc))
+        if isinstance(op, tt.BroadcastOp) or (op.elementwise and not op.regions
+                                               and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp))):
+            set_encoding(v, enc)
+            for operand in op.operands:
+                self.want(operand, enc)
+
+    def _want_carried(self, op: scf.ForOp, i: int, enc) -> None:
+        body = op.body.block
+        for v in (body.args[i + 1], op.results[i]):
+            if encoding_of(v) is None:
+                set_encoding(v, enc)
+        self.want(op.init_args[i], enc)
+        self.want(body.ops[-1].operands[i], enc)
+
+    # -- forward: everything not yet placed follows its operands -------------------------------------
+    def forward(self, block) -> None:
+        for op in block.ops:
+            if isinstance(op, scf.ForOp):
+                for arg, init, res in zip(op.body.block.args[1:], op.init_args, op.results):
+                    for v in (arg, res):
+                        if is_tensor(v) and encoding_of(v) is None:
+                            set_encoding(v, encoding_of(init) or self.default(v))
+            elif isinstance(op, scf.WhileOp):
+                for args in (op.before.block.args, op.after.block.args, op.results):
+                    for v, init in zip(args, op.init_args):
+                        if is_tensor(v) and encoding_of(v) is None:
+                            set_encoding(v, encoding_of(init) or self.default(v))
+            for region in op.regions:
+                if region.blocks:
+                    self.forward(region.block)
+            for res in op.results:
+                if is_tensor(res) and encoding_of(res) is None:
+                    set_encoding(res, self._forward_encoding(op, res))
+
+    def _forward_encoding(self, op, res: Value):
+        srcs = [encoding_of(v) for v in op.operands if is_tensor(v)]
+        if isinstance(op, tt.ReduceOp):
+            return SliceEncoding(op.axis, srcs[0])
+        if isinstance(op, tt.ExpandDimsOp) and isinstance(srcs[0], SliceEncoding) \
+                and srcs[0].dim == op.axis:
+            return srcs[0].parent
+        if isinstance(op, scf.IfOp):
+            yielded = op.then_region.block.ops[-1].operands[res.index]
+            return encoding_of(yielded) or self.default(res)
+        if isinstance(op, (tt.BroadcastOp, tt.ScanOp)) and srcs:
+            return srcs[0]
+        if op.elementwise and srcs and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp)):
+            return srcs[0]
+        return self.default(res)
+
+    # -- conversions --------------------------------------------------------------------------------
+    def required(self, op) -> list[tuple[int, object]]:
+        """(operand index, required encoding) for every operand whose layout the op dictates."""
+        ops = op.operands
+        if isinstance(op, scf.YieldOp):
+            parent = op.parent.parent_op
+            if isinstance(parent, scf.ForOp):
+                targets = parent.body.block.args[1:]
+            elif isinstance(parent, scf.WhileOp):
+                targets = parent.before.block.args
+            else:
+                targets = parent.results
+            return [(i, encoding_of(t)) for i, t in enumerate(targets)]
+        if isinstance(op, scf.ConditionOp):
+            parent = op.parent.parent_op
+            return [(i + 1, encoding_of(t)) for i, t in enumerate(parent.after.block.args)]
+        if isinstance(op, (scf.ForOp, scf.WhileOp)):
+            args = op.body.block.args[1:] if isinstance(op, scf.ForOp) else op.before.block.args
+            first = 3 if isinstance(op, scf.ForOp) else 0
+            return [(first + i, encoding_of(a)) for i, a in enumerate(args)]
+        if isinstance(op, tt.ExpandDimsOp):
+            return [(0, SliceEncoding(op.axis, encoding_of(op.result)))]
+        if isinstance(op, tt.DotOp):
+            enc = encoding_of(op.result)
+            return [(0, DotOperandEncoding(0, enc)), (1, DotOperandEncoding(1, enc)), (2, enc)]
+        if isinstance(op, (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)):
+            enc = encoding_of(op.ptr)
+            return [(i, enc) for i in range(len(ops))]
+        if isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
+            return [(i, encoding_of(op.results[0])) for i in range(len(ops))]
+        if isinstance(op, tt.ReduceOp):
+            first = encoding_of(ops[0])
+            return [(i, first) for i in range(1, len(ops))]
+        if op.elementwise and op.results and is_tensor(op.results[0]):
+            enc = encoding_of(op.results[0])
+            return [(i, enc) for i in range(len(ops))]
+        return []
+
+    def insert_converts(self, block) -> None:
+        for op in list(block.ops):
+            for region in op.regions:
+                if region.blocks:
+                    self.insert_converts(region.block)
+            for index, enc in self.required(op):
+                value = op.operands[index]
+                if enc is None or not is_tensor(value) or encoding_of(value) == enc:
+                    continue
+                op.replace_operand(value, self.convert(value, enc, op))
+
+    def convert(self, value: Value, enc, user) -> Value:
+        key = (id(value), enc)
+        if key in self.converts:
+            return self.converts[key]
+        if isinstance(value, OpResult):
+            anchor, block = value.op, value.op.parent
+            index = block.ops.index(anchor) + 1
+        else:
+            block, index = value.block, 0
+        op = ConvertLayoutOp(src=value)
+        new_type = TensorType(value.type.shape, value.type.element, enc)
+        op.results = [OpResult(new_type, op, 0, value.name_hint)]
+        op.loc = user.loc
+        block.insert(index, op)
+        self.converts[key] = op.result
+        return op.result
+
+
+def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, object]]) -> None:
+    """Give every tensor an encoding: `anchors` are (op, encoding) pairs for memory ops and dots."""
+    assigner = LayoutAssigner(func, num_warps)
+    for op, enc in anchors:
+        if isinstance(op, tt.DotOp):
+            set_encoding(op.result, enc)
+            assigner.want(op.c, enc)
+            assigner.want(op.a, DotOperandEncoding(0, enc))
+            assigner.want(op.b, DotOperandEncoding(1, enc))
+            continue
+        for res in op.results:
+            set_encoding(res, enc)
+        for operand in op.operands:
+            assigner.want(operand, enc)
+    assigner.forward(func.body.block)
+    assigner.insert_converts(func.body.block)

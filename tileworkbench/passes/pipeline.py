@@ -1,0 +1,62 @@
+"""The pass pipelines, as plain lists, and the one runner that verifies and records the IR after each pass.
+
+`TILE_OPT` takes the `tile` stage to `tile-opt`. The GPU passes (axis info, layouts, coalescing, ...) that
+take `tile-opt` to `tile-gpu` get their own list, `TILE_GPU`, defined beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir import IRVerificationError, print_ir, verify as verify_ir
+from ..ir.ops.tt import FuncOp
+from .canonicalize import canonicalize
+from .cse import cse
+from .dce import dce
+from .licm import licm
+
+Pass = Callable[[FuncOp], bool]
+
+TILE_OPT: list[Pass] = [
+    # Folding first: equal constants and constants moved to the right of commutative ops let cse merge
+    # more, and folded branches and zero-trip loops shrink what the later passes look at.
+    canonicalize,
+    # cse before licm, so an invariant computed twice in a loop body is hoisted once.
+    cse,
+    # licm after cse; it only moves ops, so it leaves nothing for canonicalize to redo.
+    licm,
+    # dce last, to sweep what the others left unused (cse and licm never erase uses themselves).
+    dce,
+]
+
+
+def pass_name(fn: Pass) -> str:
+    """The name a pass prints as (`canonicalize`, `cse`, ...): its `pass_name`, else its function name."""
+    return getattr(fn, "pass_name", fn.__name__)
+
+
+def run_passes(func: FuncOp, passes: list[Pass], *, verify: bool = True) -> list[tuple[str, str]]:
+    """Run `passes` in order on `func`, in place.
+
+    Args:
+        func: the kernel's `tt.func`, changed in place.
+        passes: pass functions, e.g. `TILE_OPT`.
+        verify: check the IR after each pass.
+
+    Returns:
+        One `(pass name, print_ir(func, locs=True))` per pass, in order: the pass-by-pass view.
+
+    Raises:
+        IRVerificationError: a pass left invalid IR (a tileworkbench bug); the message names the pass.
+    """
+    snapshots: list[tuple[str, str]] = []
+    for fn in passes:
+        name = pass_name(fn)
+        fn(func)
+        if verify:
+            try:
+                verify_ir(func)
+            except IRVerificationError as error:
+                raise IRVerificationError(f"after pass `{name}`: {error}") from None
+        snapshots.append((name, print_ir(func, locs=True)))
+    return snapshots

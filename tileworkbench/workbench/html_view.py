@@ -1,0 +1,204 @@
+"""Static HTML of a report: CSS-only tabs (radio buttons), so nbconvert and plain browsers show every
+stage with no JavaScript; without CSS (e.g. a sanitizer strips <style>) all panels show in sequence.
+
+Source-line linking works the same way: each kernel line is a radio label, and one CSS rule per line
+highlights the `sN` lines of every stage. Stage HTML is rendered once and cached on the report.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import itertools
+import re
+
+from .highlight import pygments_css, render_diff, render_stage
+from .text_view import performance_lines, resources_line
+
+_ids = itertools.count()
+HIGHLIGHT = "#ffe58a"
+
+BASE_CSS = """
+.twr {font-family: system-ui, sans-serif; font-size: 13px; border: 1px solid #ccc;
+  border-radius: 6px; padding: 6px 8px; margin: 4px 0; background: #fff; color: #222}
+.twr input.twradio {display: none}
+.twr .twhead {font-weight: 600; margin-bottom: 4px}
+.twr .twtabs label {display: inline-block; padding: 3px 10px; margin: 0 2px 0 0; cursor: pointer;
+  border: 1px solid #ccc; border-bottom: none; border-radius: 5px 5px 0 0; background: #f3f3f3}
+.twr .twpanel {display: none; border-top: 1px solid #ccc; padding-top: 4px}
+.twr .twpanel > h4.twfallback {display: none}
+.twr pre.twhl {max-height: 520px; overflow: auto; margin: 0; padding: 4px; background: #fafafa;
+  font-size: 12px; line-height: 1.35}
+.twr .twl {display: block}
+.twr .twno {color: #999; user-select: none}
+.twr label.twline {cursor: pointer; display: block}
+.twr label.twline:hover {background: #eef}
+.twr .twnote {color: #666; font-size: 12px; margin: 3px 0}
+.twr table.twtable {border-collapse: collapse; font-size: 12px}
+.twr table.twtable td, .twr table.twtable th {border: 1px solid #ddd; padding: 2px 6px;
+  text-align: left}
+.twr .twpass {color: #060} .twr .twfail {color: #b00; font-weight: 600}
+.twr .twadd {color: #060; background: #e8f7e8; display: block}
+.twr .twdel {color: #900; background: #fbe9e9; display: block}
+.twr .twhunk {color: #05a; display: block}
+.twr .twpasslist label {display: inline-block; padding: 1px 6px; margin: 1px; cursor: pointer;
+  border: 1px solid #ddd; border-radius: 4px; font-family: monospace}
+.twr .twpasspanel {display: none}
+.twr .twerror {color: #b00; white-space: pre-wrap; font-family: monospace}
+"""
+
+
+def _uid() -> str:
+    return f"twr{next(_ids)}"
+
+
+def stage_html(report, stage: str) -> str:
+    """The highlighted HTML of one stage, rendered once per report."""
+    cache = report.__dict__.setdefault("_html_cache", {})
+    if stage not in cache:
+        cache[stage] = render_stage(report.asm[stage], stage, report.line_map.get(stage))
+    return cache[stage]
+
+
+def pass_html(report, index: int) -> tuple[str, str]:
+    """(highlighted IR, diff against the previous pass) of pass `index`, rendered once."""
+    cache = report.__dict__.setdefault("_pass_cache", {})
+    if index not in cache:
+        name, text = report.passes[index]
+        prev_name, prev = report.passes[index - 1] if index else ("(nothing)", "")
+        cache[index] = (render_stage(text, "tile"), render_diff(prev, text, prev_name, name))
+    return cache[index]
+
+
+def roofline_png(report) -> str | None:
+    """The report's roofline as a base64 PNG, drawn once."""
+    if report.point is None or not report.show_roofline:
+        return None
+    if "_png" not in report.__dict__:
+        report.__dict__["_png"] = base64.b64encode(report.roofline().to_bytes("png")).decode()
+    return report.__dict__["_png"]
+
+
+def overview_html(report, with_png: bool = True) -> str:
+    """Resources, work and time, the check, the roofline and the autotuner table."""
+    parts = []
+    res = resources_line(report)
+    if res:
+        parts.append(f"<div><b>Resources</b>: {html.escape(res)}</div>")
+    for line in performance_lines(report):
+        parts.append(f"<div>{html.escape(line)}</div>")
+    if report.check is not None:
+        cls = "twpass" if report.check.passed else "twfail"
+        parts.append(f'<div><b>Check</b>: <span class="{cls}">'
+                     f"{html.escape(report.check.summary())}</span></div>")
+        if report.check.hint:
+            parts.append(f'<div class="twnote">hint: {html.escape(report.check.hint)}</div>')
+    notes = report.notes + (report.counts.notes if report.counts else [])
+    parts.extend(f'<div class="twnote">{html.escape(n)}</div>' for n in notes)
+    if report.autotune:
+        parts.append(autotune_html(report.autotune))
+    png = roofline_png(report) if with_png else None
+    if png:
+        parts.append(f'<img alt="roofline" src="data:image/png;base64,{png}" style="max-width:680px">')
+    if report.triton is not None:
+        parts.append(triton_html(report.triton))
+    return "\n".join(parts) or '<div class="twnote">nothing measured</div>'
+
+
+def autotune_html(rows) -> str:
+    body = "".join(
+        f"<tr><td>{html.escape(r.config)}</td><td>{'' if r.ms is None else f'{r.ms:.4g}'}</td>"
+        f"<td>{r.status}</td><td>{html.escape(r.reason)}</td></tr>" for r in rows)
+    return ('<div><b>Autotuner</b></div><table class="twtable"><tr><th>config</th><th>ms</th>'
+            f"<th>status</th><th>why</th></tr>{body}</table>")
+
+
+def triton_html(triton) -> str:
+    if triton.error:
+        return f'<div><b>Triton</b>: <span class="twerror">{html.escape(triton.error)}</span></div>'
+    time = html.escape(triton.timing.summary()) if triton.timing else "not timed"
+    return f"<div><b>Triton</b>: {time}; stages: {', '.join(triton.asm)}</div>"
+
+
+def _source_panel(report, uid: str) -> str:
+    """The kernel source with each line a label for its line-linking radio."""
+    rows = []
+    for line, text in sorted(report.source_lines.items()):
+        mapped = bool(report.stage_lines_for(line))
+        label = (f'<label class="twline" for="{uid}-src-{line}" title="highlight what line {line} '
+                 f'became">' if mapped else '<span class="twl">')
+        end = "</label>" if mapped else "</span>"
+        rows.append(f'{label}<span class="twno">{line:>4}</span> <span class="twl s{line}">'
+                    f"{html.escape(text) or ' '}</span>{end}")
+    hint = ('<div class="twnote">click a line: what it became is highlighted in every stage tab'
+            "</div>")
+    return hint + '<pre class="twhl">' + "".join(rows) + "</pre>"
+
+
+def _passes_panel(report, uid: str) -> str:
+    radios, labels, panels, rules = [], [], [], []
+    for i, (name, _) in enumerate(report.passes):
+        pid = f"{uid}-pass-{i}"
+        checked = " checked" if i == len(report.passes) - 1 else ""
+        radios.append(f'<input type="radio" class="twradio" name="{uid}-pass" id="{pid}"{checked}>')
+        labels.append(f'<label for="{pid}">{i}. {html.escape(name)}</label>')
+        ir, diff = pass_html(report, i)
+        panels.append(f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
+                      f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div>")
+        rules.append(f"#{pid}:checked ~ .twpassbody .twpp-{i} {{display: block}}")
+    return ("".join(radios) + '<div class="twpasslist">' + " ".join(labels) + "</div>"
+            + '<div class="twpassbody">' + "".join(panels) + "</div>"
+            + "<style>" + "\n".join(rules) + "</style>")
+
+
+def render_report(report) -> str:
+    """The whole report as one self-contained HTML fragment."""
+    uid = _uid()
+    tabs = [("overview", "overview", overview_html(report))]
+    for stage in report.shown_stages:
+        body = _source_panel(report, uid) if stage == "source" else stage_html(report, stage)
+        tabs.append((stage, stage, body))
+    if report.passes:
+        tabs.append(("passes", "passes", _passes_panel(report, uid)))
+    if report.triton is not None:
+        for stage, text in report.triton.asm.items():
+            tabs.append((f"triton-{stage}", f"triton {stage}",
+                         render_stage(text, "llvm" if stage == "llir" else stage)))
+    return _assemble(report, uid, tabs)
+
+
+def _assemble(report, uid: str, tabs: list[tuple[str, str, str]]) -> str:
+    radios, labels, panels, rules = [], [], [], []
+    src_lines = sorted(line for line in report.source_lines if report.stage_lines_for(line))
+    for line in src_lines:
+        radios.append(f'<input type="radio" class="twradio" name="{uid}-src" id="{uid}-src-{line}">')
+        rules.append(f"#{uid}-src-{line}:checked ~ .twpanels .s{line} {{background: {HIGHLIGHT}}}")
+    for i, (key, title, body) in enumerate(tabs):
+        tid = f"{uid}-tab-{key}"
+        checked = " checked" if i == 0 else ""
+        radios.append(f'<input type="radio" class="twradio" name="{uid}-tab" id="{tid}"{checked}>')
+        labels.append(f'<label for="{tid}">{html.escape(title)}</label>')
+        panels.append(f'<div class="twpanel twp-{key}"><h4 class="twfallback">{html.escape(title)}'
+                      f"</h4>{body}</div>")
+        rules.append(f"#{tid}:checked ~ .twpanels .twp-{key} {{display: block}}")
+        rules.append(f"#{tid}:checked ~ .twtabs label[for={tid}] {{background: #fff; "
+                     "font-weight: 600}")
+    head = html.escape(report.__repr__().split("\n")[0])
+    style = BASE_CSS + pygments_css() + "\n" + "\n".join(rules)
+    return (f'<div class="twr" id="{uid}"><style>{_scope(style, uid)}</style>'
+            f'<div class="twhead">{head}</div>' + "".join(radios)
+            + '<div class="twtabs">' + "".join(labels) + "</div>"
+            + '<div class="twpanels">' + "".join(panels) + "</div></div>")
+
+
+def _scope(css: str, uid: str) -> str:
+    """Scope `.twr` rules to this report's id, so two reports on a page do not fight."""
+    return re.sub(r"(^|[\s,}])\.twr\b", lambda m: f"{m.group(1)}#{uid}", css)
+
+
+def page(reports: list, title: str = "tileworkbench report", extra: str = "") -> str:
+    """A standalone HTML page with several reports."""
+    body = "\n".join(r._repr_html_() for r in reports)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"</head><body style='max-width:1100px;margin:auto'><h2>{html.escape(title)}</h2>"
+            f"{extra}{body}</body></html>")

@@ -1,0 +1,139 @@
+"""A device's ceilings for the roofline: measured once by microbenchmarks and cached, or from datasheets.
+
+Measured: DRAM bandwidth (a CuPy device-to-device copy), FP32 FMA rate (a tileworkbench kernel of
+independent FMA chains) and tensor-core rates for fp16, bf16 and tf32 (cuBLAS `gemmEx` through CuPy).
+The cache is `<cache dir>/peaks/<device>.json`. Datasheet values (dense, no sparsity) are drawn dashed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..config import config
+
+PEAK_NAMES = ("dram", "fp32", "tf32", "fp16", "bf16")
+UNITS = {"dram": "B/s", "fp32": "FLOP/s", "tf32": "FLOP/s", "fp16": "FLOP/s", "bf16": "FLOP/s"}
+T, G = 1e12, 1e9
+
+# Dense datasheet peaks (NVIDIA product pages / whitepapers). Keys match `device name` substrings.
+DATASHEET = {
+    "H200": {"dram": 4800 * G, "fp32": 67 * T, "tf32": 494.5 * T, "fp16": 989.5 * T, "bf16": 989.5 * T},
+    "H100 SXM": {"dram": 3350 * G, "fp32": 67 * T, "tf32": 494.5 * T, "fp16": 989.5 * T,
+                 "bf16": 989.5 * T},
+    "H100 PCIe": {"dram": 2000 * G, "fp32": 51 * T, "tf32": 378 * T, "fp16": 756 * T, "bf16": 756 * T},
+    "A100-SXM4-80GB": {"dram": 2039 * G, "fp32": 19.5 * T, "tf32": 156 * T, "fp16": 312 * T,
+                       "bf16": 312 * T},
+    "A100": {"dram": 1555 * G, "fp32": 19.5 * T, "tf32": 156 * T, "fp16": 312 * T, "bf16": 312 * T},
+    "L4": {"dram": 300 * G, "fp32": 30.3 * T, "tf32": 60 * T, "fp16": 121 * T, "bf16": 121 * T},
+    "L40S": {"dram": 864 * G, "fp32": 91.6 * T, "tf32": 183 * T, "fp16": 362 * T, "bf16": 362 * T},
+    "RTX 4090": {"dram": 1008 * G, "fp32": 82.6 * T, "tf32": 82.6 * T, "fp16": 165 * T,
+                 "bf16": 165 * T},
+    "RTX 3090": {"dram": 936 * G, "fp32": 35.6 * T, "tf32": 35.6 * T, "fp16": 71 * T, "bf16": 71 * T},
+    "T4": {"dram": 320 * G, "fp32": 8.1 * T, "fp16": 65 * T},
+}
+DEFAULT_DEVICE = "H200"  # used to place kernels when no GPU is present
+
+
+@dataclass
+class Peak:
+    """One ceiling: `value` in `unit` (B/s or FLOP/s), `source` "measured" or "datasheet"."""
+
+    name: str
+    value: float
+    unit: str
+    source: str
+    detail: str = ""
+
+
+@dataclass
+class Peaks:
+    """The ceilings of one device: measured where available, datasheet beside them."""
+
+    device: str
+    measured: dict[str, Peak] = field(default_factory=dict)
+    datasheet: dict[str, Peak] = field(default_factory=dict)
+
+    def best(self, name: str) -> Peak | None:
+        """The measured ceiling if there is one, else the datasheet's."""
+        return self.measured.get(name) or self.datasheet.get(name)
+
+    def to_json(self) -> dict:
+        return {"device": self.device, "measured": {k: asdict(v) for k, v in self.measured.items()}}
+
+
+def datasheet_entry(device: str) -> tuple[str, dict[str, float]] | None:
+    """The datasheet row whose key best matches `device` (the longest key contained in its name)."""
+    name = device.upper().replace("NVIDIA", "").strip()
+    matches = [key for key in DATASHEET if key.upper() in name or name in key.upper()]
+    if "A100" in name and "80GB" in name:
+        matches.append("A100-SXM4-80GB")
+    if not matches:
+        return None
+    key = max(matches, key=len)
+    return key, DATASHEET[key]
+
+
+def datasheet_peaks(device: str) -> dict[str, Peak]:
+    entry = datasheet_entry(device)
+    if entry is None:
+        return {}
+    key, row = entry
+    return {n: Peak(n, v, UNITS[n], "datasheet", f"{key} datasheet") for n, v in row.items()}
+
+
+def cache_path(device: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", device).strip("_") or "device"
+    return Path(config.cache_dir) / "peaks" / f"{slug}.json"
+
+
+def load_cached(device: str) -> dict[str, Peak]:
+    """Measured peaks cached for `device`, or {} (an unreadable file is ignored and re-measured)."""
+    path = cache_path(device)
+    try:
+        data = json.loads(path.read_text())
+        return {k: Peak(**v) for k, v in data["measured"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def save_cached(peaks: Peaks) -> Path:
+    path = cache_path(peaks.device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(peaks.to_json(), indent=1))
+    tmp.replace(path)
+    return path
+
+
+def current_device() -> str | None:
+    """The name of the current CUDA device, or None without CuPy or a GPU."""
+    try:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:  # no CuPy, no driver, no device: all mean "no GPU here"
+        return None
+
+
+def get_peaks(device: str | None = None, measure: bool = False, force: bool = False) -> Peaks:
+    """The ceilings for `device` (default: the current GPU, else the H200 datasheet).
+
+    Args:
+        device: a device name; None picks the current GPU, or `DEFAULT_DEVICE` without one.
+        measure: run the microbenchmarks when nothing is cached (needs the GPU to be `device`).
+        force: re-measure even when cached values exist.
+    """
+    here = current_device()
+    device = device or here or DEFAULT_DEVICE
+    peaks = Peaks(device, measured=load_cached(device), datasheet=datasheet_peaks(device))
+    if (measure and not peaks.measured or force) and here == device:
+        from .microbench import measure_all
+
+        peaks.measured = measure_all()
+        save_cached(peaks)
+    return peaks

@@ -1,0 +1,96 @@
+"""Resources of a compiled kernel and the occupancy they allow: blocks (programs) and warps per SM.
+
+Occupancy is computed, as CUDA's occupancy calculator does, from registers per thread, shared memory per
+block and threads per block, against the per-SM limits of the device's architecture.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+KB = 1024
+
+
+@dataclass(frozen=True)
+class SMLimits:
+    """Per-SM limits of one architecture (CUDA C Programming Guide, 'Compute Capabilities' table)."""
+
+    arch: str
+    regs_per_sm: int = 65536
+    smem_per_sm: int = 228 * KB
+    smem_per_block_max: int = 227 * KB
+    threads_per_sm: int = 2048
+    blocks_per_sm: int = 32
+    regs_per_thread_max: int = 255
+    reg_alloc_unit: int = 256  # registers are allocated per warp in chunks of this many
+    smem_reserved_per_block: int = 1 * KB  # the driver keeps 1 KB per block on sm_80 and newer
+
+
+ARCH_LIMITS = {
+    "sm_80": SMLimits("sm_80", smem_per_sm=164 * KB, smem_per_block_max=163 * KB),
+    "sm_86": SMLimits("sm_86", smem_per_sm=100 * KB, smem_per_block_max=99 * KB,
+                      threads_per_sm=1536, blocks_per_sm=16),
+    "sm_89": SMLimits("sm_89", smem_per_sm=100 * KB, smem_per_block_max=99 * KB,
+                      threads_per_sm=1536, blocks_per_sm=24),
+    "sm_90": SMLimits("sm_90"),
+    "sm_90a": SMLimits("sm_90a"),
+    "sm_100": SMLimits("sm_100"),
+}
+
+
+def limits_for(target: str | None) -> SMLimits:
+    """Limits for a target like `sm_90`; unknown or CPU targets get H100/H200 (sm_90) limits."""
+    return ARCH_LIMITS.get(str(target or "").split(":")[-1], ARCH_LIMITS["sm_90"])
+
+
+@dataclass
+class Resources:
+    """What a kernel uses and the occupancy that allows. `None` means unknown (no ptxas, interpreter)."""
+
+    n_regs: int | None
+    n_spills: int | None
+    shared: int | None
+    local: int | None
+    num_warps: int
+    limits: SMLimits
+    blocks_per_sm: int | None = None
+    limiter: str | None = None
+
+    @property
+    def threads_per_block(self) -> int:
+        return 32 * self.num_warps
+
+    @property
+    def occupancy(self) -> float | None:
+        """Resident warps over the maximum warps per SM (0..1)."""
+        if self.blocks_per_sm is None:
+            return None
+        return self.blocks_per_sm * self.num_warps * 32 / self.limits.threads_per_sm
+
+
+def occupancy(n_regs: int | None, shared: int | None, num_warps: int,
+              limits: SMLimits) -> tuple[int | None, str | None]:
+    """Blocks per SM and the resource that limits them, from registers, shared memory and threads."""
+    threads = 32 * num_warps
+    by = {"threads": limits.threads_per_sm // threads, "blocks": limits.blocks_per_sm}
+    if n_regs:
+        per_warp = math.ceil(n_regs * 32 / limits.reg_alloc_unit) * limits.reg_alloc_unit
+        by["registers"] = (limits.regs_per_sm // per_warp) // num_warps
+    if shared is not None:
+        if shared > limits.smem_per_block_max:
+            return 0, "shared memory (more than a block may use)"
+        by["shared memory"] = limits.smem_per_sm // (shared + limits.smem_reserved_per_block)
+    limiter = min(by, key=lambda k: by[k])
+    return by[limiter], limiter
+
+
+def resources_of(metadata: dict, target: str | None) -> Resources:
+    """Resources from a compiled kernel's metadata dict (`n_regs`, `n_spills`, `shared`, ...)."""
+    limits = limits_for(target)
+    res = Resources(n_regs=metadata.get("n_regs"), n_spills=metadata.get("n_spills"),
+                    shared=metadata.get("shared"), local=metadata.get("local"),
+                    num_warps=int(metadata.get("num_warps") or 4), limits=limits)
+    if str(target or "").startswith("sm_"):
+        res.blocks_per_sm, res.limiter = occupancy(res.n_regs, res.shared, res.num_warps, limits)
+    return res

@@ -1,0 +1,199 @@
+"""The roofline: arithmetic intensity (FLOP/byte) against FLOP/s, log-log, with a device's ceilings.
+
+Measured ceilings are solid, datasheet ones dashed; each kernel is a point labelled with its % of the
+ceiling that bounds it at its intensity. matplotlib is imported only when a plot is drawn.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from .peaks import Peak, Peaks, get_peaks
+
+COMPUTE_ORDER = ("fp32", "tf32", "bf16", "fp16")
+COLORS = {"dram": "#1f77b4", "fp32": "#2ca02c", "tf32": "#9467bd", "fp16": "#d62728",
+          "bf16": "#ff7f0e"}
+
+
+@dataclass
+class RooflinePoint:
+    """One kernel (or config) on the roofline. `seconds` None places it by intensity only."""
+
+    label: str
+    flops: float
+    bytes: float
+    seconds: float | None
+    compute: str = "fp32"  # which compute ceiling bounds it: fp32, tf32, fp16 or bf16
+    flops_source: str = "counted from the IR"
+    bytes_source: str = "launch arrays"
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+    @property
+    def achieved(self) -> float | None:
+        """FLOP/s achieved, or None without a time."""
+        return self.flops / self.seconds if self.seconds else None
+
+    @property
+    def bandwidth(self) -> float | None:
+        return self.bytes / self.seconds if self.seconds else None
+
+
+@dataclass
+class Bound:
+    """The ceiling that limits a point at its intensity, and how close the point comes."""
+
+    name: str  # "dram" or a compute ceiling name
+    attainable: float  # FLOP/s
+    fraction: float | None  # achieved / attainable
+
+    def label(self) -> str:
+        what = "DRAM bandwidth" if self.name == "dram" else f"{self.name} compute"
+        if self.fraction is None:
+            return f"{what} bound"
+        return f"{100 * self.fraction:.0f}% of {what} bound"
+
+
+def bound_of(point: RooflinePoint, peaks: Peaks) -> Bound | None:
+    """min(peak compute, bandwidth x intensity) for the point's compute kind, and its fraction."""
+    dram = peaks.best("dram")
+    compute = peaks.best(point.compute) or peaks.best("fp32")
+    if dram is None or compute is None or not point.bytes:
+        return None
+    memory_roof = dram.value * point.intensity
+    name, attainable = ("dram", memory_roof) if memory_roof < compute.value else (
+        compute.name, compute.value)
+    achieved = point.achieved
+    return Bound(name, attainable, achieved / attainable if achieved is not None else None)
+
+
+def compute_kind(dot_dtype: str | None) -> str:
+    """The compute ceiling for a kernel whose tt.dot takes `dot_dtype` (None: no dot, plain FP32)."""
+    return {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(dot_dtype or "", "fp32")
+
+
+class Roofline:
+    """A roofline plot of `points` against `peaks`; shows itself as PNG in notebooks."""
+
+    def __init__(self, points: list[RooflinePoint], peaks: Peaks | None = None):
+        self.points = list(points)
+        self.peaks = peaks or get_peaks()
+
+    def bounds(self) -> list[Bound | None]:
+        return [bound_of(p, self.peaks) for p in self.points]
+
+    def figure(self, size: tuple[float, float] = (7.0, 4.5)):
+        """A matplotlib Figure (not attached to pyplot, so nothing leaks into a notebook)."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=size, dpi=100)
+        ax = fig.add_subplot(1, 1, 1)
+        _draw(ax, self.points, self.peaks)
+        fig.tight_layout()
+        return fig
+
+    def to_bytes(self, fmt: str = "png") -> bytes:
+        buf = io.BytesIO()
+        self.figure().savefig(buf, format=fmt)
+        return buf.getvalue()
+
+    def save(self, path: str) -> str:
+        """Save as PNG or SVG (chosen by the file's suffix)."""
+        fmt = "svg" if str(path).lower().endswith(".svg") else "png"
+        with open(path, "wb") as f:
+            f.write(self.to_bytes(fmt))
+        return str(path)
+
+    def _repr_png_(self) -> bytes:
+        return self.to_bytes("png")
+
+    def __repr__(self) -> str:
+        lines = [f"Roofline on {self.peaks.device}"]
+        for point, bound in zip(self.points, self.bounds()):
+            achieved = f"{point.achieved / 1e12:.3g} TFLOP/s" if point.achieved else "not timed"
+            where = bound.label() if bound else "no ceilings"
+            lines.append(f"  {point.label}: {point.intensity:.3g} FLOP/B, {achieved}, {where}")
+        return "\n".join(lines)
+
+
+def _span(points: list[RooflinePoint], peaks: Peaks) -> tuple[float, float]:
+    lo, hi = 1 / 16, 1024.0
+    for p in points:
+        lo, hi = min(lo, p.intensity / 4), max(hi, p.intensity * 4)
+    return lo, hi
+
+
+def _ceiling_lines(ax, peaks: Peaks, lo: float, hi: float) -> None:
+    """The DRAM slope up to the highest ridge, and each compute roof flat from its ridge point."""
+    for table, style in ((peaks.measured, "-"), (peaks.datasheet, "--")):
+        dram = table.get("dram")
+        computes = [table[n] for n in COMPUTE_ORDER if n in table]
+        width = 1.6 if style == "-" else 1.0
+        if dram is not None:
+            top = max((c.value for c in computes), default=dram.value * hi)
+            ax.plot([lo, min(hi, top / dram.value)], [dram.value * lo, min(top, dram.value * hi)],
+                    style, color=COLORS["dram"], lw=width,
+                    label=f"DRAM {dram.value / 1e9:.0f} GB/s ({dram.detail or dram.source})")
+        for peak in computes:
+            start = max(lo, peak.value / dram.value) if dram is not None else lo
+            ax.plot([start, hi], [peak.value, peak.value], style, color=COLORS[peak.name], lw=width,
+                    label=_peak_label(peak))
+
+
+def _peak_label(peak: Peak) -> str:
+    return f"{peak.name} {peak.value / 1e12:.0f} TFLOP/s ({peak.detail or peak.source})"
+
+
+def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
+    lo, hi = _span(points, peaks)
+    _ceiling_lines(ax, peaks, lo, hi)
+    for i, point in enumerate(points):
+        bound = bound_of(point, peaks)
+        marker = "o*sD^v"[i % 6]
+        if point.achieved is None:
+            ax.axvline(point.intensity, color="0.3", ls=":", lw=1.2,
+                       label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed)")
+            continue
+        label = f"{point.label}: {bound.label() if bound else ''}"
+        ax.plot([point.intensity], [point.achieved], marker, ms=9, color=f"C{i % 10}", label=label,
+                zorder=5)
+        ax.annotate(bound.label() if bound else point.label, (point.intensity, point.achieved),
+                    textcoords="offset points", xytext=(6, -12), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(f"Roofline: {peaks.device}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    sources = _sources_note(points)
+    ax.legend(fontsize=7, loc="lower right", title=sources, title_fontsize=7)
+
+
+def _sources_note(points: list[RooflinePoint]) -> str:
+    kinds = sorted({f"FLOPs {p.flops_source}; bytes {p.bytes_source}" for p in points})
+    return "\n".join(kinds[:3]) + ("\nsolid: measured, dashed: datasheet")
+
+
+def roofline(items: list, peaks: Peaks | None = None, labels: list[str] | None = None) -> Roofline:
+    """Several kernels (reports, RooflinePoints) on one roofline plot.
+
+    Args:
+        items: `KernelReport`s (from the magic or `tw.inspect`) or `RooflinePoint`s.
+        peaks: the ceilings; default: the current GPU's (measured if cached) or the H200 datasheet.
+        labels: optional labels replacing each item's own.
+    """
+    if not isinstance(items, (list, tuple)):
+        items = [items]
+    points = []
+    for i, item in enumerate(items):
+        point = item if isinstance(item, RooflinePoint) else getattr(item, "point", None)
+        if point is None:
+            raise ValueError(f"item {i} ({type(item).__name__}) has no roofline point: it needs "
+                             "FLOPs and bytes (launch it, or pass --flops/--bytes)")
+        if labels:
+            point = RooflinePoint(**{**point.__dict__, "label": labels[i]})
+        points.append(point)
+    return Roofline(points, peaks)

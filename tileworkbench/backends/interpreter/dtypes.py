@@ -1,0 +1,122 @@
+"""Tile IR element types as NumPy dtypes (bf16 and fp8 through ml_dtypes), and the reinterpreting views
+the interpreter needs for C integer semantics (signed vs unsigned) and low-precision float math."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+
+from ...ir.types import PointerType, ScalarType, TensorType, Type, element_type
+
+_NUMPY = {
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
+    "f8e4nv": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8e5": np.dtype(ml_dtypes.float8_e5m2),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+}
+
+POINTER = np.dtype(np.int64)  # pointers are int64 virtual byte addresses
+F32 = np.dtype(np.float32)
+# Float types NumPy has no native arithmetic for: math runs in float32 and rounds back per op.
+LOW_FLOATS = frozenset(np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                              ml_dtypes.float8_e5m2))
+_SIGNED = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+             8: np.dtype(np.uint64)}
+
+
+def numpy_dtype(t: Type) -> np.dtype:
+    """The NumPy dtype of the elements of `t` (int64 for pointers)."""
+    element = element_type(t)
+    if isinstance(element, PointerType):
+        return POINTER
+    return _NUMPY[element.name]
+
+
+def memory_dtype(pointee: ScalarType) -> np.dtype:
+    """The dtype a pointer to `pointee` reads from memory: i1 is stored as one byte (0 or 1)."""
+    if pointee.name == "i1":
+        return np.dtype(np.uint8)
+    return _NUMPY[pointee.name]
+
+
+def shape(t: Type) -> tuple[int, ...]:
+    return t.shape if isinstance(t, TensorType) else ()
+
+
+def signed(x):
+    """`x` reinterpreted as a signed integer of its width (bool reads as int8 0/1)."""
+    return np.asarray(x).view(_SIGNED[np.asarray(x).dtype.itemsize])
+
+
+def unsigned(x):
+    """`x` reinterpreted as an unsigned integer of its width."""
+    return np.asarray(x).view(_UNSIGNED[np.asarray(x).dtype.itemsize])
+
+
+def unsigned_dtype(dtype: np.dtype) -> np.dtype:
+    return _UNSIGNED[dtype.itemsize]
+
+
+def signed_dtype(dtype: np.dtype) -> np.dtype:
+    return _SIGNED[dtype.itemsize]
+
+
+def make_value(value, t: Type):
+    """A constant or argument `value` as a NumPy value of type `t`: a scalar or a full tensor.
+
+    Integers wrap to the type's width (a frontend may write u32 0xFFFFFFFF as -1 or the other way)."""
+    dtype = numpy_dtype(t)
+    if isinstance(value, (np.ndarray, list, tuple)):
+        array = np.asarray(value)
+        scalar_array = array.astype(dtype) if array.dtype.kind == dtype.kind else _convert(array, dtype)
+        return np.broadcast_to(scalar_array, shape(t)).copy() if shape(t) else scalar_array[()]
+    scalar = _convert(np.asarray(value), dtype)[()]
+    if shape(t):
+        return np.full(shape(t), scalar, dtype=dtype)
+    return scalar
+
+
+def _convert(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.bool_:
+        return array.astype(np.bool_)
+    if dtype.kind in "iu":
+        if array.dtype.kind != "O":
+            return array.astype(dtype)  # C casts between integer types wrap
+        bits = dtype.itemsize * 8
+        wrapped = np.asarray(np.vectorize(lambda v: int(v) & ((1 << bits) - 1), otypes=[object])(array))
+        return wrapped.astype(_UNSIGNED[dtype.itemsize]).view(dtype)
+    return array.astype(np.float64).astype(dtype)
+
+
+def float_math(fn: Callable, dtype: np.dtype) -> Callable:
+    """`fn` computed in `dtype`, or for bf16/fp8 in float32 and rounded back (one rounding per op)."""
+    if dtype not in LOW_FLOATS:
+        return fn
+
+    def widened(*args):
+        return np.asarray(fn(*(np.asarray(a).astype(F32) for a in args))).astype(dtype)[()]
+
+    return widened
+
+
+def to_float8(x, dtype: np.dtype):
+    """Round to an fp8 type, saturating finite overflow to the largest finite value like the GPU's
+    `cvt.rn.satfinite` (ml_dtypes alone turns overflow into NaN for e4m3fn)."""
+    limit = float(ml_dtypes.finfo(dtype).max)
+    wide = np.asarray(x).astype(np.float32)
+    clipped = np.where(np.isfinite(wide), np.clip(wide, -limit, limit), wide)
+    return clipped.astype(dtype)[()]

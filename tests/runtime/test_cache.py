@@ -17,7 +17,9 @@ def _entry(seed: int) -> dict[str, bytes | str]:
     rng = np.random.default_rng(seed)
     return {
         "kernel.ptx": f"// ptx {seed}\n.version 8.0\n" + "x" * int(rng.integers(10, 5000)),
-        "kernel.cubin": rng.integers(0, 256, int(rng.integers(100, 20000)), dtype=np.uint8).tobytes(),
+        "kernel.cubin": rng.integers(
+            0, 256, int(rng.integers(100, 20000)), dtype=np.uint8
+        ).tobytes(),
         "metadata.json": json.dumps({"num_warps": int(rng.integers(1, 9)), "seed": seed}),
     }
 
@@ -43,7 +45,10 @@ def test_cache_key_is_stable_and_separates_parts():
     assert cache_key("1") != cache_key(1)
     assert cache_key("x") != cache_key(b"x")
     # a fixed value, so a change of the hashing scheme (which orphans users' caches) is noticed
-    assert cache_key("tileworkbench") == "c5495d1824c1a287ff4cf484036a094a3cbabc18a1a2ae84446f607e65ef7a1b"
+    assert (
+        cache_key("tileworkbench")
+        == "c5495d1824c1a287ff4cf484036a094a3cbabc18a1a2ae84446f607e65ef7a1b"
+    )
 
 
 def test_cache_key_rejects_unhashable_parts():

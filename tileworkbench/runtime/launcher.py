@@ -145,7 +145,7 @@ def _bf16_converter(name: str, kernel: str) -> Callable:
 
 def _scalar_error(value: object, kind: str, name: str, kernel: str) -> LaunchError:
     return LaunchError(
-        f"argument {name!r} of {kernel} is a {kind} parameter; "
+        f"argument {name!r} of {kernel} has kind {kind}; "
         f"got {value!r} ({type(value).__name__})"
     )
 

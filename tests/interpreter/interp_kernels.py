@@ -43,7 +43,10 @@ class KernelBuilder:
         return self.args[name]
 
     def _loc(self) -> Loc:
-        frame = sys._getframe(2)
+        """The line of the first caller outside this helper module."""
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename == __file__:
+            frame = frame.f_back
         return Loc(frame.f_code.co_filename, frame.f_lineno)
 
     def op(self, cls, result_types, **fields):

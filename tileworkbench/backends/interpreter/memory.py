@@ -1,7 +1,8 @@
 """The interpreter's memory: virtual addresses for the kernel's array arguments, and the one place where
 every load, store and atomic is bounds-checked.
 
-Argument i owns the address range [i << 44, (i + 1) << 44); its bytes start in the middle of that range, at
+Argument i owns the address range [(i + 1) << 44, (i + 2) << 44) (low addresses belong to no argument,
+so a null or integer-made pointer is caught); its bytes start in the middle of that range, at
 an address with the same remainder mod 64 as the real buffer, so alignment and divisibility facts hold as
 on a GPU and any pointer derived from the argument (even far out of bounds) still says which one it was.
 An argument's bytes are those its array spans (NumPy's byte bounds), so strided views work.
@@ -139,8 +140,8 @@ class Memory:
         return parts
 
     def _argument_at(self, region: int) -> ArgumentMemory | None:
-        if 0 <= region < len(self.arguments):
-            return self.arguments[region]
+        if 1 <= region <= len(self.arguments):
+            return self.arguments[region - 1]
         return None
 
     def _part(self, argument, addresses, dtype, site, lanes, strict=False) -> Part | None:
@@ -191,7 +192,7 @@ def _argument(index: int, name: str, array: np.ndarray) -> ArgumentMemory:
     low, high = byte_bounds(array)
     raw = np.frombuffer((ctypes.c_uint8 * (high - low)).from_address(low), np.uint8) \
         if high > low else np.zeros(0, np.uint8)
-    base = (index << REGION_BITS) + (1 << (REGION_BITS - 1)) + (low & 63)
+    base = ((index + 1) << REGION_BITS) + (1 << (REGION_BITS - 1)) + (low & 63)
     first = array.__array_interface__["data"][0] - low
     return ArgumentMemory(name, array, raw, base, first)
 

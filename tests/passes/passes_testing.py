@@ -38,7 +38,8 @@ def for_loop(b: Builder, lower: Value, upper: Value, step: Value, inits: Sequenc
              body: Callable[[Value, list[Value]], list[Value]], names: Sequence[str] = ()
              ) -> scf.ForOp:
     """`scf.for` whose body is built by `body(iv, carried) -> yielded`."""
-    block = Block([lower.type] + [v.type for v in inits], ["i", *names] if names else None)
+    arg_names = ["i", *names] + [None] * (len(inits) - len(names))
+    block = Block([lower.type] + [v.type for v in inits], arg_names)
     op = b.create(scf.ForOp, [v.type for v in inits], lower=lower, upper=upper, step=step,
                   init_args=list(inits), body=Region([block]))
     with b.at_end(block):

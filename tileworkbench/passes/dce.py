@@ -75,23 +75,37 @@ def _inside(op: Op, dead: set[int]) -> bool:
 
 
 def _drop_dead_loop_values(func: FuncOp, uses: Counter) -> bool:
-    """Remove carried value i of an scf.for when result i is unused and the body reads block argument
-    i only to yield it back as value i."""
+    """Remove the carried values of each scf.for that neither the loop's users nor its effects read."""
     changed = False
     for op in list(func.walk()):
         if not isinstance(op, scf.ForOp):
             continue
-        block = op.body.block
-        terminator = block.ops[-1] if block.ops else None
+        terminator = op.body.block.ops[-1] if op.body.block.ops else None
         if not isinstance(terminator, scf.YieldOp):
             continue
+        live = _live_carried(op, terminator, uses)
         for i in reversed(range(len(op.init_args))):
-            arg = block.args[i + 1]
-            only_yielded = uses[id(arg)] == (terminator.values[i] is arg)
-            if uses[id(op.results[i])] == 0 and only_yielded:
+            if i not in live:
                 _remove_carried(op, terminator, i)
                 changed = True
     return changed
+
+
+def _live_carried(op: scf.ForOp, terminator: scf.YieldOp, uses: Counter) -> set[int]:
+    """Indices of carried values that are read after the loop, or feed an effect or a live value in the
+    body. The rest only feed themselves (an accumulator nobody reads) and can go."""
+    block = op.body.block
+    live = {i for i, r in enumerate(op.results) if uses[id(r)]}
+    while True:
+        needed = {id(terminator.values[i]) for i in live}
+        for inner in reversed(block.ops[:-1]):
+            if is_removable(inner) and not any(id(r) in needed for r in inner.results):
+                continue
+            needed.update(id(v) for nested in inner.walk() for v in nested.operands)
+        grown = live | {i for i in range(len(op.init_args)) if id(block.args[i + 1]) in needed}
+        if grown == live:
+            return live
+        live = grown
 
 
 def _remove_carried(op: scf.ForOp, terminator: scf.YieldOp, i: int) -> None:

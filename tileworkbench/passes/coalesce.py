@@ -1,0 +1,60 @@
+"""`coalesce`: chooses a blocked layout for every global load, store and atomic so that consecutive lanes
+touch consecutive addresses and each thread moves up to 16 bytes at a time, then lays out every other
+tensor around those anchors (`layouts.assign_layouts`). Needs `axis_info`; reads the warp count from
+`func.num_warps` (set by the NVPTX driver; 4 when absent). After it, every tensor type has an encoding.
+"""
+
+from __future__ import annotations
+
+from ..ir.ops import tt
+from ..ir.ops.ttg import blocked_for
+from ..ir.types import PointerType, TensorType
+from .axis_info import axis_info
+from .layouts import assign_layouts, dot_result_encoding, is_tensor
+
+_MEMORY = (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
+
+
+def _order(contiguity: tuple[int, ...]) -> tuple[int, ...]:
+    """Dimensions from most to least contiguous; ties keep the row-major preference (last dim fastest)."""
+    rank = len(contiguity)
+    return tuple(sorted(range(rank), key=lambda d: (-contiguity[d], -d)))
+
+
+def _vector_width(op, info, order, num_threads: int) -> int:
+    ptr = op.ptr
+    elem_bytes = max(1, ptr.type.element.pointee.bitwidth // 8)
+    fast = order[0]
+    contig = info.contiguity[fast]
+    div_elems = max(1, info.divisibility[fast] // elem_bytes)
+    vec = min(contig, div_elems, max(1, 16 // elem_bytes))
+    numel = ptr.type.numel
+    vec = min(vec, max(1, numel // num_threads))
+    if isinstance(op, (tt.AtomicRMWOp, tt.AtomicCASOp)):
+        vec = 1
+    return max(1, vec)
+
+
+def coalesce(func: tt.FuncOp) -> bool:
+    """Assign layouts to all tensors, anchored at coalesced global-memory accesses. Returns True."""
+    num_warps = getattr(func, "num_warps", 4)
+    analysis = axis_info(func)
+    memory = [op for op in func.walk() if isinstance(op, _MEMORY) and is_tensor(op.ptr)
+              and isinstance(op.ptr.type.element, PointerType)]
+    choices = {}
+    for op in memory:
+        info = analysis.info(op.ptr)
+        order = _order(info.contiguity)
+        vec = _vector_width(op, info, order, 32 * num_warps)
+        key = (op.ptr.type.shape, order)
+        choices[id(op)] = key
+        choices[key] = max(choices.get(key, 1), vec)
+    anchors = []
+    for op in func.walk():
+        if id(op) in choices:
+            shape, order = choices[id(op)]
+            anchors.append((op, blocked_for(shape, num_warps, choices[(shape, order)], order)))
+        elif isinstance(op, tt.DotOp) and isinstance(op.result.type, TensorType):
+            anchors.append((op, dot_result_encoding(op.result.type.shape, num_warps)))
+    assign_layouts(func, num_warps, anchors)
+    return True

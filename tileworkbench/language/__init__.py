@@ -1,0 +1,13 @@
+"""The tile language, imported as `tl` (`import tileworkbench.language as tl`): Triton's names and semantics."""
+
+from . import extra, math, random  # noqa: F401
+from .builtins import *  # noqa: F401,F403
+from .core import (  # noqa: F401
+    block_type, constexpr, dtype, float8e4nv, float8e5, float16, bfloat16, float32, float64, int1, int8,
+    int16, int32, int64, pi32_t, pointer_type, range, static_range, tensor, uint8, uint16, uint32, uint64,
+    void,
+)
+from .random import (  # noqa: F401
+    pair_uniform_to_normal, philox, philox_impl, rand, randint, randint4x, randn, uint_to_uniform_float,
+)
+from .standard import PropagateNan, cdiv, sigmoid, softmax, swizzle2d  # noqa: F401

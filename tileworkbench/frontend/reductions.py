@@ -1,0 +1,281 @@
+"""Reductions, scans and `tl.dot`: `tt.reduce` / `tt.scan` with their combine regions (built-in combines
+or a user `@jit` function inlined into the region), and the typing of dot products."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..errors import TileTypeError
+from ..ir import tt
+from ..ir.values import Block
+from ..language import core
+from ..language.core import block_type, tensor
+from .calls import arange, constexpr_int, impl, normalize_axis
+from .semantics import unwrap
+
+Combine = Callable[[object, list[tensor], list[tensor]], list[tensor]]
+
+
+def _as_list(input) -> tuple[list[tensor], bool]:
+    input = unwrap(input)
+    if isinstance(input, tuple):
+        return list(input), True
+    return [input], False
+
+
+def _prepare(cg, inputs: list[tensor], axis) -> tuple[list[tensor], int]:
+    inputs = [cg.sem.to_tensor(x) for x in inputs]
+    shape = inputs[0].shape
+    if any(x.shape != shape for x in inputs):
+        raise TileTypeError("all tiles of a tuple reduction must have one shape")
+    if not shape:
+        raise TileTypeError("cannot reduce a scalar")
+    if unwrap(axis) is None:
+        inputs = [cg.sem.reshape(x, (x.numel,)) for x in inputs]
+        return inputs, 0
+    return inputs, normalize_axis(axis, len(shape))
+
+
+def _combine_block(cg, op, inputs: list[tensor], combine: Combine, ret_cls) -> None:
+    scalars = [x.dtype for x in inputs]
+    block = Block([t.to_ir() for t in scalars] * 2)
+    lhs = [tensor(a, t) for a, t in zip(block.args[:len(inputs)], scalars)]
+    rhs = [tensor(a, t) for a, t in zip(block.args[len(inputs):], scalars)]
+    with cg.builder.at_end(block):
+        results = combine(cg, lhs, rhs)
+        if len(results) != len(inputs):
+            raise TileTypeError(f"the combine function returned {len(results)} value(s), expected {len(inputs)}")
+        results = [cg.sem.to_tensor(r) for r in results]
+        for r, t in zip(results, scalars):
+            if r.type != t:
+                raise TileTypeError(f"the combine function returned {r.type!r} where {t!r} was expected",
+                                    hint="cast the combined value back to the input dtype")
+        cg.builder.create(ret_cls, values=[r.handle for r in results])
+    op.regions[0].add_block(block)
+
+
+def build_reduce(cg, inputs: list[tensor], axis, combine: Combine, keep_dims=False) -> list[tensor]:
+    inputs, axis = _prepare(cg, inputs, axis)
+    shape = inputs[0].shape
+    out_shape = shape[:axis] + shape[axis + 1:]
+    out_types = [block_type(x.dtype, out_shape) if out_shape else x.dtype for x in inputs]
+    op = cg.builder.create(tt.ReduceOp, [t.to_ir() for t in out_types], axis=axis,
+                           srcs=[x.handle for x in inputs])
+    _combine_block(cg, op, inputs, combine, tt.ReduceReturnOp)
+    results = [tensor(r, t) for r, t in zip(op.results, out_types)]
+    if unwrap(keep_dims):
+        results = [cg.sem.expand_dims(r, axis) for r in results]
+    return results
+
+
+def build_scan(cg, inputs: list[tensor], axis, combine: Combine, reverse=False) -> list[tensor]:
+    inputs = [cg.sem.to_tensor(x) for x in inputs]
+    if not inputs[0].shape:
+        raise TileTypeError("cannot scan a scalar")
+    axis = normalize_axis(axis, len(inputs[0].shape))
+    op = cg.builder.create(tt.ScanOp, [x.handle.type for x in inputs], axis=axis,
+                           srcs=[x.handle for x in inputs], reverse=bool(unwrap(reverse)))
+    _combine_block(cg, op, inputs, combine, tt.ScanReturnOp)
+    return [tensor(r, x.type) for r, x in zip(op.results, inputs)]
+
+
+def user_combine(fn) -> Combine:
+    def combine(cg, lhs, rhs):
+        result = cg.call(fn, [*lhs, *rhs], {})
+        return list(result) if isinstance(result, tuple) else [result]
+
+    return combine
+
+
+def _binary_combine(method: str) -> Combine:
+    def combine(cg, lhs, rhs):
+        return [getattr(cg.sem, method)(lhs[0], rhs[0])]
+
+    return combine
+
+
+def _minmax_combine(which: str) -> Combine:
+    def combine(cg, lhs, rhs):
+        return [cg.sem.minmax(which, lhs[0], rhs[0])]
+
+    return combine
+
+
+def _arg_combine(which: str, tie_break_left: bool) -> Combine:
+    """(value, index) pairs: keep the larger (smaller) value, and the lower index on ties."""
+
+    def combine(cg, lhs, rhs):
+        (v1, i1), (v2, i2) = lhs, rhs
+        better = cg.sem.compare(">" if which == "max" else "<", v1, v2)
+        if tie_break_left:
+            tie = cg.sem.logical("and", cg.sem.compare("==", v1, v2), cg.sem.compare("<", i1, i2))
+            better = cg.sem.logical("or", better, tie)
+        if v1.dtype.is_floating():
+            # NaN wins, as in torch.argmax: a NaN on the left is kept, one on the right is taken.
+            left_nan = cg.sem.compare("!=", v1, v1)
+            right_nan = cg.sem.compare("!=", v2, v2)
+            better = cg.sem.logical("or", left_nan, cg.sem.logical("and", better, cg.sem.not_(right_nan)))
+        return [cg.sem.where(better, v1, v2), cg.sem.where(better, i1, i2)]
+
+    return combine
+
+
+def _sum_dtype(dt, requested):
+    if unwrap(requested) is not None:
+        return unwrap(requested)
+    if dt.is_int_signed() and dt.int_bitwidth < 32:
+        return core.int32
+    if dt.is_int_unsigned() and dt.int_bitwidth < 32:
+        return core.uint32
+    return dt
+
+
+@impl("reduce")
+def reduce(cg, input, axis, combine_fn, keep_dims=False):
+    inputs, is_tuple = _as_list(input)
+    results = build_reduce(cg, inputs, axis, user_combine(unwrap(combine_fn)), keep_dims)
+    return tuple(results) if is_tuple else results[0]
+
+
+@impl("sum")
+def sum_(cg, input, axis=None, keep_dims=False, dtype=None):
+    input = cg.sem.to_tensor(input)
+    input = cg.sem.cast(input, _sum_dtype(input.dtype, dtype))
+    return build_reduce(cg, [input], axis, _binary_combine("add"), keep_dims)[0]
+
+
+def _index_tile(cg, input: tensor, axis) -> tuple[tensor, tensor, int]:
+    if unwrap(axis) is None:
+        input = cg.sem.reshape(input, (input.numel,))
+        axis = 0
+    axis = normalize_axis(axis, len(input.shape))
+    index = arange(cg, 0, input.shape[axis])
+    for _ in range(axis):
+        index = cg.sem.expand_dims(index, 0)
+    for _ in range(len(input.shape) - axis - 1):
+        index = cg.sem.expand_dims(index, len(index.shape))
+    return input, cg.sem.broadcast_to(index, input.shape), axis
+
+
+def _minmax(which: str):
+    def fn(cg, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+        input = cg.sem.to_tensor(input)
+        if unwrap(return_indices):
+            input, index, axis = _index_tile(cg, input, axis)
+            combine = _arg_combine(which, bool(unwrap(return_indices_tie_break_left)))
+            value, idx = build_reduce(cg, [input, index], axis, combine, keep_dims)
+            return value, idx
+        if input.dtype.is_int() and input.dtype.int_bitwidth < 32:
+            input = cg.sem.cast(input, core.int32 if input.dtype.is_int_signed() else core.uint32)
+        return build_reduce(cg, [input], axis, _minmax_combine(which), keep_dims)[0]
+
+    return fn
+
+
+impl("max")(_minmax("max"))
+impl("min")(_minmax("min"))
+
+
+def _arg(which: str):
+    def fn(cg, input, axis, tie_break_left=True, keep_dims=False):
+        input, index, axis = _index_tile(cg, cg.sem.to_tensor(input), axis)
+        combine = _arg_combine(which, bool(unwrap(tie_break_left)))
+        return build_reduce(cg, [input, index], axis, combine, keep_dims)[1]
+
+    return fn
+
+
+impl("argmax")(_arg("max"))
+impl("argmin")(_arg("min"))
+
+
+def _int_reduce(name: str, method: str):
+    def fn(cg, input, axis=None, keep_dims=False):
+        input = cg.sem.to_tensor(input)
+        if not input.dtype.is_int():
+            raise TileTypeError(f"tl.{name} needs integers, got {input.dtype}")
+        return build_reduce(cg, [input], axis, _binary_combine(method), keep_dims)[0]
+
+    impl(name)(fn)
+
+
+_int_reduce("xor_sum", "xor")
+_int_reduce("reduce_or", "or_")
+
+
+@impl("associative_scan")
+def associative_scan(cg, input, axis, combine_fn, reverse=False):
+    inputs, is_tuple = _as_list(input)
+    results = build_scan(cg, inputs, axis, user_combine(unwrap(combine_fn)), reverse)
+    return tuple(results) if is_tuple else results[0]
+
+
+@impl("cumsum")
+def cumsum(cg, input, axis=0, reverse=False, dtype=None):
+    input = cg.sem.to_tensor(input)
+    input = cg.sem.cast(input, _sum_dtype(input.dtype, dtype))
+    return build_scan(cg, [input], axis, _binary_combine("add"), reverse)[0]
+
+
+@impl("cumprod")
+def cumprod(cg, input, axis=0, reverse=False):
+    input = cg.sem.to_tensor(input)
+    input = cg.sem.cast(input, _sum_dtype(input.dtype, None))
+    return build_scan(cg, [input], axis, _binary_combine("mul"), reverse)[0]
+
+
+# -- dot ---------------------------------------------------------------------------------------------------
+
+_DOT_INPUTS = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64", "int8")
+
+
+@impl("dot")
+def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=core.float32):
+    a, b = cg.sem.to_tensor(input), cg.sem.to_tensor(other)
+    rank = len(a.shape)
+    if rank not in (2, 3) or len(b.shape) != rank:
+        raise TileTypeError(f"tl.dot needs two 2-D (or batched 3-D) tiles, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2] or (rank == 3 and a.shape[0] != b.shape[0]):
+        raise TileTypeError(f"tl.dot shapes do not match: {a.shape} @ {b.shape} (inner dimensions differ)",
+                            hint="the first tile is M x K and the second K x N")
+    if any(d < 16 for d in (*a.shape[-2:], b.shape[-1])):
+        raise TileTypeError(f"tl.dot needs every dimension >= 16, got {a.shape} @ {b.shape}",
+                            hint="make BLOCK_M, BLOCK_N and BLOCK_K at least 16 and mask the tails")
+    if a.dtype.name not in _DOT_INPUTS or b.dtype.name not in _DOT_INPUTS:
+        raise TileTypeError(f"tl.dot does not support {a.dtype} x {b.dtype}")
+    if a.dtype != b.dtype:
+        if a.dtype.is_fp8() and b.dtype.is_fp8():
+            pass
+        else:
+            raise TileTypeError(f"tl.dot needs operands of one dtype, got {a.dtype} and {b.dtype}",
+                                hint="cast one side with .to(...)")
+    precision = _precision(a, unwrap(input_precision), unwrap(allow_tf32))
+    out_dtype = unwrap(out_dtype)
+    if a.dtype.is_int():
+        out_dtype = core.int32
+    elif a.dtype.is_fp64():
+        out_dtype = core.float64
+    shape = a.shape[:-1] + (b.shape[-1],)
+    acc = unwrap(acc)
+    if acc is None:
+        acc = cg.sem.constant(0, out_dtype, shape)
+    else:
+        acc = cg.sem.to_tensor(acc)
+        if acc.shape != shape:
+            raise TileTypeError(f"tl.dot's acc has shape {acc.shape}, the product has {shape}")
+    mnia = unwrap(max_num_imprecise_acc) or 0
+    return cg.sem.make(tt.DotOp, acc.type, a=a.handle, b=b.handle, c=acc.handle, input_precision=precision,
+                       max_num_imprecise_acc=constexpr_int(mnia, "max_num_imprecise_acc"))
+
+
+def _precision(a: tensor, input_precision, allow_tf32) -> str:
+    if input_precision is not None and allow_tf32 is not None:
+        raise TileTypeError("give tl.dot either input_precision or allow_tf32, not both")
+    if allow_tf32 is not None:
+        input_precision = "tf32" if allow_tf32 else "ieee"
+    if input_precision is None:
+        input_precision = "tf32" if a.dtype.is_fp32() else "ieee"
+    if input_precision not in ("ieee", "tf32", "tf32x3"):
+        raise TileTypeError(f"input_precision must be 'ieee', 'tf32' or 'tf32x3', got {input_precision!r}")
+    return input_precision if a.dtype.is_fp32() else "ieee"

@@ -219,3 +219,27 @@ def fake_add_launch(n: int = 5000, block: int = 1024, seed: int = 0) -> FakeLaun
                         {"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": n, "BLOCK": block})
     launch.relaunch()
     return launch
+
+
+class FakeRecorder:
+    """A `record_launches` look-alike: `launch(record)` called from a cell appends while recording."""
+
+    def __init__(self):
+        self.active: list | None = None
+
+    def __call__(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            self.active = []
+            try:
+                yield self.active
+            finally:
+                self.active = None
+
+        return scope()
+
+    def launch(self, record) -> None:
+        if self.active is not None:
+            self.active.append(record)

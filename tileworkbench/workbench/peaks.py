@@ -60,6 +60,12 @@ class Peaks:
         """The measured ceiling if there is one, else the datasheet's."""
         return self.measured.get(name) or self.datasheet.get(name)
 
+    def __repr__(self) -> str:
+        return peaks_text(self)
+
+    def _repr_html_(self) -> str:
+        return peaks_html(self)
+
     def to_json(self) -> dict:
         return {"device": self.device, "measured": {k: asdict(v) for k, v in self.measured.items()}}
 
@@ -137,3 +143,30 @@ def get_peaks(device: str | None = None, measure: bool = False, force: bool = Fa
         peaks.measured = measure_all()
         save_cached(peaks)
     return peaks
+
+
+def _peaks_rows(peaks: Peaks) -> list[tuple[str, str, str]]:
+    rows = []
+    for name in PEAK_NAMES:
+        for peak in (peaks.measured.get(name), peaks.datasheet.get(name)):
+            if peak is None:
+                continue
+            scale, unit = (1e9, "GB/s") if name == "dram" else (1e12, "TFLOP/s")
+            rows.append((name, f"{peak.value / scale:.4g} {unit}", peak.detail or peak.source))
+    return rows
+
+
+def peaks_text(self: Peaks) -> str:
+    lines = [f"ceilings of {self.device}" + ("" if self.measured else " (nothing measured)")]
+    lines += [f"  {n:5} {v:>16}  {s}" for n, v, s in _peaks_rows(self)]
+    return "\n".join(lines)
+
+
+def peaks_html(self: Peaks) -> str:
+    import html
+
+    rows = "".join(f"<tr><td>{n}</td><td>{v}</td><td>{html.escape(s)}</td></tr>"
+                   for n, v, s in _peaks_rows(self))
+    return (f"<b>Ceilings of {html.escape(self.device)}</b><table><tr><th>ceiling</th><th>value</th>"
+            f"<th>source</th></tr>{rows}</table>")
+

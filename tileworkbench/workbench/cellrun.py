@@ -1,0 +1,207 @@
+"""What `%%tilekernel` does, without IPython's magic machinery: run the cell recording launches, then
+build one report per kernel (or compile one kernel, compile-only), and collect the options' values.
+
+`run_tilekernel(shell, options, cell, recorder)` is tested with IPython's InteractiveShell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import TileworkbenchError
+from .build import ReportOptions, report_for_compiled, report_for_launch
+from .capture import capture_c_stdout
+
+
+@dataclass
+class MagicOptions:
+    """The parsed options of one `%%tilekernel` cell (see magic.py for their documentation)."""
+
+    signature: str | None = None
+    constexprs: str | None = None
+    kernel: str | None = None
+    target: str | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+    stages: str | None = None
+    ref: str | None = None
+    out: str | None = None
+    bench: int | None = None
+    flops: str | None = None
+    bytes: str | None = None
+    no_roofline: bool = False
+    force: bool = False
+    compare: str | None = None
+
+
+def unquote(value: Any) -> Any:
+    """IPython's magic argument splitter keeps quotes: `--ref 'x + y'` gives "'x + y'"."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def default_recorder() -> Callable[[], Any]:
+    """The runtime's `record_launches`, or a recorder that records nothing on an older runtime."""
+    try:
+        from ..runtime.record import record_launches
+    except ImportError:
+        @contextlib.contextmanager
+        def record_launches():
+            yield []
+    return record_launches
+
+
+def find_kernel(shell, name: str | None, before: dict[str, int]) -> Any:
+    """The kernel to compile: `--kernel NAME`, else the single @jit kernel the cell (re)defined."""
+    ns = shell.user_ns
+    if name:
+        if name not in ns:
+            raise UsageError(f"--kernel {name}: no such name in the notebook")
+        return ns[name]
+    new = [k for k, v in ns.items() if is_kernel(v) and before.get(k) != id(v)]
+    if len(new) == 1:
+        return ns[new[0]]
+    if not new:
+        raise UsageError("compile-only mode found no @tw.jit kernel defined in this cell; "
+                         "define one or name it with --kernel NAME")
+    raise UsageError(f"the cell defines several kernels ({', '.join(sorted(new))}); "
+                     "choose one with --kernel NAME")
+
+
+def is_kernel(value: Any) -> bool:
+    """A tileworkbench @jit (or autotuned / heuristics-wrapped) kernel."""
+    return type(value).__module__.startswith("tileworkbench.runtime") and hasattr(value, "fn")
+
+
+class UsageError(TileworkbenchError):
+    """A bad `%%tilekernel` option; shown as one line, without a traceback."""
+
+
+def report_options(shell, options: MagicOptions) -> ReportOptions:
+    """ReportOptions with --ref/--out/--flops/--bytes evaluated in the user's namespace."""
+    def evaluate(expr: str | None, what: str) -> Any:
+        if expr is None:
+            return None
+        try:
+            return eval(expr, shell.user_ns)  # noqa: S307 - the user's own notebook expression
+        except Exception as exc:
+            raise UsageError(f"{what} {expr!r} failed: {type(exc).__name__}: {exc}") from None
+
+    stages = tuple(s.strip() for s in options.stages.split(",")) if options.stages else None
+    return ReportOptions(stages=stages, bench=options.bench, ref=evaluate(options.ref, "--ref"),
+                         out=evaluate(options.out, "--out"),
+                         flops=evaluate(options.flops, "--flops"),
+                         bytes=evaluate(options.bytes, "--bytes"),
+                         roofline=not options.no_roofline, compare=options.compare)
+
+
+def compile_only(shell, options: MagicOptions, cell: str) -> list:
+    """Run the cell (it defines the kernel), then compile the kernel with no launch."""
+    from .compile_only import compile_kernel
+
+    before = {k: id(v) for k, v in shell.user_ns.items()}
+    result = shell.run_cell(cell, store_history=False)
+    if not result.success:
+        return []
+    kernel = find_kernel(shell, options.kernel, before)
+    compiled = compile_kernel(kernel, options.signature, options.constexprs, options.target,
+                              options.num_warps, options.num_stages, force=options.force)
+    return [report_for_compiled(compiled, report_options(shell, options))]
+
+
+@contextlib.contextmanager
+def _target_scope(target: str | None):
+    """`--target interpreter` runs the cell's launches in the interpreter."""
+    if target != "interpreter":
+        yield
+        return
+    from ..config import config
+
+    saved = config.interpret
+    config.interpret = True
+    try:
+        yield
+    finally:
+        config.interpret = saved
+
+
+def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], Any]) -> list:
+    """Run the cell with launches recorded and C stdout captured; one report per compiled kernel."""
+    from .compile_only import fresh_cache
+
+    force = fresh_cache() if options.force else contextlib.nullcontext()
+    with _target_scope(options.target), force, recorder() as launches, capture_c_stdout():
+        result = shell.run_cell(cell, store_history=False)
+    if not result.success:
+        return []
+    records = list(launches)
+    if not records:
+        print("%%tilekernel: the cell launched no tileworkbench kernel (for compile-only use, "
+              "pass --signature)")
+        return []
+    opts = report_options(shell, options)
+    return [report_for_launch(record, opts, count) for record, count in group_launches(records)]
+
+
+def group_launches(records: list) -> list[tuple[Any, int]]:
+    """One (last record, launch count) per compiled kernel, in order of first launch."""
+    groups: dict[int, list] = {}
+    for record in records:
+        key = id(record.compiled)
+        groups.setdefault(key, [record, 0])
+        groups[key][0] = record
+        groups[key][1] += 1
+    return [(record, count) for record, count in groups.values()]
+
+
+def run_tilekernel(shell, options: MagicOptions, cell: str,
+                   recorder: Callable[[], Any] | None = None) -> list:
+    """The whole magic: returns the reports it built (the magic displays them)."""
+    with error_display(shell):
+        try:
+            if options.signature is not None:
+                return compile_only(shell, options, cell)
+            return launch_cell(shell, options, cell, recorder or default_recorder())
+        except TileworkbenchError as exc:
+            show_error(exc)
+            return []
+
+
+def format_error(exc: BaseException) -> list[str]:
+    """A tileworkbench error as compilers print it: its own message (with file:line and carets)."""
+    name = type(exc).__name__
+    text = str(exc)
+    lines = [f"{name}: {text}"] if "\n" not in text else [f"{name}:"] + text.splitlines()
+    hint = getattr(exc, "hint", None)
+    if hint and "hint:" not in text:
+        lines.append(f"hint: {hint}")
+    return lines
+
+
+def show_error(exc: BaseException) -> None:
+    import sys
+
+    print("\n".join(format_error(exc)), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def error_display(shell):
+    """While the cell runs, show tileworkbench errors as their message (file:line, carets, hint)
+    instead of a traceback through the compiler's internals."""
+    saved = (shell.custom_exceptions, shell.CustomTB)
+
+    def handler(self, etype, value, tb, tb_offset=None):
+        # IPython's run_code calls CustomTB and ignores its result, so show the message here;
+        # _showtraceback is what ipykernel overrides to send an error message to the front end.
+        stb = format_error(value)
+        self._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((TileworkbenchError,), handler)
+    try:
+        yield
+    finally:
+        shell.custom_exceptions, shell.CustomTB = saved

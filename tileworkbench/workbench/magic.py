@@ -1,0 +1,80 @@
+"""`%%tilekernel` and `%tilekernel_peaks`: a thin IPython `Magics` subclass over cellrun.py.
+
+`%load_ext tileworkbench` calls `load_ipython_extension`, which registers them (again, harmlessly,
+on `%reload_ext`). The options are declared with `magic_arguments`, so `%%tilekernel?` documents them.
+"""
+
+from __future__ import annotations
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .cellrun import MagicOptions, run_tilekernel, unquote
+
+
+@magics_class
+class TileKernelMagics(Magics):
+    """The workbench magics. `recorder` (a context-manager factory yielding the launch list) can be
+    replaced, which is how tests feed it launches; by default it is the runtime's `record_launches`."""
+
+    recorder = None
+
+    @magic_arguments()
+    @argument("--signature", "-s", default=None,
+              help='compile only, no launch (needs no GPU): parameter types, e.g. '
+                   '"x_ptr=*fp32,y_ptr=*fp32,n=i32"')
+    @argument("--constexprs", "-c", default=None, help="compile only: constexpr values, e.g. BLOCK=1024")
+    @argument("--kernel", "-k", default=None,
+              help="compile only: the kernel's name (default: the one @jit kernel the cell defines)")
+    @argument("--target", "-t", default=None,
+              help="sm_80, sm_90, ..., or interpreter (runs the cell's launches on the CPU)")
+    @argument("--num-warps", type=int, default=None, help="compile only: warps per program")
+    @argument("--num-stages", type=int, default=None, help="compile only: pipeline stages")
+    @argument("--stages", default=None,
+              help="the tabs to show, e.g. source,tile-opt,ptx (default: every stage)")
+    @argument("--ref", default=None,
+              help="an expression giving the expected output, evaluated after the cell")
+    @argument("--out", default=None,
+              help="the variable the kernel wrote (default: the launch's last pointer stored to)")
+    @argument("--bench", "-b", nargs="?", const=100, type=int, default=None,
+              help="time with do_bench for about N ms (default 100)")
+    @argument("--flops", default=None, help="an expression overriding the counted FLOPs")
+    @argument("--bytes", default=None, help="an expression overriding the counted bytes")
+    @argument("--no-roofline", action="store_true", help="leave out the roofline")
+    @argument("--force", action="store_true", help="recompile, ignoring the compile cache")
+    @argument("--compare", default=None, choices=["triton"],
+              help="also compile and time the kernel with Triton (needs Triton and a GPU)")
+    @cell_magic
+    def tilekernel(self, line: str, cell: str):
+        """Run the cell, record every tileworkbench kernel it launches, and show a report for each:
+        every compiler stage, pass by pass, source-line linking, resources, timing, a correctness
+        check and the roofline. With --signature, compile the cell's kernel without launching it."""
+        args = parse_argstring(self.tilekernel, line)
+        options = MagicOptions(**{k: unquote(v) for k, v in vars(args).items()})
+        reports = run_tilekernel(self.shell, options, cell, self.recorder)
+        from IPython.display import display
+
+        for report in reports:
+            display(report)
+        self.shell.user_ns["_tilekernel_reports"] = reports
+
+    @magic_arguments()
+    @argument("--force", action="store_true", help="measure again even if cached")
+    @argument("--device", default=None, help="show a device's datasheet ceilings (e.g. H100 SXM)")
+    @line_magic
+    def tilekernel_peaks(self, line: str):
+        """Measure (once, then cached) and show this GPU's ceilings: DRAM bandwidth, FP32 FMA and
+        tensor-core rates; without a GPU, the datasheet values of --device (default H200)."""
+        from .peaks import get_peaks
+
+        args = parse_argstring(self.tilekernel_peaks, line)
+        return get_peaks(unquote(args.device), measure=True, force=args.force)
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext tileworkbench`: register the magics (safe to call again)."""
+    ipython.register_magics(TileKernelMagics)
+
+
+def unload_ipython_extension(ipython) -> None:
+    """`%unload_ext`: nothing to undo beyond what IPython does; kept so %reload_ext is harmless."""

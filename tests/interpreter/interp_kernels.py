@@ -182,3 +182,23 @@ def poisoned(shape, dtype=np.float32) -> np.ndarray:
     if np.dtype(dtype).kind == "f":
         return np.full(shape, np.nan, dtype)
     return np.full(shape, 0x5A, dtype)
+
+
+def elementwise_kernel(build, in_elements: list, out_element, n: int) -> tt.FuncOp:
+    """out[i] = build(kb, in0[i], in1[i], ...) over one program of n lanes."""
+    params = [(f"in{k}", ptr(e)) for k, e in enumerate(in_elements)] + [("out", ptr(out_element))]
+    kb = KernelBuilder("elementwise", params)
+    offs = kb.arange(n)
+    loaded = [kb.load(kb.addptr(kb[f"in{k}"], offs)) for k in range(len(in_elements))]
+    kb.store(kb.addptr(kb["out"], offs), build(kb, *loaded))
+    return kb.finish()
+
+
+def run_elementwise(build, inputs: list, in_elements: list, out_element, out_dtype):
+    """Run `elementwise_kernel` on 1-D NumPy inputs and return the output."""
+    from tileworkbench.backends.interpreter import run
+
+    n = len(inputs[0])
+    out = poisoned(n, out_dtype)
+    run(elementwise_kernel(build, in_elements, out_element, n), [*inputs, out], (1,))
+    return out

@@ -70,16 +70,23 @@ class Peaks:
         return {"device": self.device, "measured": {k: asdict(v) for k, v in self.measured.items()}}
 
 
+# Device names as the driver reports them ("NVIDIA H100 80GB HBM3") -> datasheet rows, first match wins.
+NAME_PATTERNS = (
+    (r"H200", "H200"), (r"H100.*PCIE", "H100 PCIe"), (r"H100", "H100 SXM"),
+    (r"A100.*80GB", "A100-SXM4-80GB"), (r"A100", "A100"), (r"L40S", "L40S"), (r"\bL4\b", "L4"),
+    (r"4090", "RTX 4090"), (r"3090", "RTX 3090"), (r"\bT4\b", "T4"),
+)
+
+
 def datasheet_entry(device: str) -> tuple[str, dict[str, float]] | None:
-    """The datasheet row whose key best matches `device` (the longest key contained in its name)."""
-    name = device.upper().replace("NVIDIA", "").strip()
-    matches = [key for key in DATASHEET if key.upper() in name or name in key.upper()]
-    if "A100" in name and "80GB" in name:
-        matches.append("A100-SXM4-80GB")
-    if not matches:
-        return None
-    key = max(matches, key=len)
-    return key, DATASHEET[key]
+    """The datasheet row for a device name (a row key, or a name as the CUDA driver reports it)."""
+    if device in DATASHEET:
+        return device, DATASHEET[device]
+    name = device.upper()
+    for pattern, key in NAME_PATTERNS:
+        if re.search(pattern, name):
+            return key, DATASHEET[key]
+    return None
 
 
 def datasheet_peaks(device: str) -> dict[str, Peak]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from passes_testing import assert_ir, binary, const, finish, for_loop, if_op, new_func, store
+
 from tileworkbench.ir import PointerType, TensorType
 from tileworkbench.ir.ops import arith, tt
 from tileworkbench.ir.types import f32, i1, i8, i32, u32
@@ -22,14 +22,17 @@ def test_folds_a_chain_and_moves_constants_right():
     store(b, f.args[0], w)
     finish(f, b)
     assert canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32) {
-          %z = arith.constant {value = 12} : i32
+          %z = arith.constant 12 : i32
           %w = arith.addi %x, %z : i32
           tt.store %out, %w : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
     assert not canonicalize(f)
 
 
@@ -41,15 +44,18 @@ def test_unsigned_wraparound_and_truncating_division():
     store(b, f.args[1], s)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<u32>, %out2: !tt.ptr<i32>) {
-          %u = arith.constant {value = 4294967295} : u32
-          %s = arith.constant {value = -3} : i32
+          %u = arith.constant 4294967295 : u32
+          %s = arith.constant -3 : i32
           tt.store %out, %u : !tt.ptr<u32>, u32
           tt.store %out2, %s : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_division_by_zero_is_kept():
@@ -72,30 +78,33 @@ def test_integer_identities():
     a = binary(b, arith.ShLIOp, a, zero)
     a = binary(b, arith.DivSIOp, a, one)
     a = binary(b, arith.MaxSIOp, a, a, "a")
-    d = binary(b, arith.SubIOp, a, a, "d")           # x - x -> 0
-    m = binary(b, arith.MulIOp, x, zero, "m")        # x * 0 -> 0
+    d = binary(b, arith.SubIOp, a, a, "d")  # x - x -> 0
+    m = binary(b, arith.MulIOp, x, zero, "m")  # x * 0 -> 0
     r = binary(b, arith.AddIOp, d, m, "r")
     store(b, f.args[0], a)
     store(b, f.args[0], r)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32) {
-          %r = arith.constant {value = 0} : i32
+          %r = arith.constant 0 : i32
           tt.store %out, %x : !tt.ptr<i32>, i32
           tt.store %out, %r : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_float_identities_respect_signed_zero_and_nan():
     f, b = new_func([("out", PointerType(f32)), ("x", f32)])
     x = f.args[1]
     plus_zero, minus_zero, one = const(b, 0.0, f32), const(b, -0.0, f32), const(b, 1.0, f32)
-    keep_add = binary(b, arith.AddFOp, x, plus_zero, "keep_add")     # -0.0 + 0.0 is +0.0
-    keep_mul = binary(b, arith.MulFOp, x, plus_zero, "keep_mul")     # inf * 0.0 is NaN
-    keep_sub = binary(b, arith.SubFOp, x, x, "keep_sub")             # inf - inf is NaN
+    keep_add = binary(b, arith.AddFOp, x, plus_zero, "keep_add")  # -0.0 + 0.0 is +0.0
+    keep_mul = binary(b, arith.MulFOp, x, plus_zero, "keep_mul")  # inf * 0.0 is NaN
+    keep_sub = binary(b, arith.SubFOp, x, x, "keep_sub")  # inf - inf is NaN
     gone = binary(b, arith.AddFOp, x, minus_zero)
     gone = binary(b, arith.MulFOp, gone, one)
     gone = binary(b, arith.SubFOp, gone, plus_zero)
@@ -103,9 +112,11 @@ def test_float_identities_respect_signed_zero_and_nan():
         store(b, f.args[0], value)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<f32>, %x: f32) {
-          %0 = arith.constant {value = 0.0} : f32
+          %0 = arith.constant 0.0 : f32
           %keep_add = arith.addf %x, %0 : f32
           %keep_mul = arith.mulf %x, %0 : f32
           %keep_sub = arith.subf %x, %x : f32
@@ -115,7 +126,8 @@ def test_float_identities_respect_signed_zero_and_nan():
           tt.store %out, %x : !tt.ptr<f32>, f32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_float_folding_and_double_negation():
@@ -128,22 +140,25 @@ def test_float_folding_and_double_negation():
         store(b, f.args[0], value)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<f32>, %x: f32) {
-          %s = arith.constant {value = 0.30000001192092896} : f32
-          %z = arith.constant {value = -0.0} : f32
+          %s = arith.constant 0.30000001192092896 : f32
+          %z = arith.constant -0.0 : f32
           tt.store %out, %s : !tt.ptr<f32>, f32
           tt.store %out, %x : !tt.ptr<f32>, f32
           tt.store %out, %z : !tt.ptr<f32>, f32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_select_compare_and_casts():
     f, b = new_func([("out", PointerType(i32)), ("x", i32), ("y", i32), ("c", i1)])
     x, y, c = f.args[1], f.args[2], f.args[3]
-    le = b.value(arith.CmpIOp, i1, predicate="sle", lhs=x, rhs=x)      # true
+    le = b.value(arith.CmpIOp, i1, predicate="sle", lhs=x, rhs=x)  # true
     s1 = b.value(arith.SelectOp, i32, name="s1", condition=le, true_value=x, false_value=y)
     s2 = b.value(arith.SelectOp, i32, name="s2", condition=c, true_value=y, false_value=y)
     small = b.value(arith.TruncIOp, i8, operand=x)
@@ -155,18 +170,21 @@ def test_select_compare_and_casts():
         store(b, f.args[0], value)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %y: i32, %c: i1) {
           %0 = arith.trunci %x : i8
           %e = arith.extui %0 : i32
-          %k = arith.constant {value = -1} : i32
+          %k = arith.constant -1 : i32
           tt.store %out, %x : !tt.ptr<i32>, i32
           tt.store %out, %y : !tt.ptr<i32>, i32
           tt.store %out, %e : !tt.ptr<i32>, i32
           tt.store %out, %k : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_splat_broadcast_expand_dims_and_addptr():
@@ -186,7 +204,9 @@ def test_splat_broadcast_expand_dims_and_addptr():
     b.create(tt.StoreOp, ptr=ptrs, value=val)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<f32>, %x: f32) {
           %offs = tt.make_range {start = 0, end = 4} : tensor<4xi32>
           %base = tt.splat %out : tensor<4x!tt.ptr<f32>>
@@ -195,7 +215,8 @@ def test_splat_broadcast_expand_dims_and_addptr():
           tt.store %ptrs, %val : tensor<4x!tt.ptr<f32>>, tensor<4xf32>
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_splat_constants_fold_as_tensors():
@@ -209,14 +230,17 @@ def test_splat_constants_fold_as_tensors():
     b.create(tt.StoreOp, ptr=base, value=s)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>) {
-          %s = arith.constant {value = 6} : tensor<4xi32>
+          %s = arith.constant 6 : tensor<4xi32>
           %base = tt.splat %out : tensor<4x!tt.ptr<i32>>
           tt.store %base, %s : tensor<4x!tt.ptr<i32>>, tensor<4xi32>
           tt.return
         }
-    """)
+    """,
+    )
 
 
 @pytest.mark.parametrize("condition", [True, False])
@@ -238,36 +262,56 @@ def test_if_with_constant_condition_is_inlined(condition):
     canonicalize(f)
     kept = "%sq = arith.muli %x, %x" if condition else "%twice = arith.addi %x, %x"
     name = "%sq" if condition else "%twice"
-    assert_ir(f, f"""
+    assert_ir(
+        f,
+        f"""
         tt.func @k(%out: !tt.ptr<i32>, %x: i32) {{
           {kept} : i32
           tt.store %out, {name} : !tt.ptr<i32>, i32
           tt.return
         }}
-    """)
+    """,
+    )
 
 
 def test_for_with_zero_trips_gives_its_init_args():
     f, b = new_func([("out", PointerType(i32)), ("x", i32)])
     lo, hi, step = const(b, 8, i32), const(b, 8, i32), const(b, 1, i32)
-    loop = for_loop(b, lo, hi, step, [f.args[1]],
-                    lambda iv, acc: [binary(b, arith.AddIOp, acc[0], iv)], names=["acc"])
+    loop = for_loop(
+        b,
+        lo,
+        hi,
+        step,
+        [f.args[1]],
+        lambda iv, acc: [binary(b, arith.AddIOp, acc[0], iv)],
+        names=["acc"],
+    )
     store(b, f.args[0], loop.results[0])
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32) {
           tt.store %out, %x : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_for_with_trips_is_kept():
     f, b = new_func([("out", PointerType(i32)), ("x", i32)])
     lo, hi, step = const(b, -1, i32), const(b, 0, i32), const(b, 1, i32)  # signed: one trip
-    loop = for_loop(b, lo, hi, step, [f.args[1]],
-                    lambda iv, acc: [binary(b, arith.AddIOp, acc[0], iv)], names=["acc"])
+    loop = for_loop(
+        b,
+        lo,
+        hi,
+        step,
+        [f.args[1]],
+        lambda iv, acc: [binary(b, arith.AddIOp, acc[0], iv)],
+        names=["acc"],
+    )
     store(b, f.args[0], loop.results[0])
     finish(f, b)
     canonicalize(f)

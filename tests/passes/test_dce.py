@@ -1,8 +1,10 @@
-"""Golden-IR tests of `dce`: chains of dead pure ops, dead ops in loops, dead loops and carried values."""
+"""Golden-IR tests of `dce`: chains of dead pure ops, dead ops in loops, dead loops and carried
+values."""
 
 from __future__ import annotations
 
 from passes_testing import assert_ir, binary, const, finish, for_loop, if_op, new_func, store
+
 from tileworkbench.ir import PointerType
 from tileworkbench.ir.ops import arith, tt
 from tileworkbench.ir.types import f32, i1, i32
@@ -19,14 +21,17 @@ def test_removes_a_dead_chain_but_keeps_effects():
     b.create(tt.PrintOp, args=[x], prefix="x=")
     finish(f, b)
     assert dce(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%p: !tt.ptr<f32>, %x: f32) {
-          %unused_load = tt.load %p {is_volatile = false} : f32
-          %0 = tt.atomic_rmw %p, %x {kind = "fadd", sem = "acq_rel", scope = "gpu"} : f32
-          tt.print %x {prefix = "x=", hex = false} : f32
+          %unused_load = tt.load %p : f32
+          %0 = tt.atomic_rmw %p, %x {kind = "fadd"} : f32
+          tt.print %x {prefix = "x="} : f32
           tt.return
         }
-    """)
+    """,
+    )
     assert not dce(f)
 
 
@@ -44,11 +49,13 @@ def test_dead_ops_inside_a_loop_and_unused_carried_value():
     store(b, f.args[0], loop.results[0])
     finish(f, b)
     assert dce(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32) {
-          %0 = arith.constant {value = 0} : i32
-          %1 = arith.constant {value = 4} : i32
-          %2 = arith.constant {value = 1} : i32
+          %0 = arith.constant 0 : i32
+          %1 = arith.constant 4 : i32
+          %2 = arith.constant 1 : i32
           %3 = scf.for %i = %0 to %1 step %2 : i32 iter_args(%acc = %x) -> (i32) {
             %next = arith.addi %acc, %i : i32
             scf.yield %next : i32
@@ -56,7 +63,8 @@ def test_dead_ops_inside_a_loop_and_unused_carried_value():
           tt.store %out, %3 : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_carried_value_read_by_another_is_kept():
@@ -89,18 +97,21 @@ def test_pure_loop_and_if_with_unused_results_go_but_effectful_ones_stay():
     for_loop(b, lo, hi, one, [x], storing)
     finish(f, b)
     dce(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %c: i1) {
-          %0 = arith.constant {value = 0} : i32
-          %1 = arith.constant {value = 4} : i32
-          %2 = arith.constant {value = 1} : i32
+          %0 = arith.constant 0 : i32
+          %1 = arith.constant 4 : i32
+          %2 = arith.constant 1 : i32
           scf.for %i = %0 to %1 step %2 : i32 {
             tt.store %out, %i : !tt.ptr<i32>, i32
             scf.yield
           }
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_carried_value_read_by_a_store_is_kept():

@@ -1,9 +1,10 @@
-"""Golden-IR tests of `licm`: invariant chains leave loops (nested ones too); trapping ops and
-loop-variant or region-nested ops stay."""
+"""Golden-IR tests of `licm`: invariant chains leave loops (nested ones too); trapping ops
+and loop-variant or region-nested ops stay."""
 
 from __future__ import annotations
 
 from passes_testing import assert_ir, binary, const, finish, for_loop, if_op, new_func, store
+
 from tileworkbench.ir import Block, PointerType, Region, TensorType
 from tileworkbench.ir.ops import arith, scf, tt
 from tileworkbench.ir.types import f32, i1, i32
@@ -18,7 +19,7 @@ def test_hoists_an_invariant_chain_and_keeps_variant_ops():
     def body(iv, acc):
         two = const(b, 2.0, f32, "two")
         scaled = binary(b, arith.MulFOp, x, two, "scaled")
-        offs = b.value(tt.MakeRangeOp, TensorType((4,), i32), name="offs", start=0, end=4)
+        b.value(tt.MakeRangeOp, TensorType((4,), i32), name="offs", start=0, end=4)
         fi = b.value(arith.SIToFPOp, f32, name="fi", operand=iv)
         return [binary(b, arith.AddFOp, acc[0], binary(b, arith.MulFOp, scaled, fi, "term"))]
 
@@ -26,11 +27,13 @@ def test_hoists_an_invariant_chain_and_keeps_variant_ops():
     store(b, f.args[0], loop.results[0])
     finish(f, b)
     assert licm(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<f32>, %x: f32, %n: i32) {
-          %0 = arith.constant {value = 0} : i32
-          %1 = arith.constant {value = 1} : i32
-          %two = arith.constant {value = 2.0} : f32
+          %0 = arith.constant 0 : i32
+          %1 = arith.constant 1 : i32
+          %two = arith.constant 2.0 : f32
           %scaled = arith.mulf %x, %two : f32
           %offs = tt.make_range {start = 0, end = 4} : tensor<4xi32>
           %2 = scf.for %i = %0 to %n step %1 : i32 iter_args(%acc = %x) -> (f32) {
@@ -42,7 +45,8 @@ def test_hoists_an_invariant_chain_and_keeps_variant_ops():
           tt.store %out, %2 : !tt.ptr<f32>, f32
           tt.return
         }
-    """)
+    """,
+    )
     assert not licm(f)
 
 
@@ -53,19 +57,22 @@ def test_invariant_climbs_out_of_a_nest_only_as_far_as_its_operands_allow():
 
     def outer(i, acc):
         def inner(j, acc2):
-            xx = binary(b, arith.MulIOp, x, x, "xx")         # invariant in both loops
-            xi = binary(b, arith.AddIOp, x, i, "xi")         # invariant in the inner loop only
+            xx = binary(b, arith.MulIOp, x, x, "xx")  # invariant in both loops
+            xi = binary(b, arith.AddIOp, x, i, "xi")  # invariant in the inner loop only
             return [binary(b, arith.AddIOp, acc2[0], binary(b, arith.AddIOp, xx, xi))]
+
         return [for_loop(b, lo, n, one, acc, inner).results[0]]
 
     loop = for_loop(b, lo, n, one, [x], outer, names=["acc"])
     store(b, f.args[0], loop.results[0])
     finish(f, b)
     licm(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %n: i32) {
-          %0 = arith.constant {value = 0} : i32
-          %1 = arith.constant {value = 1} : i32
+          %0 = arith.constant 0 : i32
+          %1 = arith.constant 1 : i32
           %xx = arith.muli %x, %x : i32
           %2 = scf.for %i = %0 to %n step %1 : i32 iter_args(%acc = %x) -> (i32) {
             %xi = arith.addi %x, %i : i32
@@ -79,7 +86,8 @@ def test_invariant_climbs_out_of_a_nest_only_as_far_as_its_operands_allow():
           tt.store %out, %2 : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_trapping_divisions_loads_and_ops_in_ifs_stay():
@@ -88,12 +96,14 @@ def test_trapping_divisions_loads_and_ops_in_ifs_stay():
     lo, one = const(b, 0, i32), const(b, 1, i32)
 
     def body(iv, acc):
-        q = binary(b, arith.DivSIOp, x, d, "q")                      # d may be 0
-        m = binary(b, arith.RemSIOp, x, const(b, -1, i32), "m")      # INT_MIN % -1
-        ok = binary(b, arith.DivUIOp, x, const(b, 3, i32), "ok")     # safe: hoisted
-        v = b.value(tt.LoadOp, i32, name="v", ptr=p)                 # not pure
+        q = binary(b, arith.DivSIOp, x, d, "q")  # d may be 0
+        m = binary(b, arith.RemSIOp, x, const(b, -1, i32), "m")  # INT_MIN % -1
+        ok = binary(b, arith.DivUIOp, x, const(b, 3, i32), "ok")  # safe: hoisted
+        v = b.value(tt.LoadOp, i32, name="v", ptr=p)  # not pure
         g = if_op(b, c, [i32], lambda: [binary(b, arith.MulIOp, x, x, "sq")], lambda: [x])
-        total = binary(b, arith.AddIOp, binary(b, arith.AddIOp, q, m), binary(b, arith.AddIOp, ok, v))
+        total = binary(
+            b, arith.AddIOp, binary(b, arith.AddIOp, q, m), binary(b, arith.AddIOp, ok, v)
+        )
         return [binary(b, arith.AddIOp, total, g.results[0])]
 
     loop = for_loop(b, lo, n, one, [x], body, names=["acc"])
@@ -111,8 +121,9 @@ def test_hoists_from_both_regions_of_a_while():
     f, b = new_func([("out", PointerType(i32)), ("x", i32), ("n", i32)])
     x, n = f.args[1], f.args[2]
     before, after = Block([i32], ["v"]), Block([i32], ["w"])
-    loop = b.create(scf.WhileOp, [i32], init_args=[x], before=Region([before]),
-                    after=Region([after]))
+    loop = b.create(
+        scf.WhileOp, [i32], init_args=[x], before=Region([before]), after=Region([after])
+    )
     with b.at_end(before):
         limit = binary(b, arith.MulIOp, n, n, "limit")
         more = b.value(arith.CmpIOp, i1, predicate="slt", lhs=before.args[0], rhs=limit)

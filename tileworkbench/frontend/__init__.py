@@ -1,0 +1,65 @@
+"""The frontend: a kernel's Python source -> Tile IR (`tile` stage), with a location on every op."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from ..errors import CompilationError
+from ..ir import tt
+from ..ir.builder import Builder
+from ..ir.location import Loc
+from ..ir.values import Block
+from ..language.core import tensor
+from . import calls, reductions  # noqa: F401  (register the builtins)
+from .codegen import CodeGenerator
+from .source import get_source
+from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
+
+__all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
+
+
+def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> tt.FuncOp:
+    """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
+    be in `constexprs` or have a default."""
+    source = get_source(fn)
+    params = inspect.signature(fn).parameters
+    by_name = {a.name: a for a in args}
+    unknown = [n for n in list(by_name) + list(constexprs) if n not in params]
+    if unknown:
+        raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
+                               f"parameters are {', '.join(params)}")
+    types = [parse_type(a.type) for a in args]
+    func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in args))
+    func.body.add_block(Block([t.to_ir() for t in types], [a.name for a in args]))
+    func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
+    scope: dict[str, Any] = {}
+    block_args = iter(zip(func.body.block.args, types))
+    for name, param in params.items():
+        if name in by_name:
+            arg, ty = next(block_args)
+            scope[name] = 1 if by_name[name].equal_1 else tensor(arg, ty)
+        elif name in constexprs:
+            scope[name] = constexprs[name]
+        elif param.default is not inspect.Parameter.empty:
+            scope[name] = param.default
+        else:
+            raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
+                                   "signature (a runtime argument) or in constexprs")
+    builder = Builder(func.body.block)
+    generator = CodeGenerator(source, builder, scope, fn.__name__)
+    try:
+        generator.visit_body(source.tree.body)
+    except CompilationError as exc:
+        raise exc.with_traceback(None) from None  # the message has the place; frontend frames are noise
+    returned = generator.scope.get("__return__")
+    if returned is not None:
+        raise CompilationError(f"kernel {fn.__name__} returns a value; kernels write results with tl.store",
+                               loc=func.loc)
+    builder.loc = func.loc
+    builder.create(tt.ReturnOp)
+    return func
+
+
+def _arg_attrs(arg: ArgSpec) -> dict:
+    return {"tt.divisibility": 16} if arg.divisible_16 else {}

@@ -6,7 +6,10 @@ also returns the op location behind every printed line: the source-line map of t
 
 from __future__ import annotations
 
+import dataclasses
+
 from .location import Loc
+from .ops.arith import ConstantOp
 from .ops.base import Op
 from .ops.scf import ForOp, IfOp, WhileOp
 from .ops.tt import FuncOp
@@ -39,6 +42,13 @@ class _Namer:
                 self.counter += 1
         self.used.add(name)
         return name
+
+
+def _default(op: Op, name: str):
+    for f in dataclasses.fields(op):
+        if f.name == name:
+            return f.default
+    return dataclasses.MISSING
 
 
 def _attr(value) -> str:
@@ -79,7 +89,9 @@ class _Printer:
             return self.if_op(op, indent)
         if isinstance(op, WhileOp):
             return self.while_op(op, indent)
-        attrs = {k: v for k, v in op.attributes.items() if v not in ("", ())}
+        if isinstance(op, ConstantOp):
+            return self.emit(indent, f"{self.results(op)}{op.name} {_attr(op.value)} : {op.result.type}", op.loc)
+        attrs = {k: v for k, v in op.attributes.items() if v not in ("", ()) and v != _default(op, k)}
         text = f"{self.results(op)}{op.name}"
         if op.operands:
             text += " " + self.values(op.operands)

@@ -1,0 +1,331 @@
+"""The compile driver: source -> `tile` -> `tile-opt` -> (GPU targets) `tile-gpu` -> `llvm` -> `ptx` -> `sass`,
+recording every stage and pass snapshot in a `CompiledKernel`, with the on-disk cache for GPU targets.
+
+`tw.compile(fn, signature=..., constexprs=..., target=...)` is the public entry; `@jit` launches call it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import types
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..config import config
+from ..errors import CompilationError
+from ..frontend import ArgSpec, generate, parse_arg
+from ..frontend.source import get_source
+from ..ir import print_ir_lines
+from ..language import core
+
+STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
+GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120")
+CACHE_FORMAT = 1
+
+
+@dataclass
+class KernelMetadata:
+    """What a launch and the workbench need to know about a compiled kernel."""
+
+    name: str
+    target: str
+    num_warps: int = 4
+    num_stages: int = 3
+    shared: int = 0
+    n_regs: int | None = None
+    n_spills: int | None = None
+    resources: dict = field(default_factory=dict)
+    signature: list = field(default_factory=list)
+    constexprs: dict = field(default_factory=dict)
+    cache_hit: bool = False
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class CompiledKernel:
+    """One kernel compiled for one target and specialization.
+
+    Attributes:
+        asm: stage name -> text (`source`, `tile`, `tile-opt`, and for GPU targets `tile-gpu`, `llvm`,
+            `ptx`, `sass` where ptxas exists).
+        passes: (pass name, IR text after it), starting with ("tile", ...).
+        metadata: a KernelMetadata.
+        line_map: stage -> kernel source line -> 1-based line numbers in that stage's text.
+        cubin: the ptxas output, when it was made.
+    """
+
+    def __init__(self, fn: Callable, metadata: KernelMetadata, asm: dict[str, str],
+                 passes: list[tuple[str, str]], line_map: dict[str, dict[int, list[int]]],
+                 ir=None, cubin: bytes | None = None, regenerate: Callable | None = None):
+        source = get_source(fn)
+        self.fn = fn
+        self.name = metadata.name
+        self.metadata = metadata
+        self.asm = asm
+        self.passes = passes
+        self.line_map = line_map
+        self.cubin = cubin
+        self.source_file = source.file
+        self.source_first_line = source.first_line
+        self._ir = ir
+        self._regenerate = regenerate
+
+    @property
+    def target(self) -> str:
+        return self.metadata.target
+
+    @property
+    def ir(self):
+        """The `tile-opt` IR (rebuilt on demand for kernels loaded from the cache)."""
+        if self._ir is None and self._regenerate is not None:
+            self._ir = self._regenerate()
+        return self._ir
+
+    @property
+    def n_regs(self) -> int | None:
+        return self.metadata.n_regs
+
+    @property
+    def n_spills(self) -> int | None:
+        return self.metadata.n_spills
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name} for {self.target}: stages {', '.join(self.asm)}>"
+
+
+# -- targets ---------------------------------------------------------------------------------------------
+
+
+def resolve_target(target: str | None) -> str:
+    """`None`/"cuda" -> the current GPU's arch (or the interpreter where there is none); "interpreter" and
+    "sm_XX" as given."""
+    if target in (None, "cuda", "gpu"):
+        from .device import device_properties, gpu_available
+
+        if config.interpret or not gpu_available():
+            if target in ("cuda", "gpu"):
+                raise CompilationError("target 'cuda' needs a GPU; none is visible. Use target='sm_90' for "
+                                       "compile-only use or target='interpreter' to run on the CPU")
+            return "interpreter"
+        return device_properties().arch
+    if target == "interpreter" or target in GPU_ARCHS:
+        return target
+    raise CompilationError(f"unknown target {target!r}: use 'interpreter', 'cuda' or one of {GPU_ARCHS}")
+
+
+# -- the cache key -----------------------------------------------------------------------------------------
+
+_COMPILER_HASH: str | None = None
+
+
+def compiler_fingerprint() -> str:
+    """A hash of tileworkbench's own sources: a changed compiler never reuses old cache entries."""
+    global _COMPILER_HASH
+    if _COMPILER_HASH is None:
+        digest = hashlib.sha256()
+        root = Path(__file__).resolve().parent.parent
+        for path in sorted(root.rglob("*.py")):
+            if "workbench" in path.parts:
+                continue
+            digest.update(path.as_posix().encode())
+            digest.update(path.read_bytes())
+        _COMPILER_HASH = digest.hexdigest()
+    return _COMPILER_HASH
+
+
+def dependencies(fn: Callable) -> tuple[str, list[tuple[dict, str, Any]]]:
+    """A fingerprint of `fn`'s source, of every `@jit` function it reaches, and of the global values they
+    read; plus the (globals dict, name, value) triples that a later launch checks for redefinition."""
+    seen: set[int] = set()
+    parts: list[str] = []
+    used: list[tuple[dict, str, Any]] = []
+
+    def visit(func: Callable) -> None:
+        if id(func) in seen:
+            return
+        seen.add(id(func))
+        source = get_source(func)
+        parts.append(source.text)
+        names = {node.id for node in ast.walk(source.tree) if isinstance(node, ast.Name)}
+        closure = source.closure_vars()
+        for name in sorted(names):
+            scope = closure if name in closure else func.__globals__ if name in func.__globals__ else None
+            if scope is None:
+                continue
+            value = scope[name]
+            if isinstance(value, types.ModuleType):
+                continue
+            if scope is func.__globals__:
+                used.append((scope, name, value))
+            inner = getattr(value, "fn", None) if getattr(value, "__tile_jit__", False) else None
+            if inner is not None:
+                visit(inner)
+            elif isinstance(value, core.constexpr):
+                parts.append(f"{name}={value.value!r}")
+            elif isinstance(value, (int, float, bool, str, core.dtype)):
+                parts.append(f"{name}={value!r}")
+
+    visit(fn)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest(), used
+
+
+def _constexpr_repr(value: Any) -> str:
+    return repr(value.value if isinstance(value, core.constexpr) else value)
+
+
+# -- compile ----------------------------------------------------------------------------------------------
+
+
+def _python_function(fn) -> Callable:
+    return getattr(fn, "fn", fn) if getattr(fn, "__tile_jit__", False) else fn
+
+
+def _line_map(op, locs_of: list) -> dict[int, list[int]]:
+    mapping: dict[int, list[int]] = {}
+    for number, loc in enumerate(locs_of, start=1):
+        if loc is None or loc.line <= 0:
+            continue
+        for line in {loc.line, loc.outermost.line}:
+            mapping.setdefault(line, []).append(number)
+    return mapping
+
+
+def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
+    if signature is None:
+        return []
+    if isinstance(signature, (list, tuple)):
+        return list(signature)
+    if isinstance(signature, str):
+        signature = dict(item.split("=", 1) for item in signature.split(",") if item.strip())
+    return [parse_arg(name.strip(), text) for name, text in signature.items()]
+
+
+def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
+            constexprs: dict[str, Any] | None = None, target: str | None = None, num_warps: int = 4,
+            num_stages: int = 3, use_cache: bool = True) -> CompiledKernel:
+    """Compile a kernel for one specialization.
+
+    Args:
+        fn: a `@jit` kernel (or its Python function).
+        signature: runtime parameters and their types, e.g. {"x_ptr": "*fp32:16", "n": "i32"}
+            (`:16` promises 16-byte alignment / a multiple of 16, `:1` the value 1).
+        constexprs: values of the `tl.constexpr` parameters, e.g. {"BLOCK": 1024}.
+        target: "interpreter", "cuda" (the current GPU), or an arch such as "sm_90" (no GPU needed).
+        num_warps, num_stages: launch and pipelining options (GPU targets).
+
+    Returns:
+        A CompiledKernel with every stage in `.asm` and the pass snapshots in `.passes`.
+
+    Raises:
+        CompilationError: the kernel is not valid (the message shows the line and a hint).
+    """
+    py_fn = _python_function(fn)
+    args = _parse_signature(py_fn, signature)
+    constexprs = dict(constexprs or {})
+    target = resolve_target(target)
+    if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
+        raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
+    key = None
+    if target != "interpreter" and use_cache:
+        from .cache import KernelCache, cache_key
+
+        fingerprint, _ = dependencies(py_fn)
+        key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), fingerprint,
+                        [a.key for a in args], [a.name for a in args],
+                        sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
+                        num_warps, num_stages, target)
+        entry = KernelCache().get(key)
+        if entry is not None:
+            cached = _from_cache(py_fn, entry, args, constexprs)
+            if cached is not None:
+                return cached
+    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages)
+    if key is not None:
+        from .cache import KernelCache
+
+        KernelCache().put(key, _to_cache(kernel))
+    return kernel
+
+
+def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]):
+    """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines)."""
+    from ..passes.pipeline import TILE_OPT, run_passes
+
+    func = generate(py_fn, args, constexprs)
+    tile_lines = print_ir_lines(func, locs=True)
+    passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
+    passes += run_passes(func, TILE_OPT)
+    return func, passes, tile_lines, print_ir_lines(func, locs=True)
+
+
+def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> CompiledKernel:
+    source = get_source(py_fn)
+    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs)
+    asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
+    line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
+                "tile": _line_map(func, [loc for _, loc in tile_lines]),
+                "tile-opt": _line_map(func, [loc for _, loc in opt_lines])}
+    metadata = KernelMetadata(name=py_fn.__name__, target=target, num_warps=num_warps,
+                              num_stages=num_stages, signature=[a.key for a in args],
+                              constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()})
+    cubin = None
+    ir = func
+    if target != "interpreter":
+        ir = None  # the GPU passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
+        result = _nvptx(func, target, num_warps, num_stages)
+        passes += result.passes
+        asm.update({"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx})
+        if result.sass:
+            asm["sass"] = result.sass
+        line_map.update(result.line_maps)
+        cubin = result.cubin
+        metadata.name = result.kernel_name
+        metadata.shared = result.shared
+        metadata.n_regs, metadata.n_spills = result.n_regs, result.n_spills
+        metadata.resources = dict(result.resources)
+
+    def regenerate():
+        return tile_opt_ir(py_fn, args, constexprs)[0]
+
+    return CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=cubin, regenerate=regenerate)
+
+
+def _nvptx(func, target, num_warps, num_stages):
+    from ..backends.nvptx import compile_nvptx
+
+    return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages)
+
+
+def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:
+    files: dict[str, bytes | str] = {
+        "metadata.json": json.dumps(kernel.metadata.as_dict()),
+        "asm.json": json.dumps(kernel.asm),
+        "passes.json": json.dumps(kernel.passes),
+        "line_map.json": json.dumps({s: {str(k): v for k, v in m.items()} for s, m in kernel.line_map.items()}),
+    }
+    if kernel.cubin is not None:
+        files["kernel.cubin"] = bytes(kernel.cubin)
+    return files
+
+
+def _from_cache(py_fn, entry, args, constexprs) -> CompiledKernel | None:
+    try:
+        metadata = KernelMetadata(**json.loads(entry["metadata.json"]))
+        asm = json.loads(entry["asm.json"])
+        passes = [tuple(p) for p in json.loads(entry["passes.json"])]
+        line_map = {s: {int(k): v for k, v in m.items()} for s, m in json.loads(entry["line_map.json"]).items()}
+    except (KeyError, TypeError, ValueError):
+        return None
+    metadata.cache_hit = True
+    cubin = entry.get("kernel.cubin")
+
+    def regenerate():
+        return tile_opt_ir(py_fn, args, constexprs)[0]
+
+    return CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
+
+

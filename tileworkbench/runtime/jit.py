@@ -1,0 +1,279 @@
+"""`@jit` kernels: `kernel[grid](*args)` binds arguments, specializes on their kinds, compiles once per
+specialization (through the cache), and launches on the GPU (CuPy) or in the interpreter.
+
+The warm path does no hashing of source and no compilation: it builds a small tuple key from the arguments,
+finds the bound kernel in a dict, checks that the globals it read are unchanged, and launches.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from ..config import config
+from ..errors import LaunchError
+from ..frontend import ArgSpec, constexpr_names
+from . import record as record_module
+from .compiler import CompiledKernel, compile
+
+# NumPy / torch / CuPy dtype names -> Triton's.
+_DTYPE_NAMES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+    "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "fp16", "float32": "fp32",
+    "float64": "fp64", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+    "half": "fp16", "float": "fp32", "double": "fp64",
+}
+
+
+def dtype_name(dtype) -> str:
+    """The Triton name of a NumPy, CuPy, ml_dtypes or torch dtype ("float32" -> "fp32")."""
+    name = str(dtype).removeprefix("torch.")
+    try:
+        return _DTYPE_NAMES[name]
+    except KeyError:
+        raise LaunchError(f"arrays of dtype {dtype} cannot be passed to a kernel") from None
+
+
+def _array_pointer(value) -> tuple[str, int] | None:
+    """(dtype name, data address) of an array argument, or None if `value` is not an array."""
+    data = getattr(value, "data", None)
+    ptr = getattr(data, "ptr", None)  # CuPy
+    if ptr is not None and hasattr(value, "dtype"):
+        return dtype_name(value.dtype), ptr
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):  # torch
+        return dtype_name(value.dtype), value.data_ptr()
+    if isinstance(value, np.ndarray):
+        return dtype_name(value.dtype), value.ctypes.data
+    interface = getattr(value, "__cuda_array_interface__", None) or getattr(value, "__array_interface__", None)
+    if interface is not None:
+        return dtype_name(np.dtype(interface["typestr"])), interface["data"][0]
+    return None
+
+
+def arg_spec_key(value) -> tuple:
+    """What a launch specializes on for one runtime argument."""
+    if isinstance(value, bool):
+        return ("i1", False, False)
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            kind = "i32"
+        elif 2**63 <= value < 2**64:
+            kind = "u64"
+        else:
+            kind = "i64"
+        return (kind, value % 16 == 0, value == 1)
+    if isinstance(value, float):
+        return ("fp32", False, False)
+    if isinstance(value, np.generic):
+        return (dtype_name(value.dtype), False, False)
+    array = _array_pointer(value)
+    if array is None:
+        raise LaunchError(f"cannot pass a {type(value).__name__} to a kernel: expected an array, a number or "
+                          "a tl.constexpr parameter")
+    return ("*" + array[0], array[1] % 16 == 0, False)
+
+
+class JITFunction:
+    """A kernel (or device function) decorated with `@tw.jit`; `.fn` is the Python function."""
+
+    __tile_jit__ = True
+
+    def __init__(self, fn: Callable, do_not_specialize=(), do_not_specialize_on_alignment=(),
+                 debug: bool | None = None, noinline: bool | None = None, repr=None, launch_metadata=None):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexpr_names = set(constexpr_names(fn))
+        self.do_not_specialize = {self._param_name(p) for p in do_not_specialize}
+        self.no_align = {self._param_name(p) for p in do_not_specialize_on_alignment}
+        self.debug = debug
+        self.defaults = {n: p.default for n, p in self.signature.parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+        self.cache: dict[tuple, _BoundKernel] = {}
+
+    def _param_name(self, p) -> str:
+        return self.arg_names[p] if isinstance(p, int) else p
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self.fn.__name__} is a @jit function: launch it as {self.fn.__name__}[grid](...), "
+                           "or call it from another @jit kernel")
+
+    def __getitem__(self, grid) -> Callable:
+        return functools.partial(self.run, grid=grid)
+
+    def warmup(self, *args, grid, **kwargs) -> CompiledKernel:
+        """Compile for these arguments without launching; returns the compiled kernel."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    # -- binding ---------------------------------------------------------------------------------------------
+    def _bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        if len(args) > len(self.arg_names):
+            raise LaunchError(f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}")
+        bound = dict(zip(self.arg_names, args))
+        for name, value in kwargs.items():
+            if name not in self.signature.parameters:
+                raise LaunchError(f"{self.fn.__name__} has no parameter {name!r}")
+            if name in bound:
+                raise LaunchError(f"{self.fn.__name__} got two values for {name!r}")
+            bound[name] = value
+        for name in self.arg_names:
+            if name not in bound:
+                if name not in self.defaults:
+                    raise LaunchError(f"{self.fn.__name__} is missing the argument {name!r}")
+                bound[name] = self.defaults[name]
+        return bound
+
+    def _key(self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int) -> tuple:
+        parts = []
+        for name in self.arg_names:
+            value = bound[name]
+            if name in self.constexpr_names or value is None:
+                parts.append(("c", _hashable(value)))
+            else:
+                kind, div16, one = arg_spec_key(value)
+                if name in self.do_not_specialize:
+                    div16 = one = False
+                if name in self.no_align:
+                    div16 = False
+                parts.append((kind, div16, one))
+        return (tuple(parts), target, num_warps, num_stages)
+
+    # -- launch ------------------------------------------------------------------------------------------------
+    def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
+            num_stages: int | None = None, stream=None, **kwargs):
+        bound = self._bind(args, kwargs)
+        target = _default_target()
+        num_warps = num_warps or 4
+        num_stages = num_stages or 3
+        key = self._key(bound, target, num_warps, num_stages)
+        kernel = self.cache.get(key)
+        if kernel is None or not kernel.globals_unchanged():
+            kernel = self._compile(key, bound, target, num_warps, num_stages)
+            self.cache[key] = kernel
+        if warmup:
+            return kernel.compiled
+        grid3 = _grid(grid, bound)
+        kernel.launch(grid3, bound, stream)
+        if record_module.ACTIVE:
+            record_module.record(record_module.LaunchRecord(
+                kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=target,
+                relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
+        return kernel.compiled
+
+    def _compile(self, key, bound, target, num_warps, num_stages) -> _BoundKernel:
+        from .compiler import dependencies
+
+        specs, constexprs = [], {}
+        for (name, part) in zip(self.arg_names, key[0]):
+            if part[0] == "c":
+                constexprs[name] = bound[name]
+            else:
+                specs.append(ArgSpec(name, part[0], part[1], part[2]))
+        compile_target = target if target == "interpreter" else None
+        compiled = compile(self.fn, specs, constexprs, target=compile_target, num_warps=num_warps,
+                           num_stages=num_stages)
+        _, used_globals = dependencies(self.fn)
+        return _BoundKernel(compiled, specs, used_globals)
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+_TARGET: list[str] = []
+
+
+def _default_target() -> str:
+    if config.interpret:
+        return "interpreter"
+    if not _TARGET:
+        from .device import gpu_available
+
+        _TARGET.append("cuda" if gpu_available() else "interpreter")
+    return _TARGET[0]
+
+
+def _grid(grid, bound: dict) -> tuple[int, int, int]:
+    if callable(grid):
+        grid = grid(bound)
+    if isinstance(grid, int):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3:
+        raise LaunchError(f"a grid has 1 to 3 dimensions, got {grid}")
+    return grid + (1,) * (3 - len(grid))
+
+
+class _BoundKernel:
+    """A compiled kernel plus what it needs to launch: the runtime parameter names and the loaded module."""
+
+    def __init__(self, compiled: CompiledKernel, specs: list[ArgSpec], used_globals):
+        self.compiled = compiled
+        self.names = [s.name for s in specs]
+        self.used_globals = used_globals
+        self.cuda = None
+        if compiled.target != "interpreter":
+            from .launcher import CudaKernel
+
+            md = compiled.metadata
+            self.cuda = CudaKernel(compiled.asm["ptx"], md.name, num_warps=md.num_warps, shared=md.shared,
+                                   cubin=compiled.cubin, param_kinds=[s.type for s in specs],
+                                   param_names=self.names)
+            self.compiled.metadata.n_regs = self.compiled.metadata.n_regs or self.cuda.num_regs
+
+    def globals_unchanged(self) -> bool:
+        for scope, name, value in self.used_globals:
+            if scope.get(name, _MISSING) is not value:
+                return False
+        return True
+
+    def launch(self, grid: tuple[int, int, int], bound: dict, stream=None) -> None:
+        args = [bound[name] for name in self.names]
+        if self.cuda is not None:
+            self.cuda.launch(grid, args, stream)
+        else:
+            _interpret(self.compiled, grid, args, self.names)
+
+
+_MISSING = object()
+
+
+def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> None:
+    """Run in the interpreter; GPU arrays are copied to the host and back, CPU tensors shared."""
+    from ..backends.interpreter import run
+
+    host_args, copy_back = [], []
+    for value in args:
+        if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy
+            host = value.get()
+            copy_back.append((value, host))
+            host_args.append(host)
+        elif hasattr(value, "numpy") and hasattr(value, "data_ptr"):  # torch CPU tensor
+            if getattr(value, "is_cuda", False):
+                raise LaunchError("a CUDA torch tensor was passed to a kernel running in the interpreter")
+            host_args.append(value.detach().numpy())
+        elif hasattr(value, "__array_interface__") and not isinstance(value, np.ndarray):
+            host_args.append(np.asarray(value))
+        else:
+            host_args.append(value)
+    run(compiled.ir, host_args, grid, names)
+    for device_array, host in copy_back:
+        device_array.set(host)
+
+
+def jit(fn: Callable | None = None, **options) -> JITFunction | Callable[[Callable], JITFunction]:
+    """Decorate a kernel or device function written in the tile language (Triton's `@triton.jit`)."""
+    if fn is None:
+        return lambda f: JITFunction(f, **options)
+    return JITFunction(fn, **options)

@@ -48,8 +48,6 @@ def compile_kernel(kernel: Any, signature: str | dict | None, constexprs: str | 
                    target: str | None = None, num_warps: int | None = None,
                    num_stages: int | None = None, force: bool = False) -> Any:
     """`tileworkbench.compile` with parsed options; `force` bypasses the compile cache."""
-    import tileworkbench as tw
-
     kwargs: dict[str, Any] = {"signature": parse_signature(signature),
                               "constexprs": parse_constexprs(constexprs)}
     if target:
@@ -58,10 +56,19 @@ def compile_kernel(kernel: Any, signature: str | dict | None, constexprs: str | 
         kwargs["num_warps"] = num_warps
     if num_stages:
         kwargs["num_stages"] = num_stages
-    if not force:
-        return tw.compile(kernel, **kwargs)
-    with fresh_cache():
-        return tw.compile(kernel, **kwargs)
+    if force:
+        kwargs["use_cache"] = False
+    return _compile_function()(kernel, **kwargs)
+
+
+def _compile_function():
+    """`tileworkbench.compile` (the runtime's compile driver where the package does not export it)."""
+    import tileworkbench
+
+    compile_fn = getattr(tileworkbench, "compile", None)
+    if compile_fn is None:
+        from ..runtime.compiler import compile as compile_fn
+    return compile_fn
 
 
 class fresh_cache:

@@ -1,0 +1,112 @@
+"""The `tileworkbench` command.
+
+    tileworkbench compile FILE.py::kernel --signature "x_ptr=*fp32,n=i32" --constexprs BLOCK=1024 \\
+        --stage ptx [--target sm_90]      print one stage (or `--stage all`, or `--stage passes`)
+    tileworkbench demo [--out report.html] [--target interpreter]
+                                          run, check and report the showcase kernels
+    tileworkbench peaks [--device NAME] [--measure] [--force]
+                                          the roofline ceilings (measured on this GPU, or datasheet)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from typing import Any
+
+STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "all", "passes")
+
+
+def load_kernel(spec: str) -> Any:
+    """`path/to/file.py::kernel_name` -> the kernel object defined in that file."""
+    path, sep, name = spec.partition("::")
+    if not sep or not name:
+        raise SystemExit(f"error: expected FILE.py::kernel, got {spec!r}")
+    if not os.path.isfile(path):
+        raise SystemExit(f"error: no such file: {path}")
+    module_name = "_tileworkbench_cli_" + os.path.splitext(os.path.basename(path))[0]
+    module_spec = importlib.util.spec_from_file_location(module_name, os.path.abspath(path))
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module  # dataclasses and inspect look the module up by name
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    module_spec.loader.exec_module(module)
+    if not hasattr(module, name):
+        raise SystemExit(f"error: {path} defines no {name!r}")
+    return getattr(module, name)
+
+
+def format_stages(compiled: Any, stage: str) -> str:
+    """The text of one stage, of every stage (`all`) or of every pass snapshot (`passes`)."""
+    if stage == "passes":
+        return "".join(f"// ----- after {name} -----\n{text}\n" for name, text in compiled.passes)
+    if stage == "all":
+        return "".join(f"// ===== {name} =====\n{text}\n" for name, text in compiled.asm.items())
+    if stage not in compiled.asm:
+        raise SystemExit(f"error: stage {stage!r} is not available for target "
+                         f"{compiled.metadata.target} (available: {', '.join(compiled.asm)})")
+    return compiled.asm[stage]
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .errors import TileworkbenchError
+    from .workbench.compile_only import compile_kernel
+
+    kernel = load_kernel(args.kernel)
+    try:
+        compiled = compile_kernel(kernel, args.signature, args.constexprs, args.target,
+                                  args.num_warps, args.num_stages)
+    except (TileworkbenchError, ValueError) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.write(format_stages(compiled, args.stage))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .workbench.demo import main_demo
+
+    return main_demo(args.out, args.target)
+
+
+def cmd_peaks(args: argparse.Namespace) -> int:
+    from .workbench.peaks import get_peaks
+
+    print(get_peaks(args.device, measure=args.measure or args.force, force=args.force))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tileworkbench", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    comp = sub.add_parser("compile", help="compile a kernel and print a stage (no GPU needed)")
+    comp.add_argument("kernel", help="FILE.py::kernel_name")
+    comp.add_argument("--signature", "-s", required=True, help='e.g. "x_ptr=*fp32,n=i32"')
+    comp.add_argument("--constexprs", "-c", default=None, help="e.g. BLOCK=1024,NUM=2")
+    comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES)
+    comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., interpreter")
+    comp.add_argument("--num-warps", type=int, default=None)
+    comp.add_argument("--num-stages", type=int, default=None)
+    comp.set_defaults(func=cmd_compile)
+    demo = sub.add_parser("demo", help="run, check and report the showcase kernels")
+    demo.add_argument("--out", default="tileworkbench-demo.html", help="the HTML report to write")
+    demo.add_argument("--target", default=None, choices=["interpreter", "cuda"],
+                      help="default: the GPU where there is one, else the interpreter")
+    demo.set_defaults(func=cmd_demo)
+    peaks = sub.add_parser("peaks", help="show the device's roofline ceilings")
+    peaks.add_argument("--device", default=None, help="a device name for datasheet values")
+    peaks.add_argument("--measure", action="store_true", help="measure on this GPU if not cached")
+    peaks.add_argument("--force", action="store_true", help="measure again")
+    peaks.set_defaults(func=cmd_peaks)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""`tileworkbench demo`: run the showcase kernels (GPU, else interpreter), check them against NumPy and
+write one HTML report with every stage and the roofline.
+
+Without a GPU the kernels run in the interpreter, and each is also compiled for sm_90 (no GPU needed) so
+the report still shows the GPU stages: tile-gpu, LLVM, PTX (and SASS where ptxas exists).
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+from typing import Any
+
+from .build import ReportOptions, report_for_launch
+from .compile_only import compile_kernel
+from .report import base_report, line_map_of
+
+NUMPY_TYPES = {"float32": "fp32", "float16": "fp16", "float64": "fp64", "bfloat16": "bf16",
+               "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+               "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1"}
+COMPILE_ONLY_TARGET = "sm_90"
+
+
+def gpu_available() -> bool:
+    try:
+        from ..runtime.device import gpu_available as available
+
+        return bool(available())
+    except Exception:  # no CuPy or no driver
+        return False
+
+
+def signature_of(record: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """The signature and constexprs of a recorded launch, for compiling it again for another target."""
+    meta = getattr(record.compiled, "metadata", None)
+    constexpr_names = set(getattr(meta, "constexprs", {}) or {})
+    signature, constexprs = {}, {}
+    for name, value in record.args.items():
+        if name in constexpr_names:
+            constexprs[name] = value
+        elif hasattr(value, "dtype") and getattr(value, "ndim", 0) > 0:
+            signature[name] = "*" + NUMPY_TYPES[str(value.dtype)]
+        elif isinstance(value, bool):
+            signature[name] = "i1"
+        elif isinstance(value, int):
+            signature[name] = "i32" if -2**31 <= value < 2**31 else "i64"
+        else:
+            signature[name] = "fp32"
+    return signature, constexprs
+
+
+def add_gpu_stages(report, record: Any, target: str = COMPILE_ONLY_TARGET) -> None:
+    """Compile the launched kernel for a GPU target too and show its GPU stages in `report`."""
+    try:
+        signature, constexprs = signature_of(record)
+        meta = getattr(record.compiled, "metadata", None)
+        gpu = compile_kernel(record.kernel, signature, constexprs, target,
+                             getattr(meta, "num_warps", None), getattr(meta, "num_stages", None))
+    except Exception as exc:  # noqa: BLE001 - the interpreter report stands without GPU stages
+        report.notes.append(f"GPU stages for {target} unavailable: {type(exc).__name__}: {exc}")
+        return
+    gpu_report = base_report(gpu)
+    report.asm.update({k: v for k, v in gpu.asm.items() if k not in report.asm})
+    report.line_map.update({k: v for k, v in line_map_of(gpu).items() if k not in report.line_map})
+    report.passes = gpu_report.passes
+    report.resources = gpu_report.resources
+    report.notes.append(f"ran in the interpreter; GPU stages compiled for {target} (not launched)")
+
+
+def run_demo(out_path: str | None = "tileworkbench-demo.html", target: str | None = None,
+             bench_ms: int = 100, log=print) -> tuple[list, bool]:
+    """Run, check and report every showcase kernel. Returns (reports, all checks passed)."""
+    from ..config import config
+    from ..runtime.record import record_launches
+    from .showcase import RUNNERS
+
+    on_gpu = target != "interpreter" and gpu_available()
+    saved = config.interpret
+    config.interpret = not on_gpu
+    reports, ok = [], True
+    try:
+        for title, runner in RUNNERS.items():
+            with record_launches() as launches:
+                run = runner(on_gpu)
+            record = launches[-1]
+            opts = ReportOptions(bench=bench_ms if on_gpu else None, ref=run.ref, out=run.out)
+            report = report_for_launch(record, opts)
+            if not on_gpu:
+                add_gpu_stages(report, record)
+            reports.append(report)
+            ok = ok and bool(report.check and report.check.passed)
+            log(f"{title:14} {report.check.summary() if report.check else 'not checked'}")
+    finally:
+        config.interpret = saved
+    if out_path:
+        write_page(reports, out_path, on_gpu)
+        log(f"report written to {out_path}")
+    return reports, ok
+
+
+def write_page(reports: list, out_path: str, on_gpu: bool) -> None:
+    from .html_view import page
+
+    where = "on the GPU" if on_gpu else "in the interpreter (no GPU found); GPU stages compile-only"
+    intro = (f"<p>The showcase kernels, run {html.escape(where)} and checked against NumPy float64. "
+             "Each report has a tab per compiler stage, the passes one by one, and (click a source "
+             "line) the lines it became in every stage.</p>")
+    extra = intro + _combined_roofline(reports)
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.write(page(reports, "tileworkbench demo", extra))
+
+
+def _combined_roofline(reports: list) -> str:
+    import base64
+
+    from .roofline import roofline
+
+    points = [r for r in reports if r.point is not None]
+    if not points:
+        return ""
+    png = base64.b64encode(roofline(points).to_bytes("png")).decode()
+    return f'<img alt="roofline of all kernels" src="data:image/png;base64,{png}">'
+
+
+def main_demo(out: str | None, target: str | None) -> int:
+    try:
+        _, ok = run_demo(out, target)
+    except ImportError as exc:
+        print(f"demo needs the tileworkbench compiler and runtime: {exc}", file=sys.stderr)
+        return 2
+    return 0 if ok else 1
+
+
+__all__ = ["main_demo", "run_demo"]

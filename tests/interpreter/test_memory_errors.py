@@ -114,3 +114,17 @@ def test_wrong_argument_count_and_kind():
         run(_copy(4, masked=True), [np.zeros(4, np.float32), 4], (1,))
     with pytest.raises(InterpreterError, match="'x_ptr' is a pointer parameter"):
         run(_copy(4, masked=True), [1.0, poisoned(4), 4], (1,), NAMES)
+
+
+def test_store_into_a_read_only_array_is_refused():
+    x = RNG.standard_normal(64).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(InterpreterError, match="read-only argument 'out_ptr'"):
+        run(_copy(64, masked=False), [x, out, 64], (1,), NAMES)
+    assert (out == 0).all()
+    readable = x.copy()
+    readable.flags.writeable = False
+    result = poisoned(64)
+    run(_copy(64, masked=False), [readable, result, 64], (1,), NAMES)  # reading is fine
+    np.testing.assert_array_equal(result, x)

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ...errors import OutOfBoundsError
+from ...errors import InterpreterError, OutOfBoundsError
 
 REGION_BITS = 44
 
@@ -63,6 +63,7 @@ class Part:
     view: np.ndarray
     index: np.ndarray
     lanes: np.ndarray | None
+    argument: ArgumentMemory
 
 
 class Memory:
@@ -99,6 +100,7 @@ class Memory:
             values = values[active]
         values = values.astype(dtype, copy=False)
         for part in self.locate(flat, dtype, site):
+            self._check_writable(part.argument, site)
             part.view[part.index] = values if part.lanes is None else values[part.lanes]
 
     def atomic(self, ptrs, mask, dtype: np.dtype, site: Site, update: Callable) -> np.ndarray:
@@ -110,6 +112,7 @@ class Memory:
         lanes_all = np.arange(np.size(ptrs))[active] if active is not None else np.arange(len(flat))
         old = np.zeros(np.size(ptrs), dtype)
         for part in self.locate(flat, dtype, site):
+            self._check_writable(part.argument, site)
             lanes = lanes_all if part.lanes is None else lanes_all[part.lanes]
             for rounds in _rounds(part.index):
                 index = part.index[rounds]
@@ -159,9 +162,16 @@ class Memory:
         view, start = argument.typed(dtype)
         index = offsets - start
         index = index >> (size.bit_length() - 1) if size > 1 else index
-        return Part(view, index, lanes)
+        return Part(view, index, lanes, argument)
 
     # -- errors ----------------------------------------------------------------------------------
+    def _check_writable(self, argument: ArgumentMemory, site: Site) -> None:
+        # NumPy would refuse the write; the raw byte view would not, so the check is ours
+        if not argument.array.flags.writeable:
+            raise InterpreterError(
+                f"{site.kind} into read-only argument '{argument.name}' in kernel '{site.kernel}' at "
+                f"{site.where}, program id {self.pid}: pass a writable array")
+
     def _fail_bounds(self, argument: ArgumentMemory, address: int, dtype, site: Site):
         offset = (address - argument.pointer) // dtype.itemsize
         elements = argument.array.size

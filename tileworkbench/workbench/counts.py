@@ -166,19 +166,36 @@ def param_names(func) -> list[str]:
 
 
 def pointer_root(value: Value) -> BlockArgument | None:
-    """The kernel parameter a pointer (or tensor of pointers) was computed from, if one is."""
-    seen = 0
-    while seen < 1000:  # IR is acyclic through these ops; the bound guards a malformed graph
-        seen += 1
+    """The kernel parameter a pointer (or tensor of pointers) was computed from, if one is.
+
+    Follows pointer arithmetic and shape ops, and loop-carried pointers back to their initial value."""
+    for _ in range(1000):  # IR is acyclic along this walk; the bound guards a malformed graph
         if isinstance(value, BlockArgument):
-            return value if _is_func_arg(value) else None
-        if not isinstance(value, OpResult):
+            if _is_func_arg(value):
+                return value
+            value = _carried_init(value)
+        elif isinstance(value, OpResult):
+            op = value.op
+            if isinstance(op, POINTER_PASSTHROUGH):
+                value = op.operands[1] if isinstance(op, arith.SelectOp) else op.operands[0]
+            elif isinstance(op, (scf.ForOp, scf.WhileOp)):
+                value = op.init_args[value.index]
+            else:
+                return None
+        else:
             return None
-        op = value.op
-        if isinstance(op, POINTER_PASSTHROUGH):
-            value = op.operands[1] if isinstance(op, arith.SelectOp) else op.operands[0]
-            continue
-        return None
+        if value is None:
+            return None
+    return None
+
+
+def _carried_init(arg: BlockArgument) -> Value | None:
+    """The initial value of a loop-carried block argument (None for an induction variable)."""
+    op = arg.block.parent_op
+    if isinstance(op, scf.ForOp) and arg.index > 0:
+        return op.init_args[arg.index - 1]
+    if isinstance(op, scf.WhileOp) and arg.block is op.before.block:
+        return op.init_args[arg.index]
     return None
 
 

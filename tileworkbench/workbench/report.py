@@ -197,3 +197,10 @@ def base_report(compiled: Any, stages: tuple[str, ...] | None = None) -> KernelR
         name=name, target=target, asm=dict(compiled.asm), passes=list(compiled.passes or []),
         line_map=line_map_of(compiled), source_lines=source_lines_of(compiled), metadata=meta,
         resources=resources_of(meta, target), stages=stages, compiled=compiled)
+
+
+def inspect(obj: Any, *args: Any, **kwargs: Any) -> KernelReport:
+    """Same as `tileworkbench.workbench.inspect` (see build.py), reachable from this module too."""
+    from .build import inspect as build_inspect
+
+    return build_inspect(obj, *args, **kwargs)

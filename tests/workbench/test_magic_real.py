@@ -1,0 +1,121 @@
+"""`%%tilekernel` end to end with the real compiler, jit and launch recording, on the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("IPython")
+tw = pytest.importorskip("tileworkbench")
+if not hasattr(tw, "jit"):
+    pytest.skip("tileworkbench.jit not available yet", allow_module_level=True)
+
+ADD_CELL = '''
+import numpy as np
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y * SCALE, mask=mask)
+
+rng = np.random.default_rng(SEED)
+n = 3000
+x = rng.standard_normal(n).astype(np.float32)
+y = rng.standard_normal(n).astype(np.float32)
+out = np.full(n, np.nan, np.float32)
+add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+'''
+
+
+@pytest.fixture
+def real_shell(shell):
+    """The shell with the runtime's real recorder instead of the fake one."""
+    shell.magics_manager.registry["TileKernelMagics"].recorder = None
+    shell.run_cell("import tileworkbench.language as tl\nSCALE = tl.constexpr(1.0)\nSEED = 0")
+    return shell
+
+
+def run(shell, line: str, cell: str):
+    shell.user_ns.pop("_tilekernel_reports", None)
+    shell.run_cell_magic("tilekernel", line, cell)
+    return shell.user_ns.get("_tilekernel_reports")
+
+
+def test_real_launch_report(real_shell):
+    reports = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y' --bench 5",
+                  ADD_CELL)
+    assert len(reports) == 1
+    report = reports[0]
+    assert report.name == "add_kernel" and report.grid == (3, 1, 1)
+    assert report.check.passed, report.check.summary()
+    assert report.counts.loads == ["x_ptr", "y_ptr"] and report.counts.stores == ["out_ptr"]
+    assert report.counts.bytes == 3 * 3000 * 4
+    load_line = next(line for line, text in report.source_lines.items() if "x = tl.load" in text)
+    tile_lines = report.stage_lines_for(load_line)["tile-opt"]
+    tile = report.asm["tile-opt"].splitlines()
+    assert any("tt.load" in tile[i - 1] for i in tile_lines)
+    assert [name for name, _ in report.passes][0] == "tile"
+
+
+def test_redefining_a_global_recompiles(real_shell):
+    first = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", ADD_CELL)[0]
+    assert first.check.passed
+    real_shell.run_cell("SCALE = tl.constexpr(2.0)")
+    second = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + 2.0 * y'",
+                 ADD_CELL)[0]
+    assert second.check.passed, "the kernel kept the old value of the global SCALE"
+    assert second.asm["tile-opt"] != first.asm["tile-opt"]
+
+
+def test_redefining_a_helper_recompiles(real_shell):
+    helper = '''
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def combine(a, b):
+    return a {op} b
+'''
+    cell = ADD_CELL.replace("x + y * SCALE", "combine(x, y)")
+    real_shell.run_cell(helper.format(op="+"))
+    assert run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", cell)[0] \
+        .check.passed
+    real_shell.run_cell(helper.format(op="-"))
+    report = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) - y'", cell)[0]
+    assert report.check.passed, "the kernel kept the old @jit helper"
+
+
+def test_compile_only_interpreter_target(real_shell):
+    cell = ADD_CELL.split("rng =")[0]
+    reports = run(real_shell, "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
+                              "--constexprs BLOCK=256 --target interpreter", cell)
+    assert len(reports) == 1 and reports[0].launches == 0
+    assert "tensor<256xf32>" in reports[0].asm["tile-opt"]
+
+
+def test_compile_error_in_cell_names_the_kernel_line(real_shell, capsys):
+    bad = ADD_CELL.replace("x + y * SCALE", "x + tl.arange(0, 512)")
+    assert run(real_shell, "--target interpreter", bad) == []
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert "TileTypeError" in text and "error: shapes (1024,) and (512,)" in text
+    assert ":12:" in text and "^^^^" in text and "hint:" in text
+    assert "Traceback" not in text
+
+
+def test_ptx_stage_compile_only(real_shell):
+    cell = ADD_CELL.split("rng =")[0]
+    try:
+        reports = run(real_shell, "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
+                                  "--constexprs BLOCK=256 --target sm_90", cell)
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"GPU back end not available: {exc}")
+    if not reports:
+        pytest.skip("GPU back end not available yet")
+    assert ".entry" in reports[0].asm["ptx"] and reports[0].resources is not None

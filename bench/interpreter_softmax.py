@@ -2,8 +2,8 @@
 
     python bench/interpreter_softmax.py [rows] [cols]
 
-The kernel goes through the real frontend and the `tile-opt` passes; the interpreter's speed target is
-well under a second for the default shape on a 2-core machine.
+A `@tw.jit` kernel launched with `kernel[grid](...)` under `config.interpret` (the first launch compiles
+and is not timed). The interpreter's target is well under a second for the default shape on 2 cores.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import tileworkbench as tw  # noqa: E402
 import tileworkbench.language as tl  # noqa: E402
-from tileworkbench.backends.interpreter import run  # noqa: E402
-from tileworkbench.frontend import generate, parse_arg  # noqa: E402
-from tileworkbench.passes.pipeline import TILE_OPT, run_passes  # noqa: E402
+from tileworkbench.config import config  # noqa: E402
 
 
+@tw.jit
 def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
@@ -33,24 +33,17 @@ def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.con
     tl.store(out_ptr + row * out_stride + offs, y, mask=mask)
 
 
-def compile_softmax(block: int):
-    signature = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32",
-                 "n_cols": "i32"}
-    func = generate(softmax_kernel, [parse_arg(k, v) for k, v in signature.items()],
-                    {"BLOCK": block})
-    run_passes(func, TILE_OPT)
-    return func
-
-
 def main(rows: int = 256, cols: int = 1024) -> None:
-    block = 1 << (cols - 1).bit_length()
-    func = compile_softmax(block)
+    config.interpret = True
+    block = tw.next_power_of_2(cols)
     x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
     out = np.full_like(x, np.nan)
+    args = (out, x, x.shape[1], out.shape[1], cols)
+    softmax_kernel[(rows,)](*args, BLOCK=block)  # compiles
     times = []
     for _ in range(5):
         start = time.perf_counter()
-        run(func, [out, x, x.shape[1], out.shape[1], cols], (rows, 1, 1))
+        softmax_kernel[(rows,)](*args, BLOCK=block)
         times.append(time.perf_counter() - start)
     wide = x.astype(np.float64)
     ref = np.exp(wide - wide.max(1, keepdims=True))

@@ -1,31 +1,34 @@
-"""Real kernels written with `tl`, lowered by the frontend and the tile-opt passes, run by the interpreter
-and checked against NumPy float64."""
+"""Real `@tw.jit` kernels, compiled by `tw.compile(..., target="interpreter")` or launched with
+`kernel[grid](...)` under TILEWORKBENCH_INTERPRET, run by the interpreter and checked against NumPy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.backends.interpreter import run
+from tileworkbench.config import config
 from tileworkbench.errors import InterpreterError, OutOfBoundsError
-from tileworkbench.frontend import generate, parse_arg
-from tileworkbench.passes.pipeline import TILE_OPT, run_passes
 
 RNG = np.random.default_rng(17)
 
 
-def compile_kernel(fn, signature: dict[str, str], constexprs: dict):
-    """The kernel's `tile-opt` IR, as the compile driver hands it to the interpreter."""
-    func = generate(fn, [parse_arg(k, v) for k, v in signature.items()], constexprs)
-    run_passes(func, TILE_OPT)
-    return func
+@pytest.fixture(autouse=True)
+def interpret(monkeypatch):
+    """`kernel[grid](...)` runs in the interpreter even where a GPU is visible."""
+    monkeypatch.setattr(config, "interpret", True)
 
 
 def launch(fn, signature, constexprs, args, grid):
-    run(compile_kernel(fn, signature, constexprs), args, grid, list(signature))
+    """Compile through the public driver for the interpreter target and run the tile-opt IR."""
+    compiled = tw.compile(fn, signature=signature, constexprs=constexprs, target="interpreter")
+    assert compiled.target == "interpreter" and "tile-opt" in compiled.asm
+    run(compiled.ir, args, grid, list(signature))
 
 
+@tw.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
@@ -38,7 +41,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 
 
-def test_vector_add():
+def test_vector_add_through_compile():
     n = 1000
     x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
     out = np.full(n, np.nan, np.float32)
@@ -46,6 +49,17 @@ def test_vector_add():
     np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_vector_add_through_a_launch(dtype):
+    n = 3000
+    x, y = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
+    out = np.full(n, np.nan, dtype)
+    add_kernel[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
+    np.testing.assert_allclose(out.astype(np.float64), x.astype(np.float64) + y,
+                               rtol=1e-3 if dtype == np.float16 else 1e-6)
+
+
+@tw.jit
 def unmasked_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -64,6 +78,7 @@ def test_unmasked_kernel_reports_the_source_line():
     assert "test_frontend_kernels.py:" in message and "'unmasked_add_kernel'" in message
 
 
+@tw.jit
 def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
@@ -87,6 +102,7 @@ def test_softmax_on_a_strided_input():
     np.testing.assert_allclose(out, ref / ref.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
+@tw.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                   BK: tl.constexpr):
     pid_m = tl.program_id(0)
@@ -116,6 +132,7 @@ def test_matmul_with_a_k_loop():
     np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=2e-2)
 
 
+@tw.jit
 def int_kernel(a_ptr, b_ptr, q_ptr, r_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     a = tl.load(a_ptr + offs)
@@ -135,6 +152,7 @@ def test_integer_floor_division_follows_c():
     np.testing.assert_array_equal(r, a - b * ref_q)
 
 
+@tw.jit
 def argmax_cumsum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -152,6 +170,7 @@ def test_argmax_ties_break_left_and_cumsum():
     np.testing.assert_array_equal(out[1:], np.cumsum(np.arange(128)))
 
 
+@tw.jit
 def assert_kernel(x_ptr, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     tl.device_assert(x >= 0, "x must be non-negative")
@@ -165,6 +184,7 @@ def test_device_assert_from_a_kernel():
     assert "first failing index (7,)" in str(info.value)
 
 
+@tw.jit
 def histogram_kernel(x_ptr, bins_ptr, n, BLOCK: tl.constexpr, BINS: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0)
@@ -177,3 +197,53 @@ def test_histogram_with_atomics():
     launch(histogram_kernel, {"x_ptr": "*i32", "bins_ptr": "*i32", "n": "i32"},
            {"BLOCK": 128, "BINS": 16}, [x, bins, 1000], (8,))
     np.testing.assert_array_equal(bins, np.bincount(x, minlength=16))
+
+
+@tw.jit
+def _product(a, b):
+    return a * b
+
+
+@tw.jit
+def reduce_scan_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(o_ptr + rm, tl.reduce(x, 1, _product))
+    tl.store(o_ptr + M + rm[:, None] * N + rn[None, :], tl.associative_scan(x, 1, _product,
+                                                                           reverse=True))
+    tl.store(o_ptr + M + M * N + rm, tl.argmin(x, axis=1).to(tl.float32))
+
+
+def test_user_combine_functions_and_argmin_on_2d_tiles():
+    m, n = 8, 16
+    x = (RNG.random((m, n)) + 0.5).astype(np.float32)
+    out = np.full(m + m * n + m, np.nan, np.float32)
+    reduce_scan_kernel[(1,)](x, out, M=m, N=n)
+    wide = x.astype(np.float64)
+    np.testing.assert_allclose(out[:m], wide.prod(1), rtol=1e-5)
+    scanned = np.flip(np.cumprod(np.flip(wide, 1), 1), 1)
+    np.testing.assert_allclose(out[m:m + m * n].reshape(m, n), scanned, rtol=1e-5)
+    np.testing.assert_array_equal(out[m + m * n:], x.argmin(1))
+
+
+@tw.jit
+def while_print_kernel(o_ptr, n):
+    i = 0
+    acc = 0
+    while i < n:
+        if i % 3 == 0:
+            acc += i
+        else:
+            acc -= 1
+        i += 1
+    tl.store(o_ptr, acc)
+    tl.device_print("acc ", acc)
+
+
+def test_while_if_and_device_print(capsys):
+    out = np.zeros(1, np.int32)
+    while_print_kernel[(2,)](out, 10)
+    assert out[0] == sum(i if i % 3 == 0 else -1 for i in range(10))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["pid (0, 0, 0) idx () acc 12", "pid (1, 0, 0) idx () acc 12"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tileworkbench.ir import Block, Builder, Region, Value, print_ir, verify
 from tileworkbench.ir.ops import arith, scf, tt
@@ -34,26 +35,49 @@ def store(b: Builder, ptr: Value, value: Value) -> None:
     b.create(tt.StoreOp, ptr=ptr, value=value)
 
 
-def for_loop(b: Builder, lower: Value, upper: Value, step: Value, inits: Sequence[Value],
-             body: Callable[[Value, list[Value]], list[Value]], names: Sequence[str] = ()
-             ) -> scf.ForOp:
+def for_loop(
+    b: Builder,
+    lower: Value,
+    upper: Value,
+    step: Value,
+    inits: Sequence[Value],
+    body: Callable[[Value, list[Value]], list[Value]],
+    names: Sequence[str] = (),
+) -> scf.ForOp:
     """`scf.for` whose body is built by `body(iv, carried) -> yielded`."""
     arg_names = ["i", *names] + [None] * (len(inits) - len(names))
     block = Block([lower.type] + [v.type for v in inits], arg_names)
-    op = b.create(scf.ForOp, [v.type for v in inits], lower=lower, upper=upper, step=step,
-                  init_args=list(inits), body=Region([block]))
+    op = b.create(
+        scf.ForOp,
+        [v.type for v in inits],
+        lower=lower,
+        upper=upper,
+        step=step,
+        init_args=list(inits),
+        body=Region([block]),
+    )
     with b.at_end(block):
         yielded = body(block.args[0], block.args[1:])
         b.create(scf.YieldOp, values=list(yielded))
     return op
 
 
-def if_op(b: Builder, condition: Value, result_types: Sequence[Type],
-          then: Callable[[], list[Value]], otherwise: Callable[[], list[Value]] | None) -> scf.IfOp:
+def if_op(
+    b: Builder,
+    condition: Value,
+    result_types: Sequence[Type],
+    then: Callable[[], list[Value]],
+    otherwise: Callable[[], list[Value]] | None,
+) -> scf.IfOp:
     """`scf.if` whose regions are built by `then()` / `otherwise()` returning the yielded values."""
     then_block, else_block = Block(), Block()
-    op = b.create(scf.IfOp, list(result_types), condition=condition,
-                  then_region=Region([then_block]), else_region=Region([else_block]))
+    op = b.create(
+        scf.IfOp,
+        list(result_types),
+        condition=condition,
+        then_region=Region([then_block]),
+        else_region=Region([else_block]),
+    )
     with b.at_end(then_block):
         b.create(scf.YieldOp, values=list(then()))
     if otherwise is not None:

@@ -1,5 +1,5 @@
-"""Constant evaluation (`passes/fold.py`): C integer semantics on each width, floats in their own precision,
-and no folding where the target could give another answer."""
+"""Constant evaluation (`passes/fold.py`): C integer semantics on each width, floats in their own
+precision, and no folding where the target could give another answer."""
 
 from __future__ import annotations
 
@@ -13,45 +13,51 @@ from tileworkbench.ir.types import bf16, f16, f32, i1, i8, i32, i64, u8, u32
 from tileworkbench.passes import fold
 
 
-@pytest.mark.parametrize("cls, lhs, rhs, ty, expected", [
-    (arith.AddIOp, 2**31 - 1, 1, i32, -(2**31)),          # wraps
-    (arith.AddIOp, 2**32 - 1, 1, u32, 0),
-    (arith.SubIOp, 0, 1, u32, 2**32 - 1),                 # unsigned stored in [0, 2^32)
-    (arith.MulIOp, 100, 3, i8, 44),
-    (arith.DivSIOp, -7, 2, i32, -3),                      # truncates toward zero, not floor
-    (arith.RemSIOp, -7, 2, i32, -1),                      # sign of the dividend
-    (arith.RemSIOp, 7, -2, i32, 1),
-    (arith.DivUIOp, -8, 2, i32, 2**31 - 4),               # divui reads the bits as unsigned
-    (arith.RemUIOp, 2**32 - 1, 10, u32, 5),
-    (arith.DivSIOp, 2**32 - 8, 2, u32, 2**32 - 4),        # divsi on u32 bits: -8 / 2 = -4
-    (arith.ShLIOp, 1, 31, i32, -(2**31)),
-    (arith.ShRSIOp, -16, 2, i32, -4),                     # arithmetic shift
-    (arith.ShRUIOp, -16, 28, i32, 15),                    # logical shift
-    (arith.ShRSIOp, 2**32 - 16, 2, u32, 2**32 - 4),
-    (arith.MaxSIOp, -1, 1, i32, 1),
-    (arith.MaxUIOp, -1, 1, i32, -1),                      # -1 is the largest unsigned
-    (arith.MinUIOp, 200, 3, u8, 3),
-    (arith.XOrIOp, 0b1100, 0b1010, i8, 0b0110),
-    (arith.AndIOp, -1, 2**40 + 5, i64, 2**40 + 5),
-    (arith.AddIOp, True, True, i1, False),
-])
+@pytest.mark.parametrize(
+    "cls, lhs, rhs, ty, expected",
+    [
+        (arith.AddIOp, 2**31 - 1, 1, i32, -(2**31)),  # wraps
+        (arith.AddIOp, 2**32 - 1, 1, u32, 0),
+        (arith.SubIOp, 0, 1, u32, 2**32 - 1),  # unsigned stored in [0, 2^32)
+        (arith.MulIOp, 100, 3, i8, 44),
+        (arith.DivSIOp, -7, 2, i32, -3),  # truncates toward zero, not floor
+        (arith.RemSIOp, -7, 2, i32, -1),  # sign of the dividend
+        (arith.RemSIOp, 7, -2, i32, 1),
+        (arith.DivUIOp, -8, 2, i32, 2**31 - 4),  # divui reads the bits as unsigned
+        (arith.RemUIOp, 2**32 - 1, 10, u32, 5),
+        (arith.DivSIOp, 2**32 - 8, 2, u32, 2**32 - 4),  # divsi on u32 bits: -8 / 2 = -4
+        (arith.ShLIOp, 1, 31, i32, -(2**31)),
+        (arith.ShRSIOp, -16, 2, i32, -4),  # arithmetic shift
+        (arith.ShRUIOp, -16, 28, i32, 15),  # logical shift
+        (arith.ShRSIOp, 2**32 - 16, 2, u32, 2**32 - 4),
+        (arith.MaxSIOp, -1, 1, i32, 1),
+        (arith.MaxUIOp, -1, 1, i32, -1),  # -1 is the largest unsigned
+        (arith.MinUIOp, 200, 3, u8, 3),
+        (arith.XOrIOp, 0b1100, 0b1010, i8, 0b0110),
+        (arith.AndIOp, -1, 2**40 + 5, i64, 2**40 + 5),
+        (arith.AddIOp, True, True, i1, False),
+    ],
+)
 def test_int_binary(cls, lhs, rhs, ty, expected):
     got = fold.fold_int_binary(cls, lhs, rhs, ty)
     assert got == expected
     assert isinstance(got, bool) == isinstance(expected, bool)
 
 
-@pytest.mark.parametrize("cls, lhs, rhs, ty", [
-    (arith.DivSIOp, 5, 0, i32),
-    (arith.DivUIOp, 5, 0, u32),
-    (arith.RemSIOp, 5, 0, i32),
-    (arith.RemUIOp, 5, 0, i32),
-    (arith.DivSIOp, -(2**31), -1, i32),                   # overflow is undefined
-    (arith.RemSIOp, -(2**7), -1, i8),
-    (arith.ShLIOp, 1, 32, i32),                           # overshift: poison in LLVM, clamped in PTX
-    (arith.ShRUIOp, 1, -1, i32),
-    (arith.ShRSIOp, 1, 8, i8),
-])
+@pytest.mark.parametrize(
+    "cls, lhs, rhs, ty",
+    [
+        (arith.DivSIOp, 5, 0, i32),
+        (arith.DivUIOp, 5, 0, u32),
+        (arith.RemSIOp, 5, 0, i32),
+        (arith.RemUIOp, 5, 0, i32),
+        (arith.DivSIOp, -(2**31), -1, i32),  # overflow is undefined
+        (arith.RemSIOp, -(2**7), -1, i8),
+        (arith.ShLIOp, 1, 32, i32),  # overshift: poison in LLVM, clamped in PTX
+        (arith.ShRUIOp, 1, -1, i32),
+        (arith.ShRSIOp, 1, 8, i8),
+    ],
+)
 def test_int_binary_undefined_is_not_folded(cls, lhs, rhs, ty):
     assert fold.fold_int_binary(cls, lhs, rhs, ty) is None
 
@@ -62,10 +68,19 @@ def test_int_results_are_stored_in_the_type_range():
     assert fold.fold_int_binary(arith.AndIOp, 1, 1, i1) is True
 
 
-@pytest.mark.parametrize("predicate, lhs, rhs, expected", [
-    ("slt", -1, 0, True), ("ult", -1, 0, False), ("uge", -1, 0, True), ("sge", -1, 0, False),
-    ("eq", -1, 2**32 - 1, True), ("ne", 3, 3, False), ("sle", 3, 3, True), ("ugt", 0, 0, False),
-])
+@pytest.mark.parametrize(
+    "predicate, lhs, rhs, expected",
+    [
+        ("slt", -1, 0, True),
+        ("ult", -1, 0, False),
+        ("uge", -1, 0, True),
+        ("sge", -1, 0, False),
+        ("eq", -1, 2**32 - 1, True),
+        ("ne", 3, 3, False),
+        ("sle", 3, 3, True),
+        ("ugt", 0, 0, False),
+    ],
+)
 def test_cmpi(predicate, lhs, rhs, expected):
     assert fold.fold_cmpi(predicate, lhs, rhs, i32) is expected
 
@@ -97,13 +112,23 @@ def test_signed_zeros_and_nan():
 
 def test_unsafe_float_folds_are_refused():
     assert fold.fold_float_binary(arith.AddFOp, 1.0, 2.0, bf16) is None
-    assert fold.fold_float_binary(arith.DivFOp, 1.0, 3.0, f32) is None  # div.full.f32 is approximate
+    assert (
+        fold.fold_float_binary(arith.DivFOp, 1.0, 3.0, f32) is None
+    )  # div.full.f32 is approximate
     assert fold.fold_cmpf("olt", 1.0, 2.0, bf16) is None
 
 
-@pytest.mark.parametrize("predicate, expected", [
-    ("oeq", False), ("one", False), ("olt", False), ("une", True), ("ord", False), ("uno", True),
-])
+@pytest.mark.parametrize(
+    "predicate, expected",
+    [
+        ("oeq", False),
+        ("one", False),
+        ("olt", False),
+        ("une", True),
+        ("ord", False),
+        ("uno", True),
+    ],
+)
 def test_cmpf_with_nan(predicate, expected):
     assert fold.fold_cmpf(predicate, math.nan, 1.0, f32) is expected
 
@@ -120,11 +145,13 @@ def test_int_casts():
 
 def test_float_casts():
     assert fold.fold_cast(arith.SIToFPOp, 2**24 + 1, i32, f32) == 2**24  # round to nearest even
-    assert fold.fold_cast(arith.SIToFPOp, 2**62 + 2**38 + 1, i64, f32) == 2**62 + 2**39  # one rounding
+    assert (
+        fold.fold_cast(arith.SIToFPOp, 2**62 + 2**38 + 1, i64, f32) == 2**62 + 2**39
+    )  # one rounding
     assert fold.fold_cast(arith.UIToFPOp, -1, i32, f32) == 2.0**32
     assert fold.fold_cast(arith.FPToSIOp, -2.9, f32, i32) == -2
     assert fold.fold_cast(arith.FPToUIOp, 255.9, f32, u8) == 255
-    assert fold.fold_cast(arith.FPToSIOp, 3e9, f32, i32) is None       # out of range
+    assert fold.fold_cast(arith.FPToSIOp, 3e9, f32, i32) is None  # out of range
     assert fold.fold_cast(arith.FPToSIOp, math.nan, f32, i32) is None
     assert fold.fold_cast(arith.TruncFOp, 1.0 + 2.0**-11, f32, f16) == 1.0
     assert fold.fold_cast(arith.TruncFOp, 1e6, f32, f16) == math.inf

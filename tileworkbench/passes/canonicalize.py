@@ -1,10 +1,11 @@
-"""`canonicalize`: constant folding, algebraic identities and trivial control flow, to a fixed point.
+"""`canonicalize`: constant folding, algebraic identities and trivial control flow, to a fixed
+point.
 
-Folds arith ops on scalar and splat constants bit-exactly (see `fold.py`), rewrites identities that hold
-for every input, NaN and -0.0 included (`x * 1.0`, but not `x + 0.0`), moves constants of commutative
-ops to the right, turns splats of constants into constants, inlines `scf.if` on a constant condition and
-drops `scf.for` loops that never run. Pure ops left unused are erased. Needs nothing to run first.
-"""
+Folds arith ops on scalar and splat constants bit-exactly (see `fold.py`), rewrites identities that
+hold for every input, NaN and -0.0 included (`x * 1.0`, but not `x + 0.0`), moves constants of
+commutative ops to the right, turns splats of constants into constants, inlines `scf.if` on a
+constant condition and drops `scf.for` loops that never run. Pure ops left unused are erased. Needs
+nothing to run first."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def float_constant(value: Value) -> float | None:
 
 
 def is_int(value: Value, expected: int) -> bool:
-    """Whether `value` is an integer constant equal to `expected` (-1 means all ones) on its width."""
+    """Whether `value` is an integer constant equal to `expected` on its width (-1: all ones)."""
     bits = int_constant(value)
     return bits is not None and bits == fold.to_bits(expected, element_type(value.type).bitwidth)
 
@@ -74,7 +75,9 @@ def is_int(value: Value, expected: int) -> bool:
 def is_float(value: Value, expected: float) -> bool:
     """Whether `value` is a float constant equal to `expected`, with the same sign of zero."""
     got = float_constant(value)
-    return got is not None and got == expected and math.copysign(1, got) == math.copysign(1, expected)
+    return (
+        got is not None and got == expected and math.copysign(1, got) == math.copysign(1, expected)
+    )
 
 
 def replace_with(op: Op, value: Value, rw: Rewriter) -> bool:
@@ -108,8 +111,16 @@ INT_BINARY_OPS = tuple(fold.INT_BINARY)
 FLOAT_BINARY_OPS = tuple(fold.FLOAT_BINARY)
 COMMUTATIVE_OPS = tuple(cls for cls in INT_BINARY_OPS + FLOAT_BINARY_OPS if cls.commutative)
 CASTS = (
-    arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp,
-    arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.BitcastOp,
+    arith.ExtSIOp,
+    arith.ExtUIOp,
+    arith.TruncIOp,
+    arith.ExtFOp,
+    arith.TruncFOp,
+    arith.SIToFPOp,
+    arith.UIToFPOp,
+    arith.FPToSIOp,
+    arith.FPToUIOp,
+    arith.BitcastOp,
 )
 
 
@@ -121,7 +132,9 @@ def fold_int_binary(op: arith.BinaryOp, rw: Rewriter) -> bool:
     if lhs is None or rhs is None:
         return False
     scalar = element_type(op.result.type)
-    return replace_with_constant(op, fold.fold_int_binary(type(op), lhs.value, rhs.value, scalar), rw)
+    return replace_with_constant(
+        op, fold.fold_int_binary(type(op), lhs.value, rhs.value, scalar), rw
+    )
 
 
 @rewrite(*FLOAT_BINARY_OPS)
@@ -131,7 +144,9 @@ def fold_float_binary(op: arith.BinaryOp, rw: Rewriter) -> bool:
     if lhs is None or rhs is None:
         return False
     scalar = element_type(op.result.type)
-    return replace_with_constant(op, fold.fold_float_binary(type(op), lhs.value, rhs.value, scalar), rw)
+    return replace_with_constant(
+        op, fold.fold_float_binary(type(op), lhs.value, rhs.value, scalar), rw
+    )
 
 
 @rewrite(arith.CmpIOp, arith.CmpFOp)
@@ -166,7 +181,7 @@ def fold_negf(op: arith.NegFOp, rw: Rewriter) -> bool:
 
 @rewrite(*COMMUTATIVE_OPS)
 def constant_to_rhs(op: arith.BinaryOp, rw: Rewriter) -> bool:
-    """%z = arith.addi %c1, %x  ->  %z = arith.addi %x, %c1 (so the identities and CSE see one form)"""
+    """%z = arith.addi %c1, %x  ->  %z = arith.addi %x, %c1 (one form for identities and CSE)"""
     if constant_op(op.lhs) is None or constant_op(op.rhs) is not None:
         return False
     old = [op.lhs, op.rhs]
@@ -176,8 +191,15 @@ def constant_to_rhs(op: arith.BinaryOp, rw: Rewriter) -> bool:
 
 
 # -- integer identities --------------------------------------------------------------------------
-@rewrite(arith.AddIOp, arith.SubIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
-         arith.ShRUIOp)
+@rewrite(
+    arith.AddIOp,
+    arith.SubIOp,
+    arith.OrIOp,
+    arith.XOrIOp,
+    arith.ShLIOp,
+    arith.ShRSIOp,
+    arith.ShRUIOp,
+)
 def int_zero_rhs(op: arith.BinaryOp, rw: Rewriter) -> bool:
     """%y = arith.addi %x, %c0  ->  %y replaced by %x (also subi, ori, xori and shifts by 0)"""
     return is_int(op.rhs, 0) and replace_with(op, op.lhs, rw)
@@ -191,7 +213,7 @@ def int_one_rhs(op: arith.BinaryOp, rw: Rewriter) -> bool:
 
 @rewrite(arith.MulIOp, arith.AndIOp)
 def int_absorbing_zero(op: arith.BinaryOp, rw: Rewriter) -> bool:
-    """%y = arith.muli %x, %c0  ->  %y replaced by %c0 (also andi); integers only, as 0.0 * inf is NaN"""
+    """%y = arith.muli %x, %c0  ->  %y replaced by %c0 (also andi); ints only: 0.0 * inf is NaN"""
     return is_int(op.rhs, 0) and replace_with(op, op.rhs, rw)
 
 
@@ -213,8 +235,18 @@ def or_all_ones(op: arith.OrIOp, rw: Rewriter) -> bool:
     return is_int(op.rhs, -1) and replace_with(op, op.rhs, rw)
 
 
-@rewrite(arith.AndIOp, arith.OrIOp, arith.MaxSIOp, arith.MinSIOp, arith.MaxUIOp, arith.MinUIOp,
-         arith.MaximumFOp, arith.MinimumFOp, arith.MaxNumFOp, arith.MinNumFOp)
+@rewrite(
+    arith.AndIOp,
+    arith.OrIOp,
+    arith.MaxSIOp,
+    arith.MinSIOp,
+    arith.MaxUIOp,
+    arith.MinUIOp,
+    arith.MaximumFOp,
+    arith.MinimumFOp,
+    arith.MaxNumFOp,
+    arith.MinNumFOp,
+)
 def idempotent_self(op: arith.BinaryOp, rw: Rewriter) -> bool:
     """%y = arith.andi %x, %x  ->  %y replaced by %x (also ori and every min/max, NaN included)"""
     return op.lhs is op.rhs and replace_with(op, op.lhs, rw)
@@ -222,12 +254,22 @@ def idempotent_self(op: arith.BinaryOp, rw: Rewriter) -> bool:
 
 @rewrite(arith.SubIOp, arith.XOrIOp)
 def int_self_zero(op: arith.BinaryOp, rw: Rewriter) -> bool:
-    """%y = arith.subi %x, %x  ->  %y = arith.constant 0 (also xori); integers only, as inf - inf is NaN"""
+    """%y = arith.subi %x, %x  ->  %y = arith.constant 0 (also xori); ints only: inf - inf is NaN"""
     return op.lhs is op.rhs and replace_with_constant(op, zero_of(op), rw)
 
 
-_SELF_COMPARE = {"eq": True, "sle": True, "sge": True, "ule": True, "uge": True,
-                 "ne": False, "slt": False, "sgt": False, "ult": False, "ugt": False}
+_SELF_COMPARE = {
+    "eq": True,
+    "sle": True,
+    "sge": True,
+    "ule": True,
+    "uge": True,
+    "ne": False,
+    "slt": False,
+    "sgt": False,
+    "ult": False,
+    "ugt": False,
+}
 
 
 @rewrite(arith.CmpIOp)
@@ -310,7 +352,7 @@ def reshape_splat(op: Op, rw: Rewriter) -> bool:
 
 @rewrite(tt.BroadcastOp, tt.ReshapeOp)
 def same_shape(op: Op, rw: Rewriter) -> bool:
-    """%t = tt.broadcast %x : tensor<4xf32> -> tensor<4xf32>  ->  %t replaced by %x (also reshape)"""
+    """%t = tt.broadcast %x : tensor<4xf32> -> tensor<4xf32>  ->  %t replaced by %x (and reshape)"""
     return replace_with(op, op.operands[0], rw)
 
 

@@ -1,17 +1,17 @@
 """`cse`: common-subexpression elimination of pure ops, scoped by regions.
 
-Two pure ops are the same when they have the same name, operands (in either order for commutative ops),
-attributes and result types; the later one is replaced by the earlier. An op may be replaced by one in an
-enclosing region, never by one in a sibling region. Loads, stores, atomics, prints and ops with regions are
-left alone. Runs best after `canonicalize`, which puts commutative constants on the right and folds
-constants, so more ops compare equal.
-"""
+Two pure ops are the same when they have the same name, operands (in either order for commutative
+ops), attributes and result types; the later one is replaced by the earlier. An op may be replaced
+by one in an enclosing region, never by one in a sibling region. Loads, stores, atomics, prints and
+ops with regions are left alone. Runs best after `canonicalize`, which puts commutative constants on
+the right and folds constants, so more ops compare equal."""
 
 from __future__ import annotations
 
 import struct
 from collections import ChainMap
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from ..ir import Block, Op, Value
 from ..ir.ops.tt import FuncOp
@@ -19,7 +19,11 @@ from ..ir.values import OpResult
 
 
 def cse(func: FuncOp) -> bool:
-    """Replace repeated pure computations in `func` by their first occurrence; returns whether any was."""
+    """Replace repeated pure computations in `func` by their first occurrence.
+
+    Returns:
+        Whether any op was replaced.
+    """
     replaced: dict[int, Value] = {}
     _cse_block(func.body.block, ChainMap(), replaced)
     return bool(replaced)
@@ -65,8 +69,8 @@ def op_key(op: Op) -> Hashable | None:
 
 
 def attribute_key(value: Any) -> Hashable:
-    """A hashable key equal only for identical attributes: 0.0 and -0.0 differ, NaNs by their bits, and
-    True differs from 1 (Python would call both pairs equal)."""
+    """A hashable key equal only for identical attributes: 0.0 and -0.0 differ, NaNs go by their
+    bits, and True differs from 1 (Python calls both pairs equal)."""
     if isinstance(value, float):
         return ("float", struct.pack("<d", value))
     if isinstance(value, (tuple, list)):

@@ -1,10 +1,10 @@
-"""`dce`: dead-code elimination. Removes pure ops whose results are unused, `scf.for`/`scf.if` ops whose
-results are unused and whose bodies only compute, and loop-carried values of `scf.for` that nothing reads.
+"""`dce`: dead-code elimination. Removes pure ops whose results are unused, `scf.for`/`scf.if` ops
+whose results are unused and whose bodies only compute, and loop-carried values of `scf.for` that
+nothing reads.
 
-Runs to a fixed point over nested regions. Ops with effects (stores, atomics, prints, asserts, barriers,
-impure extern calls) and `scf.while` (which may not terminate) always stay. Needs nothing to run first;
-it runs last in `TILE_OPT` to sweep up what the other passes leave unused.
-"""
+Runs to a fixed point over nested regions. Ops with effects (stores, atomics, prints, asserts,
+barriers, impure extern calls) and `scf.while` (which may not terminate) always stay. Needs nothing
+to run first; it runs last in `TILE_OPT` to sweep up what the other passes leave unused."""
 
 from __future__ import annotations
 
@@ -42,8 +42,12 @@ def is_removable(op: Op) -> bool:
         return not op.is_terminator
     if isinstance(op, (scf.ForOp, scf.IfOp)):
         # An scf.for always terminates, so a loop that only computes is as dead as its results.
-        return all(inner.pure or isinstance(inner, scf.YieldOp) or is_removable(inner)
-                   for region in op.regions for block in region.blocks for inner in block.ops)
+        return all(
+            inner.pure or isinstance(inner, scf.YieldOp) or is_removable(inner)
+            for region in op.regions
+            for block in region.blocks
+            for inner in block.ops
+        )
     return False
 
 
@@ -75,7 +79,7 @@ def _inside(op: Op, dead: set[int]) -> bool:
 
 
 def _drop_dead_loop_values(func: FuncOp, uses: Counter) -> bool:
-    """Remove the carried values of each scf.for that neither the loop's users nor its effects read."""
+    """Remove the carried values of each scf.for that neither its users nor its effects read."""
     changed = False
     for op in list(func.walk()):
         if not isinstance(op, scf.ForOp):
@@ -92,7 +96,7 @@ def _drop_dead_loop_values(func: FuncOp, uses: Counter) -> bool:
 
 
 def _live_carried(op: scf.ForOp, terminator: scf.YieldOp, uses: Counter) -> set[int]:
-    """Indices of carried values that are read after the loop, or feed an effect or a live value in the
+    """Indices of carried values read after the loop, or feeding an effect or a live value in the
     body. The rest only feed themselves (an accumulator nobody reads) and can go."""
     block = op.body.block
     live = {i for i, r in enumerate(op.results) if uses[id(r)]}
@@ -121,4 +125,3 @@ def _remove_carried(op: scf.ForOp, terminator: scf.YieldOp, i: int) -> None:
 def _renumber(values: list[Value]) -> None:
     for index, value in enumerate(values):
         value.index = index
-

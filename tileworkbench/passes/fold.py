@@ -1,16 +1,18 @@
-"""Constant evaluation for `canonicalize`: what an arith op computes on constant operands, bit-exactly.
+"""Constant evaluation for `canonicalize`: what an arith op computes on constant operands,
+bit-exactly.
 
-Integers follow C/Triton semantics on the type's width (wraparound, truncating division); the op (`divsi`
-vs `divui`) says how the bits are read and the result type says how the constant is stored (`i32` signed,
-`u32` unsigned). Floats are folded in their own precision with NumPy (f16, f32, f64 only). Every function
-returns None where folding could differ from the GPU: undefined behaviour (division by zero, overshifts,
-out-of-range float-to-int), bf16/fp8, and signed-zero ties of min/max.
-"""
+Integers follow C/Triton semantics on the type's width (wraparound, truncating division); the op
+(`divsi` vs `divui`) says how the bits are read and the result type says how the constant is stored
+(`i32` signed, `u32` unsigned). Floats are folded in their own precision with NumPy (f16, f32, f64
+only). Every function returns None where folding could differ from the GPU: undefined behaviour
+(division by zero, overshifts, out-of-range float-to-int), bf16/fp8, and signed-zero ties of
+min/max."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +34,7 @@ def as_signed(pattern: int, bits: int) -> int:
 
 
 def stored_int(value: int, type: ScalarType) -> int | bool:
-    """The canonical constant for `value` wrapped to `type`: signed range for iN, unsigned for uN, bool for i1."""
+    """`value` wrapped to `type` as constants store it: signed for iN, unsigned for uN, bool for i1."""
     pattern = to_bits(value, type.bitwidth)
     if type.is_bool:
         return bool(pattern)
@@ -152,7 +154,7 @@ FLOAT_PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
     "ole": lambda a, b: a <= b,
     "ogt": lambda a, b: a > b,
     "oge": lambda a, b: a >= b,
-    "une": lambda a, b: not a == b,
+    "une": lambda a, b: a != b,  # true when either is NaN
     "ord": lambda a, b: not (np.isnan(a) or np.isnan(b)),
     "uno": lambda a, b: bool(np.isnan(a) or np.isnan(b)),
 }
@@ -180,7 +182,8 @@ def fold_negf(value: Any, type: ScalarType) -> float | None:
 
 # -- casts ---------------------------------------------------------------------------------------
 def _int_to_float(value: int, signed: bool, dst: ScalarType) -> float:
-    # Convert from a 64-bit integer array so NumPy rounds once, as cvt.rn does (not via a Python float).
+    # Convert from a 64-bit integer array so NumPy rounds once, as cvt.rn does (a Python float
+    # in between would round twice).
     source = np.array(value, dtype=np.int64 if signed else np.uint64)
     return float(source.astype(FLOAT_DTYPES[dst.name]))
 
@@ -218,7 +221,7 @@ def _bitcast(value: Any, src: ScalarType, dst: ScalarType) -> Any:
 
 
 def fold_cast(cls: type, value: Any, src: ScalarType, dst: ScalarType) -> Any:
-    """The constant `cls` (an arith cast) makes of `value` of type `src`, as a `dst` constant, or None."""
+    """The `dst` constant the cast `cls` makes of constant `value` of type `src`, or None."""
     if src.is_int and dst.is_int:
         bits = to_bits(value, src.bitwidth)
         if cls is arith.ExtSIOp and dst.bitwidth >= src.bitwidth:

@@ -1,11 +1,11 @@
-"""`licm`: loop-invariant code motion. Hoists pure ops whose operands are all defined outside an `scf.for`
-or `scf.while` to just before the loop, innermost loops first, so an invariant climbs out of a nest.
+"""`licm`: loop-invariant code motion. Hoists pure ops whose operands are all defined outside an
+`scf.for` or `scf.while` to just before the loop, innermost loops first, so an invariant climbs out
+of a nest.
 
-Only ops directly in a loop's body blocks move (not ops nested in an `scf.if` inside it), and never ops
-with regions. Hoisting runs an op even when the loop runs zero times, so an op that could trap stays: an
-integer division or remainder moves only when its divisor is a constant that is neither 0 nor -1. Runs
-best after `cse`, so each invariant is hoisted once.
-"""
+Only ops directly in a loop's body blocks move (not ops nested in an `scf.if` inside it), and never
+ops with regions. Hoisting runs an op even when the loop runs zero times, so an op that could trap
+stays: an integer division or remainder moves only when its divisor is a constant that is neither 0
+nor -1. Runs best after `cse`, so each invariant is hoisted once."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def licm(func: FuncOp) -> bool:
     """Hoist loop-invariant pure ops out of the loops of `func`; returns whether any moved."""
     loops = [op for op in func.walk() if isinstance(op, LOOPS)]
     changed = False
-    # Pre-order lists outer loops first; reversed, an inner loop is handled before the loop around it.
+    # Pre-order lists outer loops first; reversed, an inner loop comes before the loop around it.
     for loop in reversed(loops):
         changed |= _hoist_from(loop)
     return changed

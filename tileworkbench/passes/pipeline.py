@@ -1,14 +1,15 @@
-"""The pass pipelines, as plain lists, and the one runner that verifies and records the IR after each pass.
+"""The pass pipelines, as plain lists, and the one runner that verifies and records the IR after
+each pass.
 
-`TILE_OPT` takes the `tile` stage to `tile-opt`. The GPU passes (axis info, layouts, coalescing, ...) that
-take `tile-opt` to `tile-gpu` get their own list, `TILE_GPU`, defined beside it.
-"""
+`TILE_OPT` takes the `tile` stage to `tile-opt`. The GPU passes (axis info, layouts, coalescing,
+...) that take `tile-opt` to `tile-gpu` get their own list, `TILE_GPU`, defined beside it."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from ..ir import IRVerificationError, print_ir, verify as verify_ir
+from ..ir import IRVerificationError, print_ir
+from ..ir import verify as verify_ir
 from ..ir.ops.tt import FuncOp
 from .canonicalize import canonicalize
 from .cse import cse
@@ -18,8 +19,8 @@ from .licm import licm
 Pass = Callable[[FuncOp], bool]
 
 TILE_OPT: list[Pass] = [
-    # Folding first: equal constants and constants moved to the right of commutative ops let cse merge
-    # more, and folded branches and zero-trip loops shrink what the later passes look at.
+    # Folding first: equal constants, and constants moved to the right of commutative ops, let cse
+    # merge more, and folded branches and zero-trip loops shrink what the later passes look at.
     canonicalize,
     # cse before licm, so an invariant computed twice in a loop body is hoisted once.
     cse,
@@ -31,7 +32,7 @@ TILE_OPT: list[Pass] = [
 
 
 def pass_name(fn: Pass) -> str:
-    """The name a pass prints as (`canonicalize`, `cse`, ...): its `pass_name`, else its function name."""
+    """The name a pass prints as (`canonicalize`, `cse`, ...): its `pass_name`, else `__name__`."""
     return getattr(fn, "pass_name", fn.__name__)
 
 
@@ -47,7 +48,7 @@ def run_passes(func: FuncOp, passes: list[Pass], *, verify: bool = True) -> list
         One `(pass name, print_ir(func, locs=True))` per pass, in order: the pass-by-pass view.
 
     Raises:
-        IRVerificationError: a pass left invalid IR (a tileworkbench bug); the message names the pass.
+        IRVerificationError: a pass left invalid IR (a tileworkbench bug); the message names it.
     """
     snapshots: list[tuple[str, str]] = []
     for fn in passes:

@@ -1,14 +1,15 @@
-"""A small greedy rewrite driver: named rewrite functions registered per op class, applied to a fixed point.
+"""A small greedy rewrite driver: named rewrite functions registered per op class, applied to a
+fixed point.
 
 `canonicalize` is built on it. A rewrite is `def add_zero(op, rw: Rewriter) -> bool` registered with
-`@patterns.rewrite(AddIOp)`; it changes the IR only through the `Rewriter`, which keeps a use map (the IR
-itself has no use lists) and puts every op a change may affect back on the worklist.
-"""
+`@patterns.rewrite(AddIOp)`; it changes the IR only through the `Rewriter`, which keeps a use map
+(the IR itself has no use lists) and puts every op a change may affect back on the worklist."""
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from ..ir import Builder, Op, Type, Value
 from ..ir.ops.arith import ConstantOp
@@ -18,13 +19,13 @@ from ..ir.values import OpResult
 RewriteFn = Callable[[Any, "Rewriter"], bool]
 F = TypeVar("F", bound=RewriteFn)
 
-# A runaway set of rewrites (two undoing each other) must not hang the compiler: stop after this many
-# successful rewrites per op of the function, which no terminating set of rewrites comes near.
+# A runaway set of rewrites (two undoing each other) must not hang the compiler: stop after this
+# many successful rewrites per op of the function, which no terminating set comes near.
 _MAX_REWRITES_PER_OP = 50
 
 
 class Patterns:
-    """A table of rewrite functions keyed by op class; an op gets those of its class and its bases."""
+    """Rewrite functions keyed by op class; an op gets those of its class and of its bases."""
 
     def __init__(self, name: str):
         self.name = name
@@ -52,7 +53,7 @@ class Patterns:
 
 
 class Rewriter:
-    """Changes the IR of `func` for rewrite functions, keeping a use map and a worklist up to date."""
+    """Changes the IR of `func` for rewrite functions, keeping a use map and a worklist current."""
 
     def __init__(self, func: FuncOp):
         self.func = func
@@ -83,7 +84,7 @@ class Rewriter:
 
     # -- changes --------------------------------------------------------------------------------
     def replace_all_uses(self, old: Value, new: Value) -> None:
-        """Point every use of `old` at `new`; `new` takes over `old`'s source name if it has none."""
+        """Point every use of `old` at `new`, which takes `old`'s source name if it has none."""
         if old is new:
             return
         users = self._uses.pop(id(old), {})
@@ -117,8 +118,14 @@ class Rewriter:
                     self.push(value.op)
         op.erase()
 
-    def create(self, cls: type[Op], result_types: list[Type], before: Op, name: str | None = None,
-               **fields: Any) -> Op:
+    def create(
+        self,
+        cls: type[Op],
+        result_types: list[Type],
+        before: Op,
+        name: str | None = None,
+        **fields: Any,
+    ) -> Op:
         """Build `cls(**fields)` just before `before`, at its source location."""
         builder = Builder(loc=before.loc)
         with builder.before_op(before):
@@ -139,7 +146,7 @@ class Rewriter:
         self.push(op)
 
     def changed_in_place(self, op: Op, old_operands: list[Value]) -> None:
-        """Tell the rewriter that `op`'s operands were edited directly (they were `old_operands`)."""
+        """Tell the rewriter that `op`'s operands were edited in place (from `old_operands`)."""
         for value in old_operands:
             users = self._uses.get(id(value))
             if users is not None:
@@ -165,7 +172,7 @@ class Rewriter:
 
 
 def is_trivially_dead(op: Op, rw: Rewriter) -> bool:
-    """A pure op none of whose results is used (ops without results are kept: they are there for a reason)."""
+    """A pure op none of whose results is used (an op without results is kept: it has a purpose)."""
     return op.pure and bool(op.results) and not any(rw.has_uses(r) for r in op.results)
 
 

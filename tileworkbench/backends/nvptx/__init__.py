@@ -1,0 +1,99 @@
+"""The NVIDIA back end: `tile-opt` IR -> GPU passes (`tile-gpu`) -> LLVM IR (`llvm`) -> PTX (`ptx`) ->
+cubin and SASS (`sass`, where NVIDIA's tools are installed).
+
+Kernel ABI: one kernel parameter per `tt.func` block argument, in order. Pointers are
+`ptr addrspace(1)` (a u64 address), integers and floats go by their own type (f16/bf16 as 2-byte
+values, fp8 as a byte), and `i1` travels as an i32 (nonzero is true). Launch with
+block=(32*num_warps, 1, 1), the user's grid, and `shared` bytes of dynamic shared memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...ir.ops import tt
+
+
+@dataclass
+class NvptxResult:
+    """Everything the NVIDIA back end produced for one kernel."""
+
+    passes: list[tuple[str, str]]
+    tile_gpu: str
+    llvm: str
+    ptx: str
+    cubin: bytes | None
+    sass: str | None
+    kernel_name: str
+    shared: int
+    n_regs: int | None
+    n_spills: int | None
+    resources: dict = field(default_factory=dict)
+    line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+
+
+def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
+                  assemble: bool = True) -> NvptxResult:
+    """Compile `tile-opt` IR for an NVIDIA GPU.
+
+    Args:
+        func: the kernel after the target-independent passes; changed in place by the GPU passes.
+        arch: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100" (or "sm_100a").
+        num_warps: warps per program (a power of two); the block has 32*num_warps threads.
+        num_stages: software-pipelining depth (not used yet: no pipelining pass exists).
+        assemble: run ptxas (cubin, resource report) and nvdisasm/cuobjdump (SASS) where installed.
+
+    Returns:
+        An NvptxResult with every stage's text, the cubin, resources and the source-line maps.
+
+    Raises:
+        CompilationError: an op the back end cannot lower (named, with its source line), or a bad arch.
+    """
+    from ...errors import CompilationError
+    from ...ir.printer import print_ir_lines
+    from ...passes.axis_info import axis_info
+    from . import codegen, ptxas
+    from .debuginfo import llvm_line_map, ptx_line_map, sass_line_map, tile_line_map
+    from .lower import Lowering
+
+    codegen.check_arch(arch)
+    if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
+        raise CompilationError(f"num_warps must be a power of two from 1 to 32, not {num_warps}")
+    func.num_warps = num_warps
+    passes = run_gpu_passes(func)
+    lines = print_ir_lines(func, locs=True)
+    tile_gpu = "\n".join(text for text, _ in lines) + "\n"
+    lowering = Lowering(func, arch, num_warps, axis_info(func))
+    module = lowering.run()
+    optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
+    llvm_text = str(optimized)
+    ptx = codegen.emit_ptx(optimized, arch)
+    cubin, resources, sass = None, {}, None
+    if assemble:
+        cubin, resources = ptxas.assemble(ptx, arch)
+        sass = ptxas.disassemble(cubin) if cubin is not None else None
+    line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text),
+                 "ptx": ptx_line_map(ptx)}
+    if sass:
+        line_maps["sass"] = sass_line_map(sass)
+    spills = None
+    if "spill_stores" in resources:
+        spills = resources["spill_stores"] + resources["spill_loads"]
+    return NvptxResult(passes=passes, tile_gpu=tile_gpu, llvm=llvm_text, ptx=ptx, cubin=cubin,
+                       sass=sass, kernel_name=func.sym_name, shared=lowering.smem_bytes,
+                       n_regs=resources.get("registers"), n_spills=spills, resources=resources,
+                       line_maps=line_maps)
+
+
+def run_gpu_passes(func: tt.FuncOp) -> list[tuple[str, str]]:
+    """The `tile-opt` -> `tile-gpu` passes (`TILE_GPU`), verified, with a snapshot after each."""
+    from ...passes.pipeline import run_passes
+
+    try:
+        from ...passes.pipeline import TILE_GPU
+    except ImportError:
+        from ...passes.coalesce import coalesce
+        from ...passes.remove_layout_conversions import remove_layout_conversions
+
+        TILE_GPU = [coalesce, remove_layout_conversions]
+    return run_passes(func, TILE_GPU)

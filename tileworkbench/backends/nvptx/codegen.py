@@ -1,0 +1,106 @@
+"""LLVM module -> optimized LLVM IR and PTX with llvmlite's NVPTX target. llvmlite's native library is
+initialized on first use only, and libdevice is linked only into kernels that call `__nv_*`
+functions, with every function but the kernel internalized so O3 drops what is not called."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+from ...config import config
+from ...errors import CompilationError
+
+# PTX ISA version per architecture: the lowest that has every instruction we emit there.
+ARCHS = {
+    "sm_80": ("sm_80", "+ptx78"), "sm_86": ("sm_86", "+ptx78"), "sm_89": ("sm_89", "+ptx78"),
+    "sm_90": ("sm_90", "+ptx80"), "sm_90a": ("sm_90a", "+ptx80"), "sm_100": ("sm_100", "+ptx86"),
+    "sm_100a": ("sm_100a", "+ptx86"),
+}
+
+
+def check_arch(arch: str) -> str:
+    if arch not in ARCHS:
+        raise CompilationError(f"unsupported NVIDIA architecture {arch!r}; use one of "
+                               + ", ".join(ARCHS))
+    return arch
+
+
+@lru_cache(maxsize=None)
+def _binding():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+@lru_cache(maxsize=None)
+def target_machine(arch: str):
+    llvm = _binding()
+    cpu, features = ARCHS[arch]
+    target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
+    return target.create_target_machine(cpu=cpu, features=features, opt=3)
+
+
+def find_libdevice() -> Path | None:
+    """libdevice.10.bc from TILEWORKBENCH_LIBDEVICE, CUDA_HOME, /usr/local/cuda, or NVIDIA's nvcc wheel."""
+    candidates = []
+    if config.libdevice:
+        candidates.append(Path(config.libdevice))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            candidates.append(Path(os.environ[env]) / "nvvm" / "libdevice" / "libdevice.10.bc")
+    candidates.append(Path("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"))
+    ptxas = shutil.which("ptxas")
+    if ptxas:
+        candidates.append(Path(ptxas).resolve().parent.parent / "nvvm" / "libdevice" / "libdevice.10.bc")
+    try:
+        import nvidia.cuda_nvcc as wheel  # NVIDIA's nvcc wheel ships nvvm/libdevice
+
+        for root in getattr(wheel, "__path__", []):
+            candidates.append(Path(root) / "nvvm" / "libdevice" / "libdevice.10.bc")
+    except ImportError:
+        pass
+    for path in candidates:
+        if path.is_file():
+            return path
+    return None
+
+
+@lru_cache(maxsize=None)
+def _libdevice_bitcode() -> bytes:
+    path = find_libdevice()
+    if path is None:
+        raise CompilationError(
+            "this kernel calls libdevice (math on f64, erf, or a __nv_* function) but libdevice.10.bc "
+            "was not found; set TILEWORKBENCH_LIBDEVICE to its path")
+    return path.read_bytes()
+
+
+def optimize(module_text: str, arch: str, kernel_name: str, uses_libdevice: bool):
+    """Parse, link libdevice if needed, verify and run LLVM's O3; return the llvmlite module."""
+    llvm = _binding()
+    try:
+        module = llvm.parse_assembly(module_text)
+        module.verify()
+    except RuntimeError as exc:
+        raise CompilationError(f"internal: invalid LLVM IR for {kernel_name}: {exc}") from None
+    if uses_libdevice:
+        library = llvm.parse_bitcode(_libdevice_bitcode())
+        library.triple = module.triple
+        library.data_layout = module.data_layout
+        module.link_in(library)
+        for fn in module.functions:
+            if not fn.is_declaration and fn.name != kernel_name:
+                fn.linkage = llvm.Linkage.internal
+    tm = target_machine(arch)
+    options = llvm.create_pipeline_tuning_options(speed_level=3)
+    builder = llvm.create_pass_builder(tm, options)
+    builder.getModulePassManager().run(module, builder)
+    return module
+
+
+def emit_ptx(module, arch: str) -> str:
+    return target_machine(arch).emit_assembly(module)

@@ -1,0 +1,67 @@
+"""Tile IR types as LLVM IR types: `i1`..`i64` (signedness lives in the ops), `half`, `bfloat`, `float`,
+`double`, fp8 as `i8` bits, pointers as `ptr addrspace(1)`; `i1` is stored in memory as `i8`."""
+
+from __future__ import annotations
+
+import struct
+
+import llvmlite.ir as ir
+
+from ...ir.types import PointerType, ScalarType, element_type
+
+
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's `bfloat`, which llvmlite.ir lacks; constants print in LLVM's `0xR` hex form."""
+
+    null = "0xR0000"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value) -> str:
+        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return f"0xR{rounded & 0xFFFF:04X}"
+
+
+BFloatType._create_instance()
+
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, BF16, F32, F64 = ir.HalfType(), BFloatType(), ir.FloatType(), ir.DoubleType()
+GLOBAL_PTR = ir.PointerType(addrspace=1)
+SHARED_PTR = ir.PointerType(addrspace=3)
+GENERIC_PTR = ir.PointerType()
+
+_FLOATS = {"f16": F16, "bf16": BF16, "f32": F32, "f64": F64, "f8e4nv": I8, "f8e5": I8}
+
+
+def llvm_type(t) -> ir.Type:
+    """The register type of a Tile IR scalar or pointer type (of a tensor's element, for tensors)."""
+    t = element_type(t)
+    if isinstance(t, PointerType):
+        return GLOBAL_PTR
+    if t.is_int:
+        return ir.IntType(t.bitwidth)
+    return _FLOATS[t.name]
+
+
+def memory_type(t) -> ir.Type:
+    """The type a value has in memory: registers' type, except `i1` which is a byte."""
+    t = element_type(t)
+    if isinstance(t, ScalarType) and t.is_bool:
+        return I8
+    return llvm_type(t)
+
+
+def byte_size(t) -> int:
+    t = element_type(t)
+    if isinstance(t, PointerType):
+        return 8
+    return max(1, t.bitwidth // 8)
+
+
+def is_fp8(t) -> bool:
+    t = element_type(t)
+    return isinstance(t, ScalarType) and t.name in ("f8e4nv", "f8e5")

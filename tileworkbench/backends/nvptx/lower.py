@@ -1,0 +1,285 @@
+"""The NVPTX lowering driver: builds one LLVM kernel from `tile-gpu` IR with `llvmlite.ir`.
+
+A tensor becomes a `TVal`: the LLVM values of the elements this thread holds, in the register order of
+its `LinearLayout`. An element's coordinates are a per-thread part (computed once, in the entry block,
+from the lane and warp ids) plus a per-register constant, so index math stays simple. Ops dispatch
+through the tables in `lowering/` (`LOWERINGS` by op class, `ELEMENTWISE` for per-element rules).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ...errors import CompilationError
+from ...ir.ops import tt
+from ...ir.ops.ttg import LinearLayout, WARP_SIZE
+from ...ir.types import PointerType, ScalarType, TensorType
+from ...ir.values import Value
+from .debuginfo import DebugInfo
+from .llvm_types import GLOBAL_PTR, I1, I8, I32, SHARED_PTR, llvm_type
+
+DATA_LAYOUT = ("e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64")
+TRIPLE = "nvptx64-nvidia-cuda"
+
+
+class TVal:
+    """A tensor in registers: `vals[r]` is the element at `layout.reg_coords(r)` + this thread's part."""
+
+    __slots__ = ("vals", "layout")
+
+    def __init__(self, vals: list, layout: LinearLayout):
+        self.vals = vals
+        self.layout = layout
+
+
+def kernel_param_type(t) -> ir.Type:
+    """Kernel ABI: pointers are `ptr addrspace(1)` (u64), `i1` travels as an i32, others by type."""
+    if isinstance(t, ScalarType) and t.is_bool:
+        return I32
+    return llvm_type(t)
+
+
+class Lowering:
+    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes)."""
+
+    def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis):
+        self.func = func
+        self.arch = arch
+        self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
+        self.num_warps = num_warps
+        self.axis = axis
+        self.values: dict[int, object] = {}
+        self.smem_bytes = 0
+        self.uses_libdevice = False
+        self.module = ir.Module(name=func.sym_name)
+        self.module.triple = TRIPLE
+        self.module.data_layout = DATA_LAYOUT
+        params = [kernel_param_type(a.type) for a in func.args]
+        self.function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params),
+                                    func.sym_name)
+        self.function.calling_convention = "ptx_kernel"
+        self.entry = self.function.append_basic_block("entry")
+        self.entry_builder = ir.IRBuilder(self.entry)
+        self.builder = ir.IRBuilder(self.function.append_basic_block("body"))
+        self.debug = DebugInfo(self.module, self.function, func.loc)
+        self.entry_builder.debug_metadata = self.debug.default
+        self._cache: dict[object, object] = {}
+        self._smem = None
+        self._layout_cache: dict[tuple, LinearLayout] = {}
+        self.current_op = None
+
+    # -- driver -----------------------------------------------------------------------------------
+    def run(self) -> ir.Module:
+        for arg, param in zip(self.func.args, self.function.args):
+            param.name = arg.name_hint or f"arg{arg.index}"
+            if isinstance(arg.type, ScalarType) and arg.type.is_bool:
+                self.values[id(arg)] = self.entry_builder.icmp_unsigned("!=", param, ir.Constant(I32, 0))
+            else:
+                self.values[id(arg)] = param
+        self.lower_block(self.func.body.block)
+        if not self.builder.block.is_terminated:
+            self.builder.ret_void()
+        self.entry_builder.branch(self.function.basic_blocks[1])
+        self._annotate()
+        return self.module
+
+    def _annotate(self) -> None:
+        threads = ir.Constant(I32, WARP_SIZE * self.num_warps)
+        annotations = self.module.add_named_metadata("nvvm.annotations")
+        annotations.add(self.module.add_metadata([self.function, "maxntidx", threads]))
+
+    def lower_block(self, block) -> list:
+        """Lower every op of `block` except its terminator; return the terminator's lowered operands."""
+        from .lowering import LOWERINGS
+
+        for op in block.ops:
+            if op.is_terminator:
+                return [self.get(v) for v in op.operands]
+            self.current_op = op
+            self.builder.debug_metadata = self.debug.location(op.loc)
+            rule = LOWERINGS.get(type(op))
+            if rule is None:
+                raise self.error(op, f"the NVPTX back end cannot lower `{op.name}` yet")
+            rule(self, op)
+        return []
+
+    def error(self, op, message: str) -> CompilationError:
+        where = f"{op.loc}: " if op is not None and op.loc.line > 0 else ""
+        return CompilationError(f"{where}{message}", loc=op.loc if op is not None else None)
+
+    # -- values -----------------------------------------------------------------------------------
+    def get(self, v: Value):
+        try:
+            return self.values[id(v)]
+        except KeyError:
+            raise self.error(self.current_op, f"internal: value {v!r} was not lowered") from None
+
+    def set(self, v: Value, x) -> None:
+        self.values[id(v)] = x
+
+    def layout(self, v: Value) -> LinearLayout:
+        """The linear layout of tensor value `v` (its type's encoding on its shape)."""
+        t = v.type
+        if not isinstance(t, TensorType) or t.encoding is None:
+            raise self.error(self.current_op, f"internal: {v!r} has no layout encoding")
+        key = (t.encoding, t.shape)
+        if key not in self._layout_cache:
+            self._layout_cache[key] = t.encoding.linear(t.shape)
+        return self._layout_cache[key]
+
+    # -- thread ids and per-thread coordinate parts, computed once in the entry block --------------
+    def sreg(self, name: str) -> ir.Value:
+        key = ("sreg", name)
+        if key not in self._cache:
+            fn = self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+            self._cache[key] = self.entry_builder.call(fn, [])
+        return self._cache[key]
+
+    def lane_and_warp(self) -> tuple[ir.Value, ir.Value]:
+        key = ("lane_warp",)
+        if key not in self._cache:
+            tid = self.sreg("tid.x")
+            b = self.entry_builder
+            self._cache[key] = (b.and_(tid, ir.Constant(I32, WARP_SIZE - 1)),
+                                b.lshr(tid, ir.Constant(I32, 5)))
+        return self._cache[key]
+
+    def thread_offset(self, layout: LinearLayout, weight) -> ir.Value:
+        """sum over lane/warp bits of bit * weight(basis): a linear function of this thread's elements'
+        coordinates (one coordinate, or a flat index). Consecutive bits with doubling weights fold
+        into one shift-and-mask."""
+        lane_w = tuple(weight(b) for b in layout.lanes)
+        warp_w = tuple(weight(b) for b in layout.warps)
+        key = ("offset", lane_w, warp_w)
+        if key in self._cache:
+            return self._cache[key]
+        lane, warp = self.lane_and_warp()
+        b = self.entry_builder
+        total = None
+        for src, weights in ((lane, lane_w), (warp, warp_w)):
+            for start, length, w in _runs(weights):
+                term = b.lshr(src, ir.Constant(I32, start)) if start else src
+                if start + length < 32:
+                    term = b.and_(term, ir.Constant(I32, (1 << length) - 1))
+                term = b.mul(term, ir.Constant(I32, w)) if w != 1 else term
+                total = term if total is None else b.add(total, term)
+        total = total if total is not None else ir.Constant(I32, 0)
+        self._cache[key] = total
+        return total
+
+    def owner_predicate(self, layout: LinearLayout | None) -> ir.Value:
+        """True in the one thread that owns each element (lanes/warps that merely duplicate get
+        false): atomics, histograms and prints must not repeat. A scalar is owned by thread 0."""
+        lane, warp = self.lane_and_warp()
+        if layout is None:
+            lane_mask, warp_mask = WARP_SIZE - 1, self.num_warps - 1
+        else:
+            lane_mask = sum(1 << j for j, v in enumerate(layout.lanes) if not any(v))
+            warp_mask = sum(1 << j for j, v in enumerate(layout.warps) if not any(v))
+        key = ("owner", lane_mask, warp_mask)
+        if key not in self._cache:
+            b = self.entry_builder
+            pred = ir.Constant(I1, 1)
+            for src, mask in ((lane, lane_mask), (warp, warp_mask)):
+                if mask:
+                    bits = b.and_(src, ir.Constant(I32, mask))
+                    pred = b.and_(pred, b.icmp_unsigned("==", bits, ir.Constant(I32, 0)))
+            self._cache[key] = pred
+        return self._cache[key]
+
+    # -- helpers shared by the lowering rules ------------------------------------------------------
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def call_intrinsic(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
+        return self.builder.call(self.intrinsic(name, ret, [a.type for a in args]), args)
+
+    def asm(self, text: str, constraints: str, ret: ir.Type, args: list[ir.Value],
+            side_effect: bool = False) -> ir.Value:
+        ftype = ir.FunctionType(ret, [a.type for a in args])
+        return self.builder.call(ir.InlineAsm(ftype, text, constraints, side_effect), args)
+
+    def libdevice(self, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
+        self.uses_libdevice = True
+        return self.call_intrinsic(symbol, ret, args)
+
+    def shared_memory(self, nbytes: int) -> ir.Value:
+        """The dynamic shared-memory array (`extern .shared`), at least `nbytes` long for this use.
+        Every use starts at offset 0 and is fenced by barriers, so the size is the largest use."""
+        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+        if self._smem is None:
+            self._smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem",
+                                           addrspace=3)
+            self._smem.linkage = "external"
+            self._smem.align = 16
+            # Give the global the opaque `ptr addrspace(3)` type, which stores of any type accept.
+            self._smem.type = SHARED_PTR
+        return self._smem
+
+    def barrier(self) -> None:
+        self.call_intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
+
+    def smem_ptr(self, base: ir.Value, byte_offset: ir.Value) -> ir.Value:
+        return self.builder.gep(base, [byte_offset], source_etype=I8)
+
+    def shuffle_xor(self, value: ir.Value, lane_mask: int) -> ir.Value:
+        """`shfl.sync.bfly` of any scalar type (split into 32-bit pieces where wider)."""
+        b = self.builder
+        t = value.type
+        bits = _bits(t)
+        if bits == 64:
+            as_int = b.ptrtoint(value, ir.IntType(64)) if t == GLOBAL_PTR else b.bitcast(value, ir.IntType(64))
+            lo = b.trunc(as_int, I32)
+            hi = b.trunc(b.lshr(as_int, ir.Constant(ir.IntType(64), 32)), I32)
+            lo, hi = self._shfl(lo, lane_mask), self._shfl(hi, lane_mask)
+            joined = b.or_(b.zext(lo, ir.IntType(64)),
+                           b.shl(b.zext(hi, ir.IntType(64)), ir.Constant(ir.IntType(64), 32)))
+            return b.inttoptr(joined, t) if t == GLOBAL_PTR else b.bitcast(joined, t)
+        as_int = value if isinstance(t, ir.IntType) else b.bitcast(value, ir.IntType(bits))
+        if bits < 32:
+            as_int = b.zext(as_int, I32)
+        out = self._shfl(as_int, lane_mask)
+        if bits < 32:
+            out = b.trunc(out, ir.IntType(bits))
+        return out if isinstance(t, ir.IntType) else b.bitcast(out, t)
+
+    def _shfl(self, value: ir.Value, lane_mask: int) -> ir.Value:
+        args = [ir.Constant(I32, -1), value, ir.Constant(I32, lane_mask), ir.Constant(I32, 0x1F)]
+        return self.call_intrinsic("llvm.nvvm.shfl.sync.bfly.i32", I32, args)
+
+
+def _bits(t: ir.Type) -> int:
+    if isinstance(t, ir.IntType):
+        return t.width
+    if t == GLOBAL_PTR or isinstance(t, ir.DoubleType):
+        return 64
+    if isinstance(t, ir.FloatType):
+        return 32
+    return 16
+
+
+def _runs(weights: tuple[int, ...]):
+    """(start bit, length, weight of the first) for runs of nonzero weights that double bit by bit."""
+    out = []
+    j = 0
+    while j < len(weights):
+        if weights[j] == 0:
+            j += 1
+            continue
+        start = j
+        while j + 1 < len(weights) and weights[j + 1] == 2 * weights[j]:
+            j += 1
+        out.append((start, j - start + 1, weights[start]))
+        j += 1
+    return out
+
+
+def is_pointer(t) -> bool:
+    return isinstance(t, PointerType) or (isinstance(t, TensorType) and isinstance(t.element, PointerType))
+
+
+def shared_ptr_type() -> ir.Type:
+    return SHARED_PTR

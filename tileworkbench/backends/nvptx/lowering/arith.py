@@ -1,0 +1,227 @@
+"""`arith` ops: constants, integer and float arithmetic, comparisons, select and casts (fp8 included)."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ....ir.ops import arith
+from ....ir.types import TensorType
+from ..llvm_types import F16, F32, I8, I16, I32, llvm_type
+from ..lower import TVal
+from . import elementwise, lowers
+from .common import scalar_type
+
+
+def constant(lw, t, value) -> ir.Value:
+    ty = llvm_type(t)
+    if isinstance(ty, ir.IntType):
+        if isinstance(value, float):
+            value = int(value)
+        return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
+    if scalar_type_is_fp8(t):
+        raise lw.error(lw.current_op, "fp8 constants are not supported by the NVPTX back end")
+    return ir.Constant(ty, float(value))
+
+
+def scalar_type_is_fp8(t) -> bool:
+    name = getattr(t, "name", "")
+    return name in ("f8e4nv", "f8e5")
+
+
+@lowers(arith.ConstantOp)
+def lower_constant(lw, op) -> None:
+    t = op.result.type
+    c = constant(lw, t.element if isinstance(t, TensorType) else t, op.value)
+    if isinstance(t, TensorType):
+        layout = lw.layout(op.result)
+        lw.set(op.result, TVal([c] * layout.num_regs, layout))
+    else:
+        lw.set(op.result, c)
+
+
+_INT_BINARY = {
+    arith.AddIOp: "add", arith.SubIOp: "sub", arith.MulIOp: "mul", arith.DivSIOp: "sdiv",
+    arith.DivUIOp: "udiv", arith.RemSIOp: "srem", arith.RemUIOp: "urem", arith.AndIOp: "and_",
+    arith.OrIOp: "or_", arith.XOrIOp: "xor", arith.ShLIOp: "shl", arith.ShRSIOp: "ashr",
+    arith.ShRUIOp: "lshr",
+}
+_FLOAT_BINARY = {arith.AddFOp: "fadd", arith.SubFOp: "fsub", arith.MulFOp: "fmul", arith.RemFOp: "frem"}
+
+
+@elementwise(*_INT_BINARY)
+def lower_int_binary(lw, op, lhs, rhs) -> ir.Value:
+    return getattr(lw.builder, _INT_BINARY[type(op)])(lhs, rhs)
+
+
+@elementwise(*_FLOAT_BINARY)
+def lower_float_binary(lw, op, lhs, rhs) -> ir.Value:
+    return getattr(lw.builder, _FLOAT_BINARY[type(op)])(lhs, rhs)
+
+
+@elementwise(arith.DivFOp)
+def lower_divf(lw, op, lhs, rhs) -> ir.Value:
+    """fp32 division as Triton does it: `div.full.f32` (2 ulp, fast); others divide exactly."""
+    if isinstance(lhs.type, ir.FloatType):
+        return lw.asm("div.full.f32 $0, $1, $2;", "=f,f,f", F32, [lhs, rhs])
+    return lw.builder.fdiv(lhs, rhs)
+
+
+_MINMAX_INT = {arith.MaxSIOp: (">", True), arith.MinSIOp: ("<", True),
+               arith.MaxUIOp: (">", False), arith.MinUIOp: ("<", False)}
+
+
+@elementwise(*_MINMAX_INT)
+def lower_minmax_int(lw, op, lhs, rhs) -> ir.Value:
+    pred, signed = _MINMAX_INT[type(op)]
+    cmp = lw.builder.icmp_signed if signed else lw.builder.icmp_unsigned
+    return lw.builder.select(cmp(pred, lhs, rhs), lhs, rhs)
+
+
+_MINMAX_FLOAT = {arith.MaximumFOp: "llvm.maximum", arith.MinimumFOp: "llvm.minimum",
+                 arith.MaxNumFOp: "llvm.maxnum", arith.MinNumFOp: "llvm.minnum"}
+
+
+@elementwise(*_MINMAX_FLOAT)
+def lower_minmax_float(lw, op, lhs, rhs) -> ir.Value:
+    name = f"{_MINMAX_FLOAT[type(op)]}.{lhs.type.intrinsic_name}"
+    return lw.call_intrinsic(name, lhs.type, [lhs, rhs])
+
+
+@elementwise(arith.NegFOp)
+def lower_negf(lw, op, x) -> ir.Value:
+    return lw.builder.fneg(x)
+
+
+_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+_FCMP = {"oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=",
+         "une": "!=", "ord": "ord", "uno": "uno"}
+
+
+@elementwise(arith.CmpIOp)
+def lower_cmpi(lw, op, lhs, rhs) -> ir.Value:
+    pred = op.predicate
+    if lhs.type == ir.PointerType(addrspace=1):
+        lhs, rhs = lw.builder.ptrtoint(lhs, ir.IntType(64)), lw.builder.ptrtoint(rhs, ir.IntType(64))
+    if pred[0] == "s":
+        return lw.builder.icmp_signed(_ICMP[pred], lhs, rhs)
+    return lw.builder.icmp_unsigned(_ICMP[pred], lhs, rhs)
+
+
+@elementwise(arith.CmpFOp)
+def lower_cmpf(lw, op, lhs, rhs) -> ir.Value:
+    pred = op.predicate
+    if pred in ("une", "uno"):
+        return lw.builder.fcmp_unordered(_FCMP[pred], lhs, rhs)
+    return lw.builder.fcmp_ordered(_FCMP[pred], lhs, rhs)
+
+
+@elementwise(arith.SelectOp)
+def lower_select(lw, op, cond, a, b) -> ir.Value:
+    return lw.builder.select(cond, a, b)
+
+
+# -- casts ------------------------------------------------------------------------------------------
+@elementwise(arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+def lower_int_cast(lw, op, x) -> ir.Value:
+    to = llvm_type(op.result.type)
+    src_bits, dst_bits = x.type.width, to.width
+    if src_bits == dst_bits:
+        return x
+    if dst_bits < src_bits:
+        return lw.builder.trunc(x, to)
+    signed = isinstance(op, arith.ExtSIOp) and src_bits > 1
+    return lw.builder.sext(x, to) if signed else lw.builder.zext(x, to)
+
+
+@elementwise(arith.ExtFOp, arith.TruncFOp)
+def lower_float_cast(lw, op, x) -> ir.Value:
+    src, dst = scalar_type(op.operand), scalar_type(op.result)
+    x = fp8_to_float(lw, x, src) if scalar_type_is_fp8(src) else x
+    if scalar_type_is_fp8(dst):
+        return float_to_fp8(lw, x, dst)
+    return resize_float(lw, x, llvm_type(dst))
+
+
+def resize_float(lw, x, to: ir.Type) -> ir.Value:
+    if x.type == to:
+        return x
+    if _float_bits(x.type) < _float_bits(to):
+        return lw.builder.fpext(x, to)
+    if _float_bits(x.type) == _float_bits(to):  # f16 <-> bf16
+        return lw.builder.fptrunc(lw.builder.fpext(x, F32), to)
+    return lw.builder.fptrunc(x, to)
+
+
+def _float_bits(t: ir.Type) -> int:
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+
+
+@elementwise(arith.SIToFPOp, arith.UIToFPOp)
+def lower_int_to_float(lw, op, x) -> ir.Value:
+    dst = scalar_type(op.result)
+    to = F32 if scalar_type_is_fp8(dst) else llvm_type(dst)
+    signed = isinstance(op, arith.SIToFPOp) and x.type.width > 1
+    y = lw.builder.sitofp(x, to) if signed else lw.builder.uitofp(x, to)
+    return float_to_fp8(lw, y, dst) if scalar_type_is_fp8(dst) else y
+
+
+@elementwise(arith.FPToSIOp, arith.FPToUIOp)
+def lower_float_to_int(lw, op, x) -> ir.Value:
+    src = scalar_type(op.operand)
+    x = fp8_to_float(lw, x, src) if scalar_type_is_fp8(src) else x
+    to = llvm_type(op.result.type)
+    if isinstance(op, arith.FPToSIOp):
+        return lw.builder.fptosi(x, to)
+    return lw.builder.fptoui(x, to)
+
+
+@elementwise(arith.BitcastOp)
+def lower_bitcast(lw, op, x) -> ir.Value:
+    to = llvm_type(op.result.type)
+    return x if x.type == to else lw.builder.bitcast(x, to)
+
+
+# -- fp8 ----------------------------------------------------------------------------------------------
+def fp8_to_float(lw, x, src) -> ir.Value:
+    """fp8 bits -> f32. e5m2 is the top byte of an f16; e4m3 uses `cvt.rn.f16x2.e4m3x2` (sm_89+)."""
+    b = lw.builder
+    if src.name == "f8e5":
+        half = b.bitcast(b.shl(b.zext(x, I16), ir.Constant(I16, 8)), F16)
+        return b.fpext(half, F32)
+    _need_fp8_hw(lw)
+    pair = lw.asm("cvt.rn.f16x2.e4m3x2 $0, $1;", "=r,h", I32, [b.zext(x, I16)])
+    return b.fpext(b.bitcast(b.trunc(pair, I16), F16), F32)
+
+
+def float_to_fp8(lw, x, dst) -> ir.Value:
+    """Any float -> fp8 bits, rounding to nearest even and saturating to the finite range."""
+    b = lw.builder
+    x = resize_float(lw, x, F32)
+    kind = "e5m2" if dst.name == "f8e5" else "e4m3"
+    if kind == "e5m2" and not _has_fp8_hw(lw):
+        return _f32_to_e5m2_soft(lw, x)
+    _need_fp8_hw(lw)
+    pair = lw.asm(f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", I16,
+                  [ir.Constant(F32, 0.0), x])
+    return b.trunc(pair, I8)
+
+
+def _f32_to_e5m2_soft(lw, x) -> ir.Value:
+    """e5m2 by rounding the f16 bits to their top byte (nearest even; NaN stays NaN)."""
+    b = lw.builder
+    bits = b.bitcast(b.fptrunc(x, F16), I16)
+    is_nan = b.fcmp_unordered("uno", x, x)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I16, 8)), ir.Constant(I16, 1))
+    rounded = b.add(b.add(bits, ir.Constant(I16, 0x7F)), lsb)
+    byte = b.trunc(b.lshr(rounded, ir.Constant(I16, 8)), I8)
+    return b.select(is_nan, ir.Constant(I8, 0x7F), byte)
+
+
+def _has_fp8_hw(lw) -> bool:
+    return lw.sm >= 89
+
+
+def _need_fp8_hw(lw) -> None:
+    if not _has_fp8_hw(lw):
+        raise lw.error(lw.current_op, f"fp8 e4m3 conversions need sm_89 or newer (target {lw.arch})")

@@ -1,0 +1,135 @@
+"""`scf.for`, `scf.if` and `scf.while` as LLVM basic blocks; loop-carried tensors stay in registers
+as one phi per register."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ....ir.ops import scf
+from ....ir.types import TensorType
+from ..llvm_types import llvm_type
+from ..lower import TVal
+from . import lowers
+
+
+def flatten(values: list) -> list:
+    out = []
+    for v in values:
+        out.extend(v.vals if isinstance(v, TVal) else [v])
+    return out
+
+
+def unflatten(lw, templates, flat: list) -> list:
+    """Rebuild values shaped like the IR values `templates` from a flat list of LLVM values."""
+    out, i = [], 0
+    for t in templates:
+        if isinstance(t.type, TensorType):
+            layout = lw.layout(t)
+            out.append(TVal(flat[i:i + layout.num_regs], layout))
+            i += layout.num_regs
+        else:
+            out.append(flat[i])
+            i += 1
+    return out
+
+
+def _phis(lw, templates) -> list:
+    phis = []
+    for t in templates:
+        n = lw.layout(t).num_regs if isinstance(t.type, TensorType) else 1
+        phis += [lw.builder.phi(llvm_type(t.type)) for _ in range(n)]
+    return phis
+
+
+@lowers(scf.ForOp)
+def lower_for(lw, op) -> None:
+    b = lw.builder
+    body_block = op.body.block
+    iv_arg, carried = body_block.args[0], body_block.args[1:]
+    lower, upper, step = lw.get(op.lower), lw.get(op.upper), lw.get(op.step)
+    inits = flatten([lw.get(v) for v in op.init_args])
+    pre = b.block
+    header = lw.function.append_basic_block("for.header")
+    body = lw.function.append_basic_block("for.body")
+    exit_block = lw.function.append_basic_block("for.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(lower.type)
+    phis = _phis(lw, carried)
+    signed = not getattr(iv_arg.type, "name", "i").startswith("u")
+    cmp = b.icmp_signed if signed else b.icmp_unsigned
+    b.cbranch(cmp("<", iv, upper), body, exit_block)
+    b.position_at_end(body)
+    lw.set(iv_arg, iv)
+    for arg, value in zip(carried, unflatten(lw, carried, phis)):
+        lw.set(arg, value)
+    yielded = flatten(lw.lower_block(body_block))
+    next_iv = b.add(iv, step)
+    latch = b.block
+    b.branch(header)
+    iv.add_incoming(lower, pre)
+    iv.add_incoming(next_iv, latch)
+    for phi, init, new in zip(phis, inits, yielded):
+        phi.add_incoming(init, pre)
+        phi.add_incoming(new, latch)
+    b.position_at_end(exit_block)
+    for res, value in zip(op.results, unflatten(lw, op.results, phis)):
+        lw.set(res, value)
+
+
+@lowers(scf.IfOp)
+def lower_if(lw, op) -> None:
+    b = lw.builder
+    cond = lw.get(op.condition)
+    then_bb = lw.function.append_basic_block("if.then")
+    else_bb = lw.function.append_basic_block("if.else")
+    merge = lw.function.append_basic_block("if.end")
+    b.cbranch(cond, then_bb, else_bb)
+    incoming = []
+    for region, block in ((op.then_region, then_bb), (op.else_region, else_bb)):
+        b.position_at_end(block)
+        values = lw.lower_block(region.block) if region.blocks else []
+        incoming.append((flatten(values), b.block))
+        b.branch(merge)
+    b.position_at_end(merge)
+    phis = _phis(lw, op.results)
+    for values, block in incoming:
+        for phi, v in zip(phis, values):
+            phi.add_incoming(v, block)
+    for res, value in zip(op.results, unflatten(lw, op.results, phis)):
+        lw.set(res, value)
+
+
+@lowers(scf.WhileOp)
+def lower_while(lw, op) -> None:
+    b = lw.builder
+    before_block, after_block = op.before.block, op.after.block
+    inits = flatten([lw.get(v) for v in op.init_args])
+    pre = b.block
+    before = lw.function.append_basic_block("while.before")
+    after = lw.function.append_basic_block("while.body")
+    exit_block = lw.function.append_basic_block("while.exit")
+    b.branch(before)
+    b.position_at_end(before)
+    phis = _phis(lw, before_block.args)
+    for arg, value in zip(before_block.args, unflatten(lw, before_block.args, phis)):
+        lw.set(arg, value)
+    terminator = before_block.ops[-1]
+    lw.lower_block(before_block)
+    cond = lw.get(terminator.condition)
+    passed = [lw.get(v) for v in terminator.args]
+    b.cbranch(cond, after, exit_block)
+    b.position_at_end(after)
+    for arg, value in zip(after_block.args, passed):
+        lw.set(arg, value)
+    yielded = flatten(lw.lower_block(after_block))
+    latch = b.block
+    b.branch(before)
+    for phi, init, new in zip(phis, inits, yielded):
+        phi.add_incoming(init, pre)
+        phi.add_incoming(new, latch)
+    b.position_at_end(exit_block)
+    for res, value in zip(op.results, passed):
+        lw.set(res, value)
+
+

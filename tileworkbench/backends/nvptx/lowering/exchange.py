@@ -1,0 +1,128 @@
+"""Moving tensor elements between layouts: inside a thread's registers when every element a thread
+needs is already its own, else through shared memory (each thread writes its elements at their flat
+index, a barrier, each reads the elements its new layout gives it, a barrier).
+
+A coordinate map `fmap(coords) -> coords` says which source element a destination element reads. It
+must be linear on the bits of the coordinates (dropping, zeroing, permuting or reshaping dimensions):
+then `fmap(register part + thread part) = fmap(register part) + fmap(thread part)`.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ....ir.ops.ttg import LinearLayout
+from ..llvm_types import I8, I32, byte_size
+from ..lower import TVal
+
+
+def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(reversed(out))
+
+
+def flat(coords, shape) -> int:
+    return sum(c * s for c, s in zip(coords, strides(shape)))
+
+
+def unflat(index: int, shape) -> tuple[int, ...]:
+    return tuple((index // s) % d for s, d in zip(strides(shape), shape))
+
+
+def in_registers(src: TVal, dst: LinearLayout, fmap, reg_map=None) -> TVal | None:
+    """`dst` from `src` without data exchange, or None if some element lives in another thread.
+    `reg_map` (default `fmap`) maps register coordinates where it differs by a constant."""
+    src_layout = src.layout
+    # Each thread must hold, for its own lane and warp bits, exactly the source elements it needs.
+    for dst_b, src_b in ((dst.lanes, src_layout.lanes), (dst.warps, src_layout.warps)):
+        if len(dst_b) != len(src_b) or any(tuple(fmap(d)) != s for d, s in zip(dst_b, src_b)):
+            return None
+    index = {c: r for r, c in enumerate(src_layout.all_reg_coords())}
+    out = []
+    for coords in dst.all_reg_coords():
+        r = index.get(tuple((reg_map or fmap)(coords)))
+        if r is None:
+            return None
+        out.append(src.vals[r])
+    return TVal(out, dst)
+
+
+def write_shared(lw, src: TVal, shape, base_index: int, elem_bytes: int, smem) -> None:
+    """Store every element of `src` (a tensor of `shape`) at `smem[base_index + flat(coords)]`."""
+    b = lw.builder
+    layout = src.layout
+    st = strides(shape)
+    thread = lw.thread_offset(layout, lambda v: sum(c * s for c, s in zip(v, st)))
+    for r, coords in enumerate(layout.all_reg_coords()):
+        index = b.add(thread, ir.Constant(I32, base_index + flat(coords, shape)))
+        ptr = lw.smem_ptr(smem, b.mul(index, ir.Constant(I32, elem_bytes)))
+        b.store(_to_shared(lw, src.vals[r]), ptr).align = elem_bytes
+
+
+def read_shared(lw, dst: LinearLayout, weight, base_index: int, elem_bytes: int, smem,
+                reg_type) -> list:
+    """Load, for each register of `dst`, `smem[base_index + weight(coords)]` (weight linear)."""
+    b = lw.builder
+    thread = lw.thread_offset(dst, weight)
+    out = []
+    for coords in dst.all_reg_coords():
+        index = b.add(thread, ir.Constant(I32, base_index + weight(coords)))
+        ptr = lw.smem_ptr(smem, b.mul(index, ir.Constant(I32, elem_bytes)))
+        load = b.load(ptr, typ=_shared_type(reg_type))
+        load.align = elem_bytes
+        out.append(_from_shared(lw, load, reg_type))
+    return out
+
+
+def _shared_type(t: ir.Type) -> ir.Type:
+    return I8 if isinstance(t, ir.IntType) and t.width == 1 else t
+
+
+def _to_shared(lw, v):
+    if isinstance(v.type, ir.IntType) and v.type.width == 1:
+        return lw.builder.zext(v, I8)
+    return v
+
+
+def _from_shared(lw, v, reg_type):
+    if isinstance(reg_type, ir.IntType) and reg_type.width == 1:
+        return lw.builder.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    return v
+
+
+def elem_bytes_of(t) -> int:
+    return byte_size(t)
+
+
+def remap(lw, src: TVal, src_shape, dst: LinearLayout, fmap, elem_type) -> TVal:
+    """`dst`'s elements, element `c` read from source coordinates `fmap(c)`."""
+    local = in_registers(src, dst, fmap)
+    if local is not None:
+        return local
+    return remap_shared(lw, [(src, src_shape)], dst,
+                        lambda c: flat(fmap(c), src_shape), elem_type)
+
+
+def remap_shared(lw, sources, dst: LinearLayout, weight, elem_type) -> TVal:
+    """Write each (tensor, shape) of `sources` one after another, then read `dst` at `weight(c)`."""
+    nbytes = elem_bytes_of(elem_type)
+    total = sum(_numel(shape) for _, shape in sources)
+    smem = lw.shared_memory(total * nbytes)
+    lw.barrier()
+    base = 0
+    for tensor, shape in sources:
+        write_shared(lw, tensor, shape, base, nbytes, smem)
+        base += _numel(shape)
+    lw.barrier()
+    reg_type = sources[0][0].vals[0].type
+    return TVal(read_shared(lw, dst, weight, 0, nbytes, smem, reg_type), dst)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

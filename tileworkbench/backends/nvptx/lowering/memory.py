@@ -1,0 +1,295 @@
+"""Global memory: `tt.load`/`tt.store` as vector accesses (up to 16 bytes: `ld.global.v4.b32`) where the
+layout, axis info and mask allow, masked lanes skipped by a branch and filled with `other`; atomics as
+predicated `atom.global` with their memory order and scope; pointer arithmetic."""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ....ir.ops import arith, tt
+from ....ir.types import PointerType, ScalarType, TensorType, element_type
+from ..llvm_types import GLOBAL_PTR, I1, I8, I32, I64, byte_size, llvm_type, memory_type
+from ..lower import TVal
+from . import elementwise, lowers
+from .common import scalar_type
+
+
+@elementwise(tt.AddPtrOp)
+def lower_addptr(lw, op, ptr, offset) -> ir.Value:
+    etype = memory_type(op.result.type.pointee if isinstance(op.result.type, PointerType)
+                        else op.result.type.element.pointee)
+    return lw.builder.gep(ptr, [offset], source_etype=etype)
+
+
+@elementwise(tt.IntToPtrOp)
+def lower_int_to_ptr(lw, op, x) -> ir.Value:
+    return lw.builder.inttoptr(x, GLOBAL_PTR)
+
+
+@elementwise(tt.PtrToIntOp)
+def lower_ptr_to_int(lw, op, x) -> ir.Value:
+    return lw.builder.ptrtoint(x, llvm_type(op.result.type))
+
+
+@elementwise(tt.PtrBitcastOp)
+def lower_ptr_bitcast(lw, op, x) -> ir.Value:
+    return x
+
+
+def _is_true(v) -> bool:
+    return isinstance(v, ir.Constant) and v.type == I1 and v.constant in (1, True, -1)
+
+
+def vector_width(lw, op, layout) -> int:
+    """Elements per access: contiguous registers of the layout, limited by the pointer's contiguity and
+    alignment, the mask's constancy and 16 bytes."""
+    if not layout.regs:
+        return 1
+    basis = layout.regs[0]
+    dim = next(d for d, b in enumerate(basis) if b)
+    run = 0
+    while run < len(layout.regs) and layout.regs[run] == tuple(
+            (1 << run) if d == dim else 0 for d in range(len(basis))):
+        run += 1
+    nbytes = byte_size(op.ptr.type.element.pointee)
+    info = lw.axis.info(op.ptr)
+    vec = min(1 << run, info.contiguity[dim], max(1, info.divisibility[dim] // nbytes),
+              max(1, 16 // nbytes))
+    if getattr(op, "mask", None) is not None:
+        vec = min(vec, lw.axis.info(op.mask).constancy[dim])
+    if isinstance(op, tt.StoreOp) and getattr(op.value.type, "element", None) == ScalarType("i1"):
+        vec = min(vec, 1)
+    return max(1, 1 << (vec.bit_length() - 1))
+
+
+def _to_register(lw, value, pointee) -> ir.Value:
+    if isinstance(pointee, ScalarType) and pointee.is_bool:
+        return lw.builder.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+    return value
+
+
+def _to_memory(lw, value, pointee) -> ir.Value:
+    if isinstance(pointee, ScalarType) and pointee.is_bool:
+        return lw.builder.zext(value, I8)
+    return value
+
+
+def _zero(t: ir.Type) -> ir.Constant:
+    if isinstance(t, ir.IntType):
+        return ir.Constant(t, 0)
+    if t == GLOBAL_PTR:
+        return ir.Constant(t, None)
+    return ir.Constant(t, 0.0)
+
+
+def _masked(lw, mask, emit, fallback):
+    """`emit()` where `mask` holds, else `fallback` (a phi merges them); no branch if always true."""
+    if mask is None or _is_true(mask):
+        return emit()
+    b = lw.builder
+    before = b.block
+    with b.if_then(mask, likely=True):
+        value = emit()
+        inside = b.block
+    if fallback is None:
+        return None
+    phi = b.phi(value.type)
+    phi.add_incoming(value, inside)
+    phi.add_incoming(fallback, before)
+    return phi
+
+
+def _load_one(lw, op, ptr, vec: int, etype: ir.Type):
+    b = lw.builder
+    nbytes = max(1, etype.width // 8) if isinstance(etype, ir.IntType) else None
+    if vec == 1:
+        load = b.load(ptr, typ=etype)
+    else:
+        load = b.load(ptr, typ=ir.VectorType(etype, vec))
+    elem_bytes = nbytes or {"half": 2, "bfloat": 2, "float": 4, "double": 8}.get(str(etype), 8)
+    load.align = elem_bytes * vec
+    return load
+
+
+@lowers(tt.LoadOp)
+def lower_load(lw, op) -> None:
+    pointee = element_type(op.ptr.type).pointee
+    etype = memory_type(pointee)
+    ptr = lw.get(op.ptr)
+    mask = lw.get(op.mask) if op.mask is not None else None
+    other = lw.get(op.other) if op.other is not None else None
+    if not isinstance(ptr, TVal):
+        fallback = _to_memory(lw, other, pointee) if other is not None else _zero(etype)
+        value = _masked(lw, mask, lambda: _load_one(lw, op, ptr, 1, etype), fallback)
+        lw.set(op.result, _to_register(lw, value, pointee))
+        return
+    layout = ptr.layout
+    vec = vector_width(lw, op, layout)
+    out = []
+    for start in range(0, layout.num_regs, vec):
+        m = mask.vals[start] if isinstance(mask, TVal) else mask
+        fallback = _other_vector(lw, other, start, vec, etype, pointee)
+        value = _masked(lw, m, lambda: _load_one(lw, op, ptr.vals[start], vec, etype), fallback)
+        for i in range(vec):
+            elem = value if vec == 1 else lw.builder.extract_element(value, ir.Constant(I32, i))
+            out.append(_to_register(lw, elem, pointee))
+    lw.set(op.result, TVal(out, layout))
+
+
+def _other_vector(lw, other, start: int, vec: int, etype, pointee):
+    if isinstance(other, TVal):
+        elems = [_to_memory(lw, other.vals[start + i], pointee) for i in range(vec)]
+    elif other is not None:
+        elems = [_to_memory(lw, other, pointee)] * vec
+    else:
+        elems = [_zero(etype)] * vec
+    if vec == 1:
+        return elems[0]
+    if all(isinstance(e, ir.Constant) for e in elems) and len({str(e) for e in elems}) == 1:
+        return ir.Constant(ir.VectorType(etype, vec), [elems[0].constant] * vec) \
+            if not isinstance(etype, ir.PointerType) else _build_vector(lw, elems, etype)
+    return _build_vector(lw, elems, etype)
+
+
+def _build_vector(lw, elems, etype) -> ir.Value:
+    vec = ir.Constant(ir.VectorType(etype, len(elems)), ir.Undefined)
+    for i, e in enumerate(elems):
+        vec = lw.builder.insert_element(vec, e, ir.Constant(I32, i))
+    return vec
+
+
+@lowers(tt.StoreOp)
+def lower_store(lw, op) -> None:
+    pointee = element_type(op.ptr.type).pointee
+    etype = memory_type(pointee)
+    ptr, value = lw.get(op.ptr), lw.get(op.value)
+    mask = lw.get(op.mask) if op.mask is not None else None
+    b = lw.builder
+    if not isinstance(ptr, TVal):
+        # Every thread stores the same scalar to the same place: harmless, and no broadcast needed.
+        _masked(lw, mask, lambda: _store(b, _to_memory(lw, value, pointee), ptr, byte_size(pointee)),
+                None)
+        return
+    layout = ptr.layout
+    vec = vector_width(lw, op, layout)
+    for start in range(0, layout.num_regs, vec):
+        m = mask.vals[start] if isinstance(mask, TVal) else mask
+        elems = [_to_memory(lw, value.vals[start + i] if isinstance(value, TVal) else value, pointee)
+                 for i in range(vec)]
+        data = elems[0] if vec == 1 else _build_vector(lw, elems, etype)
+        _masked(lw, m, lambda: _store(b, data, ptr.vals[start], byte_size(pointee) * vec), None)
+
+
+def _store(b, data, ptr, align: int):
+    store = b.store(data, ptr)
+    store.align = align
+    return store
+
+
+# -- atomics ----------------------------------------------------------------------------------------
+_RMW = {"add": "add", "fadd": "add", "max": "max", "umax": "max", "min": "min", "umin": "min",
+        "and": "and", "or": "or", "xor": "xor", "xchg": "exch"}
+_SEM = {"relaxed": ".relaxed", "acquire": ".acquire", "release": ".release", "acq_rel": ".acq_rel"}
+_SCOPE = {"gpu": ".gpu", "cta": ".cta", "sys": ".sys"}
+
+
+def _atom_type(kind: str, t: ScalarType) -> tuple[str, str]:
+    """(PTX type suffix, register constraint) of an atomic on `t`."""
+    bits = t.bitwidth
+    if t.is_float:
+        if kind not in ("fadd", "xchg"):
+            return "", ""
+        if kind == "xchg":
+            return f".b{bits}", {16: "h", 32: "r", 64: "l"}[bits]
+        suffix = {16: ".noftz.f16" if t.name == "f16" else ".noftz.bf16", 32: ".f32", 64: ".f64"}
+        return suffix[bits], {16: "h", 32: "f", 64: "d"}[bits]
+    constraint = {32: "r", 64: "l"}.get(bits, "")
+    if kind in ("and", "or", "xor", "xchg"):
+        return f".b{bits}", constraint
+    if kind in ("max", "min"):
+        return f".s{bits}", constraint
+    return f".u{bits}", constraint
+
+
+def _atomic_asm(op, body: str, n_args: int) -> str:
+    """`atom{.sem}{.scope}.global.<body>` under the predicate passed as operand `$n_args`."""
+    sem = _SEM.get(op.sem, ".acq_rel")
+    scope = _SCOPE.get(op.scope, ".gpu")
+    return ("{ .reg .pred %p; setp.ne.b32 %p, $" + str(n_args + 1) + ", 0; "
+            f"@%p atom{sem}{scope}.global.{body}; }}")
+
+
+def _pred_i32(lw, pred) -> ir.Value:
+    return lw.builder.zext(pred, I32)
+
+
+def _rmw_one(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
+    suffix, reg = _atom_type(op.kind, t)
+    if not suffix or not reg:
+        raise lw.error(op, f"atomic `{op.kind}` on {t} is not supported by the NVPTX back end")
+    ptx_op = _RMW[op.kind]
+    text = _atomic_asm(op, f"{ptx_op}{suffix} $0, [$1], $2", 2)
+    ty = llvm_type(t)
+    return lw.asm(text, f"={reg},l,{reg},r", ty, [ptr, val, _pred_i32(lw, pred)], side_effect=True)
+
+
+def _cas_one(lw, op, ptr, cmp, val, pred, t: ScalarType) -> ir.Value:
+    bits = t.bitwidth
+    reg = {16: "h", 32: "r", 64: "l"}.get(bits)
+    if reg is None:
+        raise lw.error(op, f"atomic_cas on {t} is not supported")
+    text = _atomic_asm(op, f"cas.b{bits} $0, [$1], $2, $3", 3)
+    ty = llvm_type(t)
+    args = [ptr, _as_bits(lw, cmp, bits), _as_bits(lw, val, bits), _pred_i32(lw, pred)]
+    old = lw.asm(text, f"={reg},l,{reg},{reg},r", ir.IntType(bits), args, side_effect=True)
+    return old if isinstance(ty, ir.IntType) else lw.builder.bitcast(old, ty)
+
+
+def _as_bits(lw, v, bits):
+    return v if isinstance(v.type, ir.IntType) else lw.builder.bitcast(v, ir.IntType(bits))
+
+
+def _broadcast_scalar(lw, value) -> ir.Value:
+    """Thread 0's value to every thread, through shared memory."""
+    b = lw.builder
+    smem = lw.smem_ptr(lw.shared_memory(8), ir.Constant(I32, 0))
+    lw.barrier()
+    with b.if_then(lw.owner_predicate(None)):
+        b.store(value, smem)
+    lw.barrier()
+    return b.load(smem, typ=value.type)
+
+
+def _lower_atomic(lw, op, one) -> None:
+    t = scalar_type(op.result)
+    ptr = lw.get(op.ptr)
+    mask = lw.get(op.mask) if getattr(op, "mask", None) is not None else None
+    others = [lw.get(v) for v in op.operands[1:] if v is not getattr(op, "mask", None)]
+    b = lw.builder
+    if not isinstance(ptr, TVal):
+        pred = lw.owner_predicate(None)
+        if mask is not None:
+            pred = b.and_(pred, mask)
+        old = one(lw, op, ptr, *others, pred, t)
+        lw.set(op.result, _broadcast_scalar(lw, old))
+        return
+    layout = ptr.layout
+    owner = lw.owner_predicate(layout)
+    out = []
+    for r in range(layout.num_regs):
+        pred = owner
+        if mask is not None:
+            pred = b.and_(pred, mask.vals[r] if isinstance(mask, TVal) else mask)
+        args = [v.vals[r] if isinstance(v, TVal) else v for v in others]
+        out.append(one(lw, op, ptr.vals[r], *args, pred, t))
+    lw.set(op.result, TVal(out, layout))
+
+
+@lowers(tt.AtomicRMWOp)
+def lower_atomic_rmw(lw, op) -> None:
+    _lower_atomic(lw, op, _rmw_one)
+
+
+@lowers(tt.AtomicCASOp)
+def lower_atomic_cas(lw, op) -> None:
+    _lower_atomic(lw, op, _cas_one)

@@ -16,9 +16,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import tileworkbench as tw  # noqa: E402
-import tileworkbench.language as tl  # noqa: E402
-from tileworkbench.config import config  # noqa: E402
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.config import config
 
 
 @tw.jit
@@ -49,8 +49,10 @@ def main(rows: int = 256, cols: int = 1024) -> None:
     ref = np.exp(wide - wide.max(1, keepdims=True))
     ref /= ref.sum(1, keepdims=True)
     error = float(np.max(np.abs(out - ref) / np.abs(ref)))
-    print(f"interpreter softmax {rows}x{cols} fp32: median {np.median(times) * 1e3:.1f} ms, "
-          f"best {min(times) * 1e3:.1f} ms ({rows} programs), max rel error {error:.1e}")
+    print(
+        f"interpreter softmax {rows}x{cols} fp32: median {np.median(times) * 1e3:.1f} ms, "
+        f"best {min(times) * 1e3:.1f} ms ({rows} programs), max rel error {error:.1e}"
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ from tileworkbench.ir.ops import math as math_ops
 from tileworkbench.ir.types import PointerType, ScalarType, TensorType, Type, element_type
 
 f16, bf16, f32, f64 = (ScalarType(n) for n in ("f16", "bf16", "f32", "f64"))
-i1, i8, i32, i64, u8, u32, u64 = (ScalarType(n) for n in ("i1", "i8", "i32", "i64", "u8", "u32", "u64"))
+i1, i8, i32, i64, u8, u32, u64 = (
+    ScalarType(n) for n in ("i1", "i8", "i32", "i64", "u8", "u32", "u64")
+)
 
 
 def ptr(t: ScalarType) -> PointerType:
@@ -90,12 +92,22 @@ class KernelBuilder:
         return self.op(cls, [result_type or x.type], operand=x)
 
     def cmpi(self, predicate: str, a, b):
-        return self.op(arith.CmpIOp, [with_shape(i1, a.type.shape if a.type.shape else ())],
-                       predicate=predicate, lhs=a, rhs=b)
+        return self.op(
+            arith.CmpIOp,
+            [with_shape(i1, a.type.shape if a.type.shape else ())],
+            predicate=predicate,
+            lhs=a,
+            rhs=b,
+        )
 
     def cmpf(self, predicate: str, a, b):
-        return self.op(arith.CmpFOp, [with_shape(i1, getattr(a.type, "shape", ()))],
-                       predicate=predicate, lhs=a, rhs=b)
+        return self.op(
+            arith.CmpFOp,
+            [with_shape(i1, getattr(a.type, "shape", ()))],
+            predicate=predicate,
+            lhs=a,
+            rhs=b,
+        )
 
     def select(self, c, t, f):
         return self.op(arith.SelectOp, [t.type], condition=c, true_value=t, false_value=f)
@@ -112,8 +124,13 @@ class KernelBuilder:
 
     def load(self, p, mask=None, other=None):
         pointee = element_type(p.type).pointee
-        return self.op(tt.LoadOp, [with_shape(pointee, getattr(p.type, "shape", ()))], ptr=p,
-                       mask=mask, other=other)
+        return self.op(
+            tt.LoadOp,
+            [with_shape(pointee, getattr(p.type, "shape", ()))],
+            ptr=p,
+            mask=mask,
+            other=other,
+        )
 
     def store(self, p, value, mask=None):
         return self.op(tt.StoreOp, [], ptr=p, value=value, mask=mask)
@@ -126,22 +143,30 @@ class KernelBuilder:
         """`combine(kb, lhs_values, rhs_values) -> results` builds the combine region."""
         shape = list(srcs[0].type.shape)
         del shape[axis]
-        return self._combining(tt.ReduceOp, tt.ReduceReturnOp, srcs, axis, combine,
-                               [with_shape(s.type, shape) for s in srcs])
+        return self._combining(
+            tt.ReduceOp,
+            tt.ReduceReturnOp,
+            srcs,
+            axis,
+            combine,
+            [with_shape(s.type, shape) for s in srcs],
+        )
 
     def scan(self, srcs: list, axis: int, combine, reverse: bool = False) -> list:
-        return self._combining(tt.ScanOp, tt.ScanReturnOp, srcs, axis, combine,
-                               [s.type for s in srcs], reverse=reverse)
+        return self._combining(
+            tt.ScanOp, tt.ScanReturnOp, srcs, axis, combine, [s.type for s in srcs], reverse=reverse
+        )
 
     def _combining(self, cls, ret, srcs, axis, combine, result_types, **extra) -> list:
         elements = [element_type(s.type) for s in srcs]
         block = Block(elements + elements)
         loc = self._loc()
         with self.builder.at_loc(loc):
-            op = self.builder.create(cls, result_types, axis=axis, srcs=list(srcs),
-                                     combine=Region([block]), **extra)
+            op = self.builder.create(
+                cls, result_types, axis=axis, srcs=list(srcs), combine=Region([block]), **extra
+            )
         with self.builder.at_end(block):
-            out = combine(self, block.args[: len(srcs)], block.args[len(srcs):])
+            out = combine(self, block.args[: len(srcs)], block.args[len(srcs) :])
             with self.builder.at_loc(loc):
                 self.builder.create(ret, [], values=list(out))
         return list(op.results)
@@ -150,8 +175,15 @@ class KernelBuilder:
         """`body(kb, iv, carried) -> next carried values`; returns the loop's results."""
         block = Block([lower.type] + [v.type for v in inits])
         with self.builder.at_loc(self._loc()):
-            loop = self.builder.create(scf.ForOp, [v.type for v in inits], lower=lower, upper=upper,
-                                       step=step, init_args=list(inits), body=Region([block]))
+            loop = self.builder.create(
+                scf.ForOp,
+                [v.type for v in inits],
+                lower=lower,
+                upper=upper,
+                step=step,
+                init_args=list(inits),
+                body=Region([block]),
+            )
         with self.builder.at_end(block):
             out = body(self, block.args[0], block.args[1:])
             self.builder.create(scf.YieldOp, [], values=list(out))
@@ -160,8 +192,10 @@ class KernelBuilder:
 
 def softmax_kernel(n_cols: int) -> tt.FuncOp:
     """One program per row: load, max, subtract, exp, sum, divide, store (the fused-softmax shape)."""
-    kb = KernelBuilder("softmax_kernel", [("out_ptr", ptr(f32)), ("in_ptr", ptr(f32)),
-                                          ("stride", i32), ("n_cols", i32)])
+    kb = KernelBuilder(
+        "softmax_kernel",
+        [("out_ptr", ptr(f32)), ("in_ptr", ptr(f32)), ("stride", i32), ("n_cols", i32)],
+    )
     row = kb.pid(0)
     start = kb.binary(arith.MulIOp, row, kb["stride"])
     offs = kb.arange(n_cols)

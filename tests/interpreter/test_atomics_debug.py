@@ -18,9 +18,16 @@ N = 64
 
 def _atomic_kernel(kind, element, masked=False):
     """old[i] = atomic_<kind>(dst + index[i], val[i]) for one program of N lanes."""
-    kb = KernelBuilder("atomic_kernel", [("dst", ptr(element)), ("index", ptr(i32)),
-                                         ("val", ptr(element)), ("old", ptr(element)),
-                                         ("mask", ptr(i1))])
+    kb = KernelBuilder(
+        "atomic_kernel",
+        [
+            ("dst", ptr(element)),
+            ("index", ptr(i32)),
+            ("val", ptr(element)),
+            ("old", ptr(element)),
+            ("mask", ptr(i1)),
+        ],
+    )
     offs = kb.arange(N)
     index = kb.load(kb.addptr(kb["index"], offs))
     value = kb.load(kb.addptr(kb["val"], offs))
@@ -35,8 +42,14 @@ def _atomic_kernel(kind, element, masked=False):
 def _sequential(kind, dst, index, val, mask):
     """The reference: lanes applied one after another."""
     dst, old = dst.copy(), np.zeros_like(val)
-    ops = {"add": lambda a, b: a + b, "fadd": lambda a, b: a + b, "max": max, "min": min,
-           "xchg": lambda a, b: b, "xor": lambda a, b: a ^ b}
+    ops = {
+        "add": lambda a, b: a + b,
+        "fadd": lambda a, b: a + b,
+        "max": max,
+        "min": min,
+        "xchg": lambda a, b: b,
+        "xor": lambda a, b: a ^ b,
+    }
     for lane in range(len(index)):
         if mask[lane]:
             old[lane] = dst[index[lane]]
@@ -44,9 +57,17 @@ def _sequential(kind, dst, index, val, mask):
     return dst, old
 
 
-@pytest.mark.parametrize("kind, dtype, element", [
-    ("fadd", np.float32, f32), ("add", np.int32, i32), ("max", np.int32, i32),
-    ("min", np.int32, i32), ("xchg", np.int32, i32), ("xor", np.int32, i32)])
+@pytest.mark.parametrize(
+    "kind, dtype, element",
+    [
+        ("fadd", np.float32, f32),
+        ("add", np.int32, i32),
+        ("max", np.int32, i32),
+        ("min", np.int32, i32),
+        ("xchg", np.int32, i32),
+        ("xor", np.int32, i32),
+    ],
+)
 @pytest.mark.parametrize("masked", [False, True])
 def test_atomics_with_duplicate_addresses(kind, dtype, element, masked):
     index = RNG.integers(0, 8, N, dtype=np.int32)  # many lanes share each of 8 addresses
@@ -78,8 +99,13 @@ def test_atomic_cas_swaps_only_where_equal():
     kb = KernelBuilder("cas", [("dst", ptr(i32)), ("old", ptr(i32))])
     offs = kb.arange(8)
     compare = kb.binary(arith.RemSIOp, offs, kb.const(2, tensor((8,), i32)))
-    old = kb.op(tt.AtomicCASOp, [tensor((8,), i32)], ptr=kb.addptr(kb["dst"], offs), cmp=compare,
-                val=kb.const(7, tensor((8,), i32)))
+    old = kb.op(
+        tt.AtomicCASOp,
+        [tensor((8,), i32)],
+        ptr=kb.addptr(kb["dst"], offs),
+        cmp=compare,
+        val=kb.const(7, tensor((8,), i32)),
+    )
     kb.store(kb.addptr(kb["old"], offs), old)
     dst, out = np.array([0, 0, 1, 1, 0, 1, 2, 1], np.int32), poisoned(8, np.int32)
     before = dst.copy()

@@ -5,8 +5,18 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from interp_kernels import (KernelBuilder, bf16, f16, f32, i1, i32, poisoned, ptr, softmax_kernel,
-                            tensor)
+from interp_kernels import (
+    KernelBuilder,
+    bf16,
+    f16,
+    f32,
+    i1,
+    i32,
+    poisoned,
+    ptr,
+    softmax_kernel,
+    tensor,
+)
 
 from tileworkbench.backends.interpreter import run
 from tileworkbench.ir import verify
@@ -16,8 +26,10 @@ RNG = np.random.default_rng(1234)
 
 
 def _vector_add(element, block: int):
-    kb = KernelBuilder("add_kernel", [("x_ptr", ptr(element)), ("y_ptr", ptr(element)),
-                                      ("out_ptr", ptr(element)), ("n", i32)])
+    kb = KernelBuilder(
+        "add_kernel",
+        [("x_ptr", ptr(element)), ("y_ptr", ptr(element)), ("out_ptr", ptr(element)), ("n", i32)],
+    )
     start = kb.binary(arith.MulIOp, kb.pid(0), kb.const(block, i32))
     offs = kb.binary(arith.AddIOp, kb.splat(start, (block,)), kb.arange(block))
     mask = kb.cmpi("slt", offs, kb.splat(kb["n"], (block,)))
@@ -29,8 +41,10 @@ def _vector_add(element, block: int):
     return func
 
 
-@pytest.mark.parametrize("element, dtype, tol", [
-    (f32, np.float32, 1e-6), (f16, np.float16, 1e-3), (bf16, ml_dtypes.bfloat16, 1e-2)])
+@pytest.mark.parametrize(
+    "element, dtype, tol",
+    [(f32, np.float32, 1e-6), (f16, np.float16, 1e-3), (bf16, ml_dtypes.bfloat16, 1e-2)],
+)
 def test_vector_add_matches_numpy(element, dtype, tol):
     n = 1000
     x = RNG.standard_normal(n).astype(dtype)
@@ -63,21 +77,36 @@ def test_softmax_rows_with_masked_columns():
 
 def _copy_2d(block_m: int, block_n: int):
     """out[i, j] = x[i, j] through row/column strides; program (pid0, pid1) copies one tile."""
-    kb = KernelBuilder("copy2d", [("x_ptr", ptr(f32)), ("out_ptr", ptr(f32)), ("sx0", i32),
-                                  ("sx1", i32), ("so0", i32), ("so1", i32)])
-    rows = kb.binary(arith.AddIOp, kb.splat(kb.binary(arith.MulIOp, kb.pid(0),
-                                                      kb.const(block_m, i32)), (block_m,)),
-                     kb.arange(block_m))
-    cols = kb.binary(arith.AddIOp, kb.splat(kb.binary(arith.MulIOp, kb.pid(1),
-                                                      kb.const(block_n, i32)), (block_n,)),
-                     kb.arange(block_n))
+    kb = KernelBuilder(
+        "copy2d",
+        [
+            ("x_ptr", ptr(f32)),
+            ("out_ptr", ptr(f32)),
+            ("sx0", i32),
+            ("sx1", i32),
+            ("so0", i32),
+            ("so1", i32),
+        ],
+    )
+    rows = kb.binary(
+        arith.AddIOp,
+        kb.splat(kb.binary(arith.MulIOp, kb.pid(0), kb.const(block_m, i32)), (block_m,)),
+        kb.arange(block_m),
+    )
+    cols = kb.binary(
+        arith.AddIOp,
+        kb.splat(kb.binary(arith.MulIOp, kb.pid(1), kb.const(block_n, i32)), (block_n,)),
+        kb.arange(block_n),
+    )
     shape = (block_m, block_n)
 
     def offsets(s0, s1):
-        r = kb.broadcast(kb.expand_dims(kb.binary(arith.MulIOp, rows, kb.splat(s0, (block_m,))), 1),
-                         shape)
-        c = kb.broadcast(kb.expand_dims(kb.binary(arith.MulIOp, cols, kb.splat(s1, (block_n,))), 0),
-                         shape)
+        r = kb.broadcast(
+            kb.expand_dims(kb.binary(arith.MulIOp, rows, kb.splat(s0, (block_m,))), 1), shape
+        )
+        c = kb.broadcast(
+            kb.expand_dims(kb.binary(arith.MulIOp, cols, kb.splat(s1, (block_n,))), 0), shape
+        )
         return kb.binary(arith.AddIOp, r, c)
 
     x = kb.load(kb.addptr(kb["x_ptr"], offsets(kb["sx0"], kb["sx1"])))
@@ -98,8 +127,9 @@ def test_2d_grid_on_strided_views_reads_and_writes_the_callers_memory():
 
 def test_for_loop_accumulates_and_if_picks_a_branch():
     """acc = sum over k < n of x[k*4:(k+1)*4]; then out = acc if flag else -acc."""
-    kb = KernelBuilder("loop", [("x_ptr", ptr(f32)), ("out_ptr", ptr(f32)), ("n", i32),
-                                ("flag", i32)])
+    kb = KernelBuilder(
+        "loop", [("x_ptr", ptr(f32)), ("out_ptr", ptr(f32)), ("n", i32), ("flag", i32)]
+    )
     offs = kb.arange(4)
     zero = kb.const(0.0, tensor((4,), f32))
 
@@ -126,8 +156,13 @@ def _if_negate(kb, cond, acc):
     from tileworkbench.ir import Block, Region
 
     then_block, else_block = Block(), Block()
-    result = kb.op(scf.IfOp, [acc.type], condition=cond, then_region=Region([then_block]),
-                   else_region=Region([else_block]))
+    result = kb.op(
+        scf.IfOp,
+        [acc.type],
+        condition=cond,
+        then_region=Region([then_block]),
+        else_region=Region([else_block]),
+    )
     with kb.builder.at_end(then_block):
         kb.builder.create(scf.YieldOp, [], values=[acc])
     with kb.builder.at_end(else_block):
@@ -141,20 +176,27 @@ def test_while_loop_counts_collatz_steps():
 
     kb = KernelBuilder("collatz", [("out_ptr", ptr(i32)), ("start", i32)])
     before, after = Block([i32, i32]), Block([i32, i32])
-    loop = kb.op(scf.WhileOp, [i32, i32], init_args=[kb["start"], kb.const(0, i32)],
-                 before=Region([before]), after=Region([after]))
+    loop = kb.op(
+        scf.WhileOp,
+        [i32, i32],
+        init_args=[kb["start"], kb.const(0, i32)],
+        before=Region([before]),
+        after=Region([after]),
+    )
     with kb.builder.at_end(before):
         going = kb.cmpi("ne", before.args[0], kb.const(1, i32))
         kb.builder.create(scf.ConditionOp, [], condition=going, args=list(before.args))
     with kb.builder.at_end(after):
         value, steps = after.args
         odd = kb.cmpi("ne", kb.binary(arith.AndIOp, value, kb.const(1, i32)), kb.const(0, i32))
-        up = kb.binary(arith.AddIOp, kb.binary(arith.MulIOp, value, kb.const(3, i32)),
-                       kb.const(1, i32))
+        up = kb.binary(
+            arith.AddIOp, kb.binary(arith.MulIOp, value, kb.const(3, i32)), kb.const(1, i32)
+        )
         down = kb.binary(arith.DivSIOp, value, kb.const(2, i32))
         nxt = kb.select(odd, up, down)
-        kb.builder.create(scf.YieldOp, [], values=[nxt, kb.binary(arith.AddIOp, steps,
-                                                                    kb.const(1, i32))])
+        kb.builder.create(
+            scf.YieldOp, [], values=[nxt, kb.binary(arith.AddIOp, steps, kb.const(1, i32))]
+        )
     kb.store(kb["out_ptr"], loop[1])
     func = kb.finish()
     verify(func)
@@ -167,8 +209,11 @@ def test_program_ids_and_counts_over_a_3d_grid():
     kb = KernelBuilder("ids", [("out_ptr", ptr(i32))])
     x, y, z = kb.pid(0), kb.pid(1), kb.pid(2)
     nx, ny = kb.num_programs(0), kb.num_programs(1)
-    linear = kb.binary(arith.AddIOp, x, kb.binary(arith.MulIOp, nx, kb.binary(
-        arith.AddIOp, y, kb.binary(arith.MulIOp, ny, z))))
+    linear = kb.binary(
+        arith.AddIOp,
+        x,
+        kb.binary(arith.MulIOp, nx, kb.binary(arith.AddIOp, y, kb.binary(arith.MulIOp, ny, z))),
+    )
     kb.store(kb.addptr(kb["out_ptr"], linear), linear)
     out = poisoned(3 * 4 * 5, np.int32)
     run(kb.finish(), [out], (3, 4, 5))

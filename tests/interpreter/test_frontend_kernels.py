@@ -55,8 +55,9 @@ def test_vector_add_through_a_launch(dtype):
     x, y = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
     out = np.full(n, np.nan, dtype)
     add_kernel[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
-    np.testing.assert_allclose(out.astype(np.float64), x.astype(np.float64) + y,
-                               rtol=1e-3 if dtype == np.float16 else 1e-6)
+    np.testing.assert_allclose(
+        out.astype(np.float64), x.astype(np.float64) + y, rtol=1e-3 if dtype == np.float16 else 1e-6
+    )
 
 
 @tw.jit
@@ -70,8 +71,9 @@ def test_unmasked_kernel_reports_the_source_line():
     n = 1000
     x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
     with pytest.raises(OutOfBoundsError) as info:
-        launch(unmasked_add_kernel, ADD_SIG, {"BLOCK": 256}, [x, y, np.zeros(n, np.float32), n],
-               (4,))
+        launch(
+            unmasked_add_kernel, ADD_SIG, {"BLOCK": 256}, [x, y, np.zeros(n, np.float32), n], (4,)
+        )
     message = str(info.value)
     assert "x = tl.load(x_ptr + offs)" in message and "'x_ptr'" in message
     assert "element offset 1000" in message and "program id (3, 0, 0)" in message
@@ -94,8 +96,13 @@ def test_softmax_on_a_strided_input():
     x = RNG.standard_normal((32, 200)).astype(np.float32) * 3
     view = x[:, :150]
     out = np.full((32, 150), np.nan, np.float32)
-    sig = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32",
-           "n_cols": "i32"}
+    sig = {
+        "out_ptr": "*fp32",
+        "in_ptr": "*fp32",
+        "in_stride": "i32",
+        "out_stride": "i32",
+        "n_cols": "i32",
+    }
     launch(softmax_kernel, sig, {"BLOCK": 256}, [out, view, 200, 150, 150], (32,))
     wide = view.astype(np.float64)
     ref = np.exp(wide - wide.max(1, keepdims=True))
@@ -103,8 +110,9 @@ def test_softmax_on_a_strided_input():
 
 
 @tw.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                  BK: tl.constexpr):
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rm = pid_m * BM + tl.arange(0, BM)
@@ -112,13 +120,22 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :],
-                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :],
-                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a = tl.load(
+            a_ptr + rm[:, None] * K + (k + rk)[None, :],
+            mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + (k + rk)[:, None] * N + rn[None, :],
+            mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+            other=0.0,
+        )
         acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(
+        c_ptr + rm[:, None] * N + rn[None, :],
+        acc.to(tl.float16),
+        mask=(rm[:, None] < M) & (rn[None, :] < N),
+    )
 
 
 def test_matmul_with_a_k_loop():
@@ -164,8 +181,9 @@ def test_argmax_ties_break_left_and_cumsum():
     x = RNG.standard_normal(128).astype(np.float32)
     x[[17, 90]] = 10.0
     out = np.full(129, -1, np.int32)
-    launch(argmax_cumsum_kernel, {"x_ptr": "*fp32", "out_ptr": "*i32"}, {"BLOCK": 128}, [x, out],
-           (1,))
+    launch(
+        argmax_cumsum_kernel, {"x_ptr": "*fp32", "out_ptr": "*i32"}, {"BLOCK": 128}, [x, out], (1,)
+    )
     assert out[0] == 17
     np.testing.assert_array_equal(out[1:], np.cumsum(np.arange(128)))
 
@@ -194,8 +212,13 @@ def histogram_kernel(x_ptr, bins_ptr, n, BLOCK: tl.constexpr, BINS: tl.constexpr
 def test_histogram_with_atomics():
     x = RNG.integers(0, 16, 1000, dtype=np.int32)
     bins = np.zeros(16, np.int32)
-    launch(histogram_kernel, {"x_ptr": "*i32", "bins_ptr": "*i32", "n": "i32"},
-           {"BLOCK": 128, "BINS": 16}, [x, bins, 1000], (8,))
+    launch(
+        histogram_kernel,
+        {"x_ptr": "*i32", "bins_ptr": "*i32", "n": "i32"},
+        {"BLOCK": 128, "BINS": 16},
+        [x, bins, 1000],
+        (8,),
+    )
     np.testing.assert_array_equal(bins, np.bincount(x, minlength=16))
 
 
@@ -210,8 +233,9 @@ def reduce_scan_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):
     rn = tl.arange(0, N)
     x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
     tl.store(o_ptr + rm, tl.reduce(x, 1, _product))
-    tl.store(o_ptr + M + rm[:, None] * N + rn[None, :], tl.associative_scan(x, 1, _product,
-                                                                           reverse=True))
+    tl.store(
+        o_ptr + M + rm[:, None] * N + rn[None, :], tl.associative_scan(x, 1, _product, reverse=True)
+    )
     tl.store(o_ptr + M + M * N + rm, tl.argmin(x, axis=1).to(tl.float32))
 
 
@@ -223,8 +247,8 @@ def test_user_combine_functions_and_argmin_on_2d_tiles():
     wide = x.astype(np.float64)
     np.testing.assert_allclose(out[:m], wide.prod(1), rtol=1e-5)
     scanned = np.flip(np.cumprod(np.flip(wide, 1), 1), 1)
-    np.testing.assert_allclose(out[m:m + m * n].reshape(m, n), scanned, rtol=1e-5)
-    np.testing.assert_array_equal(out[m + m * n:], x.argmin(1))
+    np.testing.assert_allclose(out[m : m + m * n].reshape(m, n), scanned, rtol=1e-5)
+    np.testing.assert_array_equal(out[m + m * n :], x.argmin(1))
 
 
 @tw.jit

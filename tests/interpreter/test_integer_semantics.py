@@ -14,13 +14,23 @@ RNG = np.random.default_rng(99)
 
 def _ints(n, dtype, low=None, high=None):
     info = np.iinfo(dtype)
-    return RNG.integers(info.min if low is None else low, (info.max if high is None else high),
-                        n, dtype=dtype, endpoint=True)
+    return RNG.integers(
+        info.min if low is None else low,
+        (info.max if high is None else high),
+        n,
+        dtype=dtype,
+        endpoint=True,
+    )
 
 
 def _binary(cls, a, b, element, dtype, out_element=None, out_dtype=None):
-    return run_elementwise(lambda kb, x, y: kb.binary(cls, x, y), [a, b], [element, element],
-                           out_element or element, out_dtype or dtype)
+    return run_elementwise(
+        lambda kb, x, y: kb.binary(cls, x, y),
+        [a, b],
+        [element, element],
+        out_element or element,
+        out_dtype or dtype,
+    )
 
 
 def _c_div(a: int, b: int) -> int:
@@ -47,7 +57,7 @@ def test_signed_division_and_remainder_truncate_toward_zero(element, dtype):
 
 
 def test_signed_overflow_wraps_silently():
-    a = np.array([2**31 - 1, -2**31, 65536, 3] * 4, np.int32)
+    a = np.array([2**31 - 1, -(2**31), 65536, 3] * 4, np.int32)
     b = np.array([1, -1, 65536, -5] * 4, np.int32)
     with np.errstate(all="raise"):  # the interpreter itself must not warn or raise
         added = _binary(arith.AddIOp, a, b, i32, np.int32)
@@ -61,13 +71,17 @@ def test_signed_overflow_wraps_silently():
 def test_unsigned_types_wrap_and_divide_unsigned():
     a = _ints(64, np.uint32)
     b = _ints(64, np.uint32, 1, 1000)
-    np.testing.assert_array_equal(_binary(arith.SubIOp, b, a, u32, np.uint32),
-                                  [(int(y) - int(x)) % 2**32 for x, y in zip(a, b)])
-    np.testing.assert_array_equal(_binary(arith.DivUIOp, a, b, u32, np.uint32),
-                                  [int(x) // int(y) for x, y in zip(a, b)])
+    np.testing.assert_array_equal(
+        _binary(arith.SubIOp, b, a, u32, np.uint32),
+        [(int(y) - int(x)) % 2**32 for x, y in zip(a, b)],
+    )
+    np.testing.assert_array_equal(
+        _binary(arith.DivUIOp, a, b, u32, np.uint32), [int(x) // int(y) for x, y in zip(a, b)]
+    )
     small = _ints(64, np.uint8)
-    np.testing.assert_array_equal(_binary(arith.AddIOp, small, small, u8, np.uint8),
-                                  (small.astype(np.int64) * 2) % 256)
+    np.testing.assert_array_equal(
+        _binary(arith.AddIOp, small, small, u8, np.uint8), (small.astype(np.int64) * 2) % 256
+    )
 
 
 def test_divui_reads_signed_values_as_unsigned():
@@ -81,25 +95,33 @@ def test_divui_reads_signed_values_as_unsigned():
 def test_shifts_arithmetic_and_logical():
     a = np.array([-16, 16, -1, 2**30] * 4, np.int32)
     s = np.array([2, 3, 31, 1] * 4, np.int32)
-    np.testing.assert_array_equal(_binary(arith.ShRSIOp, a, s, i32, np.int32),
-                                  [int(x) >> int(k) for x, k in zip(a, s)])
-    np.testing.assert_array_equal(_binary(arith.ShRUIOp, a, s, i32, np.int32).view(np.uint32),
-                                  [(int(x) % 2**32) >> int(k) for x, k in zip(a, s)])
-    np.testing.assert_array_equal(_binary(arith.ShLIOp, a, s, i32, np.int32),
-                                  [((int(x) << int(k)) + 2**31) % 2**32 - 2**31
-                                   for x, k in zip(a, s)])
+    np.testing.assert_array_equal(
+        _binary(arith.ShRSIOp, a, s, i32, np.int32), [int(x) >> int(k) for x, k in zip(a, s)]
+    )
+    np.testing.assert_array_equal(
+        _binary(arith.ShRUIOp, a, s, i32, np.int32).view(np.uint32),
+        [(int(x) % 2**32) >> int(k) for x, k in zip(a, s)],
+    )
+    np.testing.assert_array_equal(
+        _binary(arith.ShLIOp, a, s, i32, np.int32),
+        [((int(x) << int(k)) + 2**31) % 2**32 - 2**31 for x, k in zip(a, s)],
+    )
 
 
-@pytest.mark.parametrize("predicate, ref", [
-    ("slt", lambda a, b: a < b),
-    ("ult", lambda a, b: (a % 2**32) < (b % 2**32)),
-    ("sge", lambda a, b: a >= b),
-    ("ugt", lambda a, b: (a % 2**32) > (b % 2**32)),
-])
+@pytest.mark.parametrize(
+    "predicate, ref",
+    [
+        ("slt", lambda a, b: a < b),
+        ("ult", lambda a, b: (a % 2**32) < (b % 2**32)),
+        ("sge", lambda a, b: a >= b),
+        ("ugt", lambda a, b: (a % 2**32) > (b % 2**32)),
+    ],
+)
 def test_cmpi_signedness_comes_from_the_predicate(predicate, ref):
     a, b = _ints(128, np.int32, -5, 5), _ints(128, np.int32, -5, 5)
-    got = run_elementwise(lambda kb, x, y: kb.cmpi(predicate, x, y), [a, b], [i32, i32], i1,
-                          np.bool_)
+    got = run_elementwise(
+        lambda kb, x, y: kb.cmpi(predicate, x, y), [a, b], [i32, i32], i1, np.bool_
+    )
     np.testing.assert_array_equal(got, [ref(int(x), int(y)) for x, y in zip(a, b)])
 
 
@@ -117,20 +139,24 @@ def test_integer_casts_wrap_and_extend_by_the_op():
 def test_fptosi_truncates_saturates_and_maps_nan_to_zero():
     x = np.array([2.9, -2.9, 1e20, -1e20, np.nan, np.inf, -0.5, 3e9], np.float32)
     with np.errstate(all="raise"):
-        got = run_elementwise(lambda kb, v: kb.cast(arith.FPToSIOp, v, i32), [x], [f32], i32,
-                              np.int32)
-        unsigned = run_elementwise(lambda kb, v: kb.cast(arith.FPToUIOp, v, u32), [x], [f32], u32,
-                                   np.uint32)
-    np.testing.assert_array_equal(got, [2, -2, 2**31 - 1, -2**31, 0, 2**31 - 1, 0, 2**31 - 1])
+        got = run_elementwise(
+            lambda kb, v: kb.cast(arith.FPToSIOp, v, i32), [x], [f32], i32, np.int32
+        )
+        unsigned = run_elementwise(
+            lambda kb, v: kb.cast(arith.FPToUIOp, v, u32), [x], [f32], u32, np.uint32
+        )
+    np.testing.assert_array_equal(got, [2, -2, 2**31 - 1, -(2**31), 0, 2**31 - 1, 0, 2**31 - 1])
     np.testing.assert_array_equal(unsigned, [2, 0, 2**32 - 1, 0, 0, 2**32 - 1, 0, 3000000000])
 
 
 def test_int_to_float_reads_the_ops_signedness():
-    a = np.array([-1, 5, -2**31, 7], np.int32)
-    signed = run_elementwise(lambda kb, x: kb.cast(arith.SIToFPOp, x, f32), [a], [i32], f32,
-                             np.float32)
-    unsigned = run_elementwise(lambda kb, x: kb.cast(arith.UIToFPOp, x, f32), [a], [i32], f32,
-                               np.float32)
+    a = np.array([-1, 5, -(2**31), 7], np.int32)
+    signed = run_elementwise(
+        lambda kb, x: kb.cast(arith.SIToFPOp, x, f32), [a], [i32], f32, np.float32
+    )
+    unsigned = run_elementwise(
+        lambda kb, x: kb.cast(arith.UIToFPOp, x, f32), [a], [i32], f32, np.float32
+    )
     np.testing.assert_array_equal(signed, a.astype(np.float32))
     np.testing.assert_array_equal(unsigned, a.view(np.uint32).astype(np.float32))
 
@@ -139,11 +165,18 @@ def test_int_to_float_reads_the_ops_signedness():
 def test_mulhiui_is_the_high_half_of_the_unsigned_product(element, dtype):
     a, b = _ints(64, dtype), _ints(64, dtype)
     bits = 8 * np.dtype(dtype).itemsize
-    got = run_elementwise(lambda kb, x, y: kb.op(tt.MulhiUIOp, [x.type], lhs=x, rhs=y), [a, b],
-                          [element, element], element, dtype)
+    got = run_elementwise(
+        lambda kb, x, y: kb.op(tt.MulhiUIOp, [x.type], lhs=x, rhs=y),
+        [a, b],
+        [element, element],
+        element,
+        dtype,
+    )
     ref = [((int(x) % 2**bits) * (int(y) % 2**bits)) >> bits for x, y in zip(a, b)]
-    np.testing.assert_array_equal(got.view(np.dtype(f"u{np.dtype(dtype).itemsize}")),
-                                  np.array(ref, dtype=object).astype(np.uint64))
+    np.testing.assert_array_equal(
+        got.view(np.dtype(f"u{np.dtype(dtype).itemsize}")),
+        np.array(ref, dtype=object).astype(np.uint64),
+    )
 
 
 def test_bitcast_reinterprets_bits():

@@ -6,8 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from interp_kernels import (KernelBuilder, bf16, f16, f32, i8, i32, poisoned, ptr, tensor,
-                            u32)
+from interp_kernels import KernelBuilder, bf16, f16, f32, i8, i32, poisoned, ptr, tensor, u32
 
 from tileworkbench.backends.interpreter import run
 from tileworkbench.ir import verify
@@ -18,8 +17,10 @@ M, N = 8, 32
 
 
 def _offsets_2d(kb, m, n):
-    rows = kb.broadcast(kb.expand_dims(kb.binary(arith.MulIOp, kb.arange(m),
-                                                 kb.const(n, tensor((m,), i32))), 1), (m, n))
+    rows = kb.broadcast(
+        kb.expand_dims(kb.binary(arith.MulIOp, kb.arange(m), kb.const(n, tensor((m,), i32))), 1),
+        (m, n),
+    )
     cols = kb.broadcast(kb.expand_dims(kb.arange(n), 0), (m, n))
     return kb.binary(arith.AddIOp, rows, cols)
 
@@ -89,20 +90,23 @@ def test_cumsum_forward_and_reverse(combine, reverse):
 def test_integer_xor_and_unsigned_max_reductions():
     x = RNG.integers(0, 2**32, (M, N), dtype=np.uint32)
     out = poisoned(N, np.uint32)
-    run(_reduce_kernel(u32, 0, lambda k, a, b: [k.binary(arith.XOrIOp, a[0], b[0])]), [x, out],
-        (1,))
+    run(
+        _reduce_kernel(u32, 0, lambda k, a, b: [k.binary(arith.XOrIOp, a[0], b[0])]), [x, out], (1,)
+    )
     np.testing.assert_array_equal(out, np.bitwise_xor.reduce(x, axis=0))
     signed = x.view(np.int32)
-    run(_reduce_kernel(i32, 0, lambda k, a, b: [k.binary(arith.MaxUIOp, a[0], b[0])]),
-        [signed, out.view(np.int32)], (1,))
+    run(
+        _reduce_kernel(i32, 0, lambda k, a, b: [k.binary(arith.MaxUIOp, a[0], b[0])]),
+        [signed, out.view(np.int32)],
+        (1,),
+    )
     np.testing.assert_array_equal(out, x.max(axis=0))
 
 
 def test_small_int_sum_wraps_in_its_type():
     x = RNG.integers(100, 127, (M, N), dtype=np.int8)
     out = poisoned(N, np.int8)
-    run(_reduce_kernel(i8, 0, lambda k, a, b: [k.binary(arith.AddIOp, a[0], b[0])]), [x, out],
-        (1,))
+    run(_reduce_kernel(i8, 0, lambda k, a, b: [k.binary(arith.AddIOp, a[0], b[0])]), [x, out], (1,))
     np.testing.assert_array_equal(out, (x.astype(np.int64).sum(0) + 128) % 256 - 128)
 
 
@@ -117,7 +121,8 @@ def test_two_source_argmin_reduction():
         tie = k.binary(arith.AndIOp, k.cmpf("oeq", a[0], b[0]), k.cmpi("slt", a[1], b[1]))
         pick = k.binary(arith.OrIOp, less, tie)
         return [k.select(pick, a[0], b[0]), k.select(pick, a[1], b[1])]
-    value, index = kb.reduce([x, offs], 0, argmin)
+
+    _, index = kb.reduce([x, offs], 0, argmin)
     kb.store(kb["out_ptr"], index)
     func = kb.finish()
     verify(func)
@@ -130,13 +135,15 @@ def test_two_source_argmin_reduction():
 
 def _dot_kernel(element, acc, shape_a, shape_b, precision="ieee"):
     shape_c = shape_a[:-1] + shape_b[-1:]
-    kb = KernelBuilder("dot", [("a_ptr", ptr(element)), ("b_ptr", ptr(element)),
-                               ("c_ptr", ptr(acc))])
+    kb = KernelBuilder(
+        "dot", [("a_ptr", ptr(element)), ("b_ptr", ptr(element)), ("c_ptr", ptr(acc))]
+    )
 
     def tile(name, shape, elem):
         size = int(np.prod(shape))
         flat = kb.addptr(kb[name], kb.arange(size))
         return kb.op(tt.ReshapeOp, [tensor(shape, ptr(elem))], src=flat)
+
     a = kb.load(tile("a_ptr", shape_a, element))
     b = kb.load(tile("b_ptr", shape_b, element))
     c_ptrs = tile("c_ptr", shape_c, acc)
@@ -146,8 +153,10 @@ def _dot_kernel(element, acc, shape_a, shape_b, precision="ieee"):
     return kb.finish()
 
 
-@pytest.mark.parametrize("element, dtype, tol", [
-    (f32, np.float32, 1e-5), (f16, np.float16, 1e-2), (bf16, ml_dtypes.bfloat16, 1e-2)])
+@pytest.mark.parametrize(
+    "element, dtype, tol",
+    [(f32, np.float32, 1e-5), (f16, np.float16, 1e-2), (bf16, ml_dtypes.bfloat16, 1e-2)],
+)
 @pytest.mark.parametrize("batched", [False, True])
 def test_dot_accumulates_in_float32(element, dtype, tol, batched):
     shape_a, shape_b = ((2, 16, 32), (2, 32, 8)) if batched else ((16, 32), (32, 8))

@@ -26,8 +26,10 @@ def _run_shape(build, inputs, in_elements, out_shape, out_element=f32, out_dtype
     """out = build(kb, *tiles) with each input loaded whole and the result stored row-major."""
     params = [(f"in{k}", ptr(e)) for k, e in enumerate(in_elements)] + [("out", ptr(out_element))]
     kb = KernelBuilder("shape_kernel", params)
-    tiles = [kb.load(_tile_ptrs(kb, f"in{k}", x.shape, e))
-             for k, (x, e) in enumerate(zip(inputs, in_elements))]
+    tiles = [
+        kb.load(_tile_ptrs(kb, f"in{k}", x.shape, e))
+        for k, (x, e) in enumerate(zip(inputs, in_elements))
+    ]
     results = build(kb, *tiles)
     results = results if isinstance(results, list) else [results]
     outs = []
@@ -46,26 +48,45 @@ def _run_shape(build, inputs, in_elements, out_shape, out_element=f32, out_dtype
 
 def test_trans_and_reshape():
     x = RNG.standard_normal((4, 8)).astype(np.float32)
-    got = _run_shape(lambda kb, t: kb.op(tt.TransOp, [tensor((8, 4), f32)], src=t, order=(1, 0)),
-                     [x], [f32], (8, 4))
+    got = _run_shape(
+        lambda kb, t: kb.op(tt.TransOp, [tensor((8, 4), f32)], src=t, order=(1, 0)),
+        [x],
+        [f32],
+        (8, 4),
+    )
     np.testing.assert_array_equal(got, x.T)
-    got = _run_shape(lambda kb, t: kb.op(tt.ReshapeOp, [tensor((2, 16), f32)], src=t), [x], [f32],
-                     (2, 16))
+    got = _run_shape(
+        lambda kb, t: kb.op(tt.ReshapeOp, [tensor((2, 16), f32)], src=t), [x], [f32], (2, 16)
+    )
     np.testing.assert_array_equal(got, x.reshape(2, 16))
 
 
 def test_join_split_cat():
-    a, b = RNG.standard_normal((2, 8)).astype(np.float32), RNG.standard_normal((2, 8)).astype(
-        np.float32)
-    joined = _run_shape(lambda kb, x, y: kb.op(tt.JoinOp, [tensor((2, 8, 2), f32)], lhs=x, rhs=y),
-                        [a, b], [f32, f32], (2, 8, 2))
+    a, b = (
+        RNG.standard_normal((2, 8)).astype(np.float32),
+        RNG.standard_normal((2, 8)).astype(np.float32),
+    )
+    joined = _run_shape(
+        lambda kb, x, y: kb.op(tt.JoinOp, [tensor((2, 8, 2), f32)], lhs=x, rhs=y),
+        [a, b],
+        [f32, f32],
+        (2, 8, 2),
+    )
     np.testing.assert_array_equal(joined, np.stack([a, b], -1))
-    halves = _run_shape(lambda kb, x: list(kb.op(tt.SplitOp, [tensor((2, 8), f32)] * 2, src=x)),
-                        [np.stack([a, b], -1)], [f32], (2, 8))
+    halves = _run_shape(
+        lambda kb, x: list(kb.op(tt.SplitOp, [tensor((2, 8), f32)] * 2, src=x)),
+        [np.stack([a, b], -1)],
+        [f32],
+        (2, 8),
+    )
     np.testing.assert_array_equal(halves[0], a)
     np.testing.assert_array_equal(halves[1], b)
-    cat = _run_shape(lambda kb, x, y: kb.op(tt.CatOp, [tensor((4, 8), f32)], lhs=x, rhs=y),
-                     [a, b], [f32, f32], (4, 8))
+    cat = _run_shape(
+        lambda kb, x, y: kb.op(tt.CatOp, [tensor((4, 8), f32)], lhs=x, rhs=y),
+        [a, b],
+        [f32, f32],
+        (4, 8),
+    )
     np.testing.assert_array_equal(cat, np.concatenate([a, b]))
 
 
@@ -75,6 +96,7 @@ def test_gather_along_axis_and_its_bounds_check():
 
     def build(kb, s, i):
         return kb.op(tt.GatherOp, [tensor((4, 8), f32)], src=s, indices=i, axis=1)
+
     got = _run_shape(build, [src, index], [f32, i32], (4, 8))
     np.testing.assert_array_equal(got, np.take_along_axis(src, index, 1))
     index[2, 3] = 8
@@ -84,16 +106,26 @@ def test_gather_along_axis_and_its_bounds_check():
 
 def test_histogram_ignores_values_outside_the_bins():
     x = RNG.integers(-3, 20, 64, dtype=np.int32)
-    got = _run_shape(lambda kb, t: kb.op(tt.HistogramOp, [tensor((16,), i32)], src=t), [x], [i32],
-                     (16,), i32, np.int32)
+    got = _run_shape(
+        lambda kb, t: kb.op(tt.HistogramOp, [tensor((16,), i32)], src=t),
+        [x],
+        [i32],
+        (16,),
+        i32,
+        np.int32,
+    )
     np.testing.assert_array_equal(got, np.bincount(x[(x >= 0) & (x < 16)], minlength=16))
 
 
 @pytest.mark.parametrize("descending", [False, True])
 def test_sort_along_the_last_axis(descending):
     x = RNG.standard_normal((4, 16)).astype(np.float32)
-    got = _run_shape(lambda kb, t: kb.op(tt.SortOp, [t.type], src=t, axis=1,
-                                         descending=descending), [x], [f32], (4, 16))
+    got = _run_shape(
+        lambda kb, t: kb.op(tt.SortOp, [t.type], src=t, axis=1, descending=descending),
+        [x],
+        [f32],
+        (4, 16),
+    )
     ref = np.sort(x, axis=1)
     np.testing.assert_array_equal(got, ref[:, ::-1] if descending else ref)
 
@@ -101,8 +133,12 @@ def test_sort_along_the_last_axis(descending):
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk(largest):
     x = RNG.standard_normal((4, 16)).astype(np.float32)
-    got = _run_shape(lambda kb, t: kb.op(tt.TopKOp, [tensor((4, 4), f32)], src=t,
-                                         largest=largest), [x], [f32], (4, 4))
+    got = _run_shape(
+        lambda kb, t: kb.op(tt.TopKOp, [tensor((4, 4), f32)], src=t, largest=largest),
+        [x],
+        [f32],
+        (4, 4),
+    )
     ref = np.sort(x, axis=1)
     np.testing.assert_array_equal(got, ref[:, ::-1][:, :4] if largest else ref[:, :4])
 
@@ -113,4 +149,5 @@ def test_hint_and_barrier_change_nothing():
     def build(kb, t):
         kb.op(tt.BarrierOp, [])
         return kb.op(tt.HintOp, [t.type], src=t, divisibility=(16,))
+
     np.testing.assert_array_equal(_run_shape(build, [x], [f32], (16,)), x)

@@ -3,7 +3,7 @@ the interpreter needs for C integer semantics (signed vs unsigned) and low-preci
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -31,11 +31,21 @@ _NUMPY = {
 POINTER = np.dtype(np.int64)  # pointers are int64 virtual byte addresses
 F32 = np.dtype(np.float32)
 # Float types NumPy has no native arithmetic for: math runs in float32 and rounds back per op.
-LOW_FLOATS = frozenset(np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
-                                              ml_dtypes.float8_e5m2))
-_SIGNED = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
-_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
-             8: np.dtype(np.uint64)}
+LOW_FLOATS = frozenset(
+    np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
+)
+_SIGNED = {
+    1: np.dtype(np.int8),
+    2: np.dtype(np.int16),
+    4: np.dtype(np.int32),
+    8: np.dtype(np.int64),
+}
+_UNSIGNED = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.uint16),
+    4: np.dtype(np.uint32),
+    8: np.dtype(np.uint64),
+}
 
 
 def numpy_dtype(t: Type) -> np.dtype:
@@ -82,7 +92,9 @@ def make_value(value, t: Type):
     dtype = numpy_dtype(t)
     if isinstance(value, (np.ndarray, list, tuple)):
         array = np.asarray(value)
-        scalar_array = array.astype(dtype) if array.dtype.kind == dtype.kind else _convert(array, dtype)
+        scalar_array = (
+            array.astype(dtype) if array.dtype.kind == dtype.kind else _convert(array, dtype)
+        )
         return np.broadcast_to(scalar_array, shape(t)).copy() if shape(t) else scalar_array[()]
     scalar = _convert(np.asarray(value), dtype)[()]
     if shape(t):
@@ -97,7 +109,9 @@ def _convert(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if array.dtype.kind != "O":
             return array.astype(dtype)  # C casts between integer types wrap
         bits = dtype.itemsize * 8
-        wrapped = np.asarray(np.vectorize(lambda v: int(v) & ((1 << bits) - 1), otypes=[object])(array))
+        wrapped = np.asarray(
+            np.vectorize(lambda v: int(v) & ((1 << bits) - 1), otypes=[object])(array)
+        )
         return wrapped.astype(_UNSIGNED[dtype.itemsize]).view(dtype)
     return array.astype(np.float64).astype(dtype)
 

@@ -3,13 +3,23 @@ comes from the op (divsi vs divui), float math runs in the op's own type (bf16/f
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from ...ir.ops import arith
-from .dtypes import (LOW_FLOATS, F32, float_math, make_value, numpy_dtype, signed, signed_dtype,
-                     to_float8, unsigned, unsigned_dtype)
+from .dtypes import (
+    F32,
+    LOW_FLOATS,
+    float_math,
+    make_value,
+    numpy_dtype,
+    signed,
+    signed_dtype,
+    to_float8,
+    unsigned,
+    unsigned_dtype,
+)
 
 
 def c_div(a, b):
@@ -75,9 +85,16 @@ def _viewed(fn: Callable, view: Callable, dtype: np.dtype) -> Callable:
 def _on_bits(fn: Callable, dtype: np.dtype) -> Callable:
     """i1 arithmetic wraps mod 2 (NumPy's bool `+` is a logical or)."""
     one = np.uint8(1)
-    return lambda a, b: (np.bitwise_and(fn(np.uint8(a) if np.ndim(a) == 0 else a.view(np.uint8),
-                                           np.uint8(b) if np.ndim(b) == 0 else b.view(np.uint8)),
-                                        one) != 0)
+    return lambda a, b: (
+        np.bitwise_and(
+            fn(
+                np.uint8(a) if np.ndim(a) == 0 else a.view(np.uint8),
+                np.uint8(b) if np.ndim(b) == 0 else b.view(np.uint8),
+            ),
+            one,
+        )
+        != 0
+    )
 
 
 def eval_negf(op, ctx):
@@ -91,11 +108,16 @@ def eval_constant(op, ctx):
 
 # -- comparisons and select ------------------------------------------------------------------------
 INT_PREDICATES = {
-    "eq": (np.equal, None), "ne": (np.not_equal, None),
-    "slt": (np.less, signed), "sle": (np.less_equal, signed),
-    "sgt": (np.greater, signed), "sge": (np.greater_equal, signed),
-    "ult": (np.less, unsigned), "ule": (np.less_equal, unsigned),
-    "ugt": (np.greater, unsigned), "uge": (np.greater_equal, unsigned),
+    "eq": (np.equal, None),
+    "ne": (np.not_equal, None),
+    "slt": (np.less, signed),
+    "sle": (np.less_equal, signed),
+    "sgt": (np.greater, signed),
+    "sge": (np.greater_equal, signed),
+    "ult": (np.less, unsigned),
+    "ule": (np.less_equal, unsigned),
+    "ugt": (np.greater, unsigned),
+    "uge": (np.greater_equal, unsigned),
 }
 
 
@@ -105,14 +127,20 @@ def _either_nan(a, b):
 
 # Ordered predicates are false on NaN (NumPy's comparisons already are); unordered ones are true.
 FLOAT_PREDICATES = {
-    "oeq": np.equal, "olt": np.less, "ole": np.less_equal, "ogt": np.greater, "oge": np.greater_equal,
+    "oeq": np.equal,
+    "olt": np.less,
+    "ole": np.less_equal,
+    "ogt": np.greater,
+    "oge": np.greater_equal,
     "one": lambda a, b: np.less(a, b) | np.greater(a, b),
     "une": np.not_equal,
     "ord": lambda a, b: ~_either_nan(a, b),
     "uno": _either_nan,
     "ueq": lambda a, b: np.equal(a, b) | _either_nan(a, b),
-    "ult": lambda a, b: ~np.greater_equal(a, b), "ule": lambda a, b: ~np.greater(a, b),
-    "ugt": lambda a, b: ~np.less_equal(a, b), "uge": lambda a, b: ~np.less(a, b),
+    "ult": lambda a, b: ~np.greater_equal(a, b),
+    "ule": lambda a, b: ~np.greater(a, b),
+    "ugt": lambda a, b: ~np.less_equal(a, b),
+    "uge": lambda a, b: ~np.less(a, b),
     "true": lambda a, b: np.ones(np.broadcast(a, b).shape, np.bool_)[()],
     "false": lambda a, b: np.zeros(np.broadcast(a, b).shape, np.bool_)[()],
 }
@@ -153,7 +181,7 @@ def eval_extui(op, ctx):
 def eval_trunci(op, ctx):
     dtype = numpy_dtype(op.result.type)
     if dtype == np.bool_:
-        return lambda x: (np.bitwise_and(x, 1) != 0)
+        return lambda x: np.bitwise_and(x, 1) != 0
     return lambda x: np.asarray(x).astype(dtype)[()]  # C casts wrap
 
 
@@ -172,12 +200,14 @@ def _int_to_float(view: Callable):
         if dtype in LOW_FLOATS and dtype.itemsize == 1:
             return lambda x: to_float8(view(x).astype(np.float64), dtype)
         return lambda x: view(x).astype(wide).astype(dtype)[()]
+
     return factory
 
 
 def _float_to_int(unsigned_result: bool):
     """fptosi / fptoui: truncate toward zero, saturate out-of-range values, and NaN gives 0 (as PTX's
     `cvt.rzi` does; LLVM calls these poison)."""
+
     def factory(op, ctx):
         dtype = numpy_dtype(op.result.type)
         target = unsigned_dtype(dtype) if unsigned_result else signed_dtype(dtype)
@@ -189,7 +219,9 @@ def _float_to_int(unsigned_result: bool):
             wide = np.asarray(x).astype(np.float64)
             wide = np.where(np.isnan(wide), 0.0, np.clip(np.trunc(wide), float(info.min), high))
             return wide.astype(target).view(dtype)[()]
+
         return convert
+
     return factory
 
 

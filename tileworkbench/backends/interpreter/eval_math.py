@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -78,6 +78,7 @@ def eval_mulhiui(op, ctx):
     def mulhi(a, b):
         product = unsigned(a).astype(np.uint64) * unsigned(b).astype(np.uint64)
         return (product >> shift).astype(unsigned_dtype(dtype)).view(dtype)[()]
+
     return mulhi
 
 
@@ -96,18 +97,26 @@ def eval_extern_elementwise(op, ctx):
     if found is None:
         raise InterpreterError(
             f"the interpreter has no implementation of the device-library function '{op.symbol}' "
-            f"(kernel '{ctx.kernel}' at {ctx.where(op)}); it runs only on the GPU")
+            f"(kernel '{ctx.kernel}' at {ctx.where(op)}); it runs only on the GPU"
+        )
     fn, family = found
     dtype = numpy_dtype(op.result.type)
     if family == "float":
+
         def call(*args):
-            wide = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" or
-                    np.asarray(a).dtype in LOW_FLOATS else a for a in args]
+            wide = [
+                np.asarray(a, np.float64)
+                if np.asarray(a).dtype.kind == "f" or np.asarray(a).dtype in LOW_FLOATS
+                else a
+                for a in args
+            ]
             return np.asarray(fn(*wide)).astype(dtype)[()]
+
         return call
     if family == "predicate":
-        return lambda x: np.asarray(fn(np.asarray(x).astype(F32) if np.asarray(x).dtype in LOW_FLOATS
-                                       else x)).astype(dtype)[()]
+        return lambda x: np.asarray(
+            fn(np.asarray(x).astype(F32) if np.asarray(x).dtype in LOW_FLOATS else x)
+        ).astype(dtype)[()]
     return lambda *args: np.asarray(fn(*args)).astype(dtype)[()]
 
 
@@ -118,7 +127,9 @@ def eval_inline_asm(op, ctx):
     def refuse(*args):
         raise InterpreterError(
             f"inline_asm_elementwise runs only on the GPU: the interpreter cannot execute PTX "
-            f"(kernel '{kernel}' at {where}). Run on a GPU, or give the kernel a portable fallback.")
+            f"(kernel '{kernel}' at {where}). Run on a GPU, or give the kernel a portable fallback."
+        )
+
     return refuse
 
 

@@ -6,7 +6,7 @@ them undefined). Atomics apply lane after lane in element order and return the o
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,6 +45,7 @@ def eval_store(op, ctx):
 
     def store(ptr, value, mask=None):
         memory.store(ptr, value, mask, target, site)
+
     return store
 
 
@@ -54,8 +55,9 @@ def _typed(fn: Callable, view: Callable) -> Callable:
 
 # Read-modify-write kinds as (old, value) -> new on the pointee dtype.
 RMW: dict[str, Callable[[np.dtype], Callable]] = {
-    "add": lambda dtype: float_math(np.add, dtype) if dtype.kind == "f" or dtype in LOW_FLOATS
-    else np.add,
+    "add": lambda dtype: (
+        float_math(np.add, dtype) if dtype.kind == "f" or dtype in LOW_FLOATS else np.add
+    ),
     "fadd": lambda dtype: float_math(np.add, dtype),
     "max": lambda dtype: _typed(np.maximum, signed),
     "min": lambda dtype: _typed(np.minimum, signed),
@@ -82,10 +84,15 @@ def eval_atomic_rmw(op, ctx):
 
     def atomic_rmw(ptr, value, mask=None):
         values = _lanes(value, ptr, target)
-        old = memory.atomic(ptr, mask, target, site,
-                            lambda before, lanes: np.asarray(combine(before, values[lanes]))
-                            .astype(target))
+        old = memory.atomic(
+            ptr,
+            mask,
+            target,
+            site,
+            lambda before, lanes: np.asarray(combine(before, values[lanes])).astype(target),
+        )
         return old.astype(dtype)[()]
+
     return atomic_rmw
 
 
@@ -100,7 +107,9 @@ def eval_atomic_cas(op, ctx):
         def swap(before, lanes):
             equal = unsigned(before) == unsigned(compares[lanes])
             return np.where(equal, values[lanes], before)
+
         return memory.atomic(ptr, None, target, site, swap).astype(dtype)[()]
+
     return atomic_cas
 
 

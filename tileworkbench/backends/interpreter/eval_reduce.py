@@ -8,7 +8,7 @@ doublings. Both only regroup, never reorder, so an associative combine gives Tri
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -58,7 +58,9 @@ def _ufunc_method(method: str, ufunc: np.ufunc, view: Callable | None, dtype: np
         return lambda x, axis: np.asarray(apply(view(x), axis=axis)).view(dtype)
     if dtype == np.bool_:
         return lambda x, axis: apply(x, axis=axis)
-    return lambda x, axis: apply(x, axis=axis, dtype=dtype)  # keep small ints wrapping in their type
+    return lambda x, axis: apply(
+        x, axis=axis, dtype=dtype
+    )  # keep small ints wrapping in their type
 
 
 def _region_combine(op, ctx) -> Callable[[list, list], list]:
@@ -69,6 +71,7 @@ def _region_combine(op, ctx) -> Callable[[list, list], list]:
     def combine(left: list, right: list) -> list:
         out = body([*left, *right])
         return [np.broadcast_to(np.asarray(v, d), np.shape(left[0])) for v, d in zip(out, dtypes)]
+
     return combine
 
 
@@ -109,6 +112,7 @@ def eval_reduce(op, ctx):
         out = _tree_reduce([np.moveaxis(np.asarray(s), axis, -1) for s in srcs], combine)
         out = [o[()] for o in out]
         return out[0] if single else out
+
     return reduce_region
 
 
@@ -133,6 +137,7 @@ def eval_scan(op, ctx):
             out = [np.flip(o, -1) for o in out]
         out = [np.moveaxis(o, -1, axis) for o in out]
         return out[0] if single else out
+
     return scan_region
 
 
@@ -151,6 +156,7 @@ def eval_dot(op, ctx):
     def dot(a, b, c):
         product = np.matmul(np.asarray(a).astype(compute), np.asarray(b).astype(compute))
         return (product + np.asarray(c).astype(compute)).astype(result)
+
     return dot
 
 

@@ -6,7 +6,7 @@ is the same for the whole program, as on a GPU.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ...errors import InterpreterError
 from ...ir.ops import scf
@@ -36,6 +36,7 @@ def eval_for(op: scf.ForOp, ctx):
             carried = body([make_iv(iv), *carried])
             iv += stride
         return pack(carried)
+
     return for_loop
 
 
@@ -47,6 +48,7 @@ def eval_if(op: scf.IfOp, ctx):
 
     def if_else(condition):
         return pack(then_block(()) if condition else else_block(()))
+
     return if_else
 
 
@@ -62,6 +64,7 @@ def eval_while(op: scf.WhileOp, ctx):
             if not condition:
                 return pack(args)
             values = after(args)
+
     return while_loop
 
 

@@ -85,8 +85,10 @@ def eval_gather(op, ctx):
         if np.any(bad):
             raise InterpreterError(
                 f"tl.gather index {int(np.asarray(indices)[bad][0])} out of range [0, {size}) "
-                f"along axis {axis} in kernel '{kernel}' at {where}, program id {ctx.pid}")
+                f"along axis {axis} in kernel '{kernel}' at {where}, program id {ctx.pid}"
+            )
         return np.take_along_axis(src, np.asarray(indices, np.int64), axis)
+
     return gather
 
 
@@ -98,6 +100,7 @@ def eval_histogram(op, ctx):
         x = np.asarray(x).reshape(-1)
         inside = x[(x >= 0) & (x < bins)].astype(np.int64)
         return np.bincount(inside, minlength=bins)[:bins].astype(dtype)
+
     return histogram
 
 
@@ -107,6 +110,7 @@ def eval_sort(op, ctx):
     def sort(x):
         ordered = np.sort(x, axis=axis, kind="stable")
         return np.flip(ordered, axis=axis) if descending else ordered
+
     return sort
 
 
@@ -116,6 +120,7 @@ def eval_topk(op, ctx):
     def topk(x):
         ordered = np.sort(x, axis=-1, kind="stable")
         return np.flip(ordered, axis=-1)[..., :k] if largest else ordered[..., :k]
+
     return topk
 
 
@@ -125,6 +130,7 @@ def eval_addptr(op, ctx):
 
     def addptr(ptr, offset):
         return np.add(ptr, np.multiply(offset, size, dtype=np.int64, casting="unsafe"))
+
     return addptr
 
 
@@ -152,8 +158,9 @@ def _check(condition, what: str, op, ctx) -> None:
         return
     failing = tuple(int(i) for i in np.argwhere(~condition.astype(bool))[0])
     index = f", first failing index {failing}" if failing else ""
-    raise InterpreterError(f"{what} in kernel '{ctx.kernel}' at {ctx.where(op)}\n"
-                           f"  program id {ctx.pid}{index}")
+    raise InterpreterError(
+        f"{what} in kernel '{ctx.kernel}' at {ctx.where(op)}\n  program id {ctx.pid}{index}"
+    )
 
 
 def eval_assert(op, ctx):
@@ -182,6 +189,7 @@ def eval_print(op, ctx):
                 text = _format(value[index], as_hex)
                 idx = ", ".join(f"{i:3d}" for i in index)
                 stdout(f"pid {pid} idx ({idx}){operand} {prefix}{text}")
+
     return device_print
 
 

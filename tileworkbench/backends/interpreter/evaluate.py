@@ -7,7 +7,7 @@ program cost of an op is one Python call into NumPy.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from . import eval_arith, eval_math, eval_memory, eval_reduce, eval_scf, eval_tt
 

@@ -8,7 +8,7 @@ written before it is read in each program, so nothing needs clearing between pro
 from __future__ import annotations
 
 import linecache
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -25,8 +25,14 @@ from .memory import Memory, Site
 BlockFn = Callable[[Sequence], list]
 
 
-def run(func: FuncOp, args: list, grid: tuple[int, int, int], arg_names: list[str] | None = None,
-        *, stdout: Callable[[str], None] | None = None) -> None:
+def run(
+    func: FuncOp,
+    args: list,
+    grid: tuple[int, int, int],
+    arg_names: list[str] | None = None,
+    *,
+    stdout: Callable[[str], None] | None = None,
+) -> None:
     """Run kernel `func` over `grid` on NumPy arrays, in place.
 
     Args:
@@ -43,24 +49,38 @@ def run(func: FuncOp, args: list, grid: tuple[int, int, int], arg_names: list[st
     """
     params = func.args
     if len(args) != len(params):
-        raise InterpreterError(f"kernel '{func.sym_name}' takes {len(params)} arguments, "
-                               f"got {len(args)}")
-    names = list(arg_names) if arg_names else [p.name_hint or f"arg{i}" for i, p in enumerate(params)]
-    arrays = [_as_array(a, n, func) if isinstance(p.type, PointerType) else None
-              for a, p, n in zip(args, params, names)]
+        raise InterpreterError(
+            f"kernel '{func.sym_name}' takes {len(params)} arguments, got {len(args)}"
+        )
+    names = (
+        list(arg_names) if arg_names else [p.name_hint or f"arg{i}" for i, p in enumerate(params)]
+    )
+    arrays = [
+        _as_array(a, n, func) if isinstance(p.type, PointerType) else None
+        for a, p, n in zip(args, params, names)
+    ]
     memory = Memory(names, arrays)
-    values = [memory.pointer(i) if arrays[i] is not None else make_value(a, p.type)
-              for i, (a, p) in enumerate(zip(args, params))]
+    values = [
+        memory.pointer(i) if arrays[i] is not None else make_value(a, p.type)
+        for i, (a, p) in enumerate(zip(args, params))
+    ]
     program = Program(func, memory, _grid3(grid), stdout or print)
-    with np.errstate(all="ignore"):  # C semantics: integer wrap-around and float overflow are silent
+    with np.errstate(
+        all="ignore"
+    ):  # C semantics: integer wrap-around and float overflow are silent
         program.run_grid(values)
 
 
 class Program:
     """One kernel compiled to closures; the context that `eval_*` factories build their closures in."""
 
-    def __init__(self, func: FuncOp, memory: Memory, grid: tuple[int, int, int],
-                 stdout: Callable[[str], None]):
+    def __init__(
+        self,
+        func: FuncOp,
+        memory: Memory,
+        grid: tuple[int, int, int],
+        stdout: Callable[[str], None],
+    ):
         self.func = func
         self.kernel = func.sym_name
         self.memory = memory
@@ -118,8 +138,10 @@ class Program:
     def _compile_op(self, op: Op) -> Callable[[], None]:
         factory = EVALUATORS.get(type(op))
         if factory is None:
-            raise InterpreterError(f"the interpreter cannot run {op.name} (kernel '{self.kernel}' at "
-                                   f"{self.where(op)}); it is a GPU-only op")
+            raise InterpreterError(
+                f"the interpreter cannot run {op.name} (kernel '{self.kernel}' at "
+                f"{self.where(op)}); it is a GPU-only op"
+            )
         fn = factory(op, self)
         ins = [self._slot(v) for v in op.operands]
         outs = [self._define(r) for r in op.results]
@@ -127,9 +149,12 @@ class Program:
 
     def _wrap_error(self, op: Op) -> Callable[[Exception], Exception]:
         def wrap(error: Exception) -> Exception:
-            return InterpreterError(f"{op.name} failed in kernel '{self.kernel}' at "
-                                    f"{self.where(op)}, program id {self.pid}: "
-                                    f"{type(error).__name__}: {error}")
+            return InterpreterError(
+                f"{op.name} failed in kernel '{self.kernel}' at "
+                f"{self.where(op)}, program id {self.pid}: "
+                f"{type(error).__name__}: {error}"
+            )
+
         return wrap
 
     def _define(self, value: Value) -> int:
@@ -158,6 +183,7 @@ def _step(fn: Callable, ins: list[int], outs: list[int], env: list, wrap) -> Cal
                     raise
                 except Exception as error:
                     raise wrap(error) from error
+
             return step
         if len(ins) == 1:
             a = ins[0]
@@ -169,6 +195,7 @@ def _step(fn: Callable, ins: list[int], outs: list[int], env: list, wrap) -> Cal
                     raise
                 except Exception as error:
                     raise wrap(error) from error
+
             return step
 
     def step():
@@ -183,6 +210,7 @@ def _step(fn: Callable, ins: list[int], outs: list[int], env: list, wrap) -> Cal
         elif outs:
             for slot, value in zip(outs, result):
                 env[slot] = value
+
     return step
 
 
@@ -215,5 +243,7 @@ def _as_array(value, name: str, func: FuncOp) -> np.ndarray:
         return np.asarray(value)
     if hasattr(value, "__dlpack__"):
         return np.from_dlpack(value)
-    raise InterpreterError(f"kernel '{func.sym_name}': argument '{name}' is a pointer parameter, so it "
-                           f"needs an array, got {type(value).__name__}")
+    raise InterpreterError(
+        f"kernel '{func.sym_name}': argument '{name}' is a pointer parameter, so it "
+        f"needs an array, got {type(value).__name__}"
+    )

@@ -11,8 +11,8 @@ An argument's bytes are those its array spans (NumPy's byte bounds), so strided 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
@@ -43,7 +43,7 @@ class ArgumentMemory:
         if key not in self.views:
             start = (-self.base) % dtype.itemsize
             count = (len(self.raw) - start) // dtype.itemsize
-            self.views[key] = (self.raw[start:start + count * dtype.itemsize].view(dtype), start)
+            self.views[key] = (self.raw[start : start + count * dtype.itemsize].view(dtype), start)
         return self.views[key]
 
 
@@ -170,7 +170,8 @@ class Memory:
         if not argument.array.flags.writeable:
             raise InterpreterError(
                 f"{site.kind} into read-only argument '{argument.name}' in kernel '{site.kernel}' at "
-                f"{site.where}, program id {self.pid}: pass a writable array")
+                f"{site.where}, program id {self.pid}: pass a writable array"
+            )
 
     def _fail_bounds(self, argument: ArgumentMemory, address: int, dtype, site: Site):
         offset = (address - argument.pointer) // dtype.itemsize
@@ -200,8 +201,11 @@ class Memory:
 
 def _argument(index: int, name: str, array: np.ndarray) -> ArgumentMemory:
     low, high = byte_bounds(array)
-    raw = np.frombuffer((ctypes.c_uint8 * (high - low)).from_address(low), np.uint8) \
-        if high > low else np.zeros(0, np.uint8)
+    raw = (
+        np.frombuffer((ctypes.c_uint8 * (high - low)).from_address(low), np.uint8)
+        if high > low
+        else np.zeros(0, np.uint8)
+    )
     base = ((index + 1) << REGION_BITS) + (1 << (REGION_BITS - 1)) + (low & 63)
     first = array.__array_interface__["data"][0] - low
     return ArgumentMemory(name, array, raw, base, first)

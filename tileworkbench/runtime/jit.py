@@ -28,50 +28,84 @@ _DTYPE_NAMES = {
 }
 
 
+_NAME_CACHE: dict = {}
+
+
 def dtype_name(dtype) -> str:
     """The Triton name of a NumPy, CuPy, ml_dtypes or torch dtype ("float32" -> "fp32")."""
-    name = str(dtype).removeprefix("torch.")
     try:
-        return _DTYPE_NAMES[name]
-    except KeyError:
-        raise LaunchError(f"arrays of dtype {dtype} cannot be passed to a kernel") from None
+        return _NAME_CACHE[dtype]
+    except (KeyError, TypeError):
+        pass
+    name = str(dtype).removeprefix("torch.")
+    if name not in _DTYPE_NAMES:
+        raise LaunchError(f"arrays of dtype {dtype} cannot be passed to a kernel")
+    try:
+        _NAME_CACHE[dtype] = _DTYPE_NAMES[name]
+    except TypeError:
+        pass
+    return _DTYPE_NAMES[name]
+
+
+def _cupy_pointer(value) -> tuple[str, int]:
+    return dtype_name(value.dtype), value.data.ptr
+
+
+def _torch_pointer(value) -> tuple[str, int]:
+    return dtype_name(value.dtype), value.data_ptr()
+
+
+def _numpy_pointer(value) -> tuple[str, int]:
+    return dtype_name(value.dtype), value.ctypes.data
+
+
+def _interface_pointer(value) -> tuple[str, int]:
+    interface = getattr(value, "__cuda_array_interface__", None) or value.__array_interface__
+    return dtype_name(np.dtype(interface["typestr"])), interface["data"][0]
+
+
+_POINTER_OF: dict[type, object] = {np.ndarray: _numpy_pointer}
+
+
+def _pointer_reader(kind: type):
+    """How to read (dtype, address) from arrays of this type, found once per type."""
+    module = kind.__module__.split(".")[0]
+    if module == "cupy":
+        return _cupy_pointer
+    if module == "torch":
+        return _torch_pointer
+    if hasattr(kind, "__cuda_array_interface__") or hasattr(kind, "__array_interface__"):
+        return _interface_pointer
+    return None
 
 
 def _array_pointer(value) -> tuple[str, int] | None:
     """(dtype name, data address) of an array argument, or None if `value` is not an array."""
-    data = getattr(value, "data", None)
-    ptr = getattr(data, "ptr", None)  # CuPy
-    if ptr is not None and hasattr(value, "dtype"):
-        return dtype_name(value.dtype), ptr
-    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):  # torch
-        return dtype_name(value.dtype), value.data_ptr()
-    if isinstance(value, np.ndarray):
-        return dtype_name(value.dtype), value.ctypes.data
-    interface = getattr(value, "__cuda_array_interface__", None) or getattr(value, "__array_interface__", None)
-    if interface is not None:
-        return dtype_name(np.dtype(interface["typestr"])), interface["data"][0]
-    return None
+    kind = type(value)
+    reader = _POINTER_OF.get(kind)
+    if reader is None:
+        reader = _POINTER_OF[kind] = _pointer_reader(kind)
+    return reader(value) if reader is not None else None
 
 
 def arg_spec_key(value) -> tuple:
     """What a launch specializes on for one runtime argument."""
-    if isinstance(value, bool):
-        return ("i1", False, False)
-    if isinstance(value, int):
+    kind = type(value)
+    if kind is int:
         if -(2**31) <= value < 2**31:
-            kind = "i32"
-        elif 2**63 <= value < 2**64:
-            kind = "u64"
-        else:
-            kind = "i64"
-        return (kind, value % 16 == 0, value == 1)
-    if isinstance(value, float):
+            return ("i32", value % 16 == 0, value == 1)
+        return ("u64" if value >= 2**63 else "i64", value % 16 == 0, value == 1)
+    if kind is bool:
+        return ("i1", False, False)
+    if kind is float:
         return ("fp32", False, False)
     if isinstance(value, np.generic):
         return (dtype_name(value.dtype), False, False)
     array = _array_pointer(value)
     if array is None:
-        raise LaunchError(f"cannot pass a {type(value).__name__} to a kernel: expected an array, a number or "
+        if isinstance(value, int):
+            return arg_spec_key(int(value))
+        raise LaunchError(f"cannot pass a {kind.__name__} to a kernel: expected an array, a number or "
                           "a tl.constexpr parameter")
     return ("*" + array[0], array[1] % 16 == 0, False)
 
@@ -111,6 +145,14 @@ class JITFunction:
 
     # -- binding ---------------------------------------------------------------------------------------------
     def _bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        bound = dict(zip(self.arg_names, args))
+        if kwargs:
+            bound.update(kwargs)
+        if len(bound) == len(self.arg_names) and len(args) + len(kwargs) == len(bound):
+            return bound  # the common case: every parameter given once, none unknown
+        return self._bind_slow(args, kwargs)
+
+    def _bind_slow(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         if len(args) > len(self.arg_names):
             raise LaunchError(f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}")
         bound = dict(zip(self.arg_names, args))
@@ -125,7 +167,7 @@ class JITFunction:
                 if name not in self.defaults:
                     raise LaunchError(f"{self.fn.__name__} is missing the argument {name!r}")
                 bound[name] = self.defaults[name]
-        return bound
+        return {name: bound[name] for name in self.arg_names}
 
     def _key(self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int) -> tuple:
         parts = []

@@ -149,7 +149,20 @@ def test_device_print_writes_one_line_per_element():
     values = RNG.integers(-50, 50, 4, dtype=np.int32)
     run(kb.finish(), [values, 255], (2,), stdout=lines.append)
     assert len(lines) == 2 * (4 + 1)
-    assert lines[0] == f"pid (0, 0, 0) idx (  0) x: {values[0]}"
-    assert lines[3] == f"pid (0, 0, 0) idx (  3) x: {values[3]}"
-    assert lines[4] == "pid (0, 0, 0) idx () n = 0xff"
-    assert lines[5].startswith("pid (1, 0, 0) idx (  0) x: ")
+    assert lines[0] == f"pid (0, 0, 0) idx (0) x: {values[0]}"
+    assert lines[3] == f"pid (0, 0, 0) idx (3) x: {values[3]}"
+    assert lines[4] == "pid (0, 0, 0) idx () n = ff"  # printf's %x, as on the GPU
+    assert lines[5].startswith("pid (1, 0, 0) idx (0) x: ")
+
+
+def test_device_print_formats_floats_like_printf():
+    kb = KernelBuilder("printer2d", [("x", ptr(f32))])
+    offs = kb.arange(6)
+    x = kb.load(kb.addptr(kb["x"], offs))
+    kb.op(tt.PrintOp, [], args=[kb.op(tt.ReshapeOp, [tensor((2, 3), f32)], src=x)], prefix="v: ")
+    lines = []
+    values = np.array([1.5, -2.25, 0.0, 3.0, 1e-7, 100.125], np.float32)
+    run(kb.finish(), [values], (1,), stdout=lines.append)
+    assert lines[1] == "pid (0, 0, 0) idx (0, 1) v: -2.250000"
+    assert lines[5] == "pid (0, 0, 0) idx (1, 2) v: 100.125000"
+    assert len(lines) == 6

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...errors import InterpreterError
 from ...ir.ops import tt
-from ...ir.types import element_type
+from ...ir.types import PointerType, element_type
 from .dtypes import memory_dtype, numpy_dtype, shape, unsigned
 
 
@@ -174,29 +174,32 @@ def eval_assume(op, ctx):
 
 
 def eval_print(op, ctx):
-    """Like Triton's: one line per element, `pid (x, y, z) idx (i, j) <prefix><value>`."""
+    """One line per element, `pid (x, y, z) idx (i, j) <prefix><value>`, formatted as the GPU's printf
+    lowering does (%f for floats, %x with hex=True, %p for pointers), so both targets print alike."""
     prefix, as_hex, stdout = op.prefix, op.hex, ctx.stdout
-    several = len(op.args) > 1
+    formats = [_formatter(element_type(v.type), as_hex) for v in op.args]
 
     def device_print(*values):
         pid = "({}, {}, {})".format(*ctx.pid)
         if not values:
-            stdout(f"pid {pid} {prefix}".rstrip())
-        for number, value in enumerate(values):
-            operand = f" (operand {number})" if several else ""
+            stdout(f"pid {pid} {prefix}")
+        for value, format_value in zip(values, formats):
             value = np.asarray(value)
             for index in np.ndindex(value.shape):
-                text = _format(value[index], as_hex)
-                idx = ", ".join(f"{i:3d}" for i in index)
-                stdout(f"pid {pid} idx ({idx}){operand} {prefix}{text}")
+                idx = ", ".join(str(i) for i in index)
+                stdout(f"pid {pid} idx ({idx}) {prefix}{format_value(value[index])}")
 
     return device_print
 
 
-def _format(value: np.ndarray, as_hex: bool) -> str:
+def _formatter(element, as_hex: bool):
+    if isinstance(element, PointerType):
+        return lambda v: hex(int(v))
+    if element.is_float:
+        return (lambda v: float(v).hex()) if as_hex else (lambda v: f"{float(v):f}")
     if as_hex:
-        return hex(int(unsigned(value)))
-    return str(value.item() if value.dtype.kind in "biuf" else float(value))
+        return lambda v: f"{int(unsigned(v)):x}"
+    return lambda v: str(int(v))
 
 
 EVALUATORS = {

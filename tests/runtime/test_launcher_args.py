@@ -1,4 +1,5 @@
-"""Argument packing and grid checks of the CUDA launcher, on fake GPU arrays (no CuPy or GPU)."""
+"""Argument checks, packing (CuPy form and the driver's parameter block) and grid checks of the
+CUDA launcher, on fake GPU arrays: no CuPy or GPU needed."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 import pytest
 
 from tileworkbench.errors import LaunchError
-from tileworkbench.runtime import launcher
+from tileworkbench.runtime import arguments
+from tileworkbench.runtime.arguments import ParamBuffer
 from tileworkbench.runtime.launcher import check_grid, make_arg_packer, normalize_kind
 
 
@@ -183,7 +185,7 @@ def test_array_on_another_device_is_refused():
 
 
 def test_device_of_a_generic_array_is_asked_of_the_driver(monkeypatch):
-    monkeypatch.setattr(launcher, "_device_of_pointer", lambda pointer: 3 if pointer > 1000 else 0)
+    monkeypatch.setattr(arguments, "_device_of_pointer", lambda pointer: 3 if pointer > 1000 else 0)
     pack = make_arg_packer(["*fp32"], ["x_ptr"], "k", device_id=0)
     assert int(pack((FakeDeviceArray(512),))[0]) == 512
     with pytest.raises(LaunchError, match="on device 3"):
@@ -231,3 +233,53 @@ def test_grid_limits_of_the_device_are_used():
     assert check_grid((100, 1, 1), "k", max_grid=(128, 8, 8)) == (100, 1, 1)
     with pytest.raises(LaunchError, match=r"limit \(128, 8, 8\)"):
         check_grid((129,), "k", max_grid=(128, 8, 8))
+
+
+def test_param_buffer_slots_hold_the_values():
+    import ctypes
+
+    rng = np.random.default_rng(11)
+    x = _pointer(rng)
+    n = int(rng.integers(-(2**31), 2**31 - 1))
+    scale = float(rng.standard_normal())
+    kinds = ["*fp32", "i32", "fp32", "i1", "u64", "fp16", "bf16", "fp64", "i8"]
+    buffer = ParamBuffer(kinds, [f"p{i}" for i in range(len(kinds))], "k")
+    buffer.fill((FakeDeviceArray(x), n, scale, True, 2**64 - 1, 0.5, 1.0, scale, -7))
+    slots = (ctypes.c_void_p * len(kinds)).from_address(buffer.params_address)
+    assert [slots[i] - slots[0] for i in range(len(kinds))] == [8 * i for i in range(len(kinds))]
+
+    def read(index, ctype):
+        return ctype.from_address(slots[index]).value
+
+    assert read(0, ctypes.c_uint64) == x and read(1, ctypes.c_int32) == n
+    assert read(2, ctypes.c_float) == pytest.approx(scale, rel=2**-23)
+    assert read(3, ctypes.c_bool) is True and read(4, ctypes.c_uint64) == 2**64 - 1
+    assert read(5, ctypes.c_uint16) == 0x3800  # 0.5 in IEEE half
+    assert read(6, ctypes.c_uint16) == 0x3F80  # 1.0 in bfloat16
+    assert read(7, ctypes.c_double) == scale and read(8, ctypes.c_int8) == -7
+    # refilled in place: the same addresses see the next call's values
+    buffer.fill((None, 5, 0.0, False, 0, 0.0, 0.0, 0.0, 0))
+    assert read(0, ctypes.c_uint64) == 0 and read(1, ctypes.c_int32) == 5
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((np.ones(4, np.float32), 1, 1.0), "'x_ptr' of add_kernel is a host array"),
+        ((None, 2**31, 1.0), "'n' of add_kernel has kind i32; got 2147483648"),
+        ((None, 1.5, 1.0), "'n' of add_kernel has kind i32; got 1.5"),
+        ((None, 1, "one"), "'alpha' of add_kernel has kind fp32; got 'one'"),
+        ((None, 1, 1e39), "'alpha' of add_kernel has kind fp32; got 1e\\+39: float too large"),
+        ((None, 1), r"add_kernel takes 3 arguments \(x_ptr, n, alpha\); got 2"),
+    ],
+)
+def test_param_buffer_errors_name_the_argument(args, message):
+    buffer = ParamBuffer(["*fp32", "i32", "fp32"], ["x_ptr", "n", "alpha"], "add_kernel")
+    with pytest.raises(LaunchError, match=message):
+        buffer.fill(args)
+
+
+def test_param_buffer_without_parameters():
+    buffer = ParamBuffer([], [], "k")
+    buffer.fill(())
+    assert buffer.params_address == 0

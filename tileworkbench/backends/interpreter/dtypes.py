@@ -128,9 +128,8 @@ def float_math(fn: Callable, dtype: np.dtype) -> Callable:
 
 
 def to_float8(x, dtype: np.dtype):
-    """Round to an fp8 type, saturating finite overflow to the largest finite value like the GPU's
-    `cvt.rn.satfinite` (ml_dtypes alone turns overflow into NaN for e4m3fn)."""
+    """Round to an fp8 type, saturating overflow and infinities to the largest finite value like the
+    GPU's `cvt.rn.satfinite` (ml_dtypes alone turns overflow into NaN for e4m3fn); NaN stays NaN."""
     limit = float(ml_dtypes.finfo(dtype).max)
     wide = np.asarray(x).astype(np.float32)
-    clipped = np.where(np.isfinite(wide), np.clip(wide, -limit, limit), wide)
-    return clipped.astype(dtype)[()]
+    return np.clip(wide, -limit, limit).astype(dtype)[()]

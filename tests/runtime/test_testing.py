@@ -34,6 +34,7 @@ def test_do_bench_auto_uses_the_host_without_a_gpu(monkeypatch):
     monkeypatch.setattr(testing, "_gpu_timing", lambda: False)
     fn, calls = _sleeper(1.0)
     assert 1.0 <= do_bench(fn, warmup=2, rep=10) < 15.0
+    assert len(calls) >= 1 + 5 + 1
 
 
 def test_do_bench_return_modes_and_quantiles():

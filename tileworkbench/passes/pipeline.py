@@ -12,9 +12,11 @@ from ..ir import IRVerificationError, print_ir
 from ..ir import verify as verify_ir
 from ..ir.ops.tt import FuncOp
 from .canonicalize import canonicalize
+from .coalesce import coalesce
 from .cse import cse
 from .dce import dce
 from .licm import licm
+from .remove_layout_conversions import remove_layout_conversions
 
 Pass = Callable[[FuncOp], bool]
 
@@ -28,6 +30,14 @@ TILE_OPT: list[Pass] = [
     licm,
     # dce last, to sweep what the others left unused (cse and licm never erase uses themselves).
     dce,
+]
+
+TILE_GPU: list[Pass] = [
+    # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at
+    # global loads/stores/atomics; everything after it needs encodings. It reads `func.num_warps`.
+    coalesce,
+    # then remove, fold or rematerialize the ttg.convert_layout ops coalesce had to insert.
+    remove_layout_conversions,
 ]
 
 

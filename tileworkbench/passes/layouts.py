@@ -50,6 +50,10 @@ class LayoutAssigner:
         self.func = func
         self.num_warps = num_warps
         self.converts: dict[tuple[int, object], Value] = {}
+        self.users: dict[int, list] = {}
+        for op in func.walk():
+            for v in op.operands:
+                self.users.setdefault(id(v), []).append(op)
 
     def default(self, v: Value):
         return blocked_for(v.type.shape, self.num_warps)
@@ -62,9 +66,11 @@ class LayoutAssigner:
             op = v.block.parent_op
             if isinstance(op, scf.ForOp) and v.index > 0:
                 return self._want_carried(op, v.index - 1, enc)
+            if isinstance(op, scf.WhileOp):
+                return self._want_carried(op, v.index, enc)
             return
         op = v.op
-        if isinstance(op, scf.ForOp):
+        if isinstance(op, (scf.ForOp, scf.WhileOp)):
             return self._want_carried(op, v.index, enc)
         if isinstance(op, scf.IfOp):
             set_encoding(v, enc)
@@ -83,13 +89,47 @@ class LayoutAssigner:
             for operand in op.operands:
                 self.want(operand, enc)
 
-    def _want_carried(self, op: scf.ForOp, i: int, enc) -> None:
-        body = op.body.block
-        for v in (body.args[i + 1], op.results[i]):
-            if encoding_of(v) is None:
-                set_encoding(v, enc)
-        self.want(op.init_args[i], enc)
-        self.want(body.ops[-1].operands[i], enc)
+    def _carried(self, op, i: int) -> tuple[list[Value], list[Value]]:
+        """(the values that are loop-carried value i, the values flowing into it)."""
+        if isinstance(op, scf.ForOp):
+            body = op.body.block
+            return [body.args[i + 1], op.results[i]], [op.init_args[i], body.ops[-1].operands[i]]
+        before, after = op.before.block, op.after.block
+        return ([before.args[i], after.args[i], op.results[i]],
+                [op.init_args[i], after.ops[-1].operands[i], before.ops[-1].args[i]])
+
+    def _want_carried(self, op, i: int, enc) -> None:
+        carried, sources = self._carried(op, i)
+        fresh = [v for v in carried if encoding_of(v) is None]
+        for v in fresh:
+            set_encoding(v, enc)
+        for v in sources:
+            self.want(v, enc)
+        for v in fresh:
+            self.push(v, enc)
+
+    # -- forward from anchors: users of an anchored value take its layout ---------------------------
+    def push(self, v: Value, enc) -> None:
+        for user in self.users.get(id(v), []):
+            if isinstance(user, (scf.YieldOp, scf.ConditionOp)):
+                parent = user.parent.parent_op
+                index = user.operands.index(v) - (1 if isinstance(user, scf.ConditionOp) else 0)
+                if isinstance(parent, (scf.ForOp, scf.WhileOp)) and index >= 0:
+                    self._want_carried(parent, index, enc)
+                elif isinstance(parent, scf.IfOp) and encoding_of(parent.results[index]) is None:
+                    self.want(parent.results[index], enc)
+                    self.push(parent.results[index], enc)
+                continue
+            if not user.results or not is_tensor(user.results[0]) or \
+                    encoding_of(user.results[0]) is not None:
+                continue
+            res = user.results[0]
+            if isinstance(user, tt.BroadcastOp) or (user.elementwise and not user.regions and not
+                                                      isinstance(user, (tt.LoadOp, tt.AtomicRMWOp))):
+                set_encoding(res, enc)
+                for operand in user.operands:
+                    self.want(operand, enc)
+                self.push(res, enc)
 
     # -- forward: everything not yet placed follows its operands -------------------------------------
     def forward(self, block) -> None:
@@ -208,5 +248,7 @@ def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, 
             set_encoding(res, enc)
         for operand in op.operands:
             assigner.want(operand, enc)
+        for res in op.results:
+            assigner.push(res, enc)
     assigner.forward(func.body.block)
     assigner.insert_converts(func.body.block)

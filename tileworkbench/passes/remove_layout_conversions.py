@@ -60,6 +60,9 @@ def _remat(v: Value, enc, before) -> Value:
         return v
     op = v.op
     clone = copy.copy(op)
+    for name, value in vars(op).items():
+        if isinstance(value, list) and name != "results":
+            setattr(clone, name, list(value))  # variadic operands must not be shared with `op`
     if isinstance(op, tt.ExpandDimsOp):
         operand_enc = SliceEncoding(op.axis, enc)
     else:

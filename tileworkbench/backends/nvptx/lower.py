@@ -67,6 +67,8 @@ class Lowering:
         self._smem = None
         self._layout_cache: dict[tuple, LinearLayout] = {}
         self.current_op = None
+        self._shared_used = False
+        self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:
@@ -221,6 +223,13 @@ class Lowering:
 
     def barrier(self) -> None:
         self.call_intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
+
+    def barrier_before_shared(self) -> None:
+        """The barrier that keeps a new use of shared memory from overwriting data other threads may
+        still read from the last use; not needed before the first use outside loops."""
+        if self._shared_used or self.loop_depth:
+            self.barrier()
+        self._shared_used = True
 
     def smem_ptr(self, base: ir.Value, byte_offset: ir.Value) -> ir.Value:
         return self.builder.gep(base, [byte_offset], source_etype=I8)

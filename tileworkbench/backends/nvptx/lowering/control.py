@@ -63,7 +63,9 @@ def lower_for(lw, op) -> None:
     lw.set(iv_arg, iv)
     for arg, value in zip(carried, unflatten(lw, carried, phis)):
         lw.set(arg, value)
+    lw.loop_depth += 1
     yielded = flatten(lw.lower_block(body_block))
+    lw.loop_depth -= 1
     next_iv = b.add(iv, step)
     latch = b.block
     b.branch(header)
@@ -115,6 +117,7 @@ def lower_while(lw, op) -> None:
     for arg, value in zip(before_block.args, unflatten(lw, before_block.args, phis)):
         lw.set(arg, value)
     terminator = before_block.ops[-1]
+    lw.loop_depth += 1
     lw.lower_block(before_block)
     cond = lw.get(terminator.condition)
     passed = [lw.get(v) for v in terminator.args]
@@ -123,6 +126,7 @@ def lower_while(lw, op) -> None:
     for arg, value in zip(after_block.args, passed):
         lw.set(arg, value)
     yielded = flatten(lw.lower_block(after_block))
+    lw.loop_depth -= 1
     latch = b.block
     b.branch(before)
     for phi, init, new in zip(phis, inits, yielded):

@@ -106,19 +106,20 @@ def remap(lw, src: TVal, src_shape, dst: LinearLayout, fmap, elem_type) -> TVal:
                         lambda c: flat(fmap(c), src_shape), elem_type)
 
 
-def remap_shared(lw, sources, dst: LinearLayout, weight, elem_type) -> TVal:
-    """Write each (tensor, shape) of `sources` one after another, then read `dst` at `weight(c)`."""
+def remap_shared(lw, sources, dst: LinearLayout, weight, elem_type, read_base: int = 0) -> TVal:
+    """Write each (tensor, shape) of `sources` one after another, then read `dst` at
+    `read_base + weight(c)` (`weight` linear: it is applied to the lane and warp bases too)."""
     nbytes = elem_bytes_of(elem_type)
     total = sum(_numel(shape) for _, shape in sources)
     smem = lw.shared_memory(total * nbytes)
-    lw.barrier()
+    lw.barrier_before_shared()
     base = 0
     for tensor, shape in sources:
         write_shared(lw, tensor, shape, base, nbytes, smem)
         base += _numel(shape)
     lw.barrier()
     reg_type = sources[0][0].vals[0].type
-    return TVal(read_shared(lw, dst, weight, 0, nbytes, smem, reg_type), dst)
+    return TVal(read_shared(lw, dst, weight, read_base, nbytes, smem, reg_type), dst)
 
 
 def _numel(shape) -> int:

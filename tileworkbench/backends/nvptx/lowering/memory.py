@@ -223,7 +223,30 @@ def _pred_i32(lw, pred) -> ir.Value:
     return lw.builder.zext(pred, I32)
 
 
+def _float_minmax(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
+    """Float atomic max/min on the bits: for x >= 0 (sign clear) signed-int max (min) orders like the
+    float; for x < 0 unsigned-int min (max) does. NaN is not ordered (as Triton)."""
+    b = lw.builder
+    bits = t.bitwidth
+    if bits not in (32, 64):
+        raise lw.error(op, f"atomic `{op.kind}` on {t} is not supported by the NVPTX back end")
+    ity = ir.IntType(bits)
+    reg = "r" if bits == 32 else "l"
+    as_int = b.bitcast(val, ity)
+    negative = b.icmp_signed("<", as_int, ir.Constant(ity, 0))
+    is_max = op.kind == "fmax"
+    results = []
+    for cond, name in ((b.not_(negative), f"{'max' if is_max else 'min'}.s{bits}"),
+                       (negative, f"{'min' if is_max else 'max'}.u{bits}")):
+        text = _atomic_asm(op, f"{name} $0, [$1], $2", 2)
+        results.append(lw.asm(text, f"={reg},l,{reg},r", ity,
+                              [ptr, as_int, _pred_i32(lw, b.and_(pred, cond))], side_effect=True))
+    return b.bitcast(b.select(negative, results[1], results[0]), llvm_type(t))
+
+
 def _rmw_one(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
+    if op.kind in ("fmax", "fmin"):
+        return _float_minmax(lw, op, ptr, val, pred, t)
     suffix, reg = _atom_type(op.kind, t)
     if not suffix or not reg:
         raise lw.error(op, f"atomic `{op.kind}` on {t} is not supported by the NVPTX back end")
@@ -253,7 +276,7 @@ def _broadcast_scalar(lw, value) -> ir.Value:
     """Thread 0's value to every thread, through shared memory."""
     b = lw.builder
     smem = lw.smem_ptr(lw.shared_memory(8), ir.Constant(I32, 0))
-    lw.barrier()
+    lw.barrier_before_shared()
     with b.if_then(lw.owner_predicate(None)):
         b.store(value, smem)
     lw.barrier()

@@ -120,7 +120,7 @@ def _vprintf(lw, fmt: str, args: list) -> None:
         struct = ir.LiteralStructType([a.type for a in args])
         buf = lw.entry_builder.alloca(struct)
         for i, a in enumerate(args):
-            b.store(a, b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, i)], source_etype=struct))
+            b.store(a, b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, i)]))
         buf = b.bitcast(buf, GENERIC_PTR)
     else:
         buf = ir.Constant(GENERIC_PTR, None)

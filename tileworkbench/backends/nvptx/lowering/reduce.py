@@ -87,7 +87,7 @@ def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) 
     def weight(c):
         return sum(x * s for x, s in zip(c, st)) * n_warps
     thread = lw.thread_offset(out_layout, weight)
-    lw.barrier()
+    lw.barrier_before_shared()
     for o, coords in enumerate(out_layout.all_reg_coords()):
         slot = b.add(b.add(thread, ir.Constant(I32, weight(coords))), warp_index)
         for i, size in enumerate(sizes):

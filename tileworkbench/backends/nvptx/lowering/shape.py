@@ -133,8 +133,8 @@ def lower_split(lw, op) -> None:
         if local is None:
             st = strides(src_shape)
             local = remap_shared(lw, [(src, src_shape)], dst,
-                                 lambda c, k=k: sum(x * s for x, s in zip(tuple(c) + (k,), st)),
-                                 element_type(op.src.type))
+                                 lambda c: sum(x * s for x, s in zip(tuple(c) + (0,), st)),
+                                 element_type(op.src.type), read_base=k * st[-1])
         lw.set(res, local)
 
 
@@ -161,7 +161,7 @@ def lower_gather(lw, op) -> None:
     nbytes = _bytes(op)
     smem = lw.shared_memory(_numel(src_shape) * nbytes)
     b = lw.builder
-    lw.barrier()
+    lw.barrier_before_shared()
     write_shared(lw, src, src_shape, 0, nbytes, smem)
     lw.barrier()
     st = strides(src_shape)
@@ -197,7 +197,7 @@ def lower_histogram(lw, op) -> None:
     bins = op.result.type.shape[0]
     b = lw.builder
     smem = lw.shared_memory(bins * 4)
-    lw.barrier()
+    lw.barrier_before_shared()
     tid = lw.sreg("tid.x")
     threads = 32 * lw.num_warps
     for start in range(0, bins, threads):

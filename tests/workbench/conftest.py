@@ -10,6 +10,10 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "notebooks: runs a teaching notebook with nbclient (slow-ish)")
+
+
 @pytest.fixture(autouse=True)
 def _cache_dir(tmp_path, monkeypatch):
     """Each test gets an empty cache folder (peaks, compiled kernels)."""

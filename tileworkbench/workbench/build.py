@@ -103,7 +103,7 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
 def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None) -> None:
     counts = report.counts
     report.show_roofline = opts.roofline
-    if not opts.roofline or counts is None or not counts.flops or not counts.bytes:
+    if counts is None or not counts.flops or not counts.bytes:
         return
     if report.target == "interpreter":
         seconds = None  # a CPU time against GPU ceilings would mislead; place it by intensity

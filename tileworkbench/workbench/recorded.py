@@ -1,0 +1,112 @@
+"""Recorded GPU results for the notebooks: JSON files in notebooks/data/, written on a real GPU by
+bench/record_notebook_data.py and shown in place of GPU-only cells on machines without one.
+
+A file holds: {"device", "date", "versions", "peaks": {name: value}, "rows": [{"label", "ms", "flops",
+"bytes", "compute", "triton_ms"?, ...}], "notes"}. A missing file is reported, never invented.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .peaks import UNITS, Peak, Peaks, datasheet_peaks
+from .roofline import Roofline, RooflinePoint
+
+SCRIPT = "bench/record_notebook_data.py"
+
+
+def data_dirs() -> list[Path]:
+    """Where to look: ./data (a notebook's folder), ./notebooks/data, and the source checkout's."""
+    here = Path(__file__).resolve().parents[2] / "notebooks" / "data"
+    return [Path("data"), Path("notebooks") / "data", here]
+
+
+@dataclass
+class Recorded:
+    """One notebook's recorded results, or the fact that there are none yet."""
+
+    name: str
+    data: dict | None = None
+    path: Path | None = None
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def available(self) -> bool:
+        return self.data is not None
+
+    def peaks(self) -> Peaks:
+        device = self.data.get("device", "GPU")
+        measured = {k: Peak(k, float(v), UNITS.get(k, "FLOP/s"), "measured", "recorded")
+                    for k, v in (self.data.get("peaks") or {}).items() if k in UNITS}
+        return Peaks(device, measured=measured, datasheet=datasheet_peaks(device))
+
+    def points(self) -> list[RooflinePoint]:
+        return [RooflinePoint(r["label"], float(r["flops"]), float(r["bytes"]), r["ms"] * 1e-3,
+                              compute=r.get("compute", "fp32"), flops_source="counted from the IR",
+                              bytes_source="launch arrays")
+                for r in self.rows if r.get("ms") and r.get("flops") and r.get("bytes")]
+
+    def roofline(self) -> Roofline | None:
+        points = self.points()
+        return Roofline(points, self.peaks()) if points else None
+
+    def _missing(self) -> str:
+        return (f"no recorded data yet for {self.name}: run `python {SCRIPT}` on a GPU machine "
+                f"to record notebooks/data/{self.name}.json")
+
+    def __repr__(self) -> str:
+        if not self.available:
+            return self._missing()
+        lines = [f"recorded on {self.data.get('device')} ({self.data.get('date', '?')})"]
+        for row in self.rows:
+            lines.append("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if not self.available:
+            return f"<p><i>{html.escape(self._missing())}</i></p>"
+        keys = list(dict.fromkeys(k for row in self.rows for k in row))
+        head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(row.get(k, '')))}</td>"
+                                        for k in keys) + "</tr>" for row in self.rows)
+        meta = html.escape(f"{self.data.get('device')}, {self.data.get('date', '')}, "
+                           f"{self.data.get('versions', '')}")
+        return (f"<p><b>Recorded on {meta}</b></p><table><tr>{head}</tr>{body}</table>"
+                + "".join(f"<p>{html.escape(n)}</p>" for n in self.data.get("notes", [])))
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def load_recorded(name: str, data_dir: str | Path | None = None) -> Recorded:
+    """The recorded results of notebook `name` (e.g. "02_fused_softmax"), or an empty `Recorded`."""
+    dirs = [Path(data_dir)] if data_dir else data_dirs()
+    for folder in dirs:
+        path = folder / f"{name}.json"
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+            except ValueError:
+                continue
+            return Recorded(name, data, path, list(data.get("rows", [])))
+    return Recorded(name)
+
+
+def show_recorded(name: str, data_dir: str | Path | None = None) -> None:
+    """Display a notebook's recorded GPU results (table and roofline) or say there are none yet."""
+    recorded = load_recorded(name, data_dir)
+    try:
+        from IPython.display import display
+    except ImportError:
+        print(recorded)
+        return
+    display(recorded)
+    plot = recorded.roofline() if recorded.available else None
+    if plot is not None:
+        display(plot)

@@ -16,7 +16,7 @@ from ..ir.builder import Builder
 from ..ir.types import TensorType
 from ..language import core
 from ..language.core import block_type, dtype, pointer_type, tensor
-from .promotion import computation_type, integer_promote, python_scalar_dtype
+from .promotion import computation_type, python_scalar_dtype
 
 _FLOAT_PRED = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
 _SINT_PRED = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
@@ -265,11 +265,9 @@ class Semantics:
         for t in (ta, tb):
             if not t.dtype.is_int():
                 raise TileTypeError(f"`{what}` needs integer operands, got {t.dtype}")
+        # Triton promotes as for arithmetic: a Python int meeting an int1 tile makes an int32 result.
         a_scalar, b_scalar = is_number(unwrap(a)), is_number(unwrap(b))
-        if a_scalar != b_scalar:
-            common = tb.dtype if a_scalar else ta.dtype
-        else:
-            common = integer_promote(ta.dtype, tb.dtype)
+        common = computation_type(ta.dtype, a_scalar, tb.dtype, b_scalar, False)
         return (*self.broadcast_pair(self.cast(ta, common), self.cast(tb, common)), common)
 
     def and_(self, a, b) -> tensor:

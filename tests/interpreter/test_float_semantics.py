@@ -211,3 +211,18 @@ def test_fma_and_remf():
         lambda kb, x, y: kb.binary(arith.RemFOp, x, y), [a * 8, b], [f32, f32], f32, np.float32
     )
     np.testing.assert_allclose(rem, np.fmod(a.astype(np.float64) * 8, b), rtol=1e-5, atol=1e-6)
+
+
+def test_min_max_order_signed_zeros_and_commute():
+    """-0.0 < +0.0: max is -0.0 only when both are, min is -0.0 when either is, in either order."""
+    a = np.array([-0.0, 0.0, -0.0, 0.0], np.float32)
+    b = np.array([0.0, -0.0, -0.0, 0.0], np.float32)
+    both, either = np.signbit(a) & np.signbit(b), np.signbit(a) | np.signbit(b)
+    for cls, negative in (
+        (arith.MaximumFOp, both),
+        (arith.MaxNumFOp, both),
+        (arith.MinimumFOp, either),
+        (arith.MinNumFOp, either),
+    ):
+        np.testing.assert_array_equal(np.signbit(_binary(cls, a, b)), negative)
+        np.testing.assert_array_equal(np.signbit(_binary(cls, b, a)), negative)

@@ -113,7 +113,8 @@ def _convert(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
             np.vectorize(lambda v: int(v) & ((1 << bits) - 1), otypes=[object])(array)
         )
         return wrapped.astype(_UNSIGNED[dtype.itemsize]).view(dtype)
-    return array.astype(np.float64).astype(dtype)
+    with np.errstate(over="ignore"):  # a constant beyond the type's range becomes inf, as in C
+        return array.astype(np.float64).astype(dtype)
 
 
 def float_math(fn: Callable, dtype: np.dtype) -> Callable:

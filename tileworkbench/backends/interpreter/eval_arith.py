@@ -27,16 +27,30 @@ def c_div(a, b):
     return (a - np.fmod(a, b)) // b
 
 
+def _signed_zeros(fn: Callable, larger: bool) -> Callable:
+    """`fn` with -0.0 < +0.0, as IEEE 754-2019 maximum/minimum and the GPU's max/min order them;
+    NumPy's maximum/fmax return their first operand for (-0.0, +0.0), which makes the op
+    non-commutative."""
+
+    def ordered(a, b):
+        result = fn(a, b)
+        tie = (result == 0) & (a == b)
+        pick = np.where(np.signbit(a), b, a) if larger else np.where(np.signbit(a), a, b)
+        return np.where(tie, pick, result)[()]
+
+    return ordered
+
+
 FLOAT_BINARY: dict[type, Callable] = {
     arith.AddFOp: np.add,
     arith.SubFOp: np.subtract,
     arith.MulFOp: np.multiply,
     arith.DivFOp: np.divide,
     arith.RemFOp: np.fmod,  # C fmod: the sign of the dividend
-    arith.MaximumFOp: np.maximum,  # propagates NaN
-    arith.MinimumFOp: np.minimum,
-    arith.MaxNumFOp: np.fmax,  # returns the non-NaN operand
-    arith.MinNumFOp: np.fmin,
+    arith.MaximumFOp: _signed_zeros(np.maximum, larger=True),  # propagates NaN
+    arith.MinimumFOp: _signed_zeros(np.minimum, larger=False),
+    arith.MaxNumFOp: _signed_zeros(np.fmax, larger=True),  # returns the non-NaN operand
+    arith.MinNumFOp: _signed_zeros(np.fmin, larger=False),
 }
 
 # Integer ops by the signedness they read their operands with: None means either works.

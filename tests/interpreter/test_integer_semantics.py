@@ -183,3 +183,12 @@ def test_bitcast_reinterprets_bits():
     x = RNG.standard_normal(16).astype(np.float32)
     got = run_elementwise(lambda kb, v: kb.cast(arith.BitcastOp, v, i32), [x], [f32], i32, np.int32)
     np.testing.assert_array_equal(got, x.view(np.int32))
+
+
+def test_i1_arithmetic_wraps_mod_2():
+    a = np.array([True, True, False, False] * 4)
+    b = np.array([True, False, True, False] * 4)
+    added = _binary(arith.AddIOp, a, b, i1, np.bool_)
+    anded = _binary(arith.AndIOp, a, b, i1, np.bool_)
+    np.testing.assert_array_equal(added, a ^ b)  # 1 + 1 = 0 in one bit
+    np.testing.assert_array_equal(anded, a & b)

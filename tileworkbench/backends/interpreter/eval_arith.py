@@ -96,19 +96,14 @@ def _viewed(fn: Callable, view: Callable, dtype: np.dtype) -> Callable:
     return lambda a, b: np.asarray(fn(view(a), view(b))).view(dtype)[()]
 
 
+_BOOL_SAFE = (np.bitwise_and, np.bitwise_or, np.bitwise_xor)
+
+
 def _on_bits(fn: Callable, dtype: np.dtype) -> Callable:
-    """i1 arithmetic wraps mod 2 (NumPy's bool `+` is a logical or)."""
-    one = np.uint8(1)
-    return lambda a, b: (
-        np.bitwise_and(
-            fn(
-                np.uint8(a) if np.ndim(a) == 0 else a.view(np.uint8),
-                np.uint8(b) if np.ndim(b) == 0 else b.view(np.uint8),
-            ),
-            one,
-        )
-        != 0
-    )
+    """i1 arithmetic wraps mod 2 (NumPy's bool `+` is a logical or); logic ops run on bools as is."""
+    if fn in _BOOL_SAFE:
+        return fn
+    return lambda a, b: (np.bitwise_and(fn(unsigned(a), unsigned(b)), 1) != 0)[()]
 
 
 def eval_negf(op, ctx):

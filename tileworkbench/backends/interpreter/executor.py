@@ -46,6 +46,12 @@ def run(
     Raises:
         OutOfBoundsError: an unmasked load, store or atomic fell outside its argument, or was misaligned.
         InterpreterError: a failed `device_assert`/`assume`, inline asm, or an op the interpreter lacks.
+
+    Where Triton leaves a result undefined, the interpreter picks one: masked-off lanes of a load
+    without `other` read 0, masked-off atomics return 0, fptosi/fptoui saturate (NaN gives 0), fp8
+    rounding saturates like `cvt.rn.satfinite`, and `tl.dot` multiplies in float32 for every input
+    precision (so "tf32" is more exact than on a GPU). Programs run one at a time, x fastest, so
+    atomics and races resolve in program order, and within a program in lane order.
     """
     params = func.args
     if len(args) != len(params):

@@ -39,12 +39,11 @@ class ArgumentMemory:
 
     def typed(self, dtype: np.dtype) -> tuple[np.ndarray, int]:
         """A view of the bytes as `dtype` and the byte offset of its element 0 within raw."""
-        key = dtype.str if dtype.kind != "V" else dtype.name
-        if key not in self.views:
+        if dtype not in self.views:
             start = (-self.base) % dtype.itemsize
             count = (len(self.raw) - start) // dtype.itemsize
-            self.views[key] = (self.raw[start : start + count * dtype.itemsize].view(dtype), start)
-        return self.views[key]
+            self.views[dtype] = (self.raw[start : start + count * dtype.itemsize].view(dtype), start)
+        return self.views[dtype]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ RTOL = {np.dtype(np.float16): 2e-3, BF16: 1.6e-2, np.dtype(np.float32): 2e-6,
 def poisoned(shape, dtype) -> np.ndarray:
     """An output buffer full of NaN (floats) or a sentinel (integers), so unwritten lanes show up."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f" or dtype == BF16:
+    if dtype.kind == "f" or dtype.kind == "V":  # V: ml_dtypes' bf16 and fp8
         return np.full(shape, np.nan, dtype)
     if dtype.kind == "b":
         return np.ones(shape, dtype)  # tests that store bools expect some False lanes

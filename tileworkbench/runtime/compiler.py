@@ -7,6 +7,7 @@ recording every stage and pass snapshot in a `CompiledKernel`, with the on-disk 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import types
@@ -15,12 +16,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..config import config
-from ..errors import CompilationError
+from ..errors import CompilationError, LaunchError
 from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
 from ..language import core
 
+# The GPU an interpreter kernel's resource figures (n_regs, shared) describe; see _init_handles.
+MODEL_ARCH = "sm_90"
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
 GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120")
 CACHE_FORMAT = 1
@@ -73,6 +76,8 @@ class CompiledKernel:
         self.source_first_line = source.first_line
         self._ir = ir
         self._regenerate = regenerate
+        self._gpu_model: Callable[[], CompiledKernel] | None = None
+        self.jit_function = None  # the JITFunction whose launch compiled this, for compiled[grid](...)
 
     @property
     def target(self) -> str:
@@ -92,6 +97,29 @@ class CompiledKernel:
     @property
     def n_spills(self) -> int | None:
         return self.metadata.n_spills
+
+    def __getitem__(self, grid) -> Callable:
+        """`compiled[grid](*args)`: launch this kernel, as Triton's CompiledKernel does; `args` are all
+        the kernel's parameters in order, constexprs included."""
+        if self.jit_function is None:
+            raise LaunchError(f"{self.name} was compiled by tw.compile, not by a @jit launch: launch the "
+                              "@jit function instead")
+        md = self.metadata
+        return functools.partial(self.jit_function.run, grid=grid, num_warps=md.num_warps,
+                                 num_stages=md.num_stages)
+
+    def _init_handles(self) -> None:
+        """Triton loads the binary here and learns n_regs and n_spills. GPU kernels are loaded when
+        compiled. An interpreter kernel gets the resources it would use on the GPU the interpreter
+        models (`MODEL_ARCH`): n_regs, n_spills and shared come from compiling it for that GPU, so
+        occupancy arithmetic written for Triton (tutorial 02's) works. Without ptxas n_regs stays None.
+        """
+        if self.target != "interpreter" or self._gpu_model is None or self.metadata.shared:
+            return
+        model = self._gpu_model()
+        self.metadata.n_regs = model.metadata.n_regs
+        self.metadata.n_spills = model.metadata.n_spills
+        self.metadata.shared = model.metadata.shared
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} for {self.target}: stages {', '.join(self.asm)}>"
@@ -291,7 +319,11 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> Co
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs)[0]
 
-    return CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=cubin, regenerate=regenerate)
+    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=cubin, regenerate=regenerate)
+    if target == "interpreter":
+        kernel._gpu_model = functools.partial(_compile_fresh, py_fn, args, constexprs, MODEL_ARCH, num_warps,
+                                              num_stages)
+    return kernel
 
 
 def _nvptx(func, target, num_warps, num_stages):

@@ -31,6 +31,14 @@ _DTYPE_NAMES = {
 _NAME_CACHE: dict = {}
 
 
+# Options Triton's CUDA/HIP backends take as launch keywords; accepted and ignored here (one CTA per
+# program, no register cap, no AMD matrix-instruction choice), so Triton code passes them unchanged.
+BACKEND_OPTIONS = frozenset({
+    "num_ctas", "maxnreg", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "allow_flush_denorm",
+    "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl", "debug", "sanitize_overflow",
+})
+
+
 def dtype_name(dtype) -> str:
     """The Triton name of a NumPy, CuPy, ml_dtypes or torch dtype ("float32" -> "fp32")."""
     try:
@@ -128,6 +136,8 @@ class JITFunction:
         self.defaults = {n: p.default for n, p in self.signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.cache: dict[tuple, _BoundKernel] = {}
+        # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
+        self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
 
     def _param_name(self, p) -> str:
         return self.arg_names[p] if isinstance(p, int) else p
@@ -157,6 +167,8 @@ class JITFunction:
             raise LaunchError(f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}")
         bound = dict(zip(self.arg_names, args))
         for name, value in kwargs.items():
+            if name in BACKEND_OPTIONS and name not in self.signature.parameters:
+                continue  # a Triton backend option with no meaning here (see BACKEND_OPTIONS)
             if name not in self.signature.parameters:
                 raise LaunchError(f"{self.fn.__name__} has no parameter {name!r}")
             if name in bound:
@@ -187,6 +199,8 @@ class JITFunction:
     # -- launch ------------------------------------------------------------------------------------------------
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
             num_stages: int | None = None, stream=None, **kwargs):
+        if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
+            kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
         target = _default_target()
         num_warps = num_warps or 4
@@ -206,6 +220,14 @@ class JITFunction:
                 relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
         return kernel.compiled
 
+    def _option_arguments(self, args: tuple, kwargs: dict, **options) -> dict:
+        kwargs = dict(kwargs)
+        for name in self.option_params:
+            given = options[name]
+            if given is not None and name not in kwargs and self.arg_names.index(name) >= len(args):
+                kwargs[name] = given
+        return kwargs
+
     def _compile(self, key, bound, target, num_warps, num_stages) -> _BoundKernel:
         from .compiler import dependencies
 
@@ -218,6 +240,7 @@ class JITFunction:
         compile_target = target if target == "interpreter" else None
         compiled = compile(self.fn, specs, constexprs, target=compile_target, num_warps=num_warps,
                            num_stages=num_stages)
+        compiled.jit_function = self
         _, used_globals = dependencies(self.fn)
         return _BoundKernel(compiled, specs, used_globals)
 
@@ -304,7 +327,7 @@ def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> 
         elif hasattr(value, "numpy") and hasattr(value, "data_ptr"):  # torch CPU tensor
             if getattr(value, "is_cuda", False):
                 raise LaunchError("a CUDA torch tensor was passed to a kernel running in the interpreter")
-            host_args.append(value.detach().numpy())
+            host_args.append(_torch_host_array(value))
         elif hasattr(value, "__array_interface__") and not isinstance(value, np.ndarray):
             host_args.append(np.asarray(value))
         else:
@@ -312,6 +335,24 @@ def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> 
     run(compiled.ir, host_args, grid, names)
     for device_array, host in copy_back:
         device_array.set(host)
+
+
+# torch dtypes NumPy lacks: viewed as same-width integers, then as ml_dtypes (sharing memory).
+_TORCH_ML_DTYPES = {"bfloat16": ("int16", "bfloat16"), "float8_e5m2": ("uint8", "float8_e5m2"),
+                    "float8_e4m3fn": ("uint8", "float8_e4m3fn")}
+
+
+def _torch_host_array(tensor) -> np.ndarray:
+    """A NumPy view of a CPU torch tensor's memory, for bf16 and fp8 tensors too."""
+    tensor = tensor.detach()
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name not in _TORCH_ML_DTYPES:
+        return tensor.numpy()
+    import ml_dtypes
+    import torch
+
+    raw, ml_name = _TORCH_ML_DTYPES[name]
+    return tensor.view(getattr(torch, raw)).numpy().view(getattr(ml_dtypes, ml_name))
 
 
 def jit(fn: Callable | None = None, **options) -> JITFunction | Callable[[Callable], JITFunction]:

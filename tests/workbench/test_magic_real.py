@@ -119,3 +119,35 @@ def test_ptx_stage_compile_only(real_shell):
     if not reports:
         pytest.skip("GPU back end not available yet")
     assert ".entry" in reports[0].asm["ptx"] and reports[0].resources is not None
+
+
+AUTOTUNE_CELL = '''
+import numpy as np
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.autotune(configs=[tw.Config({"BLOCK": 32}), tw.Config({"BLOCK": 128})], key=["n"])
+@tw.jit
+def inc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)
+
+x = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
+out = np.full_like(x, np.nan)
+inc_kernel[lambda meta: (tw.cdiv(1000, meta["BLOCK"]),)](x, out, 1000);
+'''
+
+
+def test_autotuned_kernel_gives_one_report_with_its_table(real_shell, capsys):
+    reports = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + 1'",
+                  AUTOTUNE_CELL)
+    assert len(reports) == 1, [r.metadata.get("constexprs") for r in reports]
+    report = reports[0]
+    assert report.check.passed
+    rows = report.autotune
+    assert len(rows) == 2 and rows[0].status == "best" and all(r.ms > 0 for r in rows)
+    tuner = real_shell.user_ns["inc_kernel"]
+    best = min(tuner.last_results, key=lambda c: tuner.last_results[c]["ms"])
+    assert report.metadata["constexprs"]["BLOCK"] == str(best.kwargs["BLOCK"])
+    assert "CompiledKernel" not in capsys.readouterr().out  # the trailing `;` hid the result

@@ -103,7 +103,7 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
     from .compile_only import compile_kernel
 
     before = {k: id(v) for k, v in shell.user_ns.items()}
-    result = shell.run_cell(cell, store_history=False)
+    result = run_inner(shell, cell)
     if not result.success:
         return []
     kernel = find_kernel(shell, options.kernel, before)
@@ -128,13 +128,29 @@ def _target_scope(target: str | None):
         config.interpret = saved
 
 
+def run_inner(shell, cell: str):
+    """`shell.run_cell(cell)` without storing history, where a trailing `;` still hides the result.
+
+    IPython's display hook (before 8.17) decides `;` from the last *stored* input, which is the magic
+    call itself, so the inner cell is shown to it for the duration."""
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None)
+    if history is None:
+        return shell.run_cell(cell, store_history=False)
+    history.append(cell)
+    try:
+        return shell.run_cell(cell, store_history=False)
+    finally:
+        if history and history[-1] is cell:
+            history.pop()
+
+
 def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], Any]) -> list:
     """Run the cell with launches recorded and C stdout captured; one report per compiled kernel."""
     from .compile_only import fresh_cache
 
     force = fresh_cache() if options.force else contextlib.nullcontext()
     with _target_scope(options.target), force, recorder() as launches, capture_c_stdout():
-        result = shell.run_cell(cell, store_history=False)
+        result = run_inner(shell, cell)
     if not result.success:
         return []
     records = list(launches)
@@ -143,11 +159,17 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
               "pass --signature)")
         return []
     opts = report_options(shell, options)
-    return [report_for_launch(record, opts, count) for record, count in group_launches(records)]
+    groups = group_launches(records, shell.user_ns)
+    return [report_for_launch(record, opts, count) for record, count in groups]
 
 
-def group_launches(records: list) -> list[tuple[Any, int]]:
-    """One (last record, launch count) per compiled kernel, in order of first launch."""
+def group_launches(records: list, namespace: dict | None = None) -> list[tuple[Any, int]]:
+    """One (last record, launch count) per compiled kernel, in order of first launch.
+
+    Launches made by an autotuner while it benchmarks its configs are folded into the launch of the
+    config it chose, which carries the autotuner's table (found through the Autotuner object in the
+    notebook's namespace when the runtime did not attach it to the record)."""
+    records = _fold_autotuning(records, namespace or {})
     groups: dict[int, list] = {}
     for record in records:
         key = id(record.compiled)
@@ -155,6 +177,37 @@ def group_launches(records: list) -> list[tuple[Any, int]]:
         groups[key][0] = record
         groups[key][1] += 1
     return [(record, count) for record, count in groups.values()]
+
+
+def _autotuners(namespace: dict) -> list[Any]:
+    return [v for v in namespace.values()
+            if hasattr(v, "last_results") and hasattr(v, "configs") and hasattr(v, "fn")]
+
+
+def _matches(config: Any, compiled: Any) -> bool:
+    meta = getattr(compiled, "metadata", None)
+    constexprs = getattr(meta, "constexprs", {}) or {}
+    if getattr(meta, "num_warps", config.num_warps) != config.num_warps:
+        return False
+    return all(str(constexprs.get(k)) in (repr(v), str(v)) for k, v in config.kwargs.items())
+
+
+def _fold_autotuning(records: list, namespace: dict) -> list:
+    out = list(records)
+    for tuner in _autotuners(namespace):
+        results = dict(getattr(tuner, "last_results", None) or {})
+        mine = [r for r in out if r.kernel is tuner or r.kernel is tuner.fn]
+        if not mine or not results:
+            continue
+        timed = {c: r["ms"] for c, r in results.items() if "ms" in r}
+        best = getattr(tuner, "best_config", None) or (min(timed, key=timed.get) if timed else None)
+        chosen = [r for r in mine if best is not None and _matches(best, r.compiled)] or mine[-1:]
+        for record in chosen:
+            if getattr(record, "autotuner_results", None) is None:
+                record.autotuner_results = results
+        drop = {id(r) for r in mine} - {id(r) for r in chosen}
+        out = [r for r in out if id(r) not in drop]
+    return out
 
 
 def run_tilekernel(shell, options: MagicOptions, cell: str,

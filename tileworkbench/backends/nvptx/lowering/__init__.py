@@ -1,7 +1,8 @@
 """Lowering rules of the NVPTX back end, one module per op family, joined in two tables:
 `LOWERINGS` (op class -> `lower_<op>(lowering, op)`) and `ELEMENTWISE` (op class -> a rule that maps
-the LLVM values of one element of each operand to the result element). `UNSUPPORTED` names the op
-classes with no rule and why."""
+the LLVM values of one element of each operand to the result element). `STRUCTURAL` names the ops
+their parent lowers (terminators, the function); `UNSUPPORTED` names op classes with no rule and why,
+and `PARTIAL` the cases of supported ops that still raise CompilationError."""
 
 from __future__ import annotations
 
@@ -32,3 +33,19 @@ def elementwise(*classes):
 
 
 from . import arith, control, dot, math, memory, misc, reduce, shape  # noqa: E402,F401
+
+from ....ir.ops import scf as _scf, tt as _tt  # noqa: E402
+
+STRUCTURAL: dict[type, str] = {
+    _scf.YieldOp: "lowered by its scf.for / scf.if / scf.while (phi incoming values)",
+    _scf.ConditionOp: "lowered by its scf.while (the loop's exit branch)",
+    _tt.ReduceReturnOp: "lowered by its tt.reduce (the combine region's results)",
+    _tt.ScanReturnOp: "lowered by its tt.scan (the combine region's results)",
+    _tt.FuncOp: "the kernel itself (lower.Lowering)",
+}
+
+PARTIAL: dict[type, str] = {
+    _tt.ElementwiseInlineAsmOp: "pack > 1 is not supported",
+    _tt.AtomicRMWOp: "8/16-bit integer atomics; fmax/fmin on f16/bf16",
+    _tt.DotOp: "runs on CUDA cores (FMA) only; tf32/fp8 precisions compute in full fp32",
+}

@@ -391,8 +391,9 @@ print("\\n".join(changed[:25]))'''),
 ## Layouts
 
 In **tile-gpu** every tensor type carries an encoding such as
-`#blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4]}>`: each thread owns 4 consecutive
-elements (one 16-byte vector load), 32 threads per warp, 4 warps. A reduction's result has a `#slice` layout.
+`#blocked<{sizePerThread=[1], threadsPerWarp=[32], warpsPerCTA=[4], order=[0]}>`: each thread owns
+`sizePerThread` consecutive elements (4 would allow one 16-byte vector load), 32 threads form a warp, and
+4 warps the program; the layout repeats until the tile is covered. A reduction's result has a `#slice` layout.
 """),
         code('''gpu_ir = compiled.asm.get("tile-gpu", "")
 print("\\n".join(line for line in gpu_ir.splitlines() if "#" in line)[:1500] or "(no tile-gpu stage)")'''),

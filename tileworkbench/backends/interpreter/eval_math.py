@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import InterpreterError
 from ...ir.ops import math as math_ops
 from ...ir.ops import tt
-from .dtypes import F32, LOW_FLOATS, float_math, numpy_dtype, unsigned, unsigned_dtype
+from .dtypes import LOW_FLOATS, float_math, numpy_dtype, unsigned, unsigned_dtype
 from .libdevice import lookup
 from .special import erf
 
@@ -92,7 +92,17 @@ def _mulhi64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a_hi * b_hi) + (hi_lo >> half) + (cross >> half)
 
 
+def _widen(value) -> np.ndarray:
+    """Float arguments as float64 (libdevice math is then rounded once); others unchanged."""
+    array = np.asarray(value)
+    if array.dtype.kind == "f" or array.dtype in LOW_FLOATS:
+        return array.astype(np.float64)
+    return array
+
+
 def eval_extern_elementwise(op, ctx):
+    """Float functions run in float64 and round to the result type; "native" ones (nextafter) run in
+    the argument type; predicates and integer functions convert their result to the result type."""
     found = lookup(op.symbol)
     if found is None:
         raise InterpreterError(
@@ -101,22 +111,8 @@ def eval_extern_elementwise(op, ctx):
         )
     fn, family = found
     dtype = numpy_dtype(op.result.type)
-    if family == "float":
-
-        def call(*args):
-            wide = [
-                np.asarray(a, np.float64)
-                if np.asarray(a).dtype.kind == "f" or np.asarray(a).dtype in LOW_FLOATS
-                else a
-                for a in args
-            ]
-            return np.asarray(fn(*wide)).astype(dtype)[()]
-
-        return call
-    if family == "predicate":
-        return lambda x: np.asarray(
-            fn(np.asarray(x).astype(F32) if np.asarray(x).dtype in LOW_FLOATS else x)
-        ).astype(dtype)[()]
+    if family in ("float", "predicate"):
+        return lambda *args: np.asarray(fn(*map(_widen, args))).astype(dtype)[()]
     return lambda *args: np.asarray(fn(*args)).astype(dtype)[()]
 
 

@@ -128,18 +128,21 @@ FLOAT_FUNCTIONS: dict[str, Callable] = {
     "fmin": np.fmin,
     "fmax": np.fmax,
     "fdim": lambda x, y: np.where(x > y, x - y, 0.0),
-    "nextafter": np.nextafter,
     "fma": lambda a, b, c: a * b + c,
     "ldexp": lambda x, n: np.ldexp(x, np.asarray(n, np.int32)),
     "scalbn": lambda x, n: np.ldexp(x, np.asarray(n, np.int32)),
     "powi": lambda x, n: np.power(x, np.asarray(n, np.float64)),
     "div_rn": np.divide,
+    "ddiv_rn": np.divide,
     "fdiv_rn": np.divide,
     "frcp_rn": lambda x: 1.0 / x,
     "fsqrt_rn": np.sqrt,
     "dsqrt_rn": np.sqrt,
     "drcp_rn": lambda x: 1.0 / x,
 }
+
+# Float functions whose result depends on the precision: computed in the argument type itself.
+NATIVE_FUNCTIONS: dict[str, Callable] = {"nextafter": np.nextafter}
 
 # Float predicates (int results): f32 ends in `f`, f64 in `d`.
 PREDICATES: dict[str, Callable] = {
@@ -177,14 +180,16 @@ INT_FUNCTIONS: dict[str, Callable] = {
 
 
 def lookup(symbol: str) -> tuple[Callable, str] | None:
-    """The NumPy function for a libdevice symbol and its family ("float", "predicate", "int")."""
+    """The NumPy function for a libdevice symbol and its family ("float", "native", "predicate",
+    "int")."""
     name = symbol.removeprefix("__nv_").removeprefix("fast_")
     if name in INT_FUNCTIONS:
         return INT_FUNCTIONS[name], "int"
-    if name in FLOAT_FUNCTIONS:
-        return FLOAT_FUNCTIONS[name], "float"
-    if name.endswith("f") and name[:-1] in FLOAT_FUNCTIONS:
-        return FLOAT_FUNCTIONS[name[:-1]], "float"
+    for table, family in ((FLOAT_FUNCTIONS, "float"), (NATIVE_FUNCTIONS, "native")):
+        if name in table:
+            return table[name], family
+        if name.endswith("f") and name[:-1] in table:
+            return table[name[:-1]], family
     if name[-1:] in ("f", "d") and name[:-1] in PREDICATES:
         return PREDICATES[name[:-1]], "predicate"
     return None

@@ -42,7 +42,10 @@ class ArgumentMemory:
         if dtype not in self.views:
             start = (-self.base) % dtype.itemsize
             count = (len(self.raw) - start) // dtype.itemsize
-            self.views[dtype] = (self.raw[start : start + count * dtype.itemsize].view(dtype), start)
+            self.views[dtype] = (
+                self.raw[start : start + count * dtype.itemsize].view(dtype),
+                start,
+            )
         return self.views[dtype]
 
 

@@ -253,6 +253,11 @@ class ExpressionsMixin:
     def call(self, fn, args: list, kwargs: dict, node: ast.AST | None = None) -> Any:
         fn = unwrap(fn)
         if isinstance(fn, BoundMethod):
+            from ..language import standard
+
+            method = getattr(standard, fn.builtin, None)  # x.sigmoid(), x.softmax(): language functions
+            if getattr(method, "__tile_language_function__", False):
+                return self.inline(method, [fn.value, *args], kwargs, node)
             return self.call_builtin(fn.builtin, [fn.value, *args], kwargs)
         name = getattr(fn, "__tile_builtin__", None)
         if name is not None:

@@ -23,7 +23,10 @@ def sigmoid(x):
 
 @language_function
 def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
-    """Softmax along `dim` (the last dimension when None)."""
+    """Softmax along `dim` (dimension 0 when None, as Triton). Unlike Triton, the reductions keep their
+    dimension internally, so dim=1 of a square tile does not broadcast the wrong way."""
+    if dim is None:
+        dim = 0
     z = x - _b.max(x, dim, keep_dims=True)
     num = _b.exp(z)
     den = _b.sum(num, dim, keep_dims=True)

@@ -46,7 +46,8 @@ def foldable_float(type: ScalarType) -> bool:
 
 
 def to_float(value: Any, type: ScalarType) -> np.floating:
-    return FLOAT_DTYPES[type.name](value)
+    with np.errstate(over="ignore"):  # a constant too large for f16 is inf there, as on the GPU
+        return FLOAT_DTYPES[type.name](value)
 
 
 # -- integer binary ops (operands and results are bit patterns; None = do not fold) --------------

@@ -271,3 +271,23 @@ def test_while_if_and_device_print(capsys):
     assert out[0] == sum(i if i % 3 == 0 else -1 for i in range(10))
     printed = capsys.readouterr().out.splitlines()
     assert printed == ["pid (0, 0, 0) idx () acc 12", "pid (1, 0, 0) idx () acc 12"]
+
+
+@tw.jit
+def atomic_minmax_kernel(x_ptr, hi_ptr, lo_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.atomic_max(hi_ptr + tl.arange(0, BLOCK) % 4, x)
+    tl.atomic_min(lo_ptr + tl.arange(0, BLOCK) % 4, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32])
+def test_atomic_max_min_from_a_kernel(dtype):
+    if dtype == np.float32:
+        x = RNG.standard_normal(64).astype(dtype)
+    else:
+        x = RNG.integers(-1000 if dtype == np.int32 else 0, 1000, 64).astype(dtype)
+    info = np.finfo(dtype) if dtype == np.float32 else np.iinfo(dtype)
+    hi, lo = np.full(4, info.min, dtype), np.full(4, info.max, dtype)
+    atomic_minmax_kernel[(1,)](x, hi, lo, BLOCK=64)
+    np.testing.assert_array_equal(hi, x.reshape(16, 4).max(0))
+    np.testing.assert_array_equal(lo, x.reshape(16, 4).min(0))

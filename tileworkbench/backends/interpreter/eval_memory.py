@@ -49,20 +49,25 @@ def eval_store(op, ctx):
     return store
 
 
-def _typed(fn: Callable, view: Callable) -> Callable:
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype in LOW_FLOATS
+
+
+def _integer(fn: Callable, view: Callable, dtype: np.dtype) -> Callable:
+    """`fn` on values read as signed or unsigned integers; on floats, the NaN-ignoring float op."""
+    if _is_float(dtype):
+        return float_math(np.fmax if fn is np.maximum else np.fmin, dtype)
     return lambda old, value: np.asarray(fn(view(old), view(value))).view(old.dtype)
 
 
 # Read-modify-write kinds as (old, value) -> new on the pointee dtype.
 RMW: dict[str, Callable[[np.dtype], Callable]] = {
-    "add": lambda dtype: (
-        float_math(np.add, dtype) if dtype.kind == "f" or dtype in LOW_FLOATS else np.add
-    ),
+    "add": lambda dtype: float_math(np.add, dtype) if _is_float(dtype) else np.add,
     "fadd": lambda dtype: float_math(np.add, dtype),
-    "max": lambda dtype: _typed(np.maximum, signed),
-    "min": lambda dtype: _typed(np.minimum, signed),
-    "umax": lambda dtype: _typed(np.maximum, unsigned),
-    "umin": lambda dtype: _typed(np.minimum, unsigned),
+    "max": lambda dtype: _integer(np.maximum, signed, dtype),
+    "min": lambda dtype: _integer(np.minimum, signed, dtype),
+    "umax": lambda dtype: _integer(np.maximum, unsigned, dtype),
+    "umin": lambda dtype: _integer(np.minimum, unsigned, dtype),
     "fmax": lambda dtype: float_math(np.fmax, dtype),
     "fmin": lambda dtype: float_math(np.fmin, dtype),
     "and": lambda dtype: np.bitwise_and,

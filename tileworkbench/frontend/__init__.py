@@ -11,7 +11,7 @@ from ..ir.builder import Builder
 from ..ir.location import Loc
 from ..ir.values import Block
 from ..language.core import tensor
-from . import calls, reductions  # noqa: F401  (register the builtins)
+from . import calls, descriptors, reductions  # noqa: F401  (register the builtins)
 from .codegen import CodeGenerator
 from .source import get_source
 from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type

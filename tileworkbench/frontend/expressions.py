@@ -90,6 +90,9 @@ class ExpressionsMixin:
         name = node.attr
         if isinstance(base, tensor):
             return self.tensor_attribute(base, name)
+        methods = getattr(type(base), "__tile_methods__", None)  # e.g. a tensor descriptor's load/store
+        if methods and name in methods:
+            return BoundMethod(base, methods[name])
         try:
             return getattr(base, name)
         except AttributeError:

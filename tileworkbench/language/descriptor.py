@@ -1,0 +1,48 @@
+"""Tensor descriptors (Triton's `tl.make_tensor_descriptor` / `tl.tensor_descriptor`): a global tensor's
+base, shape and strides plus the block shape that `desc.load(offsets)` and `desc.store(offsets, value)`
+move. On a GPU they map to TMA; here they lower to masked pointer tiles (frontend/descriptors.py).
+"""
+
+from __future__ import annotations
+
+from .core import builtin, dtype
+
+
+class tensor_descriptor:
+    """A descriptor value inside a kernel (made by `tl.make_tensor_descriptor`).
+
+    `desc.load([o0, o1, ...])` reads the block at those element offsets: positions outside the tensor's
+    shape read as zero (or NaN with padding_option="nan"). `desc.store(offsets, value)` writes a block;
+    positions outside the shape are not written. Offsets may be negative.
+    """
+
+    # attribute -> builtin: the frontend turns `desc.load(...)` into `descriptor_load(desc, ...)`
+    __tile_methods__ = {"load": "descriptor_load", "store": "descriptor_store",
+                        "atomic_add": "descriptor_atomic_add"}
+
+    def __init__(self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.block_shape = tuple(block_shape)
+        self.padding = padding
+
+    @property
+    def dtype(self) -> dtype:
+        """The element type."""
+        return self.base.dtype.element_ty
+
+    @property
+    def block_type(self):
+        from .core import block_type
+
+        return block_type(self.dtype, self.block_shape)
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor<{self.dtype}, block {list(self.block_shape)}>"
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A descriptor of the tensor at `base` (a pointer) with `shape` and `strides` (in elements; the
+    last stride must be 1) whose loads and stores move tiles of `block_shape`."""

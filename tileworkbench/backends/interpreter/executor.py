@@ -71,9 +71,8 @@ def run(
         for i, (a, p) in enumerate(zip(args, params))
     ]
     program = Program(func, memory, _grid3(grid), stdout or print)
-    with np.errstate(
-        all="ignore"
-    ):  # C semantics: integer wrap-around and float overflow are silent
+    # C semantics: integer wrap-around and float overflow are silent
+    with np.errstate(all="ignore"):
         program.run_grid(values)
 
 

@@ -282,7 +282,7 @@ class ExpressionsMixin:
         handled, result = python_builtin(self, fn, args, kwargs)
         if handled:
             return result
-        if inspect.isclass(fn) and not any(isinstance(a, tensor) for a in args):
+        if _compile_time_callable(fn) and not any(isinstance(unwrap(a), tensor) for a in args):
             return fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
         name = getattr(fn, "__name__", repr(fn))
         raise self.error(f"cannot call the plain Python function `{name}` from a kernel",
@@ -320,3 +320,14 @@ class ExpressionsMixin:
         child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1)
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")
+
+
+def _compile_time_callable(fn) -> bool:
+    """Classes and methods of compile-time values (`x.dtype.is_floating()`, `NAME.startswith("a")`):
+    evaluated by Python while the kernel compiles."""
+    if inspect.isclass(fn):
+        return True
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, core.dtype):
+        return inspect.ismethod(fn)
+    return isinstance(owner, (str, int, float, tuple, bytes))

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from nvptx_kernels import compile_case  # noqa: E402
+from nvptx_kernels import compile_case
 
 _COMPILED: dict[tuple[str, str], object] = {}
 

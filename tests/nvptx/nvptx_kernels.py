@@ -56,7 +56,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
     a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
     b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
+    for k in range(tl.cdiv(K, BK)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
         acc = tl.dot(a, b, acc)
@@ -157,7 +157,7 @@ def debug_kernel(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.device_print("x=", x)
-    tl.device_assert(x == x, "nan!")
+    tl.device_assert(x < 1e30, "too large")
 
 
 F32 = "*fp32:16"

@@ -44,7 +44,7 @@ def test_vector_add_uses_16_byte_accesses(compiled):
 
 
 def test_vector_add_unaligned_n_falls_back_to_scalar_masks(compiled):
-    fn, signature, constexprs, warps = CASES["add"]
+    fn, signature, constexprs, _ = CASES["add"]
     import tileworkbench as tw
 
     kernel = tw.compile(fn, signature={**signature, "n": "i32"}, constexprs=constexprs, target="sm_90",

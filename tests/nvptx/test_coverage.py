@@ -14,7 +14,7 @@ from tileworkbench.ir.ops.base import Op
 
 def _op_classes():
     for module in (arith, math, scf, tt, ttg):
-        for name, cls in vars(module).items():
+        for cls in vars(module).values():
             if inspect.isclass(cls) and issubclass(cls, Op) and cls.__module__ == module.__name__ \
                     and cls.name != "<op>":
                 yield pytest.param(cls, id=cls.name)

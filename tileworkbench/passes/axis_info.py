@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import gcd
 
-from ..ir.ops import arith, scf, tt
-from ..ir.ops import ttg
+from ..ir.ops import arith, scf, tt, ttg
 from ..ir.types import PointerType, TensorType, element_type, shape_of
 from ..ir.values import Value
 
@@ -232,7 +231,7 @@ class AxisInfoAnalysis:
             b = self.info(op.else_region.block.ops[-1].operands[i]) if has_else else a
             self._set(res, meet(a, b))
 
-    def _transfer(self, op) -> AxisInfo:  # noqa: C901 - one dispatch over op classes
+    def _transfer(self, op) -> AxisInfo:
         res = op.results[0]
         ops = [self.info(v) for v in op.operands]
         if isinstance(op, arith.ConstantOp):

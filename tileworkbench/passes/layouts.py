@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import (
-    BlockedEncoding, ConvertLayoutOp, DotOperandEncoding, SliceEncoding, blocked_for,
+    BlockedEncoding,
+    ConvertLayoutOp,
+    DotOperandEncoding,
+    SliceEncoding,
+    blocked_for,
 )
 from ..ir.types import TensorType
 from ..ir.values import BlockArgument, OpResult, Value

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ...config import config
@@ -27,7 +27,7 @@ def check_arch(arch: str) -> str:
     return arch
 
 
-@lru_cache(maxsize=None)
+@cache
 def _binding():
     import llvmlite.binding as llvm
 
@@ -36,7 +36,7 @@ def _binding():
     return llvm
 
 
-@lru_cache(maxsize=None)
+@cache
 def target_machine(arch: str):
     llvm = _binding()
     cpu, features = ARCHS[arch]
@@ -69,7 +69,7 @@ def find_libdevice() -> Path | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _libdevice_bitcode() -> bytes:
     path = find_libdevice()
     if path is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...ir.location import Loc
 from .llvm_types import I32

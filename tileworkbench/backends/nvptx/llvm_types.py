@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...ir.types import PointerType, ScalarType, element_type
 

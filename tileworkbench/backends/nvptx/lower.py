@@ -8,11 +8,11 @@ through the tables in `lowering/` (`LOWERINGS` by op class, `ELEMENTWISE` for pe
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ...errors import CompilationError
 from ...ir.ops import tt
-from ...ir.ops.ttg import LinearLayout, WARP_SIZE
+from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import PointerType, ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
@@ -25,7 +25,7 @@ TRIPLE = "nvptx64-nvidia-cuda"
 class TVal:
     """A tensor in registers: `vals[r]` is the element at `layout.reg_coords(r)` + this thread's part."""
 
-    __slots__ = ("vals", "layout")
+    __slots__ = ("layout", "vals")
 
     def __init__(self, vals: list, layout: LinearLayout):
         self.vals = vals

@@ -45,7 +45,7 @@ def assemble(ptx: str, arch: str) -> tuple[bytes | None, dict]:
         src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
         proc = subprocess.run([exe, "-v", "-lineinfo", "-arch", arch, "--output-file", str(out),
-                               str(src)], capture_output=True, text=True)
+                               str(src)], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise CompilationError(f"internal: ptxas rejected the generated PTX:\n{proc.stderr}")
         return out.read_bytes(), parse_resources(proc.stderr + proc.stdout)
@@ -60,5 +60,5 @@ def disassemble(cubin: bytes) -> str | None:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
         cmd = [nvdisasm, "-c", "-g", str(path)] if nvdisasm else [cuobjdump, "-sass", str(path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         return proc.stdout if proc.returncode == 0 else None

@@ -32,9 +32,9 @@ def elementwise(*classes):
     return register
 
 
-from . import arith, control, dot, math, memory, misc, reduce, shape  # noqa: E402,F401
-
-from ....ir.ops import scf as _scf, tt as _tt  # noqa: E402
+from ....ir.ops import scf as _scf
+from ....ir.ops import tt as _tt
+from . import arith, control, dot, math, memory, misc, reduce, scan, shape  # noqa: F401
 
 STRUCTURAL: dict[type, str] = {
     _scf.YieldOp: "lowered by its scf.for / scf.if / scf.while (phi incoming values)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ....ir.ops import arith
 from ....ir.types import TensorType

@@ -3,8 +3,6 @@ as one phi per register."""
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
-
 from ....ir.ops import scf
 from ....ir.types import TensorType
 from ..llvm_types import llvm_type

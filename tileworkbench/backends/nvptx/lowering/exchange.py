@@ -9,7 +9,7 @@ then `fmap(register part + thread part) = fmap(register part) + fmap(thread part
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ....ir.ops.ttg import LinearLayout
 from ..llvm_types import I8, I32, byte_size

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math as pymath
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ....ir.ops import math, tt
 from ..llvm_types import F32, F64

@@ -4,11 +4,11 @@ predicated `atom.global` with their memory order and scope; pointer arithmetic."
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
-from ....ir.ops import arith, tt
-from ....ir.types import PointerType, ScalarType, TensorType, element_type
-from ..llvm_types import GLOBAL_PTR, I1, I8, I32, I64, byte_size, llvm_type, memory_type
+from ....ir.ops import tt
+from ....ir.types import PointerType, ScalarType, element_type
+from ..llvm_types import GLOBAL_PTR, I1, I8, I32, byte_size, llvm_type, memory_type
 from ..lower import TVal
 from . import elementwise, lowers
 from .common import scalar_type
@@ -129,7 +129,7 @@ def lower_load(lw, op) -> None:
     for start in range(0, layout.num_regs, vec):
         m = mask.vals[start] if isinstance(mask, TVal) else mask
         fallback = _other_vector(lw, other, start, vec, etype, pointee)
-        value = _masked(lw, m, lambda: _load_one(lw, op, ptr.vals[start], vec, etype), fallback)
+        value = _masked(lw, m, lambda start=start: _load_one(lw, op, ptr.vals[start], vec, etype), fallback)
         for i in range(vec):
             elem = value if vec == 1 else lw.builder.extract_element(value, ir.Constant(I32, i))
             out.append(_to_register(lw, elem, pointee))
@@ -177,7 +177,7 @@ def lower_store(lw, op) -> None:
         elems = [_to_memory(lw, value.vals[start + i] if isinstance(value, TVal) else value, pointee)
                  for i in range(vec)]
         data = elems[0] if vec == 1 else _build_vector(lw, elems, etype)
-        _masked(lw, m, lambda: _store(b, data, ptr.vals[start], byte_size(pointee) * vec), None)
+        _masked(lw, m, lambda data=data, start=start: _store(b, data, ptr.vals[start], byte_size(pointee) * vec), None)
 
 
 def _store(b, data, ptr, align: int):

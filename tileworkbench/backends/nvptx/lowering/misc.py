@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ....ir.ops import tt
 from ....ir.types import TensorType, element_type
 from ..llvm_types import F64, GENERIC_PTR, I8, I32, I64, llvm_type
 from ..lower import TVal
 from . import elementwise, lowers
-from .exchange import flat, strides
 
 _AXES = "xyz"
 

@@ -1,12 +1,12 @@
 """Reductions, scans and sorts. `tt.reduce` combines in each thread's registers, then across lanes with
 `shfl.sync.bfly`, then (only where the axis spans warps) once through shared memory; the `combine`
 region is lowered inline at every step, so any user combine function works (argmax included).
-`tt.scan`, `tt.sort` and `tt.topk` move each row into one thread's registers (through shared memory),
-work there, and move the result back."""
+`tt.sort` and `tt.topk` move each row into one thread's registers (through shared memory), work
+there, and move the result back; scans are in `scan.py`."""
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ....ir.ops import tt
 from ....ir.ops.ttg import BlockedEncoding, LinearLayout, blocked_for
@@ -14,7 +14,7 @@ from ....ir.types import TensorType, element_type
 from ..llvm_types import I32, byte_size
 from ..lower import TVal
 from . import lowers
-from .exchange import read_shared, remap, strides, write_shared
+from .exchange import remap, strides
 
 
 def combine(lw, region, acc: list, new: list) -> list:
@@ -146,26 +146,6 @@ def _to_rows(lw, values: list[TVal], shape, axis: int, element_types) -> list[TV
     return [remap(lw, v, shape, rows, tuple, t) for v, t in zip(values, element_types)]
 
 
-@lowers(tt.ScanOp)
-def lower_scan(lw, op) -> None:
-    shape = op.srcs[0].type.shape
-    axis = op.axis
-    types = [element_type(v.type) for v in op.srcs]
-    rows = _to_rows(lw, [lw.get(v) for v in op.srcs], shape, axis, types)
-    layout = rows[0].layout
-    out = [list(t.vals) for t in rows]
-    for regs in _rows(layout, axis):
-        order = list(reversed(regs)) if op.reverse else regs
-        acc = [t.vals[order[0]] for t in rows]
-        for r in order[1:]:
-            acc = combine(lw, op.combine, acc, [t.vals[r] for t in rows])
-            for i in range(len(rows)):
-                out[i][r] = acc[i]
-    for i, res in enumerate(op.results):
-        scanned = TVal(out[i], layout)
-        lw.set(res, remap(lw, scanned, shape, lw.layout(res), tuple, types[i]))
-
-
 def _compare_exchange(lw, vals, i: int, j: int, ascending: bool, signed: bool) -> None:
     """Order vals[i], vals[j] (ascending or descending) with two selects."""
     b = lw.builder
@@ -219,6 +199,6 @@ def lower_sort(lw, op) -> None:
 def lower_topk(lw, op) -> None:
     """Sort each row (largest first when `largest`) and keep the first k."""
     rows, shape, t = _sorted_rows(lw, op, op.largest)
-    from .exchange import remap_shared, flat
+    from .exchange import flat, remap_shared
     dst = lw.layout(op.result)
     lw.set(op.result, remap_shared(lw, [(rows, shape)], dst, lambda c: flat(c, shape), t))

@@ -4,7 +4,7 @@ cat, gather and histogram. Most are register renamings; the rest go through shar
 
 from __future__ import annotations
 
-import llvmlite.ir as ir
+from llvmlite import ir
 
 from ....ir.ops import tt
 from ....ir.ops.ttg import ConvertLayoutOp
@@ -12,8 +12,16 @@ from ....ir.types import TensorType, element_type
 from ..llvm_types import I32, llvm_type
 from ..lower import TVal
 from . import lowers
-from .exchange import flat, in_registers, read_shared, remap, remap_shared, strides, unflat, \
-    write_shared
+from .exchange import (
+    flat,
+    in_registers,
+    read_shared,
+    remap,
+    remap_shared,
+    strides,
+    unflat,
+    write_shared,
+)
 
 
 @lowers(tt.MakeRangeOp)
@@ -133,7 +141,7 @@ def lower_split(lw, op) -> None:
         if local is None:
             st = strides(src_shape)
             local = remap_shared(lw, [(src, src_shape)], dst,
-                                 lambda c: sum(x * s for x, s in zip(tuple(c) + (0,), st)),
+                                 lambda c, st=st: sum(x * s for x, s in zip(tuple(c) + (0,), st)),
                                  element_type(op.src.type), read_base=k * st[-1])
         lw.set(res, local)
 

@@ -158,8 +158,10 @@ class JITFunction:
         bound = dict(zip(self.arg_names, args))
         if kwargs:
             bound.update(kwargs)
-        if len(bound) == len(self.arg_names) and len(args) + len(kwargs) == len(bound):
-            return bound  # the common case: every parameter given once, none unknown
+        if (len(bound) == len(self.arg_names) and len(args) + len(kwargs) == len(bound)
+                and kwargs.keys() <= self.signature.parameters.keys()):
+            return bound  # the common case: every parameter given once, none unknown (a misspelt
+            # keyword in place of a missing parameter has the right count, hence the key check)
         return self._bind_slow(args, kwargs)
 
     def _bind_slow(self, args: tuple, kwargs: dict) -> dict[str, Any]:

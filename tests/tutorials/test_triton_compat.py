@@ -1,0 +1,145 @@
+"""The Triton-compatibility pieces Triton's tutorials need, tested on their own in the interpreter:
+`driver.active`, tensor descriptors, launch options that are also parameters, Triton backend options,
+`CompiledKernel[grid](...)` with `_init_handles`, and bf16/fp8 torch tensors as arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.errors import CompilationError, LaunchError
+from tileworkbench.runtime import driver
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch):
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "interpret", True)
+
+
+def test_driver_in_the_interpreter():
+    target = driver.active.get_current_target()
+    assert (target.backend, target.arch, target.warp_size) == ("interpreter", "cpu", 32)
+    props = driver.active.utils.get_device_properties(None)
+    assert props["multiprocessor_count"] >= 1
+    assert props["warpSize"] == 32 and props["max_num_regs"] > 0 and props["max_shared_mem"] > 0
+    assert tw.runtime.driver.active is driver.active
+
+
+def test_driver_torch_device_is_the_cpu():
+    torch = pytest.importorskip("torch")
+    assert driver.active.get_active_torch_device() == torch.device("cpu")
+
+
+@tw.jit
+def copy_block(src_ptr, dst_ptr, rows, cols, row0, col0, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(src_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(dst_ptr, [rows, cols], [cols, 1], [BM, BN])
+    block = src.load([row0, col0])
+    dst.store([row0 + 1, col0 - 2], block * 2.0)
+    tl.store(dst_ptr + rows * cols + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], block)
+
+
+@pytest.mark.parametrize("row0, col0", [(0, 0), (5, 9), (-3, 2), (9, -1)])
+def test_descriptor_load_pads_and_store_clips(row0, col0):
+    rows, cols, bm, bn = 11, 13, 8, 8
+    rng = np.random.default_rng(abs(row0 * 100 + col0))
+    src = rng.standard_normal((rows, cols)).astype(np.float32)
+    dst = np.full(rows * cols + bm * bn, np.nan, np.float32)
+    copy_block[(1,)](src, dst, rows, cols, row0, col0, BM=bm, BN=bn)
+    padded = np.zeros((rows + 40, cols + 40), np.float64)  # the block read, zero outside the tensor
+    padded[20:20 + rows, 20:20 + cols] = src
+    block = padded[20 + row0:20 + row0 + bm, 20 + col0:20 + col0 + bn]
+    np.testing.assert_array_equal(dst[rows * cols:].reshape(bm, bn), block)
+    expected = np.full((rows, cols), np.nan)  # only in-bounds positions of the stored block change
+    r, c = np.meshgrid(np.arange(bm) + row0 + 1, np.arange(bn) + col0 - 2, indexing="ij")
+    inside = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
+    expected[r[inside], c[inside]] = 2.0 * block[inside]
+    np.testing.assert_array_equal(dst[:rows * cols].reshape(rows, cols), expected)
+
+
+@tw.jit
+def transpose_3d(src_ptr, dst_ptr, A, B, C: tl.constexpr):
+    desc = tl.make_tensor_descriptor(src_ptr, [A, B, C], [B * C, C, 1], [2, 4, C])
+    tile = desc.load([tl.program_id(0) * 2, 0, 0])
+    out = tl.make_tensor_descriptor(dst_ptr, [A, C, B], [B * C, B, 1], [2, C, 4])
+    out.store([tl.program_id(0) * 2, 0, 0], tl.permute(tile, (0, 2, 1)))
+
+
+def test_three_dimensional_descriptor():
+    src = np.random.default_rng(1).standard_normal((6, 4, 8)).astype(np.float32)
+    dst = np.full((6, 8, 4), np.nan, np.float32)
+    transpose_3d[(3,)](src, dst, 6, 4, C=8)
+    np.testing.assert_array_equal(dst, src.transpose(0, 2, 1))
+
+
+@tw.jit
+def bad_stride(src_ptr, n, BLOCK: tl.constexpr):
+    desc = tl.make_tensor_descriptor(src_ptr, [n, n], [1, n], [BLOCK, BLOCK])
+    desc.load([0, 0])
+
+
+def test_descriptor_needs_a_contiguous_last_dimension():
+    with pytest.raises(CompilationError, match="last dimension of a tensor descriptor must be contiguous"):
+        bad_stride[(1,)](np.zeros(64, np.float32), 8, BLOCK=8)
+
+
+@tw.jit
+def fill_stages(out_ptr, num_stages: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.full((BLOCK,), num_stages, tl.int32))
+
+
+def test_launch_option_named_like_a_parameter_reaches_both():
+    out = np.full(16, -7, np.int32)
+    compiled = fill_stages.warmup(out, num_stages=2, BLOCK=16, grid=(1,))
+    assert compiled.metadata.num_stages == 2
+    fill_stages[(1,)](out, num_stages=5, BLOCK=16)
+    assert (out == 5).all()
+
+
+def test_triton_backend_options_are_accepted_and_unknown_names_are_not():
+    out = np.full(16, -7, np.int32)
+    fill_stages[(1,)](out, 3, 16, num_ctas=1, maxnreg=128, matrix_instr_nonkdim=16, waves_per_eu=2)
+    assert (out == 3).all()
+    with pytest.raises(LaunchError, match="no parameter 'BLOK'"):
+        fill_stages[(1,)](out, 3, BLOK=16)
+
+
+@tw.jit
+def row_max(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=-float("inf"))
+    tl.store(out_ptr + row, tl.max(x, axis=0))
+
+
+def test_compiled_kernel_launches_and_reports_modelled_resources():
+    x = np.random.default_rng(2).standard_normal((7, 100)).astype(np.float32)
+    out = np.full(7, np.nan, np.float32)
+    compiled = row_max.warmup(x, out, 100, BLOCK=128, num_warps=4, grid=(1,))
+    compiled._init_handles()
+    assert compiled.metadata.shared > 0  # the cross-warp reduction's scratch on the modelled sm_90
+    compiled[(7, 1, 1)](x, out, 100, 128)
+    np.testing.assert_array_equal(out, x.max(axis=1))
+    with pytest.raises(LaunchError, match="not by a @jit launch"):
+        tw.compile(row_max, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32"},
+                   constexprs={"BLOCK": 128}, target="interpreter")[(1,)](x, out, 100, 128)
+
+
+@tw.jit
+def widen(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n).to(tl.float32), mask=offs < n)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e5m2", "float8_e4m3fn"])
+def test_torch_bf16_and_fp8_tensors(name):
+    torch = pytest.importorskip("torch")
+    source = torch.randn(2, 50)[:, ::2].to(getattr(torch, name))  # strided, 25 per row
+    out = torch.full((25,), float("nan"))
+    widen[(1,)](source[1], out, 25, BLOCK=32)
+    assert torch.equal(out, source[1].float())

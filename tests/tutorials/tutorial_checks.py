@@ -1,0 +1,311 @@
+"""The correctness checks of Triton's tutorials 01-06, run at small sizes on CPU torch tensors.
+
+Each check calls the tutorial's own wrappers (and, where the tutorial has one, its own test function)
+and compares with torch computed in float64. Outputs that the wrappers allocate with `torch.empty` /
+`torch.empty_like` are poisoned (NaN, or a sentinel for integers) so an element a kernel fails to write
+shows up as an error. `run_tutorial` loads one tutorial, runs its check while recording launches, and
+returns a `TutorialResult`; tools/run_triton_tutorials.py prints a table of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from tutorial_loader import load_tutorial
+
+# Autotuned kernels time every config in the interpreter; AUTOTUNE_CONFIGS_ENV=n keeps the first n.
+AUTOTUNE_CONFIGS_ENV = "TUTORIAL_AUTOTUNE_CONFIGS"
+
+
+@dataclass
+class Comparison:
+    """One output compared with its torch reference: max |ours - reference| and the tolerance."""
+
+    what: str
+    max_error: float
+    tolerance: float
+    verdict: bool | None = None  # the tutorial's own assertion's outcome, where it made one
+
+    @property
+    def ok(self) -> bool:
+        if self.verdict is not None:
+            return self.verdict
+        return self.max_error <= self.tolerance  # NaN (an unwritten element) is never ok
+
+
+@dataclass
+class TutorialResult:
+    tutorial: str
+    kernels: list[str] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and bool(self.comparisons) and all(c.ok for c in self.comparisons)
+
+    @property
+    def max_error(self) -> float:
+        return max((c.max_error for c in self.comparisons), default=float("nan"))
+
+    def failures(self) -> list[str]:
+        lines = [self.error] if self.error else []
+        lines += [f"{c.what}: max error {c.max_error:.3g} > {c.tolerance:.3g}"
+                  for c in self.comparisons if not c.ok]
+        return lines
+
+
+def max_error(ours, reference) -> float:
+    """max |ours - reference| in float64; NaN anywhere in `ours` gives NaN."""
+    import torch
+
+    difference = (ours.detach().to(torch.float64) - reference.detach().to(torch.float64)).abs()
+    if torch.isnan(difference).any():
+        return float("nan")
+    return float(difference.max()) if difference.numel() else 0.0
+
+
+@contextlib.contextmanager
+def poisoned_empty() -> Iterator[None]:
+    """torch.empty / torch.empty_like return NaN-filled floats and -7-filled integers meanwhile."""
+    import torch
+
+    empty, empty_like = torch.empty, torch.empty_like
+
+    def poison(tensor):
+        if tensor.dtype.is_floating_point and tensor.element_size() >= 2:
+            tensor.fill_(float("nan"))
+        elif not tensor.dtype.is_floating_point and tensor.dtype != torch.bool:
+            tensor.fill_(-7)
+        return tensor
+
+    torch.empty = lambda *args, **kwargs: poison(empty(*args, **kwargs))
+    torch.empty_like = lambda *args, **kwargs: poison(empty_like(*args, **kwargs))
+    try:
+        yield
+    finally:
+        torch.empty, torch.empty_like = empty, empty_like
+
+
+@contextlib.contextmanager
+def recorded_assertions(label: str, results: list[Comparison]) -> Iterator[None]:
+    """Record every torch.allclose / torch.testing.assert_close the tutorial's own test makes, with
+    its max error, its atol and its outcome (the tutorial's assertions still raise as before)."""
+    import torch
+
+    allclose, assert_close = torch.allclose, torch.testing.assert_close
+
+    def record(kind: str, a, b, atol: float, ok: bool) -> None:
+        what = f"{label}: {kind} #{sum(r.what.startswith(label) for r in results) + 1}"
+        results.append(Comparison(what, max_error(a, b), atol, ok))
+
+    def checked_allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+        ok = allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        record("torch.allclose", a, b, atol, bool(ok))
+        return ok
+
+    def checked_assert_close(actual, expected, *args, **kwargs):
+        try:
+            assert_close(actual, expected, *args, **kwargs)
+        except AssertionError:
+            record("assert_close", actual, expected, kwargs.get("atol") or 0.0, False)
+            raise
+        record("assert_close", actual, expected, kwargs.get("atol") or 0.0, True)
+
+    torch.allclose, torch.testing.assert_close = checked_allclose, checked_assert_close
+    try:
+        yield
+    finally:
+        torch.allclose, torch.testing.assert_close = allclose, assert_close
+
+
+# -- the checks, one per tutorial ---------------------------------------------------------------------
+
+
+def check_vector_add(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.rand(4099, device=module.DEVICE)
+    y = torch.rand(4099, device=module.DEVICE)
+    output = module.add(x, y)
+    return [Comparison("add", max_error(output, x.double() + y.double()), 1e-6)]
+
+
+def check_fused_softmax(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(37, 781, device=module.DEVICE)
+    y = module.softmax(x)
+    if not torch.allclose(y, torch.softmax(x, axis=1)):  # the tutorial's own assertion
+        return [Comparison("softmax (torch.allclose)", float("inf"), 0.0)]
+    return [Comparison("softmax", max_error(y, torch.softmax(x.double(), axis=1)), 1e-6)]
+
+
+def check_matmul(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    a = torch.rand((100, 80), device=module.DEVICE, dtype=torch.float16) - 0.5
+    b = torch.rand((80, 72), device=module.DEVICE, dtype=torch.float16) - 0.5
+    reference = a.double() @ b.double()
+    results = [Comparison("matmul fp16", max_error(module.matmul(a, b), reference), 1e-2)]
+    leaky = torch.where(reference >= 0, reference, 0.01 * reference)
+    results.append(Comparison("matmul fp16 + leaky_relu",
+                              max_error(module.matmul(a, b, activation="leaky_relu"), leaky), 1e-2))
+    if getattr(module, "TORCH_HAS_FP8", False):  # the tutorial runs its fp8 check on CUDA only
+        a8 = (torch.randn((64, 96), dtype=torch.float16)).to(torch.float8_e5m2)
+        b8 = torch.randn((64, 96), dtype=torch.float16).T.to(torch.float8_e5m2)
+        reference = a8.double() @ b8.double()
+        results.append(Comparison("matmul fp8e5 (b transposed)", max_error(module.matmul(a8, b8),
+                                                                           reference), 0.125))
+    return results
+
+
+def check_dropout(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    p = 0.5
+    x = torch.randn(size=(3000,), device=module.DEVICE)
+    x_keep = (torch.rand(size=(3000,), device=module.DEVICE) > p).to(torch.int32)
+    output = module.dropout(x, x_keep=x_keep, p=p)
+    reference = torch.where(x_keep.bool(), x.double() / (1 - p), 0.0)
+    results = [Comparison("dropout with a keep mask", max_error(output, reference), 1e-6)]
+    first = module.seeded_dropout(x, p=p, seed=123)
+    again = module.seeded_dropout(x, p=p, seed=123)
+    other = module.seeded_dropout(x, p=p, seed=512)
+    results.append(Comparison("seeded dropout: same seed, same output", max_error(first, again), 0.0))
+    kept = first != 0
+    scaled = torch.where(kept, x.double() / (1 - p), 0.0)
+    results.append(Comparison("seeded dropout: kept values are x / (1 - p)", max_error(first, scaled),
+                              1e-6))
+    results.append(Comparison("seeded dropout: kept fraction is 1 - p",
+                              abs(float(kept.double().mean()) - (1 - p)), 0.05))
+    changed = float((kept != (other != 0)).double().mean())
+    results.append(Comparison("seeded dropout: another seed, another mask (1 - changed share)",
+                              abs(1 - changed) if changed < 0.25 else 0.0, 0.0))
+    return results
+
+
+def check_layer_norm(module) -> list[Comparison]:
+    import torch
+
+    M, N, dtype, eps = 151, 300, torch.float16, 1e-5
+    results: list[Comparison] = []
+    with recorded_assertions("test_layer_norm", results):  # the tutorial's own test: y, dx, db, dw
+        module.test_layer_norm(M, N, dtype)
+    torch.manual_seed(1)
+    weight = torch.rand((N,), dtype=dtype, device=module.DEVICE, requires_grad=True)
+    bias = torch.rand((N,), dtype=dtype, device=module.DEVICE, requires_grad=True)
+    x = (-2.3 + 0.5 * torch.randn((M, N), dtype=dtype, device=module.DEVICE)).requires_grad_(True)
+    dy = 0.1 * torch.randn_like(x)
+    y = module.layer_norm(x, (N,), weight, bias, eps)
+    y.backward(dy)
+    ours = [y, x.grad, weight.grad, bias.grad]
+    leaves = [t.detach().double().requires_grad_(True) for t in (x, weight, bias)]
+    reference = torch.nn.functional.layer_norm(leaves[0], (N,), leaves[1], leaves[2], eps)
+    reference.backward(dy.double())
+    expected = [reference] + [t.grad for t in leaves]
+    names = ["layer_norm y vs fp64", "dx vs fp64", "dw vs fp64", "db vs fp64"]
+    return results + [Comparison(name, max_error(a, b), 1e-2) for name, a, b in zip(names, ours, expected)]
+
+
+def check_fused_attention(module) -> list[Comparison]:
+    import pytest
+    import torch
+
+    results = []
+    for causal in (False, True):
+        for mode, provider in (("fwd", "triton-fp8"), ("bwd", "triton-fp16")):
+            label = f"test_op {mode} {provider} causal={causal}"
+            if provider == "triton-fp8" and not module.TORCH_HAS_FP8:
+                continue
+            try:  # the tutorial's own test: asserts on the output (and dq, dk, dv)
+                with recorded_assertions(label, results):
+                    module.test_op(1, 2, 128, 64, causal, False, mode, provider)
+            except pytest.skip.Exception:
+                continue
+        results.append(_attention_error(module, causal))
+    return results
+
+
+def _attention_error(module, causal: bool) -> Comparison:
+    import torch
+
+    torch.manual_seed(20)
+    shape = (1, 2, 128, 64)
+    q, k, v = (torch.empty(shape, dtype=torch.float16).normal_(0.0, 0.5) for _ in range(3))
+    sm_scale = 0.5
+    scores = (q.double() @ k.double().transpose(2, 3)) * sm_scale
+    if causal:
+        scores = scores.masked_fill(torch.ones(128, 128).tril() == 0, float("-inf"))
+    reference = torch.softmax(scores, dim=-1) @ v.double()
+    output = module.attention(q, k, v, causal, sm_scale, False)
+    return Comparison(f"attention fwd fp16 causal={causal}", max_error(output, reference), 1e-2)
+
+
+CHECKS: dict[str, Callable] = {
+    "01-vector-add.py": check_vector_add,
+    "02-fused-softmax.py": check_fused_softmax,
+    "03-matrix-multiplication.py": check_matmul,
+    "04-low-memory-dropout.py": check_dropout,
+    "05-layer-norm.py": check_layer_norm,
+    "06-fused-attention.py": check_fused_attention,
+}
+
+
+# The kernels each check must launch (a check that launched fewer did not test the tutorial).
+EXPECTED_KERNELS: dict[str, set[str]] = {
+    "01-vector-add.py": {"add_kernel"},
+    "02-fused-softmax.py": {"softmax_kernel"},
+    "03-matrix-multiplication.py": {"matmul_kernel"},
+    "04-low-memory-dropout.py": {"_dropout", "_seeded_dropout"},
+    "05-layer-norm.py": {"_layer_norm_fwd_fused", "_layer_norm_bwd_dx_fused", "_layer_norm_bwd_dwdb"},
+    "06-fused-attention.py": {"_attn_fwd", "_attn_bwd_preprocess", "_attn_bwd"},
+}
+
+
+def limit_autotuning(module, count: int | None) -> None:
+    """Keep the first `count` configs of every autotuned kernel in `module` (the kernels stay as written)."""
+    from tileworkbench.runtime.autotuner import Autotuner
+
+    if not count:
+        return
+    for value in vars(module).values():
+        if isinstance(value, Autotuner):
+            value.configs = value.configs[:count]
+
+
+def run_tutorial(folder: Path, name: str) -> TutorialResult:
+    """Load tutorial `name` from `folder`, run its check, and say what ran and how close it came."""
+    from tileworkbench.runtime.record import record_launches
+
+    result = TutorialResult(name)
+    begin = time.perf_counter()
+    try:
+        with record_launches() as launches:
+            module = load_tutorial(folder / name)
+            limit_autotuning(module, int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0")))
+            with poisoned_empty():
+                result.comparisons = CHECKS[name](module)
+    except Exception as error:  # a tutorial that fails is a row of the table, not a crash
+        frames = traceback.extract_tb(error.__traceback__)
+        place = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
+                      if f.filename.endswith(name)), "")
+        text = f"{type(error).__name__}: {error}".strip()
+        result.error = (f"{place}: {text}" if place else text)[:2000]
+    result.kernels = sorted({launch.compiled.name for launch in launches})
+    missing = EXPECTED_KERNELS[name] - set(result.kernels)
+    if missing and result.error is None:
+        result.error = f"these kernels were never launched: {', '.join(sorted(missing))}"
+    result.seconds = time.perf_counter() - begin
+    return result

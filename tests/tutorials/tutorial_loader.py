@@ -1,0 +1,183 @@
+"""Load one of Triton's tutorials (python/tutorials in triton-lang/triton) against tileworkbench.
+
+Only the imports change: `import triton` -> `import tileworkbench as triton`, `import triton.language as
+tl` -> `import tileworkbench.language as tl`, `from triton.X import Y` -> `from tileworkbench.X import Y`.
+The module then runs its imports, kernels, wrappers, classes and the module-level values they use; the
+demo and benchmark statements at module level (prints, `benchmark.run(...)`, full-size test calls,
+`if __name__ == "__main__":`) are left out, because the checks call the wrappers at small sizes.
+The tutorial files are never part of this repository: the folder named by TRITON_TUTORIALS_DIR holds them.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import sys
+import types
+from pathlib import Path
+
+ENV_VAR = "TRITON_TUTORIALS_DIR"
+
+TUTORIALS = (
+    "01-vector-add.py",
+    "02-fused-softmax.py",
+    "03-matrix-multiplication.py",
+    "04-low-memory-dropout.py",
+    "05-layer-norm.py",
+    "06-fused-attention.py",
+)
+
+
+def tutorials_dir() -> Path | None:
+    """The folder of tutorial files from TRITON_TUTORIALS_DIR, or None when unset or missing."""
+    value = os.environ.get(ENV_VAR)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_dir() else None
+
+
+# -- the import rewrite ---------------------------------------------------------------------------------
+
+
+def _rewrite_import(node: ast.stmt, line: str) -> str:
+    """The source line of one import statement, with `triton` replaced by tileworkbench."""
+    indent = line[: len(line) - len(line.lstrip())]
+    if isinstance(node, ast.ImportFrom):
+        if node.module == "triton" or (node.module or "").startswith("triton."):
+            head, _, tail = line.partition("triton")
+            return head + "tileworkbench" + tail
+        return line
+    parts = []
+    for alias in node.names:
+        name = alias.name
+        if name != "triton" and not name.startswith("triton."):
+            parts.append(f"import {name}" + (f" as {alias.asname}" if alias.asname else ""))
+        elif alias.asname:
+            parts.append(f"import tileworkbench{name[len('triton'):]} as {alias.asname}")
+        else:  # `import triton.x.y` binds `triton`: import the submodule, then bind the package
+            if name != "triton":
+                parts.append(f"import tileworkbench{name[len('triton'):]}")
+            parts.append("import tileworkbench as triton")
+    return indent + "; ".join(parts)
+
+
+def rewrite_imports(source: str) -> str:
+    """`source` with every import of `triton` (or a submodule) made an import of tileworkbench.
+
+    Only one-line import statements are rewritten (every import in Triton's tutorials is one); line
+    numbers are kept, so tracebacks and kernel locations point at the tutorial's own lines.
+    """
+    lines = source.splitlines(keepends=True)
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        index = node.lineno - 1
+        text = lines[index].rstrip("\n")
+        if node.end_lineno != node.lineno:  # `from triton.x import (\n a,\n b)`
+            head, _, tail = text.partition("triton")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
+                lines[index] = head + "tileworkbench" + tail + "\n"
+            continue
+        rewritten = _rewrite_import(node, text)
+        if rewritten != text:
+            lines[index] = rewritten + "\n"
+    return "".join(lines)
+
+
+# -- which module-level statements run ------------------------------------------------------------------
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__name__" in ast.unparse(node.test)
+
+
+def _is_benchmark(node: ast.stmt) -> bool:
+    """A `@triton.testing.perf_report(...)` function: the GPU benchmark, not run here."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any("perf_report" in ast.unparse(decorator) for decorator in node.decorator_list)
+
+
+def _defined(node: ast.stmt) -> set[str]:
+    names: set[str] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names.add(node.name)
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            names.add(child.id)
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in child.names)
+    return names
+
+
+def _used(node: ast.stmt) -> set[str]:
+    """Global names `node` reads. In a function or class, names bound inside it (parameters, local
+    assignments) are not globals, so a wrapper's local `a` does not pull in a module-level `a`."""
+    loaded = {child.id for child in ast.walk(node)
+              if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load)}
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return loaded
+    local: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.arg):
+            local.add(child.arg)
+        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+            local.add(child.id)
+        elif isinstance(child, (ast.FunctionDef, ast.ClassDef)) and child is not node:
+            local.add(child.name)
+    outer = {child.id for part in getattr(node, "decorator_list", []) for child in ast.walk(part)
+             if isinstance(child, ast.Name)}
+    return (loaded - local) | outer
+
+
+def select_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The module-level statements to run: imports, kernels, wrappers, classes (not benchmarks), and
+    every assignment, `if` or `for` that defines a name they use (transitively); no bare expression
+    statements (prints, demo calls, `benchmark.run`) and no `if __name__ == "__main__":`."""
+    body = tree.body
+    always = (ast.Import, ast.ImportFrom, ast.Try, ast.FunctionDef, ast.ClassDef)
+    keep = [isinstance(n, always) and not _is_benchmark(n) for n in body]
+    optional = [isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.If, ast.For))
+                and not _is_main_guard(n) for n in body]
+    for index, node in enumerate(body):  # UPPER_CASE constants (DEVICE, TORCH_HAS_FP8) are config
+        if optional[index] and isinstance(node, ast.Assign) and all(
+                isinstance(t, ast.Name) and t.id.isupper() for t in node.targets):
+            keep[index] = True
+    needed: set[str] = set()
+    for node, kept in zip(body, keep):
+        if kept:
+            needed |= _used(node)
+    changed = True
+    while changed:
+        changed = False
+        for index, node in enumerate(body):
+            if optional[index] and not keep[index] and _defined(node) & needed:
+                keep[index] = True
+                needed |= _used(node)
+                changed = True
+    return [node for node, kept in zip(body, keep) if kept]
+
+
+# -- loading ------------------------------------------------------------------------------------------
+
+
+def load_tutorial(path: Path | str) -> types.ModuleType:
+    """Rewrite the imports of the tutorial at `path` and run its definitions as a new module.
+
+    The rewritten text is registered in `linecache` under the file's own path, so `inspect.getsource`
+    (which the frontend uses) and tracebacks see exactly what ran.
+    """
+    path = Path(path)
+    source = rewrite_imports(path.read_text())
+    filename = str(path.resolve())
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    tree = ast.parse(source, filename)
+    module_tree = ast.Module(body=select_statements(tree), type_ignores=[])
+    name = "triton_tutorial_" + path.stem.replace("-", "_")
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    sys.modules[name] = module  # dataclasses, pickling and inspect look modules up by name
+    exec(compile(module_tree, filename, "exec"), module.__dict__)
+    return module

@@ -234,9 +234,9 @@ def test_splat_constants_fold_as_tensors():
         f,
         """
         tt.func @k(%out: !tt.ptr<i32>) {
-          %s = arith.constant 6 : tensor<4xi32>
+          %0 = arith.constant 6 : tensor<4xi32>
           %base = tt.splat %out : tensor<4x!tt.ptr<i32>>
-          tt.store %base, %s : tensor<4x!tt.ptr<i32>>, tensor<4xi32>
+          tt.store %base, %0 : tensor<4x!tt.ptr<i32>>, tensor<4xi32>
           tt.return
         }
     """,

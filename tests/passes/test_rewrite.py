@@ -74,8 +74,12 @@ def test_a_rewrite_on_a_base_class_applies_to_subclasses_and_names_carry_over():
     assert rw.users(mul.result) == [add, add.parent.parent_op.else_region.block.ops[-1]]
     with pytest.raises(ValueError, match="still used"):
         rw.erase(mul)
-    rw.replace_all_uses(add.result, mul.result)
-    assert mul.result.name_hint == "t" and not rw.has_uses(add.result)
+    rw.replace_all_uses(add.result, mul.result)  # mul is used elsewhere: it keeps its own (no) name
+    assert mul.result.name_hint is None and not rw.has_uses(add.result)
+    mul.result.name_hint = "m"
+    fresh = rw.constant(9, mul.result.type, before=mul)
+    rw.replace_all_uses(mul.result, fresh)  # a fresh value takes the name of what it replaces
+    assert fresh.name_hint == "m" and rw.users(fresh)
 
 
 def test_rewrites_that_undo_each_other_still_terminate():

@@ -84,16 +84,17 @@ class Rewriter:
 
     # -- changes --------------------------------------------------------------------------------
     def replace_all_uses(self, old: Value, new: Value) -> None:
-        """Point every use of `old` at `new`, which takes `old`'s source name if it has none."""
+        """Point every use of `old` at `new`. A new value that has no name and no uses yet (a folded
+        constant) takes `old`'s source name; a shared one keeps its own, which its other uses show."""
         if old is new:
             return
+        if isinstance(new, OpResult) and new.name_hint is None and not self.has_uses(new):
+            new.name_hint = old.name_hint
         users = self._uses.pop(id(old), {})
         for user in users:
             user.replace_operand(old, new)
             self._uses.setdefault(id(new), {})[user] = None
             self.push(user)
-        if isinstance(new, OpResult) and new.name_hint is None and old.name_hint is not None:
-            new.name_hint = old.name_hint
 
     def replace_op(self, op: Op, values: Value | Iterable[Value]) -> None:
         """Replace the results of `op` by `values`, then erase `op`."""

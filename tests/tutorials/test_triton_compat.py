@@ -36,11 +36,15 @@ def test_driver_torch_device_is_the_cpu():
 
 @tw.jit
 def copy_block(src_ptr, dst_ptr, rows, cols, row0, col0, BM: tl.constexpr, BN: tl.constexpr):
-    src = tl.make_tensor_descriptor(src_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN])
+    src = tl.make_tensor_descriptor(
+        src_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN]
+    )
     dst = tl.make_tensor_descriptor(dst_ptr, [rows, cols], [cols, 1], [BM, BN])
     block = src.load([row0, col0])
     dst.store([row0 + 1, col0 - 2], block * 2.0)
-    tl.store(dst_ptr + rows * cols + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], block)
+    tl.store(
+        dst_ptr + rows * cols + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], block
+    )
 
 
 @pytest.mark.parametrize("row0, col0", [(0, 0), (5, 9), (-3, 2), (9, -1)])
@@ -51,14 +55,14 @@ def test_descriptor_load_pads_and_store_clips(row0, col0):
     dst = np.full(rows * cols + bm * bn, np.nan, np.float32)
     copy_block[(1,)](src, dst, rows, cols, row0, col0, BM=bm, BN=bn)
     padded = np.zeros((rows + 40, cols + 40), np.float64)  # the block read, zero outside the tensor
-    padded[20:20 + rows, 20:20 + cols] = src
-    block = padded[20 + row0:20 + row0 + bm, 20 + col0:20 + col0 + bn]
-    np.testing.assert_array_equal(dst[rows * cols:].reshape(bm, bn), block)
+    padded[20 : 20 + rows, 20 : 20 + cols] = src
+    block = padded[20 + row0 : 20 + row0 + bm, 20 + col0 : 20 + col0 + bn]
+    np.testing.assert_array_equal(dst[rows * cols :].reshape(bm, bn), block)
     expected = np.full((rows, cols), np.nan)  # only in-bounds positions of the stored block change
     r, c = np.meshgrid(np.arange(bm) + row0 + 1, np.arange(bn) + col0 - 2, indexing="ij")
     inside = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
     expected[r[inside], c[inside]] = 2.0 * block[inside]
-    np.testing.assert_array_equal(dst[:rows * cols].reshape(rows, cols), expected)
+    np.testing.assert_array_equal(dst[: rows * cols].reshape(rows, cols), expected)
 
 
 @tw.jit
@@ -83,7 +87,9 @@ def bad_stride(src_ptr, n, BLOCK: tl.constexpr):
 
 
 def test_descriptor_needs_a_contiguous_last_dimension():
-    with pytest.raises(CompilationError, match="last dimension of a tensor descriptor must be contiguous"):
+    with pytest.raises(
+        CompilationError, match="last dimension of a tensor descriptor must be contiguous"
+    ):
         bad_stride[(1,)](np.zeros(64, np.float32), 8, BLOCK=8)
 
 
@@ -126,8 +132,12 @@ def test_compiled_kernel_launches_and_reports_modelled_resources():
     compiled[(7, 1, 1)](x, out, 100, 128)
     np.testing.assert_array_equal(out, x.max(axis=1))
     with pytest.raises(LaunchError, match="not by a @jit launch"):
-        tw.compile(row_max, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32"},
-                   constexprs={"BLOCK": 128}, target="interpreter")[(1,)](x, out, 100, 128)
+        tw.compile(
+            row_max,
+            signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32"},
+            constexprs={"BLOCK": 128},
+            target="interpreter",
+        )[(1,)](x, out, 100, 128)
 
 
 @tw.jit

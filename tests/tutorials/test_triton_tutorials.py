@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tutorial_checks import run_tutorial  # noqa: E402
-from tutorial_loader import ENV_VAR, TUTORIALS, tutorials_dir  # noqa: E402
+from tutorial_checks import run_tutorial
+from tutorial_loader import ENV_VAR, TUTORIALS, tutorials_dir
 
 
 @pytest.mark.parametrize("name", TUTORIALS)
@@ -24,7 +24,9 @@ def test_tutorial_matches_torch(name):
     pytest.importorskip("torch", reason="Triton's tutorials use torch tensors")
     folder = tutorials_dir()
     if folder is None:
-        pytest.skip(f"{ENV_VAR} is not set to a folder of Triton's tutorials (they are not in this repo)")
+        pytest.skip(
+            f"{ENV_VAR} is not set to a folder of Triton's tutorials (they are not in this repo)"
+        )
     if not (folder / name).is_file():
         pytest.skip(f"{name} is not in {ENV_VAR}={folder}")
     result = run_tutorial(folder, name)

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tutorial_loader import load_tutorial, rewrite_imports, select_statements  # noqa: E402
+from tutorial_loader import load_tutorial, rewrite_imports, select_statements
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +55,11 @@ def test_rewrite_maps_every_import_form_and_keeps_lines():
 
 def test_rewritten_imports_resolve():
     namespace: dict = {}
-    exec(rewrite_imports("import triton\nimport triton.language as tl\n"
-                         "from triton.tools.tensor_descriptor import TensorDescriptor\n"), namespace)
+    source = rewrite_imports(
+        "import triton\nimport triton.language as tl\n"
+        "from triton.tools.tensor_descriptor import TensorDescriptor\n"
+    )
+    exec(source, namespace)  # noqa: S102
     import tileworkbench
 
     assert namespace["triton"] is tileworkbench
@@ -91,8 +94,14 @@ def test_selection_drops_demos_and_benchmarks_and_keeps_what_wrappers_use():
         if __name__ == "__main__":
             wrapper(a)
     """)
-    assert kept == ["import numpy as np", "DEVICE = 'cpu'", "SCALE = 3", "helper_value = 7",
-                    "def wrapper(a):", "class Thing:"]
+    assert kept == [
+        "import numpy as np",
+        "DEVICE = 'cpu'",
+        "SCALE = 3",
+        "helper_value = 7",
+        "def wrapper(a):",
+        "class Thing:",
+    ]
 
 
 TUTORIAL = '''\

@@ -13,9 +13,9 @@ import contextlib
 import os
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from tutorial_loader import load_tutorial
 
@@ -57,8 +57,11 @@ class TutorialResult:
 
     def failures(self) -> list[str]:
         lines = [self.error] if self.error else []
-        lines += [f"{c.what}: max error {c.max_error:.3g} > {c.tolerance:.3g}"
-                  for c in self.comparisons if not c.ok]
+        lines += [
+            f"{c.what}: max error {c.max_error:.3g} > {c.tolerance:.3g}"
+            for c in self.comparisons
+            if not c.ok
+        ]
         return lines
 
 
@@ -159,14 +162,22 @@ def check_matmul(module) -> list[Comparison]:
     reference = a.double() @ b.double()
     results = [Comparison("matmul fp16", max_error(module.matmul(a, b), reference), 1e-2)]
     leaky = torch.where(reference >= 0, reference, 0.01 * reference)
-    results.append(Comparison("matmul fp16 + leaky_relu",
-                              max_error(module.matmul(a, b, activation="leaky_relu"), leaky), 1e-2))
+    results.append(
+        Comparison(
+            "matmul fp16 + leaky_relu",
+            max_error(module.matmul(a, b, activation="leaky_relu"), leaky),
+            1e-2,
+        )
+    )
     if getattr(module, "TORCH_HAS_FP8", False):  # the tutorial runs its fp8 check on CUDA only
         a8 = (torch.randn((64, 96), dtype=torch.float16)).to(torch.float8_e5m2)
         b8 = torch.randn((64, 96), dtype=torch.float16).T.to(torch.float8_e5m2)
         reference = a8.double() @ b8.double()
-        results.append(Comparison("matmul fp8e5 (b transposed)", max_error(module.matmul(a8, b8),
-                                                                           reference), 0.125))
+        results.append(
+            Comparison(
+                "matmul fp8e5 (b transposed)", max_error(module.matmul(a8, b8), reference), 0.125
+            )
+        )
     return results
 
 
@@ -183,16 +194,29 @@ def check_dropout(module) -> list[Comparison]:
     first = module.seeded_dropout(x, p=p, seed=123)
     again = module.seeded_dropout(x, p=p, seed=123)
     other = module.seeded_dropout(x, p=p, seed=512)
-    results.append(Comparison("seeded dropout: same seed, same output", max_error(first, again), 0.0))
+    results.append(
+        Comparison("seeded dropout: same seed, same output", max_error(first, again), 0.0)
+    )
     kept = first != 0
     scaled = torch.where(kept, x.double() / (1 - p), 0.0)
-    results.append(Comparison("seeded dropout: kept values are x / (1 - p)", max_error(first, scaled),
-                              1e-6))
-    results.append(Comparison("seeded dropout: kept fraction is 1 - p",
-                              abs(float(kept.double().mean()) - (1 - p)), 0.05))
+    results.append(
+        Comparison("seeded dropout: kept values are x / (1 - p)", max_error(first, scaled), 1e-6)
+    )
+    results.append(
+        Comparison(
+            "seeded dropout: kept fraction is 1 - p",
+            abs(float(kept.double().mean()) - (1 - p)),
+            0.05,
+        )
+    )
     changed = float((kept != (other != 0)).double().mean())
-    results.append(Comparison("seeded dropout: another seed, another mask (1 - changed share)",
-                              abs(1 - changed) if changed < 0.25 else 0.0, 0.0))
+    results.append(
+        Comparison(
+            "seeded dropout: another seed, another mask (1 - changed share)",
+            abs(1 - changed) if changed < 0.25 else 0.0,
+            0.0,
+        )
+    )
     return results
 
 
@@ -216,12 +240,13 @@ def check_layer_norm(module) -> list[Comparison]:
     reference.backward(dy.double())
     expected = [reference] + [t.grad for t in leaves]
     names = ["layer_norm y vs fp64", "dx vs fp64", "dw vs fp64", "db vs fp64"]
-    return results + [Comparison(name, max_error(a, b), 1e-2) for name, a, b in zip(names, ours, expected)]
+    return results + [
+        Comparison(name, max_error(a, b), 1e-2) for name, a, b in zip(names, ours, expected)
+    ]
 
 
 def check_fused_attention(module) -> list[Comparison]:
     import pytest
-    import torch
 
     results = []
     for causal in (False, True):
@@ -269,7 +294,11 @@ EXPECTED_KERNELS: dict[str, set[str]] = {
     "02-fused-softmax.py": {"softmax_kernel"},
     "03-matrix-multiplication.py": {"matmul_kernel"},
     "04-low-memory-dropout.py": {"_dropout", "_seeded_dropout"},
-    "05-layer-norm.py": {"_layer_norm_fwd_fused", "_layer_norm_bwd_dx_fused", "_layer_norm_bwd_dwdb"},
+    "05-layer-norm.py": {
+        "_layer_norm_fwd_fused",
+        "_layer_norm_bwd_dx_fused",
+        "_layer_norm_bwd_dwdb",
+    },
     "06-fused-attention.py": {"_attn_fwd", "_attn_bwd_preprocess", "_attn_bwd"},
 }
 
@@ -297,10 +326,16 @@ def run_tutorial(folder: Path, name: str) -> TutorialResult:
             limit_autotuning(module, int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0")))
             with poisoned_empty():
                 result.comparisons = CHECKS[name](module)
-    except Exception as error:  # a tutorial that fails is a row of the table, not a crash
+    except Exception as error:  # noqa: BLE001 (a failing tutorial is a row of the table, not a crash)
         frames = traceback.extract_tb(error.__traceback__)
-        place = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
-                      if f.filename.endswith(name)), "")
+        place = next(
+            (
+                f"{Path(f.filename).name}:{f.lineno}"
+                for f in reversed(frames)
+                if f.filename.endswith(name)
+            ),
+            "",
+        )
         text = f"{type(error).__name__}: {error}".strip()
         result.error = (f"{place}: {text}" if place else text)[:2000]
     result.kernels = sorted({launch.compiled.name for launch in launches})

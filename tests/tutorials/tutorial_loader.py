@@ -55,10 +55,10 @@ def _rewrite_import(node: ast.stmt, line: str) -> str:
         if name != "triton" and not name.startswith("triton."):
             parts.append(f"import {name}" + (f" as {alias.asname}" if alias.asname else ""))
         elif alias.asname:
-            parts.append(f"import tileworkbench{name[len('triton'):]} as {alias.asname}")
+            parts.append(f"import tileworkbench{name[len('triton') :]} as {alias.asname}")
         else:  # `import triton.x.y` binds `triton`: import the submodule, then bind the package
             if name != "triton":
-                parts.append(f"import tileworkbench{name[len('triton'):]}")
+                parts.append(f"import tileworkbench{name[len('triton') :]}")
             parts.append("import tileworkbench as triton")
     return indent + "; ".join(parts)
 
@@ -115,8 +115,11 @@ def _defined(node: ast.stmt) -> set[str]:
 def _used(node: ast.stmt) -> set[str]:
     """Global names `node` reads. In a function or class, names bound inside it (parameters, local
     assignments) are not globals, so a wrapper's local `a` does not pull in a module-level `a`."""
-    loaded = {child.id for child in ast.walk(node)
-              if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load)}
+    loaded = {
+        child.id
+        for child in ast.walk(node)
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load)
+    }
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return loaded
     local: set[str] = set()
@@ -127,8 +130,12 @@ def _used(node: ast.stmt) -> set[str]:
             local.add(child.id)
         elif isinstance(child, (ast.FunctionDef, ast.ClassDef)) and child is not node:
             local.add(child.name)
-    outer = {child.id for part in getattr(node, "decorator_list", []) for child in ast.walk(part)
-             if isinstance(child, ast.Name)}
+    outer = {
+        child.id
+        for part in getattr(node, "decorator_list", [])
+        for child in ast.walk(part)
+        if isinstance(child, ast.Name)
+    }
     return (loaded - local) | outer
 
 
@@ -139,11 +146,17 @@ def select_statements(tree: ast.Module) -> list[ast.stmt]:
     body = tree.body
     always = (ast.Import, ast.ImportFrom, ast.Try, ast.FunctionDef, ast.ClassDef)
     keep = [isinstance(n, always) and not _is_benchmark(n) for n in body]
-    optional = [isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.If, ast.For))
-                and not _is_main_guard(n) for n in body]
+    optional = [
+        isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.If, ast.For))
+        and not _is_main_guard(n)
+        for n in body
+    ]
     for index, node in enumerate(body):  # UPPER_CASE constants (DEVICE, TORCH_HAS_FP8) are config
-        if optional[index] and isinstance(node, ast.Assign) and all(
-                isinstance(t, ast.Name) and t.id.isupper() for t in node.targets):
+        if (
+            optional[index]
+            and isinstance(node, ast.Assign)
+            and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+        ):
             keep[index] = True
     needed: set[str] = set()
     for node, kept in zip(body, keep):
@@ -179,5 +192,5 @@ def load_tutorial(path: Path | str) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = filename
     sys.modules[name] = module  # dataclasses, pickling and inspect look modules up by name
-    exec(compile(module_tree, filename, "exec"), module.__dict__)
+    exec(compile(module_tree, filename, "exec"), module.__dict__)  # noqa: S102 (running it is the point)
     return module

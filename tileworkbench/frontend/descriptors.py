@@ -38,15 +38,21 @@ def _scalar_int(cg, value, what: str):
 def make_tensor_descriptor(cg, base, shape, strides, block_shape, padding_option="zero"):
     base = cg.sem.to_tensor(base)
     if not base.dtype.is_ptr() or base.shape:
-        raise TileTypeError(f"make_tensor_descriptor needs a scalar pointer as base, got {base.type}")
+        raise TileTypeError(
+            f"make_tensor_descriptor needs a scalar pointer as base, got {base.type}"
+        )
     shape, strides = _as_list(shape, "shape"), _as_list(strides, "strides")
     block = check_shape(block_shape, "descriptor block shape")
     if not len(shape) == len(strides) == len(block) or not 1 <= len(block) <= 5:
-        raise TileTypeError(f"a tensor descriptor needs 1 to 5 dimensions and equally many shape, stride "
-                            f"and block entries; got {len(shape)}, {len(strides)} and {len(block)}")
+        raise TileTypeError(
+            f"a tensor descriptor needs 1 to 5 dimensions and equally many shape, stride "
+            f"and block entries; got {len(shape)}, {len(strides)} and {len(block)}"
+        )
     if isinstance(strides[-1], tensor) or strides[-1] != 1:
-        raise TileTypeError("the last dimension of a tensor descriptor must be contiguous: its stride must "
-                            f"be the constant 1, got {strides[-1]!r}")
+        raise TileTypeError(
+            "the last dimension of a tensor descriptor must be contiguous: its stride must "
+            f"be the constant 1, got {strides[-1]!r}"
+        )
     padding = unwrap(padding_option)
     if padding not in ("zero", "nan"):
         raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
@@ -74,7 +80,9 @@ def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tenso
                 position = cg.sem.expand_dims(position, other)
         position = cg.binary(ast.Add, cg.sem.cast(position, core.int64), offset)
         extent = desc.shape[axis]
-        inside = cg.sem.logical("and", cg.compare(ast.GtE, position, 0), cg.compare(ast.Lt, position, extent))
+        inside = cg.sem.logical(
+            "and", cg.compare(ast.GtE, position, 0), cg.compare(ast.Lt, position, extent)
+        )
         mask = inside if mask is None else cg.sem.logical("and", mask, inside)
         pointers = cg.binary(ast.Add, pointers, cg.binary(ast.Mult, position, desc.strides[axis]))
     shape = tuple(desc.block_shape)
@@ -95,8 +103,10 @@ def descriptor_store(cg, desc, offsets, value):
     pointers, mask = _block_pointers(cg, unwrap(desc), offsets)
     value = cg.sem.to_tensor(unwrap(value))
     if value.shape and tuple(value.shape) != tuple(desc.block_shape):
-        raise TileTypeError(f"a descriptor store takes a tile of its block shape {list(desc.block_shape)}, "
-                            f"got {list(value.shape)}")
+        raise TileTypeError(
+            f"a descriptor store takes a tile of its block shape {list(desc.block_shape)}, "
+            f"got {list(value.shape)}"
+        )
     cg.sem.store(pointers, value, mask)
 
 

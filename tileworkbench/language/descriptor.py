@@ -5,6 +5,8 @@ move. On a GPU they map to TMA; here they lower to masked pointer tiles (fronten
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .core import builtin, dtype
 
 
@@ -17,10 +19,15 @@ class tensor_descriptor:
     """
 
     # attribute -> builtin: the frontend turns `desc.load(...)` into `descriptor_load(desc, ...)`
-    __tile_methods__ = {"load": "descriptor_load", "store": "descriptor_store",
-                        "atomic_add": "descriptor_atomic_add"}
+    __tile_methods__: ClassVar[dict[str, str]] = {
+        "load": "descriptor_load",
+        "store": "descriptor_store",
+        "atomic_add": "descriptor_atomic_add",
+    }
 
-    def __init__(self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str):
+    def __init__(
+        self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str
+    ):
         self.base = base
         self.shape = list(shape)
         self.strides = list(strides)

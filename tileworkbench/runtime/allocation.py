@@ -7,9 +7,10 @@ masked pointer tiles), so the allocator is recorded, for code that sets one, and
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
-Allocator = Callable[[int, int, Optional[Any]], Any]
+Allocator = Callable[[int, int, Any | None], Any]
 
 _ALLOCATOR: list[Allocator | None] = [None]
 

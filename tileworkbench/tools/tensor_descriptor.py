@@ -25,11 +25,15 @@ class TensorDescriptor:
     def __post_init__(self) -> None:
         rank = len(self.shape)
         if not 1 <= rank <= 5 or len(self.strides) != rank or len(self.block_shape) != rank:
-            raise ValueError(f"a TensorDescriptor needs 1 to 5 dimensions and as many strides and block "
-                             f"sizes: shape {self.shape}, strides {self.strides}, block {self.block_shape}")
+            raise ValueError(
+                f"a TensorDescriptor needs 1 to 5 dimensions and as many strides and block "
+                f"sizes: shape {self.shape}, strides {self.strides}, block {self.block_shape}"
+            )
         if self.strides[-1] != 1:
-            raise ValueError(f"the last dimension of a TensorDescriptor must be contiguous (stride 1), "
-                             f"got strides {self.strides}")
+            raise ValueError(
+                f"the last dimension of a TensorDescriptor must be contiguous (stride 1), "
+                f"got strides {self.strides}"
+            )
         if self.padding not in ("zero", "nan"):
             raise ValueError(f"padding must be 'zero' or 'nan', got {self.padding!r}")
 
@@ -37,6 +41,9 @@ class TensorDescriptor:
     def from_tensor(tensor: Any, block_shape: list[int], padding: str = "zero") -> TensorDescriptor:
         """A descriptor covering all of `tensor` (torch, NumPy or CuPy), with strides in elements."""
         shape = list(tensor.shape)
-        strides = tensor.stride() if callable(getattr(tensor, "stride", None)) else [
-            s // tensor.itemsize for s in tensor.strides]
+        strides = (
+            tensor.stride()
+            if callable(getattr(tensor, "stride", None))
+            else [s // tensor.itemsize for s in tensor.strides]
+        )
         return TensorDescriptor(tensor, shape, list(strides), list(block_shape), padding)

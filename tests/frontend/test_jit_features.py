@@ -201,3 +201,18 @@ def test_exception_hierarchy():
     assert TritonError is TileworkbenchError
     assert issubclass(CompilationError, TileworkbenchError)
     assert tw.CompilationError is CompilationError and tw.TritonError is TritonError
+
+
+@tw.jit
+def to_on_specialized_kernel(x_ptr, out_ptr, stride, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    s = stride.to(tl.int64)  # stride == 1 is folded into a constant; .to must still work (Triton #2939)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * s))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_to_on_an_argument_specialized_to_1(rng, stride):
+    x = randn(rng, 32)
+    out = poisoned(16, np.float32)
+    to_on_specialized_kernel[(1,)](x, out, stride, N=16)
+    np.testing.assert_array_equal(out, x[:32:stride][:16])

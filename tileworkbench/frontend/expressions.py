@@ -12,7 +12,7 @@ from ..ir import scf
 from ..ir.values import Block, Region
 from ..language import core
 from ..language.core import tensor
-from .semantics import unwrap
+from .semantics import is_number, unwrap
 
 _PY_BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -96,6 +96,10 @@ class ExpressionsMixin:
         try:
             return getattr(base, name)
         except AttributeError:
+            if is_number(base) and not isinstance(base, bool) and name in TENSOR_METHODS:
+                # `n.to(tl.int64)` where the launch specialized n == 1 into a constant: Triton fails
+                # here (its issue #2939); the number becomes a scalar tensor instead.
+                return BoundMethod(self.sem.to_tensor(base), TENSOR_METHODS[name])
             raise self.error(f"{type(base).__name__} has no attribute `{name}`") from None
 
     def tensor_attribute(self, value: tensor, name: str) -> Any:

@@ -223,8 +223,11 @@ def check_dropout(module) -> list[Comparison]:
 def check_layer_norm(module) -> list[Comparison]:
     import torch
 
-    M, N, dtype, eps = 151, 300, torch.float16, 1e-5
+    # torch's own fp16 layer norm backward on the CPU (the tutorial's reference) sums in fp16: at 151
+    # rows its dw, db are ~8e-3 from float64, near the tutorial's 1e-2 tolerance; at 64 rows ~3e-3.
+    M, N, dtype, eps = 64, 300, torch.float16, 1e-5
     results: list[Comparison] = []
+    torch.manual_seed(0)
     with recorded_assertions("test_layer_norm", results):  # the tutorial's own test: y, dx, db, dw
         module.test_layer_norm(M, N, dtype)
     torch.manual_seed(1)
@@ -314,14 +317,28 @@ def limit_autotuning(module, count: int | None) -> None:
             value.configs = value.configs[:count]
 
 
-def run_tutorial(folder: Path, name: str) -> TutorialResult:
-    """Load tutorial `name` from `folder`, run its check, and say what ran and how close it came."""
+@contextlib.contextmanager
+def interpreted(on: bool) -> Iterator[None]:
+    """Force the interpreter meanwhile (when `on`), whether or not a GPU is visible."""
+    from tileworkbench.config import config
+
+    saved = config.interpret
+    config.interpret = saved or on
+    try:
+        yield
+    finally:
+        config.interpret = saved
+
+
+def run_tutorial(folder: Path, name: str, interpret: bool = True) -> TutorialResult:
+    """Load tutorial `name` from `folder`, run its check (in the interpreter unless `interpret` is
+    False), and say what ran and how close it came."""
     from tileworkbench.runtime.record import record_launches
 
     result = TutorialResult(name)
     begin = time.perf_counter()
     try:
-        with record_launches() as launches:
+        with interpreted(interpret), record_launches() as launches:
             module = load_tutorial(folder / name)
             limit_autotuning(module, int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0")))
             with poisoned_empty():

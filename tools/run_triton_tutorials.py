@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "tutorials"))
 
-from tutorial_checks import AUTOTUNE_CONFIGS_ENV, TutorialResult, run_tutorial  # noqa: E402
-from tutorial_loader import ENV_VAR, TUTORIALS  # noqa: E402
+from tutorial_checks import AUTOTUNE_CONFIGS_ENV, TutorialResult, run_tutorial
+from tutorial_loader import ENV_VAR, TUTORIALS
 
 
 def _row(result: TutorialResult) -> list[str]:

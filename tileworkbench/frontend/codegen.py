@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
+import inspect
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -113,6 +114,9 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
     def _global_value(self, name: str, value: Any) -> Any:
         if is_global_allowed(value):
             return value.value if isinstance(value, core.constexpr) else value
+        if inspect.isfunction(value):
+            raise self.error(f"cannot call the plain Python function `{name}` from a kernel",
+                             hint=f"decorate `{name}` with @tw.jit to make it a device function")
         raise self.error(
             f"cannot access global variable `{name}` (a {type(value).__name__}) from a kernel: only "
             "constexpr globals, dtypes, modules and @jit functions can be read",

@@ -160,6 +160,24 @@ def debug_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.device_assert(x < 1e30, "too large")
 
 
+@tw.jit
+def columns_kernel(x_ptr, sum_ptr, scan_ptr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :])
+    tl.store(sum_ptr + cols, tl.sum(x, axis=0))
+    tl.store(scan_ptr + rows[:, None] * N + cols[None, :], tl.cumsum(x, axis=0, reverse=True))
+
+
+@tw.jit
+def gather_hist_kernel(x_ptr, y_ptr, h_ptr, t_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.gather(x, (offs * 7) % BLOCK, 0))
+    tl.store(h_ptr + tl.arange(0, 16), tl.histogram(offs % 13, 16))
+    tl.store(t_ptr + tl.arange(0, 8), tl.topk(x, 8))
+
+
 F32 = "*fp32:16"
 CASES = {
     "add": (add_kernel, {"x_ptr": F32, "y_ptr": F32, "z_ptr": F32, "n": "i32:16"}, {"BLOCK": 1024}, 4),
@@ -182,6 +200,9 @@ CASES = {
     "f64_math": (f64_math_kernel, {"x_ptr": "*fp64:16", "y_ptr": "*fp64:16"}, {"BLOCK": 128}, 4),
     "control": (control_kernel, {"x_ptr": F32, "y_ptr": F32, "n": "i32"}, {"BLOCK": 256}, 4),
     "shapes": (shapes_kernel, {"x_ptr": F32, "y_ptr": F32, "z_ptr": F32}, {"BLOCK": 256}, 4),
+    "columns": (columns_kernel, {"x_ptr": F32, "sum_ptr": F32, "scan_ptr": F32}, {"M": 64, "N": 32}, 4),
+    "gather_hist": (gather_hist_kernel, {"x_ptr": F32, "y_ptr": F32, "h_ptr": "*i32:16", "t_ptr": F32},
+                    {"BLOCK": 128}, 4),
     "debug": (debug_kernel, {"x_ptr": F32}, {"BLOCK": 128}, 4),
 }
 

@@ -225,3 +225,10 @@ def test_autotune_over_heuristics():
     assert tuned.base_fn is add_kernel
     assert tuned.best_config.num_warps == 8
     assert jit.launches[-1] == {"grid": (3,), "num_warps": 8, "num_stages": 3, "BLOCK": 256}
+
+
+def test_a_wrapper_whose_fn_is_itself_does_not_hang():
+    jit = FakeJIT(add_kernel)
+    jit.fn = jit
+    tuned = autotune(_configs(), key=["n"])(jit)
+    assert tuned.base_fn is jit

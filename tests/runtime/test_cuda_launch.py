@@ -14,104 +14,12 @@ from tileworkbench.errors import LaunchError, OutOfResources
 from tileworkbench.runtime.device import device_properties, gpu_available
 from tileworkbench.runtime.launcher import CudaKernel
 
+from ptx_samples import ADD_KINDS, ADD_NAMES, ADD_PTX, ROTATE_PTX  # noqa: E402 (tests/runtime)
+
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU with CuPy"),
 ]
-
-ADD_PTX = """
-.version 8.0
-.target sm_80
-.address_size 64
-
-// out[i] = x[i] + y[i] for i < n, one element per thread
-.visible .entry add_f32(
-    .param .u64 x_ptr,
-    .param .u64 y_ptr,
-    .param .u64 out_ptr,
-    .param .s32 n
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .f32 %f<4>;
-    .reg .b64 %rd<11>;
-
-    ld.param.u64 %rd1, [x_ptr];
-    ld.param.u64 %rd2, [y_ptr];
-    ld.param.u64 %rd3, [out_ptr];
-    ld.param.s32 %r1, [n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.s32 %p1, %r5, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd4, %rd1;
-    cvta.to.global.u64 %rd5, %rd2;
-    cvta.to.global.u64 %rd6, %rd3;
-    mul.wide.s32 %rd7, %r5, 4;
-    add.s64 %rd8, %rd4, %rd7;
-    add.s64 %rd9, %rd5, %rd7;
-    add.s64 %rd10, %rd6, %rd7;
-    ld.global.f32 %f1, [%rd8];
-    ld.global.f32 %f2, [%rd9];
-    add.f32 %f3, %f1, %f2;
-    st.global.f32 [%rd10], %f3;
-DONE:
-    ret;
-}
-"""
-
-# out[b*T + t] = x[b*T + (t+1) % T]: staged through dynamic shared memory at byte `offset`
-ROTATE_PTX = """
-.version 8.0
-.target sm_80
-.address_size 64
-
-.extern .shared .align 16 .b8 smem[];
-
-.visible .entry rotate_f32(
-    .param .u64 x_ptr,
-    .param .u64 out_ptr,
-    .param .u32 offset
-)
-{
-    .reg .b32 %r<16>;
-    .reg .f32 %f<3>;
-    .reg .b64 %rd<9>;
-
-    ld.param.u64 %rd1, [x_ptr];
-    ld.param.u64 %rd2, [out_ptr];
-    ld.param.u32 %r1, [offset];
-    cvta.to.global.u64 %rd3, %rd1;
-    cvta.to.global.u64 %rd4, %rd2;
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    mul.wide.u32 %rd5, %r5, 4;
-    add.s64 %rd6, %rd3, %rd5;
-    ld.global.f32 %f1, [%rd6];
-    mov.u32 %r6, smem;
-    add.u32 %r7, %r6, %r1;
-    shl.b32 %r8, %r4, 2;
-    add.u32 %r9, %r7, %r8;
-    st.shared.f32 [%r9], %f1;
-    bar.sync 0;
-    add.u32 %r10, %r4, 1;
-    rem.u32 %r11, %r10, %r3;
-    shl.b32 %r12, %r11, 2;
-    add.u32 %r13, %r7, %r12;
-    ld.shared.f32 %f2, [%r13];
-    add.s64 %rd7, %rd4, %rd5;
-    st.global.f32 [%rd7], %f2;
-    ret;
-}
-"""
-
-ADD_KINDS = ["*fp32", "*fp32", "*fp32", "i32"]
-ADD_NAMES = ["x_ptr", "y_ptr", "out_ptr", "n"]
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +31,9 @@ def cp():
 
 @pytest.fixture(scope="module")
 def add_kernel():
-    return CudaKernel(ADD_PTX, "add_f32", num_warps=4, shared=0, param_kinds=ADD_KINDS,
-                      param_names=ADD_NAMES)
+    return CudaKernel(
+        ADD_PTX, "add_f32", num_warps=4, shared=0, param_kinds=ADD_KINDS, param_names=ADD_NAMES
+    )
 
 
 def _inputs(cp, n: int, seed: int):
@@ -156,8 +65,7 @@ def test_raw_arguments_without_a_signature(cp):
     kernel = CudaKernel(ADD_PTX, "add_f32", num_warps=8, shared=0)
     n = 5000
     x, y, x_gpu, y_gpu, out = _inputs(cp, n, seed=2)
-    kernel(((n + 255) // 256, 1, 1),
-           (x_gpu, y_gpu, out, np.int32(n)))
+    kernel(((n + 255) // 256, 1, 1), (x_gpu, y_gpu, out, np.int32(n)))
     cp.cuda.get_current_stream().synchronize()
     _check_add(x, y, out, n)
 
@@ -191,8 +99,9 @@ def test_torch_tensors(add_kernel):
     rng = np.random.default_rng(4)
     x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
     out = torch.full((n,), float("nan"), device="cuda")
-    add_kernel.launch(((n + 127) // 128,),
-                      (torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda(), out, n))
+    add_kernel.launch(
+        ((n + 127) // 128,), (torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda(), out, n)
+    )
     torch.cuda.synchronize()
     expected = x.astype(np.float64) + y.astype(np.float64)
     np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=2.0**-23, atol=0)
@@ -258,8 +167,13 @@ def test_errors_before_launch(cp, add_kernel):
 def test_dynamic_shared_memory_above_48kb(cp):
     shared = 100 * 1024
     threads = 256
-    kernel = CudaKernel(ROTATE_PTX, "rotate_f32", num_warps=threads // 32, shared=shared,
-                        param_kinds=["*fp32", "*fp32", "u32"])
+    kernel = CudaKernel(
+        ROTATE_PTX,
+        "rotate_f32",
+        num_warps=threads // 32,
+        shared=shared,
+        param_kinds=["*fp32", "*fp32", "u32"],
+    )
     blocks = 7
     x = np.random.default_rng(7).standard_normal(blocks * threads).astype(np.float32)
     out = cp.full(x.size, np.nan, dtype=cp.float32)
@@ -280,8 +194,7 @@ def test_resource_limits_raise_out_of_resources():
 
 def test_bad_ptx_is_a_launch_error():
     with pytest.raises(LaunchError, match="loading the PTX of kernel add_f32 failed"):
-        CudaKernel(ADD_PTX.replace("add.f32 %f3", "add.f99 %f3"), "add_f32", num_warps=4,
-                   shared=0)
+        CudaKernel(ADD_PTX.replace("add.f32 %f3", "add.f99 %f3"), "add_f32", num_warps=4, shared=0)
     with pytest.raises(LaunchError, match="loading the PTX of kernel missing failed"):
         CudaKernel(ADD_PTX, "missing", num_warps=4, shared=0)
 
@@ -291,11 +204,13 @@ def test_cubin_is_loaded_instead_of_ptx(cp, tmp_path):
     source = tmp_path / "add.ptx"
     source.write_text(ADD_PTX)
     arch = device_properties().arch
-    subprocess.run(["ptxas", f"-arch={arch}", str(source), "-o", str(tmp_path / "add.cubin")],
-                   check=True)
+    subprocess.run(
+        ["ptxas", f"-arch={arch}", str(source), "-o", str(tmp_path / "add.cubin")], check=True
+    )
     cubin = (tmp_path / "add.cubin").read_bytes()
-    kernel = CudaKernel("not PTX at all", "add_f32", num_warps=4, shared=0, cubin=cubin,
-                        param_kinds=ADD_KINDS)
+    kernel = CudaKernel(
+        "not PTX at all", "add_f32", num_warps=4, shared=0, cubin=cubin, param_kinds=ADD_KINDS
+    )
     n = 999
     x, y, x_gpu, y_gpu, out = _inputs(cp, n, seed=8)
     kernel.launch(((n + 127) // 128,), (x_gpu, y_gpu, out, n))
@@ -318,8 +233,9 @@ def test_do_bench_times_the_gpu(cp, add_kernel):
     n = 1 << 24
     _, _, x_gpu, y_gpu, out = _inputs(cp, n, seed=9)
     grid = ((n + 127) // 128,)
-    ms = do_bench(lambda: add_kernel.launch(grid, (x_gpu, y_gpu, out, n)), timer="cuda",
-                  return_mode="median")
+    ms = do_bench(
+        lambda: add_kernel.launch(grid, (x_gpu, y_gpu, out, n)), timer="cuda", return_mode="median"
+    )
     bandwidth = 3 * 4 * n / (ms * 1e-3)
     print(f"vector add 2^24 fp32: {ms * 1e3:.1f} us, {bandwidth / 1e12:.2f} TB/s")
     assert 1e10 < bandwidth < 1.5 * device_properties().dram_bandwidth
@@ -329,14 +245,15 @@ def test_warm_launch_overhead(cp, add_kernel):
     n = 1024
     _, _, x_gpu, y_gpu, out = _inputs(cp, n, seed=10)
     args = (x_gpu, y_gpu, out, n)
-    for _ in range(100):
-        add_kernel.launch((8,), args)
+    samples = []
+    # bursts short enough that the launch queue never fills: this times the host side only
+    for _ in range(50):
+        add_kernel.synchronize()
+        begin = time.perf_counter()
+        for _ in range(100):
+            add_kernel.launch((8, 1, 1), args)
+        samples.append((time.perf_counter() - begin) / 100 * 1e6)
     add_kernel.synchronize()
-    count = 2000
-    begin = time.perf_counter()
-    for _ in range(count):
-        add_kernel.launch((8,), args)
-    per_launch_us = (time.perf_counter() - begin) / count * 1e6
-    add_kernel.synchronize()
-    print(f"warm CudaKernel.launch: {per_launch_us:.2f} us")
+    per_launch_us = sorted(samples)[len(samples) // 2]
+    print(f"warm CudaKernel.launch: {per_launch_us:.2f} us (median of bursts)")
     assert per_launch_us < 50  # the target is <= 8 us; this only catches gross regressions

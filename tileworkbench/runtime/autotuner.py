@@ -100,8 +100,10 @@ class KernelInterface:
 
 
 def _base_function(fn: Any) -> Callable[..., Any]:
-    """The user's Python function under any stack of wrappers."""
-    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
+    """The user's Python function under any stack of wrappers (each exposing `.fn`)."""
+    seen = set()
+    while not inspect.isfunction(fn) and hasattr(fn, "fn") and id(fn) not in seen:
+        seen.add(id(fn))  # a wrapper whose .fn is itself must not loop forever
         fn = fn.fn
     return fn
 

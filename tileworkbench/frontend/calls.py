@@ -14,6 +14,7 @@ from ..errors import TileTypeError
 from ..ir import arith, math, tt
 from ..language import core
 from ..language.core import block_type, dtype, tensor
+from ..language.descriptor import block_pointer
 from ..language.extra.libdevice import FUNCTIONS as LIBDEVICE_FUNCTIONS
 from ..language.extra.libdevice import PREDICATES as LIBDEVICE_PREDICATES
 from .semantics import is_number, shape_str, unwrap
@@ -154,17 +155,26 @@ def where(cg, condition, x, y):
 @impl("load")
 def load(cg, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
+    if isinstance(unwrap(pointer), block_pointer):
+        from .descriptors import block_load
+
+        return block_load(cg, unwrap(pointer), boundary_check, padding_option)
     if unwrap(boundary_check):
-        raise TileTypeError("block pointers (tl.make_block_ptr, boundary_check) are not supported yet",
-                            hint="compute pointer tiles with offsets and pass a mask")
+        raise TileTypeError("boundary_check applies to block pointers (tl.make_block_ptr) only",
+                            hint="pass a mask with a tile of pointers")
     return cg.sem.load(pointer, unwrap(mask), unwrap(other), unwrap(cache_modifier),
                        unwrap(eviction_policy), unwrap(volatile))
 
 
 @impl("store")
 def store(cg, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    if isinstance(unwrap(pointer), block_pointer):
+        from .descriptors import block_store
+
+        return block_store(cg, unwrap(pointer), value, boundary_check)
     if unwrap(boundary_check):
-        raise TileTypeError("block pointers (boundary_check) are not supported yet")
+        raise TileTypeError("boundary_check applies to block pointers (tl.make_block_ptr) only",
+                            hint="pass a mask with a tile of pointers")
     cg.sem.store(pointer, value, unwrap(mask), unwrap(cache_modifier), unwrap(eviction_policy))
 
 

@@ -11,7 +11,7 @@ import ast
 from ..errors import TileTypeError
 from ..language import core
 from ..language.core import tensor
-from ..language.descriptor import tensor_descriptor
+from ..language.descriptor import block_pointer, tensor_descriptor
 from .calls import BUILTIN_IMPLS, check_shape, impl
 from .semantics import unwrap
 
@@ -62,31 +62,42 @@ def make_tensor_descriptor(cg, base, shape, strides, block_shape, padding_option
 
 
 def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tensor]:
-    """The tile of pointers of the block at `offsets` and the mask of its in-bounds positions.
-
-    Positions are computed in int64 so that large tensors do not wrap (TMA addresses in 64 bits)."""
+    """The tile of pointers of a descriptor's block at `offsets`, and its in-bounds mask."""
     if not isinstance(desc, tensor_descriptor):
         raise TileTypeError(f"expected a tensor descriptor, got {type(desc).__name__}")
     offsets = _as_list(offsets, "offsets")
     rank = len(desc.block_shape)
     if len(offsets) != rank:
         raise TileTypeError(f"a descriptor of rank {rank} needs {rank} offsets, got {len(offsets)}")
-    pointers, mask = desc.base, None
-    for axis, (offset, size) in enumerate(zip(offsets, desc.block_shape)):
-        offset = _scalar_int(cg, offset, "each offset")
+    offsets = [_scalar_int(cg, offset, "each offset") for offset in offsets]
+    return _block_tile(
+        cg, desc.base, desc.shape, desc.strides, offsets, desc.block_shape, range(rank)
+    )
+
+
+def _block_tile(
+    cg, base, shape, strides, offsets, block_shape, checked
+) -> tuple[tensor, tensor | None]:
+    """Pointers to the block of `block_shape` at `offsets`, and the mask of positions inside `shape`
+    along the `checked` axes (None when no axis is checked).
+
+    Positions are int64, so that large tensors do not wrap (TMA addresses in 64 bits)."""
+    rank = len(block_shape)
+    pointers, mask = base, None
+    for axis, (offset, size) in enumerate(zip(offsets, block_shape)):
         position = cg.call_builtin("arange", [0, size], {})
         for other in range(rank):  # shape (1, .., size, .., 1) with the size at `axis`
             if other != axis:
                 position = cg.sem.expand_dims(position, other)
         position = cg.binary(ast.Add, cg.sem.cast(position, core.int64), offset)
-        extent = desc.shape[axis]
-        inside = cg.sem.logical(
-            "and", cg.compare(ast.GtE, position, 0), cg.compare(ast.Lt, position, extent)
-        )
-        mask = inside if mask is None else cg.sem.logical("and", mask, inside)
-        pointers = cg.binary(ast.Add, pointers, cg.binary(ast.Mult, position, desc.strides[axis]))
-    shape = tuple(desc.block_shape)
-    return cg.sem.broadcast_to(pointers, shape), cg.sem.broadcast_to(mask, shape)
+        if axis in checked:
+            lower = cg.compare(ast.GtE, position, 0)
+            inside = cg.sem.logical("and", lower, cg.compare(ast.Lt, position, shape[axis]))
+            mask = inside if mask is None else cg.sem.logical("and", mask, inside)
+        pointers = cg.binary(ast.Add, pointers, cg.binary(ast.Mult, position, strides[axis]))
+    block_shape = tuple(block_shape)
+    mask = None if mask is None else cg.sem.broadcast_to(mask, block_shape)
+    return cg.sem.broadcast_to(pointers, block_shape), mask
 
 
 @impl("descriptor_load")
@@ -114,3 +125,99 @@ def descriptor_store(cg, desc, offsets, value):
 def descriptor_atomic_add(cg, desc, offsets, value):
     pointers, mask = _block_pointers(cg, unwrap(desc), offsets)
     BUILTIN_IMPLS["atomic_add"](cg, pointers, value, mask)
+
+
+# -- block pointers --------------------------------------------------------------------------------------
+
+
+def _int_tuple(cg, values, what: str, dtype) -> tuple:
+    """Scalar integers as tensors of `dtype`: a block pointer's fields keep their types through loops."""
+    items = [_scalar_int(cg, v, what) for v in _as_list(values, what)]
+    return tuple(cg.sem.cast(cg.sem.to_tensor(v), dtype) for v in items)
+
+
+@impl("make_block_ptr")
+def make_block_ptr(cg, base, shape, strides, offsets, block_shape, order):
+    base = cg.sem.to_tensor(base)
+    if not base.dtype.is_ptr() or base.shape:
+        raise TileTypeError(f"make_block_ptr needs a scalar pointer as base, got {base.type}")
+    block = check_shape(block_shape, "block shape")
+    order = tuple(unwrap(o) for o in _as_list(order, "order"))
+    shape = _int_tuple(cg, shape, "each dimension of a block pointer's shape", core.int64)
+    strides = _int_tuple(cg, strides, "each stride of a block pointer", core.int64)
+    offsets = _int_tuple(cg, offsets, "each offset of a block pointer", core.int32)
+    if not len(shape) == len(strides) == len(offsets) == len(block) == len(order):
+        raise TileTypeError(
+            "make_block_ptr needs equally many shape, strides, offsets, block_shape and order entries; "
+            f"got {len(shape)}, {len(strides)}, {len(offsets)}, {len(block)} and {len(order)}"
+        )
+    if sorted(order) != list(range(len(block))):
+        raise TileTypeError(f"order must be a permutation of 0..{len(block) - 1}, got {order}")
+    return block_pointer(base, shape, strides, offsets, block, order)
+
+
+@impl("advance")
+def advance(cg, base, offsets):
+    pointer = unwrap(base)
+    if not isinstance(pointer, block_pointer):
+        raise TileTypeError(
+            f"tl.advance needs a block pointer (tl.make_block_ptr), got {pointer!r}"
+        )
+    deltas = _int_tuple(cg, offsets, "each offset of tl.advance", core.int32)
+    if len(deltas) != len(pointer.offsets):
+        raise TileTypeError(
+            f"tl.advance of a rank-{len(pointer.offsets)} block pointer needs as many "
+            f"offsets, got {len(deltas)}"
+        )
+    moved = tuple(cg.sem.add(o, d) for o, d in zip(pointer.offsets, deltas))
+    return pointer._replace(offsets=moved)
+
+
+def _checked_axes(pointer: block_pointer, boundary_check) -> tuple[int, ...]:
+    axes = tuple(unwrap(a) for a in (unwrap(boundary_check) or ()))
+    rank = len(pointer.block_shape)
+    for axis in axes:
+        if not isinstance(axis, int) or not 0 <= axis < rank:
+            raise TileTypeError(f"boundary_check axes must be in 0..{rank - 1}, got {axes}")
+    return axes
+
+
+def block_load(cg, pointer: block_pointer, boundary_check, padding_option) -> tensor:
+    """`tl.load` of a block pointer (calls.load dispatches here)."""
+    padding = unwrap(padding_option) or "zero"
+    if padding not in ("zero", "nan"):
+        raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
+    checked = _checked_axes(pointer, boundary_check)
+    pointers, mask = _block_tile(
+        cg,
+        pointer.base,
+        pointer.shape,
+        pointer.strides,
+        pointer.offsets,
+        pointer.block_shape,
+        checked,
+    )
+    if mask is None:
+        return cg.sem.load(pointers)
+    return cg.sem.load(pointers, mask, float("nan") if padding == "nan" else 0)
+
+
+def block_store(cg, pointer: block_pointer, value, boundary_check) -> None:
+    """`tl.store` to a block pointer (calls.store dispatches here)."""
+    checked = _checked_axes(pointer, boundary_check)
+    value = cg.sem.to_tensor(unwrap(value))
+    if value.shape and tuple(value.shape) != tuple(pointer.block_shape):
+        raise TileTypeError(
+            f"a block pointer store takes a tile of its block shape "
+            f"{list(pointer.block_shape)}, got {list(value.shape)}"
+        )
+    pointers, mask = _block_tile(
+        cg,
+        pointer.base,
+        pointer.shape,
+        pointer.strides,
+        pointer.offsets,
+        pointer.block_shape,
+        checked,
+    )
+    cg.sem.store(pointers, value, mask)

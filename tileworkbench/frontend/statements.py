@@ -83,8 +83,13 @@ def unflatten(template: Any, values: list[tensor], pos: int = 0) -> tuple[Any, i
         for v in template:
             item, pos = unflatten(v, values, pos)
             items.append(item)
-        return tuple(items), pos
+        return _same_tuple_type(template, items), pos
     return template, pos
+
+
+def _same_tuple_type(template: tuple, items: list) -> tuple:
+    """A tuple like `template` (a NamedTuple such as a block pointer stays one) holding `items`."""
+    return template._make(items) if hasattr(template, "_make") else tuple(items)
 
 
 def retyped(t: tensor, handle) -> tensor:
@@ -224,7 +229,10 @@ class StatementsMixin:
     def unify(self, name, a, b, then_block, else_block):
         if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
             pairs = [self.unify(name, x, y, then_block, else_block) for x, y in zip(a, b)]
-            return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+            return (_same_tuple_type(a, [p[0] for p in pairs]),
+                    _same_tuple_type(b, [p[1] for p in pairs]))
+        if not isinstance(a, tensor) and type(a) is type(b) and a == b:
+            return a, b  # an equal compile-time part of a tuple (a block pointer's block shape)
         if a is None or b is None or not isinstance(a, (tensor, int, float, bool)) \
                 or not isinstance(b, (tensor, int, float, bool)):
             raise self.error(f"`{name}` has different compile-time values in the two branches of a runtime "

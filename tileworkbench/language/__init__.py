@@ -7,7 +7,9 @@ from .core import (  # noqa: F401
     int16, int32, int64, pi32_t, pointer_type, range, static_range, tensor, uint8, uint16, uint32, uint64,
     void,
 )
-from .descriptor import make_tensor_descriptor, tensor_descriptor  # noqa: F401
+from .descriptor import (  # noqa: F401
+    advance, block_pointer, make_block_ptr, make_tensor_descriptor, tensor_descriptor,
+)
 from .random import (  # noqa: F401
     pair_uniform_to_normal, philox, philox_impl, rand, randint, randint4x, randn, uint_to_uniform_float,
 )

@@ -1,11 +1,11 @@
-"""Tensor descriptors (Triton's `tl.make_tensor_descriptor` / `tl.tensor_descriptor`): a global tensor's
-base, shape and strides plus the block shape that `desc.load(offsets)` and `desc.store(offsets, value)`
-move. On a GPU they map to TMA; here they lower to masked pointer tiles (frontend/descriptors.py).
+"""Tensor descriptors (Triton's `tl.make_tensor_descriptor` / `tl.tensor_descriptor`) and block pointers
+(`tl.make_block_ptr` / `tl.advance`): a global tensor's base, shape and strides plus the block shape that
+a load or store moves. Both lower to masked pointer tiles (frontend/descriptors.py).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from .core import builtin, dtype
 
@@ -53,3 +53,41 @@ class tensor_descriptor:
 def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
     """A descriptor of the tensor at `base` (a pointer) with `shape` and `strides` (in elements; the
     last stride must be 1) whose loads and stores move tiles of `block_shape`."""
+
+
+class block_pointer(NamedTuple):
+    """A block pointer inside a kernel (made by `tl.make_block_ptr`, moved by `tl.advance`).
+
+    `tl.load(ptr, boundary_check=(0, 1), padding_option="zero")` reads the block at `offsets`; only the
+    dimensions in `boundary_check` are checked against `shape` (positions outside them read as the
+    padding value, zero unless "nan"); `tl.store(ptr, value, boundary_check=...)` skips them. A tuple,
+    so loops and branches carry it like any tuple of tensors.
+    """
+
+    base: Any
+    shape: tuple
+    strides: tuple
+    offsets: tuple
+    block_shape: tuple[int, ...]
+    order: tuple[int, ...]
+
+    @property
+    def dtype(self) -> dtype:
+        from .core import pointer_type
+
+        return pointer_type(self.base.dtype.element_ty)
+
+    @property
+    def type(self) -> dtype:
+        return self.dtype
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A pointer to the block of `block_shape` at `offsets` in the tensor at `base` with `shape` and
+    `strides` (elements). `order` (fastest dimension first) is a layout hint."""
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (elements, one per dimension)."""

@@ -153,3 +153,50 @@ def test_torch_bf16_and_fp8_tensors(name):
     out = torch.full((25,), float("nan"))
     widen[(1,)](source[1], out, 25, BLOCK=32)
     assert torch.equal(out, source[1].float())
+
+
+@tw.jit
+def block_ptr_matmul(
+    a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
+    """C = A @ B with block pointers advanced in the K loop (Triton's block-pointer matmul shape)."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    a = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (pid_m * BM, 0), (BM, BK), order=(1, 0))
+    b = tl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, pid_n * BN), (BK, BN), order=(1, 0))
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(tl.cdiv(K, BK)):
+        acc += tl.dot(tl.load(a, boundary_check=(0, 1)), tl.load(b, boundary_check=(0, 1)))
+        a = tl.advance(a, (0, BK))
+        b = tl.advance(b, [BK, 0])
+    c = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (pid_m * BM, pid_n * BN), (BM, BN), (1, 0))
+    tl.store(c, acc, boundary_check=(0, 1))
+
+
+def test_block_pointer_matmul_with_ragged_edges():
+    rng = np.random.default_rng(3)
+    M, N, K = 37, 45, 70
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    block_ptr_matmul[(3, 3)](a, b, c, M, N, K, BM=16, BN=16, BK=32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+@tw.jit
+def block_ptr_branch(x_ptr, out_ptr, n, shift, BLOCK: tl.constexpr):
+    """A block pointer moved in one branch of a runtime `if`; padding_option="nan" past the end."""
+    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (BLOCK,), (0,))
+    if shift > 0:
+        p = tl.advance(p, (shift,))
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(p, boundary_check=(0,), padding_option="nan"))
+
+
+@pytest.mark.parametrize("shift", [0, 3, 10])
+def test_block_pointer_through_a_runtime_if(shift):
+    x = np.arange(12, dtype=np.float32)
+    out = np.full(8, -1.0, np.float32)
+    block_ptr_branch[(1,)](x, out, 12, shift, BLOCK=8)
+    expected = np.full(8, np.nan)
+    valid = np.arange(8) + shift < 12
+    expected[valid] = x[np.arange(8)[valid] + shift]
+    np.testing.assert_array_equal(out, expected)

@@ -29,18 +29,18 @@ BASE_CSS = """
 .twr .twpanel > h4.twfallback {display: none}
 .twr pre.twhl {max-height: 520px; overflow: auto; margin: 0; padding: 4px; background: #fafafa;
   font-size: 12px; line-height: 1.35}
-.twr .twl {display: block}
+.twr .twl {display: inline-block; width: 100%}
 .twr .twno {color: #999; user-select: none}
-.twr label.twline {cursor: pointer; display: block}
+.twr label.twline {cursor: pointer; display: inline-block; width: 100%}
 .twr label.twline:hover {background: #eef}
 .twr .twnote {color: #666; font-size: 12px; margin: 3px 0}
 .twr table.twtable {border-collapse: collapse; font-size: 12px}
 .twr table.twtable td, .twr table.twtable th {border: 1px solid #ddd; padding: 2px 6px;
   text-align: left}
 .twr .twpass {color: #060} .twr .twfail {color: #b00; font-weight: 600}
-.twr .twadd {color: #060; background: #e8f7e8; display: block}
-.twr .twdel {color: #900; background: #fbe9e9; display: block}
-.twr .twhunk {color: #05a; display: block}
+.twr .twadd {color: #060; background: #e8f7e8; display: inline-block; width: 100%}
+.twr .twdel {color: #900; background: #fbe9e9; display: inline-block; width: 100%}
+.twr .twhunk {color: #05a; display: inline-block; width: 100%}
 .twr .twpasslist label {display: inline-block; padding: 1px 6px; margin: 1px; cursor: pointer;
   border: 1px solid #ddd; border-radius: 4px; font-family: monospace}
 .twr .twpasspanel {display: none}
@@ -132,7 +132,7 @@ def _source_panel(report, uid: str) -> str:
                     f"{html.escape(text) or ' '}</span>{end}")
     hint = ('<div class="twnote">click a line: what it became is highlighted in every stage tab'
             "</div>")
-    return hint + '<pre class="twhl">' + "".join(rows) + "</pre>"
+    return hint + '<pre class="twhl">' + "\n".join(rows) + "</pre>"
 
 
 def _passes_panel(report, uid: str) -> str:

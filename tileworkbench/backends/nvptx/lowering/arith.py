@@ -189,7 +189,8 @@ def fp8_to_float(lw, x, src) -> ir.Value:
     if src.name == "f8e5":
         half = b.bitcast(b.shl(b.zext(x, I16), ir.Constant(I16, 8)), F16)
         return b.fpext(half, F32)
-    _need_fp8_hw(lw)
+    if not _has_fp8_hw(lw):
+        return _e4m3_to_f32_soft(lw, x)
     pair = lw.asm("cvt.rn.f16x2.e4m3x2 $0, $1;", "=r,h", I32, [b.zext(x, I16)])
     return b.fpext(b.bitcast(b.trunc(pair, I16), F16), F32)
 
@@ -199,29 +200,66 @@ def float_to_fp8(lw, x, dst) -> ir.Value:
     b = lw.builder
     x = resize_float(lw, x, F32)
     kind = "e5m2" if dst.name == "f8e5" else "e4m3"
-    if kind == "e5m2" and not _has_fp8_hw(lw):
-        return _f32_to_e5m2_soft(lw, x)
-    _need_fp8_hw(lw)
+    if not _has_fp8_hw(lw):
+        return _f32_to_e5m2_soft(lw, x) if kind == "e5m2" else _f32_to_e4m3_soft(lw, x)
     pair = lw.asm(f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", I16,
                   [ir.Constant(F32, 0.0), x])
     return b.trunc(pair, I8)
 
 
-def _f32_to_e5m2_soft(lw, x) -> ir.Value:
-    """e5m2 by rounding the f16 bits to their top byte (nearest even; NaN stays NaN)."""
+def _e4m3_to_f32_soft(lw, x) -> ir.Value:
+    """e4m3fn bits -> f32 without sm_89's cvt: exponent bias 7, subnormals m * 2^-9, 0x7F is NaN."""
     b = lw.builder
-    bits = b.bitcast(b.fptrunc(x, F16), I16)
+    bits = b.zext(x, I32)
+    sign = b.shl(b.lshr(bits, ir.Constant(I32, 7)), ir.Constant(I32, 31))
+    exp = b.and_(b.lshr(bits, ir.Constant(I32, 3)), ir.Constant(I32, 0xF))
+    man = b.and_(bits, ir.Constant(I32, 7))
+    normal = b.or_(b.shl(b.add(exp, ir.Constant(I32, 120)), ir.Constant(I32, 23)),
+                   b.shl(man, ir.Constant(I32, 20)))
+    sub = b.bitcast(b.fmul(b.uitofp(man, F32), ir.Constant(F32, 2.0 ** -9)), I32)
+    magnitude = b.select(b.icmp_unsigned("==", exp, ir.Constant(I32, 0)), sub, normal)
+    is_nan = b.icmp_unsigned("==", b.and_(bits, ir.Constant(I32, 0x7F)), ir.Constant(I32, 0x7F))
+    magnitude = b.select(is_nan, ir.Constant(I32, 0x7FC00000), magnitude)
+    return b.bitcast(b.or_(magnitude, sign), F32)
+
+
+# (mantissa bits, exponent bias, largest finite code, largest finite value) of each fp8 format
+_FP8 = {"e4m3": (3, 7, 0x7E, 448.0), "e5m2": (2, 15, 0x7B, 57344.0)}
+
+
+def _f32_to_e4m3_soft(lw, x) -> ir.Value:
+    return _f32_to_fp8_soft(lw, x, "e4m3")
+
+
+def _f32_to_e5m2_soft(lw, x) -> ir.Value:
+    return _f32_to_fp8_soft(lw, x, "e5m2")
+
+
+def _f32_to_fp8_soft(lw, x, kind: str) -> ir.Value:
+    """f32 -> fp8 bits without sm_89's cvt: nearest even, saturating to the largest finite value
+    (as `cvt.rn.satfinite`), NaN -> 0x7F with the sign."""
+    man_bits, bias, max_code, max_value = _FP8[kind]
+    shift = 23 - man_bits
+    b = lw.builder
+    bits = b.bitcast(x, I32)
+    sign = b.trunc(b.shl(b.lshr(bits, ir.Constant(I32, 31)), ir.Constant(I32, 7)), I8)
+    mag_bits = b.and_(bits, ir.Constant(I32, 0x7FFFFFFF))
+    magnitude = b.bitcast(mag_bits, F32)
+    lsb = b.and_(b.lshr(mag_bits, ir.Constant(I32, shift)), ir.Constant(I32, 1))
+    half_ulp = ir.Constant(I32, (1 << (shift - 1)) - 1)
+    rounded = b.lshr(b.add(b.add(mag_bits, half_ulp), lsb), ir.Constant(I32, shift))
+    normal = b.sub(rounded, ir.Constant(I32, (127 - bias) << man_bits))
+    min_normal = 2.0 ** (1 - bias)
+    steps = b.fmul(magnitude, ir.Constant(F32, 2.0 ** (bias - 1 + man_bits)))
+    sub = b.fptoui(lw.call_intrinsic("llvm.rint.f32", F32, [steps]), I32)
+    code = b.select(b.fcmp_ordered("<", magnitude, ir.Constant(F32, min_normal)), sub, normal)
+    big = b.fcmp_ordered(">=", magnitude, ir.Constant(F32, max_value))
+    code = b.select(big, ir.Constant(I32, max_code), code)
     is_nan = b.fcmp_unordered("uno", x, x)
-    lsb = b.and_(b.lshr(bits, ir.Constant(I16, 8)), ir.Constant(I16, 1))
-    rounded = b.add(b.add(bits, ir.Constant(I16, 0x7F)), lsb)
-    byte = b.trunc(b.lshr(rounded, ir.Constant(I16, 8)), I8)
-    return b.select(is_nan, ir.Constant(I8, 0x7F), byte)
+    code = b.trunc(b.select(is_nan, ir.Constant(I32, 0x7F), code), I8)
+    return b.or_(code, sign)
 
 
 def _has_fp8_hw(lw) -> bool:
     return lw.sm >= 89
 
-
-def _need_fp8_hw(lw) -> None:
-    if not _has_fp8_hw(lw):
-        raise lw.error(lw.current_op, f"fp8 e4m3 conversions need sm_89 or newer (target {lw.arch})")

@@ -20,7 +20,7 @@ from tileworkbench.ir.types import f16, f32, i1, i8, i32, i64, u32
 from tileworkbench.passes import canonicalize, fold
 
 N = 4  # elements per tensor
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 INT_OPS = list(fold.INT_BINARY)
 # Not the float min/max ops: the interpreter's np.maximum/np.minimum/np.fmax/np.fmin return their first

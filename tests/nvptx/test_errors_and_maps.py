@@ -41,14 +41,11 @@ def test_unsupported_op_names_op_and_line():
     assert f":{_line_of(asm_pack_kernel, 'inline_asm_elementwise')}:" in message
 
 
-def test_fp8_e4m3_needs_sm89():
+def test_fp8_e4m3_uses_hardware_cvt_from_sm89_and_software_before():
     signature = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16"}
-    with pytest.raises(CompilationError, match="sm_89"):
-        tw.compile(fp8e4_kernel, signature=signature, constexprs={"BLOCK": 128}, target="sm_80",
-                   use_cache=False)
-    kernel = tw.compile(fp8e4_kernel, signature=signature, constexprs={"BLOCK": 128}, target="sm_90",
-                        use_cache=False)
-    assert "cvt.rn.satfinite.e4m3x2.f32" in kernel.asm["ptx"]
+    ptx = {arch: tw.compile(fp8e4_kernel, signature=signature, constexprs={"BLOCK": 128}, target=arch,
+                            use_cache=False).asm["ptx"] for arch in ("sm_80", "sm_90")}
+    assert "cvt.rn.satfinite.e4m3x2.f32" in ptx["sm_90"] and "e4m3" not in ptx["sm_80"]
 
 
 def test_unknown_arch_is_refused():

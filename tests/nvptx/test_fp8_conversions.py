@@ -6,10 +6,10 @@ from __future__ import annotations
 import ctypes
 
 import llvmlite.binding as llvm
-import llvmlite.ir as ir
 import ml_dtypes
 import numpy as np
 import pytest
+from llvmlite import ir
 
 from tileworkbench.backends.nvptx.llvm_types import F32, I8
 from tileworkbench.backends.nvptx.lowering import arith as lower_arith
@@ -44,7 +44,7 @@ def _jit(build, arg_type, ret_type):
 
 
 def test_e4m3_to_f32_every_code():
-    engine, convert = _jit(lower_arith._e4m3_to_f32_soft, I8, F32)
+    _engine, convert = _jit(lower_arith._e4m3_to_f32_soft, I8, F32)
     codes = np.arange(256, dtype=np.uint8)
     want = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
     got = np.array([convert(int(c)) for c in codes], dtype=np.float32)
@@ -56,7 +56,7 @@ def test_e4m3_to_f32_every_code():
 def test_f32_to_fp8_rounds_like_ml_dtypes(kind):
     build = lower_arith._f32_to_e4m3_soft if kind == "e4m3" else lower_arith._f32_to_e5m2_soft
     dtype = ml_dtypes.float8_e4m3fn if kind == "e4m3" else ml_dtypes.float8_e5m2
-    engine, convert = _jit(build, F32, I8)
+    _engine, convert = _jit(build, F32, I8)
     rng = np.random.default_rng(3)
     limit = 440.0 if kind == "e4m3" else 57000.0
     # every fp8 value, the midpoints between neighbours (ties to even), and random values

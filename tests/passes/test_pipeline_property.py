@@ -6,15 +6,14 @@ condition) give bit-identical results in the interpreter before and after canoni
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_canonicalize_property import (
+    _NUMPY,
     FLOAT_OPS,
     INT_OPS,
-    HealthCheck,
-    N,
-    _NUMPY,
     Dag,
+    N,
     binary,
     constant_values,
     grow,
@@ -24,9 +23,9 @@ from test_canonicalize_property import (
 )
 
 from tileworkbench.backends.interpreter import run
-from tileworkbench.ir import Block, Region, TensorType, verify
+from tileworkbench.ir import Block, Region, verify
 from tileworkbench.ir.ops import arith, scf, tt
-from tileworkbench.ir.types import f32, f16, i1, i8, i32, i64, u32
+from tileworkbench.ir.types import f16, f32, i1, i8, i32, i64, u32
 from tileworkbench.passes import TILE_OPT, run_passes
 
 TRIPS = 3

@@ -43,7 +43,8 @@ def test_do_bench_return_modes_and_quantiles():
     def fn():
         time.sleep(next(durations) / 1e3)
 
-    times = do_bench(fn, warmup=0, rep=8, return_mode="all", timer="host")
+    # rep / estimate runs: at least 5 even if a loaded machine makes the 0.5 ms estimate 6 ms
+    times = do_bench(fn, warmup=0, rep=30, return_mode="all", timer="host")
     assert len(times) >= 5 and all(t > 0 for t in times)
     assert min(times) >= 0.99 - 1e-3
     low, median, high = testing._summarize([1.0, 2.0, 3.0, 4.0, 5.0], [0.2, 0.5, 0.8], "mean")

@@ -10,6 +10,7 @@ nothing to run first."""
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from ..ir import Op, Value
@@ -33,7 +34,8 @@ def canonicalize(func: FuncOp) -> bool:
 def constant_op(value: Value) -> arith.ConstantOp | None:
     """The `arith.constant` defining `value` (a scalar, or a tensor splat), if there is one."""
     if isinstance(value, OpResult) and isinstance(value.op, arith.ConstantOp):
-        return value.op
+        # Only scalar values: a dense array (were a frontend to make one) is no splat to fold.
+        return value.op if isinstance(value.op.value, numbers.Real) else None
     return None
 
 

@@ -13,6 +13,8 @@ from collections import ChainMap
 from collections.abc import Hashable
 from typing import Any
 
+import numpy as np
+
 from ..ir import Block, Op, Value
 from ..ir.ops.tt import FuncOp
 from ..ir.values import OpResult
@@ -65,7 +67,8 @@ def op_key(op: Op) -> Hashable | None:
     if op.commutative:
         operand_ids.sort()
     attributes = tuple((name, attribute_key(v)) for name, v in op.attributes.items())
-    return (type(op), tuple(operand_ids), attributes, tuple(r.type for r in op.results))
+    result_types = tuple(attribute_key(r.type) for r in op.results)  # encodings may not hash
+    return (type(op), tuple(operand_ids), attributes, result_types)
 
 
 def attribute_key(value: Any) -> Hashable:
@@ -75,6 +78,8 @@ def attribute_key(value: Any) -> Hashable:
         return ("float", struct.pack("<d", value))
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(attribute_key(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, dict):
         return ("dict", tuple(sorted((k, attribute_key(v)) for k, v in value.items())))
     try:

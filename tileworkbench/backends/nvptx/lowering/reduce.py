@@ -1,20 +1,19 @@
 """Reductions, scans and sorts. `tt.reduce` combines in each thread's registers, then across lanes with
 `shfl.sync.bfly`, then (only where the axis spans warps) once through shared memory; the `combine`
 region is lowered inline at every step, so any user combine function works (argmax included).
-`tt.sort` and `tt.topk` move each row into one thread's registers (through shared memory), work
-there, and move the result back; scans are in `scan.py`."""
+Scans are in `scan.py`, sorts in `sort.py`."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ....ir.ops import tt
-from ....ir.ops.ttg import BlockedEncoding, LinearLayout, blocked_for
+from ....ir.ops.ttg import LinearLayout
 from ....ir.types import TensorType, element_type
 from ..llvm_types import I32, byte_size
 from ..lower import TVal
 from . import lowers
-from .exchange import remap, strides
+from .exchange import strides
 
 
 def combine(lw, region, acc: list, new: list) -> list:
@@ -120,85 +119,3 @@ def _widen(lw, v):
 
 def _narrow(lw, v, t):
     return lw.builder.icmp_unsigned("!=", v, ir.Constant(v.type, 0)) if t == ir.IntType(1) else v
-
-
-# -- scan, sort, topk: one row per thread ---------------------------------------------------------
-def row_layout(shape: tuple[int, ...], axis: int, num_warps: int) -> LinearLayout:
-    """A layout holding all of dimension `axis` in each thread's registers."""
-    rest = tuple(1 if d == axis else s for d, s in enumerate(shape))
-    base = blocked_for(rest, num_warps)
-    spt = tuple(shape[axis] if d == axis else 1 for d in range(len(shape)))
-    order = (axis,) + tuple(d for d in base.order if d != axis)
-    return BlockedEncoding(spt, base.threads_per_warp, base.warps_per_cta, order).linear(shape)
-
-
-def _rows(layout: LinearLayout, axis: int) -> list[list[int]]:
-    """Register indices grouped by row (same coordinates off the axis), ordered along the axis."""
-    groups: dict[tuple, list[tuple[int, int]]] = {}
-    for r, c in enumerate(layout.all_reg_coords()):
-        key = tuple(c[:axis]) + tuple(c[axis + 1:])
-        groups.setdefault(key, []).append((c[axis], r))
-    return [[r for _, r in sorted(g)] for g in groups.values()]
-
-
-def _to_rows(lw, values: list[TVal], shape, axis: int, element_types) -> list[TVal]:
-    rows = row_layout(shape, axis, lw.num_warps)
-    return [remap(lw, v, shape, rows, tuple, t) for v, t in zip(values, element_types)]
-
-
-def _compare_exchange(lw, vals, i: int, j: int, ascending: bool, signed: bool) -> None:
-    """Order vals[i], vals[j] (ascending or descending) with two selects."""
-    b = lw.builder
-    x, y = vals[i], vals[j]
-    pred = ">" if ascending else "<"
-    if isinstance(x.type, ir.IntType):
-        out_of_order = (b.icmp_signed if signed else b.icmp_unsigned)(pred, x, y)
-    else:
-        out_of_order = b.fcmp_ordered(pred, x, y)
-    vals[i], vals[j] = b.select(out_of_order, y, x), b.select(out_of_order, x, y)
-
-
-def _bitonic(lw, vals: list, ascending: bool, signed: bool) -> list:
-    """Sort `vals` (a power-of-two count) with a bitonic network of compare-exchanges."""
-    vals = list(vals)
-    n = len(vals)
-    k = 2
-    while k <= n:
-        j = k // 2
-        while j >= 1:
-            for i in range(n):
-                partner = i ^ j
-                if partner > i:
-                    up = ((i & k) == 0) == ascending
-                    _compare_exchange(lw, vals, i, partner, up, signed)
-            j //= 2
-        k *= 2
-    return vals
-
-
-def _sorted_rows(lw, op, descending: bool):
-    shape = op.src.type.shape
-    axis = op.axis if isinstance(op, tt.SortOp) else len(shape) - 1
-    t = element_type(op.src.type)
-    [rows] = _to_rows(lw, [lw.get(op.src)], shape, axis, [t])
-    out = list(rows.vals)
-    for regs in _rows(rows.layout, axis):
-        ordered = _bitonic(lw, [rows.vals[r] for r in regs], not descending, t.is_signed)
-        for r, v in zip(regs, ordered):
-            out[r] = v
-    return TVal(out, rows.layout), shape, t
-
-
-@lowers(tt.SortOp)
-def lower_sort(lw, op) -> None:
-    rows, shape, t = _sorted_rows(lw, op, op.descending)
-    lw.set(op.result, remap(lw, rows, shape, lw.layout(op.result), tuple, t))
-
-
-@lowers(tt.TopKOp)
-def lower_topk(lw, op) -> None:
-    """Sort each row (largest first when `largest`) and keep the first k."""
-    rows, shape, t = _sorted_rows(lw, op, op.largest)
-    from .exchange import flat, remap_shared
-    dst = lw.layout(op.result)
-    lw.set(op.result, remap_shared(lw, [(rows, shape)], dst, lambda c: flat(c, shape), t))

@@ -112,6 +112,8 @@ def test_bf16_scalar_is_passed_as_its_bits():
     expected = np.asarray(value, dtype=ml_dtypes.bfloat16).view(np.uint16)
     assert int(bits) == int(expected)
     assert int(pack((1.0,))[0]) == 0x3F80
+    fp8 = make_arg_packer(["fp8e4nv", "fp8e5"], ["a", "b"], "k")
+    assert [int(bits) for bits in fp8((1.0, -2.0))] == [0x38, 0xC0]
 
 
 def test_host_numpy_array_is_refused_with_a_hint():

@@ -89,8 +89,8 @@ def make_arg_packer(
 def _make_converter(kind: str, name: str, kernel: str, device_id: int | None) -> Callable:
     if kind.startswith("*"):
         return _pointer_converter(name, kernel, device_id)
-    if kind == "bf16":
-        return _bf16_converter(name, kernel)
+    if kind in _BIT_KINDS:
+        return _bits_converter(kind, name, kernel)
     scalar_type = _SCALAR_TYPES.get(kind)
     if scalar_type is None:
         raise ValueError(f"unknown parameter kind {kind!r} for argument {name!r} of {kernel}")
@@ -123,15 +123,26 @@ def _float_converter(scalar_type: type, kind: str, name: str, kernel: str) -> Ca
     return convert
 
 
-def _bf16_converter(name: str, kernel: str) -> Callable:
+# scalar kinds NumPy has no type for: passed as the bits of their ml_dtypes value
+_BIT_KINDS = {
+    "bf16": ("bfloat16", np.uint16),
+    "fp8e4nv": ("float8_e4m3fn", np.uint8),
+    "fp8e5": ("float8_e5m2", np.uint8),
+}
+
+
+def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
     import ml_dtypes
 
+    type_name, bits_type = _BIT_KINDS[kind]
+    scalar_type = getattr(ml_dtypes, type_name)
+
     def convert(value):
-        # passed as its bit pattern: CuPy only packs bfloat16 scalars with recent NumPy
+        # CuPy only packs bfloat16 scalars with recent NumPy, and fp8 not at all: send the bits
         try:
-            return np.asarray(value, dtype=ml_dtypes.bfloat16).view(np.uint16)[()]
+            return np.asarray(value, dtype=scalar_type).view(bits_type)[()]
         except (OverflowError, TypeError, ValueError):
-            raise _scalar_error(value, "bf16", name, kernel) from None
+            raise _scalar_error(value, kind, name, kernel) from None
 
     return convert
 
@@ -267,7 +278,9 @@ _SLOT_CODES = {
     "u32": "I4x",
     "u64": "Q",
     "fp16": "e6x",
-    "bf16": "H6x",  # the bit pattern, from _bf16_converter
+    "bf16": "H6x",  # the bit patterns, from _bits_converter
+    "fp8e4nv": "B7x",
+    "fp8e5": "B7x",
     "fp32": "f4x",
     "fp64": "d",
 }
@@ -309,9 +322,9 @@ class ParamBuffer:
         self.params_address = ctypes.addressof(self._addresses) if count else 0
         self._pointer_indices = tuple(i for i, k in enumerate(self.kinds) if k.startswith("*"))
         self._converted = tuple(
-            (i, _bf16_converter(self.names[i], kernel_name))
+            (i, _bits_converter(k, self.names[i], kernel_name))
             for i, k in enumerate(self.kinds)
-            if k == "bf16"
+            if k in _BIT_KINDS
         )
         # with one GPU a CuPy array needs no device check: read its pointer directly
         self._fast_type = _cupy_ndarray_type() if device_id is None else None
@@ -347,7 +360,7 @@ class ParamBuffer:
         """Raise the LaunchError that says which scalar argument did not fit."""
         self.packer(args)  # its converters name host arrays and bad integers precisely
         for index, (kind, value) in enumerate(zip(self.kinds, args)):
-            if kind.startswith("*") or kind == "bf16":
+            if kind.startswith("*") or kind in _BIT_KINDS:
                 continue
             try:
                 struct.pack("<" + self._codes[index], value)

@@ -316,3 +316,25 @@ def test_for_with_trips_is_kept():
     finish(f, b)
     canonicalize(f)
     assert any(op.name == "scf.for" for op in f.walk())
+
+
+def test_double_negations():
+    f, b = new_func([("out", PointerType(i32)), ("x", i32), ("c", i1)])
+    x, c = f.args[1], f.args[2]
+    neg = binary(b, arith.SubIOp, const(b, 0, i32), x)
+    back = binary(b, arith.SubIOp, const(b, 0, i32), neg)
+    inverted = binary(b, arith.XOrIOp, x, const(b, -1, i32))
+    restored = binary(b, arith.XOrIOp, const(b, -1, i32), inverted)  # constant moves right first
+    negated = binary(b, arith.XOrIOp, c, const(b, True, i1))
+    again = binary(b, arith.XOrIOp, negated, const(b, True, i1))
+    chosen = b.value(arith.SelectOp, i32, name="chosen", condition=again, true_value=back,
+                     false_value=restored)
+    store(b, f.args[0], chosen)
+    finish(f, b)
+    canonicalize(f)
+    assert_ir(f, """
+        tt.func @k(%out: !tt.ptr<i32>, %x: i32, %c: i1) {
+          tt.store %out, %x : !tt.ptr<i32>, i32
+          tt.return
+        }
+    """)

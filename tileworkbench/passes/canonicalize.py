@@ -260,6 +260,27 @@ def int_self_zero(op: arith.BinaryOp, rw: Rewriter) -> bool:
     return op.lhs is op.rhs and replace_with_constant(op, zero_of(op), rw)
 
 
+@rewrite(arith.SubIOp)
+def negate_twice(op: arith.SubIOp, rw: Rewriter) -> bool:
+    """%y = arith.subi %c0, (arith.subi %c0, %x)  ->  %y replaced by %x (`-(-x)`, wrapping)"""
+    inner = defining(op.rhs, arith.SubIOp)
+    if inner is None or not is_int(op.lhs, 0) or not is_int(inner.lhs, 0):
+        return False
+    return replace_with(op, inner.rhs, rw)
+
+
+@rewrite(arith.XOrIOp)
+def xor_twice(op: arith.XOrIOp, rw: Rewriter) -> bool:
+    """%y = arith.xori (arith.xori %x, %c), %c  ->  %y replaced by %x (`~~x`, `not not b`)"""
+    inner = defining(op.lhs, arith.XOrIOp)
+    if inner is None:
+        return False
+    outer_bits, inner_bits = int_constant(op.rhs), int_constant(inner.rhs)
+    if outer_bits is None or outer_bits != inner_bits:
+        return False
+    return replace_with(op, inner.lhs, rw)
+
+
 _SELF_COMPARE = {
     "eq": True,
     "sle": True,

@@ -482,7 +482,8 @@ so each is drawn as a dotted vertical line at its intensity: both sit far left o
 """),
         code('''point = reports[0].point
 print(f"intensity {point.intensity:.4f} FLOP/B; best time at 4.8 TB/s: {point.bytes / 4.8e12 * 1e6:.3f} us")
-plot.save("roofline.svg")   # or .png'''),
+import os, tempfile
+print("saved", plot.save(os.path.join(tempfile.gettempdir(), "roofline.svg")))   # or .png'''),
         md("## Recorded on an H200\nThe showcase kernels measured on an H200, on its measured ceilings."),
         code('show_recorded("06_roofline")'),
         md("""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tileworkbench.errors import CompilationError, OutOfResources, TileworkbenchError
+from tileworkbench.runtime import record
 from tileworkbench.runtime.autotuner import Config, autotune, heuristics
 
 
@@ -38,6 +39,7 @@ class FakeJIT:
             self.compiled.append(dict(kwargs))
             return "compiled"
         self.launches.append({"grid": grid, **kwargs})
+        record.record(("launch", dict(kwargs)))  # as the real JIT does while a recorder is active
         time.sleep(self.cost_ms(kwargs) / 1e3)
         named = dict(zip(self.arg_names, args))
         if "out" in named:  # an accumulating kernel: out += x
@@ -232,3 +234,19 @@ def test_a_wrapper_whose_fn_is_itself_does_not_hang():
     jit.fn = jit
     tuned = autotune(_configs(), key=["n"])(jit)
     assert tuned.base_fn is jit
+
+
+def test_timing_runs_are_not_recorded_and_results_follow_the_key():
+    jit = FakeJIT(add_kernel, cost_ms=lambda options: COSTS[options["BLOCK"]] / 4)
+    tuned = autotune(_configs(), key=["n"], warmup=1, rep=4)(jit)
+    with record.record_launches() as launches:
+        tuned[(1,)](*_arrays(64), 64)
+    assert launches == [("launch", {"BLOCK": 512, "num_warps": 8, "num_stages": 3})]
+    first = tuned.last_results
+    tuned[(1,)](*_arrays(32), 32)
+    assert tuned.last_results is not first and set(tuned.results) == {
+        (64, "float32", "float32"),
+        (32, "float32", "float32"),
+    }
+    tuned[(1,)](*_arrays(64), 64)  # cached: no tuning, but the results shown are this key's
+    assert tuned.last_results is first

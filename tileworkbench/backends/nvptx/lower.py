@@ -13,7 +13,7 @@ from llvmlite import ir
 from ...errors import CompilationError
 from ...ir.ops import tt
 from ...ir.ops.ttg import WARP_SIZE, LinearLayout
-from ...ir.types import PointerType, ScalarType, TensorType
+from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, SHARED_PTR, llvm_type
@@ -285,10 +285,3 @@ def _runs(weights: tuple[int, ...]):
         j += 1
     return out
 
-
-def is_pointer(t) -> bool:
-    return isinstance(t, PointerType) or (isinstance(t, TensorType) and isinstance(t.element, PointerType))
-
-
-def shared_ptr_type() -> ir.Type:
-    return SHARED_PTR

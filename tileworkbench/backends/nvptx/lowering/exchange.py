@@ -93,10 +93,6 @@ def _from_shared(lw, v, reg_type):
     return v
 
 
-def elem_bytes_of(t) -> int:
-    return byte_size(t)
-
-
 def remap(lw, src: TVal, src_shape, dst: LinearLayout, fmap, elem_type) -> TVal:
     """`dst`'s elements, element `c` read from source coordinates `fmap(c)`."""
     local = in_registers(src, dst, fmap)
@@ -109,7 +105,7 @@ def remap(lw, src: TVal, src_shape, dst: LinearLayout, fmap, elem_type) -> TVal:
 def remap_shared(lw, sources, dst: LinearLayout, weight, elem_type, read_base: int = 0) -> TVal:
     """Write each (tensor, shape) of `sources` one after another, then read `dst` at
     `read_base + weight(c)` (`weight` linear: it is applied to the lane and warp bases too)."""
-    nbytes = elem_bytes_of(elem_type)
+    nbytes = byte_size(elem_type)
     total = sum(_numel(shape) for _, shape in sources)
     smem = lw.shared_memory(total * nbytes)
     lw.barrier_before_shared()

@@ -99,14 +99,9 @@ def _masked(lw, mask, emit, fallback):
     return phi
 
 
-def _load_one(lw, op, ptr, vec: int, etype: ir.Type):
-    b = lw.builder
-    nbytes = max(1, etype.width // 8) if isinstance(etype, ir.IntType) else None
-    if vec == 1:
-        load = b.load(ptr, typ=etype)
-    else:
-        load = b.load(ptr, typ=ir.VectorType(etype, vec))
-    elem_bytes = nbytes or {"half": 2, "bfloat": 2, "float": 4, "double": 8}.get(str(etype), 8)
+def _load_one(lw, ptr, vec: int, etype: ir.Type, elem_bytes: int):
+    """One load of `vec` elements (a vector type when vec > 1), aligned to its whole size."""
+    load = lw.builder.load(ptr, typ=etype if vec == 1 else ir.VectorType(etype, vec))
     load.align = elem_bytes * vec
     return load
 
@@ -114,13 +109,13 @@ def _load_one(lw, op, ptr, vec: int, etype: ir.Type):
 @lowers(tt.LoadOp)
 def lower_load(lw, op) -> None:
     pointee = element_type(op.ptr.type).pointee
-    etype = memory_type(pointee)
+    etype, nbytes = memory_type(pointee), byte_size(pointee)
     ptr = lw.get(op.ptr)
     mask = lw.get(op.mask) if op.mask is not None else None
     other = lw.get(op.other) if op.other is not None else None
     if not isinstance(ptr, TVal):
         fallback = _to_memory(lw, other, pointee) if other is not None else _zero(etype)
-        value = _masked(lw, mask, lambda: _load_one(lw, op, ptr, 1, etype), fallback)
+        value = _masked(lw, mask, lambda: _load_one(lw, ptr, 1, etype, nbytes), fallback)
         lw.set(op.result, _to_register(lw, value, pointee))
         return
     layout = ptr.layout
@@ -129,7 +124,8 @@ def lower_load(lw, op) -> None:
     for start in range(0, layout.num_regs, vec):
         m = mask.vals[start] if isinstance(mask, TVal) else mask
         fallback = _other_vector(lw, other, start, vec, etype, pointee)
-        value = _masked(lw, m, lambda start=start: _load_one(lw, op, ptr.vals[start], vec, etype), fallback)
+        value = _masked(lw, m, lambda start=start: _load_one(lw, ptr.vals[start], vec, etype, nbytes),
+                        fallback)
         for i in range(vec):
             elem = value if vec == 1 else lw.builder.extract_element(value, ir.Constant(I32, i))
             out.append(_to_register(lw, elem, pointee))
@@ -143,12 +139,7 @@ def _other_vector(lw, other, start: int, vec: int, etype, pointee):
         elems = [_to_memory(lw, other, pointee)] * vec
     else:
         elems = [_zero(etype)] * vec
-    if vec == 1:
-        return elems[0]
-    if all(isinstance(e, ir.Constant) for e in elems) and len({str(e) for e in elems}) == 1:
-        return ir.Constant(ir.VectorType(etype, vec), [elems[0].constant] * vec) \
-            if not isinstance(etype, ir.PointerType) else _build_vector(lw, elems, etype)
-    return _build_vector(lw, elems, etype)
+    return elems[0] if vec == 1 else _build_vector(lw, elems, etype)
 
 
 def _build_vector(lw, elems, etype) -> ir.Value:

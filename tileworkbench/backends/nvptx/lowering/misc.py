@@ -16,17 +16,12 @@ _AXES = "xyz"
 
 @lowers(tt.GetProgramIdOp)
 def lower_program_id(lw, op) -> None:
-    lw.set(op.result, _in_body(lw, f"ctaid.{_AXES[op.axis]}"))
+    lw.set(op.result, lw.sreg(f"ctaid.{_AXES[op.axis]}"))
 
 
 @lowers(tt.GetNumProgramsOp)
 def lower_num_programs(lw, op) -> None:
-    lw.set(op.result, _in_body(lw, f"nctaid.{_AXES[op.axis]}"))
-
-
-def _in_body(lw, name: str) -> ir.Value:
-    value = lw.sreg(name)
-    return value
+    lw.set(op.result, lw.sreg(f"nctaid.{_AXES[op.axis]}"))
 
 
 @lowers(tt.HintOp)

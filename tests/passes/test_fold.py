@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tileworkbench.ir.ops import arith
-from tileworkbench.ir.types import bf16, f16, f32, i1, i8, i32, i64, u8, u32
+from tileworkbench.ir.types import bf16, f16, f32, f64, i1, i8, i32, i64, u8, u32
 from tileworkbench.passes import fold
 
 
@@ -112,10 +112,17 @@ def test_signed_zeros_and_nan():
 
 def test_unsafe_float_folds_are_refused():
     assert fold.fold_float_binary(arith.AddFOp, 1.0, 2.0, bf16) is None
-    assert (
-        fold.fold_float_binary(arith.DivFOp, 1.0, 3.0, f32) is None
-    )  # div.full.f32 is approximate
+    # f32 division is div.full.f32 (approximate) on the GPU; remf is not exact there either.
+    assert fold.fold_float_binary(arith.DivFOp, 1.0, 3.0, f32) is None
+    assert fold.fold_float_binary(arith.DivFOp, 1.0, 0.0, f16) is None
+    assert fold.fold_float_binary(arith.RemFOp, 7.0, 2.0, f64) is None
     assert fold.fold_cmpf("olt", 1.0, 2.0, bf16) is None
+
+
+def test_division_is_folded_where_the_gpu_divides_exactly():
+    third = float(np.float16(1.0) / np.float16(3.0))
+    assert fold.fold_float_binary(arith.DivFOp, 1.0, 3.0, f16) == third
+    assert fold.fold_float_binary(arith.DivFOp, 1.0, 3.0, f64) == 1.0 / 3.0
 
 
 @pytest.mark.parametrize(

@@ -110,7 +110,7 @@ def remake(op: Op, cls: type[Op], rw: Rewriter, **fields: Any) -> bool:
 
 
 INT_BINARY_OPS = tuple(fold.INT_BINARY)
-FLOAT_BINARY_OPS = tuple(fold.FLOAT_BINARY)
+FLOAT_BINARY_OPS = (*fold.FLOAT_BINARY, arith.DivFOp)
 COMMUTATIVE_OPS = tuple(cls for cls in INT_BINARY_OPS + FLOAT_BINARY_OPS if cls.commutative)
 CASTS = (
     arith.ExtSIOp,

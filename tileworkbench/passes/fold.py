@@ -145,8 +145,14 @@ FLOAT_BINARY: dict[type, Callable[[Any, Any], Any]] = {
     arith.MaxNumFOp: lambda a, b: _maximum(a, b, False, True),
     arith.MinNumFOp: lambda a, b: _maximum(a, b, False, False),
 }
-# Not folded: divf and remf, because Triton lowers f32 division to the approximate `div.full.f32`,
-# so a folded (correctly rounded) quotient could differ from the unfolded kernel's in the last bits.
+# divf is folded only where the GPU divides exactly (f16, f64): f32 division is lowered, as in
+# Triton, to the approximate `div.full.f32`, whose quotient a correctly rounded fold could differ
+# from in the last bits. remf is never folded (its lowering is not exact either).
+EXACT_DIVISION = ("f16", "f64")
+
+
+def _divide(a, b):
+    return None if b == 0 else a / b  # x / 0.0 is inf or NaN; leave the choice to the target
 
 FLOAT_PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
     "oeq": lambda a, b: a == b,
@@ -163,6 +169,8 @@ FLOAT_PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
 
 def fold_float_binary(cls: type, lhs: Any, rhs: Any, type: ScalarType) -> float | None:
     fn = FLOAT_BINARY.get(cls)
+    if cls is arith.DivFOp and type.name in EXACT_DIVISION:
+        fn = _divide
     if fn is None or not foldable_float(type):
         return None
     with np.errstate(all="ignore"):

@@ -200,8 +200,8 @@ class Benchmark:
     ylabel: str = ""
     x_log: bool = False
     y_log: bool = False
-    color: Any = None
     styles: list[tuple[str, str]] | None = None
+    color: Any = None  # accepted as older Triton did; unused (styles set the colors)
 
 
 class ResultTable:

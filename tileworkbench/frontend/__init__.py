@@ -11,8 +11,10 @@ from ..ir.builder import Builder
 from ..ir.location import Loc
 from ..ir.values import Block
 from ..language.core import tensor
+from ..language.descriptor import tensor_descriptor
 from . import calls, descriptors, reductions  # noqa: F401  (register the builtins)
 from .codegen import CodeGenerator
+from .descriptor_args import expand_arg, parse_descriptor_type
 from .source import get_source
 from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 
@@ -29,14 +31,17 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
     if unknown:
         raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
                                f"parameters are {', '.join(params)}")
-    types = [parse_type(a.type) for a in args]
-    func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in args))
-    func.body.add_block(Block([t.to_ir() for t in types], [a.name for a in args]))
+    flat = [part for a in args for part in expand_arg(a)]  # a host descriptor is several parameters
+    types = [parse_type(a.type) for a in flat]
+    func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
+    func.body.add_block(Block([t.to_ir() for t in types], [a.name for a in flat]))
     func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
     block_args = iter(zip(func.body.block.args, types))
     for name, param in params.items():
-        if name in by_name:
+        if name in by_name and parse_descriptor_type(by_name[name].type) is not None:
+            scope[name] = _descriptor_param(by_name[name], block_args)
+        elif name in by_name:
             arg, ty = next(block_args)
             scope[name] = 1 if by_name[name].equal_1 else tensor(arg, ty)
         elif name in constexprs:
@@ -59,6 +64,14 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
     builder.loc = func.loc
     builder.create(tt.ReturnOp)
     return func
+
+
+def _descriptor_param(arg: ArgSpec, block_args) -> tensor_descriptor:
+    """A host descriptor parameter as a `tl.tensor_descriptor` of its block arguments."""
+    _, block, padding = parse_descriptor_type(arg.type)
+    parts = [tensor(value, ty) for value, ty in (next(block_args) for _ in range(2 * len(block)))]
+    rank = len(block)
+    return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding)
 
 
 def _arg_attrs(arg: ArgSpec) -> dict:

@@ -16,6 +16,9 @@ import numpy as np
 from ..config import config
 from ..errors import LaunchError
 from ..frontend import ArgSpec, constexpr_names
+from ..frontend.descriptor_args import (
+    descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
+)
 from . import record as record_module
 from .compiler import CompiledKernel, compile
 
@@ -113,9 +116,20 @@ def arg_spec_key(value) -> tuple:
     if array is None:
         if isinstance(value, int):
             return arg_spec_key(int(value))
+        if is_host_descriptor(value):
+            return _descriptor_key(value)
         raise LaunchError(f"cannot pass a {kind.__name__} to a kernel: expected an array, a number or "
                           "a tl.constexpr parameter")
     return ("*" + array[0], array[1] % 16 == 0, False)
+
+
+def _descriptor_key(value) -> tuple:
+    """A host TensorDescriptor specializes on its dtype, block shape and padding (and base alignment)."""
+    base = _array_pointer(value.base)
+    if base is None:
+        raise LaunchError(f"a TensorDescriptor's base must be an array, got {type(value.base).__name__}")
+    padding = getattr(value, "padding", "zero")
+    return (descriptor_type(base[0], value.block_shape, padding), base[1] % 16 == 0, False)
 
 
 class JITFunction:
@@ -288,6 +302,10 @@ class _BoundKernel:
     def __init__(self, compiled: CompiledKernel, specs: list[ArgSpec], used_globals):
         self.compiled = compiled
         self.names = [s.name for s in specs]
+        # host tensor descriptors are several runtime parameters each (frontend/descriptor_args.py)
+        self.descriptors = {s.name for s in specs if parse_descriptor_type(s.type) is not None}
+        flat = [part for s in specs for part in expand_arg(s)]
+        self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         self.cuda = None
         if compiled.target != "interpreter":
@@ -295,8 +313,8 @@ class _BoundKernel:
 
             md = compiled.metadata
             self.cuda = CudaKernel(compiled.asm["ptx"], md.name, num_warps=md.num_warps, shared=md.shared,
-                                   cubin=compiled.cubin, param_kinds=[s.type for s in specs],
-                                   param_names=self.names)
+                                   cubin=compiled.cubin, param_kinds=[s.type for s in flat],
+                                   param_names=self.flat_names)
             self.compiled.metadata.n_regs = self.compiled.metadata.n_regs or self.cuda.num_regs
 
     def globals_unchanged(self) -> bool:
@@ -307,10 +325,13 @@ class _BoundKernel:
 
     def launch(self, grid: tuple[int, int, int], bound: dict, stream=None) -> None:
         args = [bound[name] for name in self.names]
+        if self.descriptors:
+            args = [part for name in self.names for part in
+                    (flatten_descriptor(bound[name]) if name in self.descriptors else [bound[name]])]
         if self.cuda is not None:
             self.cuda.launch(grid, args, stream)
         else:
-            _interpret(self.compiled, grid, args, self.names)
+            _interpret(self.compiled, grid, args, self.flat_names)
 
 
 _MISSING = object()

@@ -200,3 +200,42 @@ def test_block_pointer_through_a_runtime_if(shift):
     valid = np.arange(8) + shift < 12
     expected[valid] = x[np.arange(8)[valid] + shift]
     np.testing.assert_array_equal(out, expected)
+
+
+@tw.jit
+def scale_tiles(in_desc, out_desc, factor, BM: tl.constexpr, BN: tl.constexpr):
+    """Host TensorDescriptors as arguments: each program scales one block."""
+    row, col = tl.program_id(0) * BM, tl.program_id(1) * BN
+    tl.static_assert(in_desc.block_shape == (BM, BN))
+    out_desc.store([row, col], in_desc.load([row, col]) * factor)
+
+
+def test_host_tensor_descriptor_arguments():
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    x = np.random.default_rng(4).standard_normal((30, 50)).astype(np.float32)
+    out = np.full((30, 50), np.nan, np.float32)
+    grid = (2, 4)  # 32 x 64 covers 30 x 50: the edges are clipped
+    scale_tiles[grid](
+        TensorDescriptor.from_tensor(x, [16, 16]),
+        TensorDescriptor.from_tensor(out, [16, 16]),
+        3.0,
+        BM=16,
+        BN=16,
+    )
+    np.testing.assert_array_equal(out, x * np.float32(3.0))
+    view = out[::2, 10:]  # a strided view: shape (15, 40), strides (100, 1) in elements
+    view_desc = TensorDescriptor.from_tensor(view, [8, 32])
+    assert view_desc.strides == [100, 1]
+    scale_tiles[(2, 2)](
+        TensorDescriptor.from_tensor(x[:15, :40].copy(), [8, 32]), view_desc, -1.0, BM=8, BN=32
+    )
+    np.testing.assert_array_equal(out[::2, 10:], -x[:15, :40])
+    np.testing.assert_array_equal(out[1::2], x[1::2] * np.float32(3.0))  # rows between untouched
+
+
+def test_host_tensor_descriptor_needs_a_contiguous_last_dimension():
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    with pytest.raises(ValueError, match="contiguous"):
+        TensorDescriptor.from_tensor(np.zeros((8, 8), np.float32).T, [8, 8])

@@ -170,8 +170,8 @@ def check_matmul(module) -> list[Comparison]:
         )
     )
     if getattr(module, "TORCH_HAS_FP8", False):  # the tutorial runs its fp8 check on CUDA only
-        a8 = (torch.randn((64, 96), dtype=torch.float16)).to(torch.float8_e5m2)
-        b8 = torch.randn((64, 96), dtype=torch.float16).T.to(torch.float8_e5m2)
+        a8 = torch.randn((64, 96), dtype=torch.float16, device=module.DEVICE).to(torch.float8_e5m2)
+        b8 = torch.randn((64, 96), dtype=torch.float16, device=module.DEVICE).T.to(torch.float8_e5m2)
         reference = a8.double() @ b8.double()
         results.append(
             Comparison(
@@ -271,11 +271,14 @@ def _attention_error(module, causal: bool) -> Comparison:
 
     torch.manual_seed(20)
     shape = (1, 2, 128, 64)
-    q, k, v = (torch.empty(shape, dtype=torch.float16).normal_(0.0, 0.5) for _ in range(3))
+    q, k, v = (
+        torch.empty(shape, dtype=torch.float16, device=module.DEVICE).normal_(0.0, 0.5) for _ in range(3)
+    )
     sm_scale = 0.5
     scores = (q.double() @ k.double().transpose(2, 3)) * sm_scale
     if causal:
-        scores = scores.masked_fill(torch.ones(128, 128).tril() == 0, float("-inf"))
+        causal_mask = torch.ones(128, 128, device=module.DEVICE).tril() == 0
+        scores = scores.masked_fill(causal_mask, float("-inf"))
     reference = torch.softmax(scores, dim=-1) @ v.double()
     output = module.attention(q, k, v, causal, sm_scale, False)
     return Comparison(f"attention fwd fp16 causal={causal}", max_error(output, reference), 1e-2)

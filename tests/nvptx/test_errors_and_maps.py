@@ -82,3 +82,13 @@ def test_ptx_has_no_debug_sections_that_slow_ptxas(compiled):
     ptx = compiled("add").asm["ptx"]
     assert ".loc" in ptx and ".file" in ptx
     assert ", debug" not in ptx and ".debug_info" not in ptx
+
+
+def test_libdevice_path_from_config(monkeypatch, tmp_path):
+    from tileworkbench.backends.nvptx import codegen
+    from tileworkbench.config import config
+
+    fake = tmp_path / "libdevice.10.bc"
+    fake.write_bytes(b"BC")
+    monkeypatch.setattr(config, "libdevice", str(fake))
+    assert codegen.find_libdevice() == fake

@@ -56,17 +56,26 @@ def find_libdevice() -> Path | None:
     ptxas = shutil.which("ptxas")
     if ptxas:
         candidates.append(Path(ptxas).resolve().parent.parent / "nvvm" / "libdevice" / "libdevice.10.bc")
-    try:
-        import nvidia.cuda_nvcc as wheel  # NVIDIA's nvcc wheel ships nvvm/libdevice
-
-        for root in getattr(wheel, "__path__", []):
-            candidates.append(Path(root) / "nvvm" / "libdevice" / "libdevice.10.bc")
-    except ImportError:
-        pass
+    candidates += _wheel_candidates()
     for path in candidates:
         if path.is_file():
             return path
     return None
+
+
+def _wheel_candidates() -> list[Path]:
+    """libdevice inside NVIDIA's pip wheels (`nvidia/cuda_nvcc/nvvm/...` or `nvidia/cu13/nvvm/...`)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    out: list[Path] = []
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for pattern in ("*/nvvm/libdevice/libdevice.10.bc", "*/*/nvvm/libdevice/libdevice.10.bc"):
+            out += sorted(Path(root).glob(pattern))
+    return out
 
 
 @cache

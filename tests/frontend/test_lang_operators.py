@@ -210,3 +210,19 @@ def test_bitcast_of_different_widths_is_an_error(rng):
     x = randn(rng, N)
     with pytest.raises(tw.CompilationError, match="bit widths differ"):
         cast_kernel[(1,)](x, poisoned(N, np.int16), DST=tl.int16, BITCAST=True, N=N)
+
+
+@pytest.mark.parametrize("dtype,op,scalar", [(np.int8, "*", 200), (np.uint32, "+", -1), (np.int32, "+", 2**40),
+                                             (np.uint8, "<", 300), (np.int16, "&", 1 << 20)])
+def test_out_of_range_python_int_is_an_error(dtype, op, scalar):
+    """Triton's rule (no silent wrap): the scalar must fit the dtype the operation computes in."""
+    x = np.ones(N, dtype)
+    with pytest.raises(tw.CompilationError, match=f"constant {scalar} is out of range"):
+        scalar_rhs_kernel[(1,)](x, poisoned(N, dtype), OP=OP_FNS[op], S=scalar, N=N)
+
+
+def test_in_range_python_ints_at_the_edges(rng):
+    x = randint(rng, N, np.uint8, 0, 10)
+    out = poisoned(N, np.uint8)
+    scalar_rhs_kernel[(1,)](x, out, OP=OP_FNS["+"], S=245, N=N)
+    np.testing.assert_array_equal(out, x + np.uint8(245))

@@ -4,8 +4,6 @@ written here from Triton's documented rules (independently of frontend/promotion
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 import tileworkbench as tw

@@ -65,8 +65,8 @@ def test_reductions(rng, name, dtype):
     x64 = x.astype(np.float64) if not is_int else x.astype(np.int64)
     if name in ("xor_sum", "reduce_or"):
         x64 = x
-    rtol = 0 if is_int or not name == "sum" else (2e-2 if dtype == np.float16 else 1e-5)
-    atol = 0 if is_int or not name == "sum" else rtol * 5 * np.sqrt(M * N)
+    rtol = 0 if is_int or name != "sum" else (2e-2 if dtype == np.float16 else 1e-5)
+    atol = 0 if is_int or name != "sum" else rtol * 5 * np.sqrt(M * N)
     assert_close(out0, ref(x64, 0), rtol=rtol, atol=atol)
     assert_close(out1, ref(x64, 1), rtol=rtol, atol=atol)
     assert_close(keep, ref(x64, 1), rtol=rtol, atol=atol)

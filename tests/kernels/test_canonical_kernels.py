@@ -9,8 +9,14 @@ import subprocess
 
 import numpy as np
 import pytest
-from canonical_kernels import (CASES, add_kernel, layer_norm_fwd_kernel, matmul_kernel, seeded_dropout_kernel,
-                               softmax_kernel)
+from canonical_kernels import (
+    CASES,
+    add_kernel,
+    layer_norm_fwd_kernel,
+    matmul_kernel,
+    seeded_dropout_kernel,
+    softmax_kernel,
+)
 
 import tileworkbench as tw
 
@@ -55,7 +61,7 @@ def test_blocked_matmul(target, rng, dtype):
     m, n, k = 70, 50, 90  # not multiples of the blocks
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
     c = target.put(np.full((m, n), np.nan, dtype))
-    grid = lambda meta: (tw.cdiv(m, meta["BLOCK_M"]) * tw.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
+    grid = lambda meta: (tw.cdiv(m, meta["BLOCK_M"]) * tw.cdiv(n, meta["BLOCK_N"]),)
     matmul_kernel[grid](target.put(a), target.put(b), c, m, n, k, k, 1, n, 1, n, 1,
                         BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2)
     got = target.get(c).astype(np.float64)
@@ -130,5 +136,5 @@ def test_ptx_assembles(name, tmp_path, monkeypatch):
     path = tmp_path / f"{name}.ptx"
     path.write_text(ptx)
     result = subprocess.run([ptxas, f"-arch={_ptxas_arch(ptx)}", str(path), "-o", str(tmp_path / "k.cubin")],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

@@ -31,6 +31,19 @@ def unwrap(x):
     return x.value if isinstance(x, core.constexpr) else x
 
 
+def check_scalar_range(value, common: dtype) -> None:
+    """A Python int computed in an integer dtype must fit it (Triton's rule): `x_i8 * 200` or
+    `x_u32 - (-1)` would otherwise wrap silently."""
+    if isinstance(value, bool) or not isinstance(value, int) or not common.is_int() or common.is_int1():
+        return
+    bits = common.int_bitwidth
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if common.is_int_signed() else (0, (1 << bits) - 1)
+    if not low <= value <= high:
+        raise TileTypeError(f"the constant {value} is out of range for {common} ({low} to {high}), the dtype "
+                            "this operation computes in",
+                            hint="convert the tile first, e.g. x.to(tl.int64), or change the constant")
+
+
 def shape_str(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -208,6 +221,8 @@ class Semantics:
                 raise TileTypeError(f"this operator is not defined for pointers ({ta.dtype}, {tb.dtype})")
             return (*self.broadcast_pair(ta, tb), None)
         common = computation_type(ta.dtype, a_scalar, tb.dtype, b_scalar, div_or_mod)
+        check_scalar_range(a, common)
+        check_scalar_range(b, common)
         ta, tb = self.cast(ta, common), self.cast(tb, common)
         ta, tb = self.broadcast_pair(ta, tb)
         return ta, tb, common
@@ -268,6 +283,8 @@ class Semantics:
         # Triton promotes as for arithmetic: a Python int meeting an int1 tile makes an int32 result.
         a_scalar, b_scalar = is_number(unwrap(a)), is_number(unwrap(b))
         common = computation_type(ta.dtype, a_scalar, tb.dtype, b_scalar, False)
+        check_scalar_range(unwrap(a), common)
+        check_scalar_range(unwrap(b), common)
         return (*self.broadcast_pair(self.cast(ta, common), self.cast(tb, common)), common)
 
     def and_(self, a, b) -> tensor:

@@ -11,7 +11,9 @@ from fakes import FIRST_LINE, PTX, fake_add_compiled, fake_add_launch
 from tileworkbench.workbench import inspect
 from tileworkbench.workbench.highlight import render_stage
 
-pytest.importorskip("ipywidgets")
+
+def _widgets():
+    pytest.importorskip("ipywidgets")
 
 LOAD_X_LINE = FIRST_LINE + 5  # `x = tl.load(x_ptr + offs, mask=mask)`
 
@@ -22,6 +24,7 @@ def report():
 
 
 def test_widget_has_a_tab_per_stage_holding_that_stage(report):
+    _widgets()
     view = report.widget().report_widget
     assert view.tabs.titles == ("overview", "source", "tile", "tile-opt", "ptx", "passes")
     ptx_index = view.stage_index("ptx")
@@ -35,6 +38,7 @@ def test_widget_has_a_tab_per_stage_holding_that_stage(report):
 
 
 def test_line_linking_highlights_every_stage(report):
+    _widgets()
     view = report.widget().report_widget
     lines = view.select_line(LOAD_X_LINE)
     tile = report.asm["tile-opt"].splitlines()
@@ -54,6 +58,7 @@ def test_line_linking_highlights_every_stage(report):
 
 
 def test_pass_view_shows_ir_and_diff(report):
+    _widgets()
     report.passes = [("tile", "a = 1\nb = 2\n"), ("cse", "a = 1\n")]
     view = report.widget().report_widget
     view.pass_picker.value = 1

@@ -1,6 +1,6 @@
 """A device's ceilings for the roofline: measured once by microbenchmarks and cached, or from datasheets.
 
-Measured: DRAM bandwidth (a CuPy device-to-device copy), FP32 FMA rate (a tileworkbench kernel of
+Measured: DRAM bandwidth (a device-to-device copy), FP32 FMA rate (a tileworkbench kernel of
 independent FMA chains) and tensor-core rates for fp16, bf16 and tf32 (cuBLAS `gemmEx` through CuPy).
 The cache is `<cache dir>/peaks/<device>.json`. Datasheet values (dense, no sparsity) are drawn dashed.
 """

@@ -135,3 +135,40 @@ def test_hoists_from_both_regions_of_a_while():
     finish(f, b)
     assert licm(f)
     assert [op.name for op in f.body.block.ops[:3]] == ["arith.muli", "arith.addi", "scf.while"]
+
+
+def test_an_invariant_of_two_sibling_loops_is_hoisted_once():
+    f, b = new_func([("out", PointerType(i32)), ("x", i32), ("n", i32)])
+    x, n = f.args[1], f.args[2]
+    lo, one = const(b, 0, i32), const(b, 1, i32)
+
+    def body(iv, acc):
+        b.value(tt.MakeRangeOp, TensorType((4,), i32), name="offs", start=0, end=4)
+        store(b, f.args[0], binary(b, arith.MulIOp, x, x))
+        return [binary(b, arith.AddIOp, acc[0], iv)]
+
+    first = for_loop(b, lo, n, one, [x], body, names=["acc"])
+    second = for_loop(b, lo, n, one, [first.results[0]], body, names=["acc"])
+    store(b, f.args[0], second.results[0])
+    finish(f, b)
+    licm(f)
+    assert_ir(f, """
+        tt.func @k(%out: !tt.ptr<i32>, %x: i32, %n: i32) {
+          %0 = arith.constant 0 : i32
+          %1 = arith.constant 1 : i32
+          %offs = tt.make_range {start = 0, end = 4} : tensor<4xi32>
+          %2 = arith.muli %x, %x : i32
+          %3 = scf.for %i = %0 to %n step %1 : i32 iter_args(%acc = %x) -> (i32) {
+            tt.store %out, %2 : !tt.ptr<i32>, i32
+            %4 = arith.addi %acc, %i : i32
+            scf.yield %4 : i32
+          }
+          %5 = scf.for %i_1 = %0 to %n step %1 : i32 iter_args(%acc_1 = %3) -> (i32) {
+            tt.store %out, %2 : !tt.ptr<i32>, i32
+            %6 = arith.addi %acc_1, %i_1 : i32
+            scf.yield %6 : i32
+          }
+          tt.store %out, %5 : !tt.ptr<i32>, i32
+          tt.return
+        }
+    """)

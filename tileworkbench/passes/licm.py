@@ -5,16 +5,18 @@ of a nest.
 Only ops directly in a loop's body blocks move (not ops nested in an `scf.if` inside it), and never
 ops with regions. Hoisting runs an op even when the loop runs zero times, so an op that could trap
 stays: an integer division or remainder moves only when its divisor is a constant that is neither 0
-nor -1. Runs best after `cse`, so each invariant is hoisted once."""
+nor -1. A hoisted op equal to one already just before the loop (the same `tl.arange` hoisted out of
+the loop before, say) is merged with it. Runs best after `cse`, so each invariant is hoisted once."""
 
 from __future__ import annotations
 
-from ..ir import Op
+from ..ir import Op, Value
 from ..ir.ops import arith, scf
 from ..ir.ops.tt import FuncOp
 from ..ir.types import element_type
 from . import fold
 from .canonicalize import int_constant
+from .cse import op_key
 
 LOOPS = (scf.ForOp, scf.WhileOp)
 _DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)
@@ -22,12 +24,24 @@ _DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)
 
 def licm(func: FuncOp) -> bool:
     """Hoist loop-invariant pure ops out of the loops of `func`; returns whether any moved."""
-    loops = [op for op in func.walk() if isinstance(op, LOOPS)]
     changed = False
-    # Pre-order lists outer loops first; reversed, an inner loop comes before the loop around it.
-    for loop in reversed(loops):
+    for loop in _loops_inner_first(func):
         changed |= _hoist_from(loop)
     return changed
+
+
+def _loops_inner_first(op: Op) -> list[Op]:
+    """The loops nested in `op` in post-order: an inner loop before the loop around it (so invariants
+    climb out of a nest), and sibling loops in program order (so a later loop's invariants meet the
+    earlier loop's hoisted ones)."""
+    loops = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                loops += _loops_inner_first(inner)
+    if isinstance(op, LOOPS):
+        loops.append(op)
+    return loops
 
 
 def may_trap(op: Op) -> bool:
@@ -49,21 +63,51 @@ def is_hoistable(op: Op) -> bool:
 
 def _hoist_from(loop: Op) -> bool:
     inside = _values_defined_in(loop)
+    outer = loop.parent
+    twins = _keyed_ops_before(loop)
+    renamed: dict[int, Value] = {}
     moved = False
     for region in loop.regions:
         for block in region.blocks:
             # One forward pass suffices: an op's operands from the same body come before it and have
             # been hoisted already if they could be.
             for op in list(block.ops):
+                _rename_operands(op, renamed)
                 if not is_hoistable(op) or any(id(v) in inside for v in op.operands):
                     continue
                 block.remove(op)
-                outer = loop.parent
-                outer.insert(outer.ops.index(loop), op)
-                for result in op.results:
-                    inside.discard(id(result))
                 moved = True
+                key = op_key(op)
+                twin = twins.get(key) if key is not None else None
+                if twin is not None:
+                    renamed.update((id(r), t) for r, t in zip(op.results, twin.results))
+                    continue
+                outer.insert(outer.ops.index(loop), op)
+                inside.difference_update(id(r) for r in op.results)
+                if key is not None:
+                    twins[key] = op
+    if renamed:
+        for op in loop.walk():
+            _rename_operands(op, renamed)
     return moved
+
+
+def _keyed_ops_before(loop: Op) -> dict:
+    """The ops before `loop` in its block by their cse key: a hoisted op equal to one of them (an
+    invariant of the loop before, say) is merged with it rather than computed twice."""
+    twins = {}
+    for op in loop.parent.ops[: loop.parent.ops.index(loop)]:
+        key = op_key(op)
+        if key is not None:
+            twins.setdefault(key, op)
+    return twins
+
+
+def _rename_operands(op: Op, renamed: dict[int, Value]) -> None:
+    for value in op.operands:
+        new = renamed.get(id(value))
+        if new is not None:
+            op.replace_operand(value, new)
 
 
 def _values_defined_in(loop: Op) -> set[int]:

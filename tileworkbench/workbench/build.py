@@ -105,8 +105,9 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
     report.show_roofline = opts.roofline
     if counts is None or not counts.flops or not counts.bytes:
         return
-    if report.target == "interpreter":
+    if report.target == "interpreter" and seconds is not None:
         seconds = None  # a CPU time against GPU ceilings would mislead; place it by intensity
+        report.notes.append("ran in the interpreter: the roofline places it by intensity only")
     report.peaks = get_peaks()
     report.point = RooflinePoint(report.name, counts.flops, counts.bytes, seconds,
                                  compute=compute_kind(counts.dot_dtype),

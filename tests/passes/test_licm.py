@@ -8,7 +8,7 @@ from passes_testing import assert_ir, binary, const, finish, for_loop, if_op, ne
 from tileworkbench.ir import Block, PointerType, Region, TensorType
 from tileworkbench.ir.ops import arith, scf, tt
 from tileworkbench.ir.types import f32, i1, i32
-from tileworkbench.passes import licm
+from tileworkbench.passes import cse, licm
 
 
 def test_hoists_an_invariant_chain_and_keeps_variant_ops():
@@ -137,7 +137,7 @@ def test_hoists_from_both_regions_of_a_while():
     assert [op.name for op in f.body.block.ops[:3]] == ["arith.muli", "arith.addi", "scf.while"]
 
 
-def test_an_invariant_of_two_sibling_loops_is_hoisted_once():
+def test_invariants_of_sibling_loops_are_hoisted_then_merged_by_cse():
     f, b = new_func([("out", PointerType(i32)), ("x", i32), ("n", i32)])
     x, n = f.args[1], f.args[2]
     lo, one = const(b, 0, i32), const(b, 1, i32)
@@ -152,6 +152,8 @@ def test_an_invariant_of_two_sibling_loops_is_hoisted_once():
     store(b, f.args[0], second.results[0])
     finish(f, b)
     licm(f)
+    assert [op.name for op in f.body.block.ops].count("tt.make_range") == 2
+    cse(f)
     assert_ir(f, """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %n: i32) {
           %0 = arith.constant 0 : i32

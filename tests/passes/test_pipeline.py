@@ -29,13 +29,13 @@ def small_func():
 
 
 def test_pipeline_order_and_names():
-    assert TILE_OPT == [canonicalize, cse, licm, dce]
-    assert [pass_name(p) for p in TILE_OPT] == ["canonicalize", "cse", "licm", "dce"]
+    assert TILE_OPT == [canonicalize, cse, licm, cse, dce]
+    assert [pass_name(p) for p in TILE_OPT] == ["canonicalize", "cse", "licm", "cse", "dce"]
 
 
 def test_run_passes_records_each_pass_with_locations():
     snapshots = run_passes(small_func(), TILE_OPT)
-    assert [name for name, _ in snapshots] == ["canonicalize", "cse", "licm", "dce"]
+    assert [name for name, _ in snapshots] == ["canonicalize", "cse", "licm", "cse", "dce"]
     canonicalized = snapshots[0][1]
     assert "arith.addi" not in canonicalized
     assert '%z = arith.muli %x, %x : i32  loc("k.py":3)' in canonicalized
@@ -73,7 +73,8 @@ ROW_SUM_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32", "stride": 
 def test_real_kernel_through_compile_hoists_and_folds():
     compiled = tw.compile(row_sum_kernel, signature=ROW_SUM_SIG, constexprs={"BLOCK": 16},
                           target="interpreter")
-    assert [name for name, _ in compiled.passes] == ["tile", "canonicalize", "cse", "licm", "dce"]
+    names = [name for name, _ in compiled.passes]
+    assert names == ["tile", "canonicalize", "cse", "licm", "cse", "dce"]
     lines = compiled.asm["tile-opt"].splitlines()
     loop = next(i for i, line in enumerate(lines) if "scf.for" in line)
     assert next(i for i, line in enumerate(lines) if "tt.make_range" in line) < loop

@@ -5,18 +5,17 @@ of a nest.
 Only ops directly in a loop's body blocks move (not ops nested in an `scf.if` inside it), and never
 ops with regions. Hoisting runs an op even when the loop runs zero times, so an op that could trap
 stays: an integer division or remainder moves only when its divisor is a constant that is neither 0
-nor -1. A hoisted op equal to one already just before the loop (the same `tl.arange` hoisted out of
-the loop before, say) is merged with it. Runs best after `cse`, so each invariant is hoisted once."""
+nor -1. Runs best after `cse`, so each invariant is hoisted once, and before another `cse`, which
+merges what it hoists with equal ops already outside the loop."""
 
 from __future__ import annotations
 
-from ..ir import Op, Value
+from ..ir import Op
 from ..ir.ops import arith, scf
 from ..ir.ops.tt import FuncOp
 from ..ir.types import element_type
 from . import fold
 from .canonicalize import int_constant
-from .cse import op_key
 
 LOOPS = (scf.ForOp, scf.WhileOp)
 _DIVISIONS = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)
@@ -64,50 +63,19 @@ def is_hoistable(op: Op) -> bool:
 def _hoist_from(loop: Op) -> bool:
     inside = _values_defined_in(loop)
     outer = loop.parent
-    twins = _keyed_ops_before(loop)
-    renamed: dict[int, Value] = {}
     moved = False
     for region in loop.regions:
         for block in region.blocks:
             # One forward pass suffices: an op's operands from the same body come before it and have
             # been hoisted already if they could be.
             for op in list(block.ops):
-                _rename_operands(op, renamed)
                 if not is_hoistable(op) or any(id(v) in inside for v in op.operands):
                     continue
                 block.remove(op)
-                moved = True
-                key = op_key(op)
-                twin = twins.get(key) if key is not None else None
-                if twin is not None:
-                    renamed.update((id(r), t) for r, t in zip(op.results, twin.results))
-                    continue
                 outer.insert(outer.ops.index(loop), op)
                 inside.difference_update(id(r) for r in op.results)
-                if key is not None:
-                    twins[key] = op
-    if renamed:
-        for op in loop.walk():
-            _rename_operands(op, renamed)
+                moved = True
     return moved
-
-
-def _keyed_ops_before(loop: Op) -> dict:
-    """The ops before `loop` in its block by their cse key: a hoisted op equal to one of them (an
-    invariant of the loop before, say) is merged with it rather than computed twice."""
-    twins = {}
-    for op in loop.parent.ops[: loop.parent.ops.index(loop)]:
-        key = op_key(op)
-        if key is not None:
-            twins.setdefault(key, op)
-    return twins
-
-
-def _rename_operands(op: Op, renamed: dict[int, Value]) -> None:
-    for value in op.operands:
-        new = renamed.get(id(value))
-        if new is not None:
-            op.replace_operand(value, new)
 
 
 def _values_defined_in(loop: Op) -> set[int]:

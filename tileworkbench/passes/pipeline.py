@@ -20,7 +20,7 @@ from .remove_layout_conversions import remove_layout_conversions
 
 Pass = Callable[[FuncOp], bool]
 
-TILE_OPT: list[Pass] = [
+TILE_OPT: list[Pass] = [  # tile -> tile-opt
     # Folding first: equal constants, and constants moved to the right of commutative ops, let cse
     # merge more, and folded branches and zero-trip loops shrink what the later passes look at.
     canonicalize,
@@ -28,7 +28,11 @@ TILE_OPT: list[Pass] = [
     cse,
     # licm after cse; it only moves ops, so it leaves nothing for canonicalize to redo.
     licm,
-    # dce last, to sweep what the others left unused (cse and licm never erase uses themselves).
+    # cse again: what licm hoisted may equal ops already outside the loop (the same tl.arange
+    # hoisted out of two loops, or a mask rebuilt after the loop), which the first cse could not
+    # merge while one of them was inside the loop.
+    cse,
+    # dce last: unused loop-carried values, loops and ifs that only compute, anything left unused.
     dce,
 ]
 

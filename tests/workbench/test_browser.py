@@ -145,3 +145,42 @@ def test_report_renders_and_ptx_tab_shows_ptx(jupyterlab):
         _dismiss_news_toast(page)
         page.screenshot(path=str(ARTIFACTS / "report-ptx.png"), full_page=False)
         browser.close()
+
+
+@pytest.mark.browser
+def test_static_html_tabs_and_line_links_work_without_javascript(tmp_path):
+    """The nbconvert/GitHub view: CSS-only tabs and source-line links, JavaScript disabled."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs chromium (.ci/browser-setup.sh)")
+    pytest.importorskip("playwright")
+    from playwright.sync_api import sync_playwright
+
+    from tileworkbench.workbench import inspect
+    from tileworkbench.workbench.compile_only import compile_kernel
+
+    namespace: dict = {}
+    exec(compile(CELLS[1].split("\n", 1)[1], str(tmp_path / "k.py"), "exec"), namespace)
+    (tmp_path / "k.py").write_text(CELLS[1].split("\n", 1)[1])
+    compiled = compile_kernel(namespace["add_kernel"], "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32",
+                              "BLOCK=1024", "sm_90")
+    page_file = tmp_path / "report.html"
+    inspect(compiled).save_html(str(page_file))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(java_script_enabled=False, viewport={"width": 1200, "height": 900})
+        page.goto(page_file.as_uri())
+        ptx_panel = page.locator(".twp-ptx")
+        assert not ptx_panel.is_visible()
+        page.locator(".twtabs label", has_text="ptx").click()
+        assert ptx_panel.is_visible() and "ld.global" in ptx_panel.inner_text()
+        page.locator(".twtabs label", has_text="source").click()
+        page.locator("label.twline", has_text="x = tl.load").click()
+        page.locator(".twtabs label", has_text="ptx").click()
+        line = page.locator("label.twline", has_text="x = tl.load").get_attribute("for").split("-")[-1]
+        marked = page.locator(f".twp-ptx .s{line}").first
+        color = marked.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert color == "rgb(255, 229, 138)", color
+        marked.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "static-ptx.png"))
+        browser.close()

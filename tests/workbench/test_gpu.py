@@ -79,3 +79,14 @@ def test_timed_launch_on_the_roofline(gpu_shell):
     assert bound.name == "dram" and 0.05 < bound.fraction < 1.2
     assert report.resources.n_regs and report.resources.occupancy > 0
     assert "sass" in report.asm or report.metadata.get("n_regs")
+
+
+def test_compare_with_triton(gpu_shell):
+    pytest.importorskip("triton")
+    gpu_shell.run_cell_magic("tilekernel", "--bench 20 --compare triton --no-roofline", ADD_CELL)
+    report = gpu_shell.user_ns["_tilekernel_reports"][0]
+    triton = report.triton
+    assert triton.error is None, triton.error
+    assert "ptx" in triton.asm and "ttir" in triton.asm and "tt.load" in triton.asm["ttir"]
+    assert triton.timing.median_ms > 0
+    assert "triton ptx" in report._repr_html_()

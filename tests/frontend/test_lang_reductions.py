@@ -225,3 +225,32 @@ def test_matmul_operator_and_transposed_operand(rng):
     want = a.astype(np.float64) @ b.astype(np.float64).T
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T
     assert (np.abs(out - want) <= 1e-5 * scale + 1e-6).all()
+
+
+@tw.jit
+def reduce_dtype_kernel(DT: tl.constexpr, SUM: tl.constexpr, MAX: tl.constexpr, IDX: tl.constexpr):
+    x = tl.zeros((4, 8), DT)
+    tl.static_assert(tl.sum(x, 0).dtype == SUM, f"sum of {DT}")
+    tl.static_assert(tl.max(x, 1).dtype == MAX, f"max of {DT}")
+    tl.static_assert(tl.min(x, 1).dtype == MAX, f"min of {DT}")
+    v, i = tl.max(x, 1, return_indices=True)
+    tl.static_assert(v.dtype == IDX and i.dtype == tl.int32, f"max with indices of {DT}")
+    tl.static_assert(tl.argmin(x, 0).dtype == tl.int32)
+    tl.static_assert(tl.sum(x, None, keep_dims=True).shape == (1, 1))
+    tl.static_assert(tl.reduce(x, None, add_combine, keep_dims=True).shape == (1, 1))
+    tl.static_assert(tl.max(x, None, keep_dims=True).shape == (1, 1))
+    tl.static_assert(tl.sum(x, 1, keep_dims=True).shape == (4, 1))
+
+
+@pytest.mark.parametrize("dt,sum_dt,max_dt,idx_dt", [
+    (tl.float32, tl.float32, tl.float32, tl.float32), (tl.float16, tl.float16, tl.float32, tl.float16),
+    (tl.bfloat16, tl.bfloat16, tl.float32, tl.float32), (tl.int8, tl.int32, tl.int32, tl.int8),
+    (tl.uint8, tl.uint32, tl.int32, tl.uint8), (tl.int16, tl.int32, tl.int32, tl.int16),
+    (tl.int64, tl.int64, tl.int64, tl.int64), (tl.uint32, tl.uint32, tl.uint32, tl.uint32),
+])
+def test_reduction_result_dtypes_follow_triton(dt, sum_dt, max_dt, idx_dt):
+    """Triton: sums of narrow ints accumulate in (u)int32; max/min promote narrow floats to fp32 and
+    narrow ints to int32; bf16 is promoted to fp32 even with return_indices; keep_dims with axis=None
+    keeps every dimension."""
+    tw.compile(reduce_dtype_kernel, signature={}, target="interpreter",
+               constexprs={"DT": dt, "SUM": sum_dt, "MAX": max_dt, "IDX": idx_dt})

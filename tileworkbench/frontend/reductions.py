@@ -55,6 +55,8 @@ def _combine_block(cg, op, inputs: list[tensor], combine: Combine, ret_cls) -> N
 
 
 def build_reduce(cg, inputs: list[tensor], axis, combine: Combine, keep_dims=False) -> list[tensor]:
+    all_axes = unwrap(axis) is None
+    rank = len(cg.sem.to_tensor(inputs[0]).shape)
     inputs, axis = _prepare(cg, inputs, axis)
     shape = inputs[0].shape
     out_shape = shape[:axis] + shape[axis + 1:]
@@ -64,7 +66,9 @@ def build_reduce(cg, inputs: list[tensor], axis, combine: Combine, keep_dims=Fal
     _combine_block(cg, op, inputs, combine, tt.ReduceReturnOp)
     results = [tensor(r, t) for r, t in zip(op.results, out_types)]
     if unwrap(keep_dims):
-        results = [cg.sem.expand_dims(r, axis) for r in results]
+        # axis=None with keep_dims: a 1 x ... x 1 tile of the input's rank, as Triton
+        results = [cg.sem.reshape(r, (1,) * rank) if all_axes else cg.sem.expand_dims(r, axis)
+                   for r in results]
     return results
 
 
@@ -160,13 +164,15 @@ def _index_tile(cg, input: tensor, axis) -> tuple[tensor, tensor, int]:
 def _minmax(which: str):
     def fn(cg, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
         input = cg.sem.to_tensor(input)
+        if input.dtype.is_bf16():  # Triton promotes bf16 first, with or without indices
+            input = cg.sem.cast(input, core.float32)
         if unwrap(return_indices):
             input, index, axis = _index_tile(cg, input, axis)
             combine = _arg_combine(which, bool(unwrap(return_indices_tie_break_left)))
             value, idx = build_reduce(cg, [input, index], axis, combine, keep_dims)
             return value, idx
-        if input.dtype.is_int() and input.dtype.int_bitwidth < 32:
-            input = cg.sem.cast(input, core.int32 if input.dtype.is_int_signed() else core.uint32)
+        if input.dtype.primitive_bitwidth < 32:  # as Triton: narrow floats to fp32, narrow ints to int32
+            input = cg.sem.cast(input, core.float32 if input.dtype.is_floating() else core.int32)
         return build_reduce(cg, [input], axis, _minmax_combine(which), keep_dims)[0]
 
     return fn

@@ -99,9 +99,16 @@ def _array_pointer(value) -> tuple[str, int] | None:
     return reader(value) if reader is not None else None
 
 
+_READERS: dict[type, object] = {}
+
+
 def arg_spec_key(value) -> tuple:
-    """What a launch specializes on for one runtime argument."""
+    """What a launch specializes on for one runtime argument: (kind, multiple of 16, equal to 1)."""
     kind = type(value)
+    reader = _READERS.get(kind)
+    if reader is not None:  # an array type seen before: the warm path
+        pointer_kind, address = reader(value)
+        return (pointer_kind, address % 16 == 0, False)
     if kind is int:
         if -(2**31) <= value < 2**31:
             return ("i32", value % 16 == 0, value == 1)
@@ -112,15 +119,40 @@ def arg_spec_key(value) -> tuple:
         return ("fp32", False, False)
     if isinstance(value, np.generic):
         return (dtype_name(value.dtype), False, False)
-    array = _array_pointer(value)
-    if array is None:
-        if isinstance(value, int):
-            return arg_spec_key(int(value))
-        if is_host_descriptor(value):
-            return _descriptor_key(value)
-        raise LaunchError(f"cannot pass a {kind.__name__} to a kernel: expected an array, a number or "
-                          "a tl.constexpr parameter")
-    return ("*" + array[0], array[1] % 16 == 0, False)
+    if _array_pointer(value) is not None:
+        _READERS[kind] = _pointer_kind_reader(_POINTER_OF[kind])
+        return arg_spec_key(value)
+    if isinstance(value, int):
+        return arg_spec_key(int(value))
+    if is_host_descriptor(value):
+        return _descriptor_key(value)
+    raise LaunchError(f"cannot pass a {kind.__name__} to a kernel: expected an array, a number or "
+                      "a tl.constexpr parameter")
+
+
+class _PointerKinds(dict):
+    """dtype object -> "*fp32", filled on first sight of each dtype."""
+
+    def __missing__(self, dtype) -> str:
+        kind = self[dtype] = "*" + dtype_name(dtype)
+        return kind
+
+
+_POINTER_KINDS = _PointerKinds()
+
+
+def _pointer_kind_reader(reader):
+    """`reader` returning ("*fp32", address) instead of ("fp32", address), without string work per call."""
+    if reader is _cupy_pointer:
+        return lambda value: (_POINTER_KINDS[value.dtype], value.data.ptr)
+    if reader is _torch_pointer:
+        return lambda value: (_POINTER_KINDS[value.dtype], value.data_ptr())
+
+    def generic(value):
+        name, address = reader(value)
+        return "*" + name, address
+
+    return generic
 
 
 def _descriptor_key(value) -> tuple:
@@ -150,6 +182,9 @@ class JITFunction:
         self.defaults = {n: p.default for n, p in self.signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.cache: dict[tuple, _BoundKernel] = {}
+        # (name, plain): plain runtime parameters take the fast path of _key.
+        special = self.constexpr_names | self.do_not_specialize | self.no_align
+        self._param_modes = [(n, n not in special) for n in self.arg_names]
         # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
         self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
 
@@ -199,17 +234,18 @@ class JITFunction:
 
     def _key(self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int) -> tuple:
         parts = []
-        for name in self.arg_names:
+        append = parts.append
+        for name, plain in self._param_modes:
             value = bound[name]
-            if name in self.constexpr_names or value is None:
-                parts.append(("c", _hashable(value)))
+            if plain and value is not None:
+                append(arg_spec_key(value))
+            elif value is None or name in self.constexpr_names:
+                append(("c", _hashable(value)))
             else:
                 kind, div16, one = arg_spec_key(value)
                 if name in self.do_not_specialize:
                     div16 = one = False
-                if name in self.no_align:
-                    div16 = False
-                parts.append((kind, div16, one))
+                append((kind, div16 and name not in self.no_align, one))
         return (tuple(parts), target, num_warps, num_stages)
 
     # -- launch ------------------------------------------------------------------------------------------------
@@ -286,6 +322,8 @@ def _default_target() -> str:
 
 
 def _grid(grid, bound: dict) -> tuple[int, int, int]:
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int:
+        return (grid[0], 1, 1)  # the common case
     if callable(grid):
         grid = grid(bound)
     if isinstance(grid, int):

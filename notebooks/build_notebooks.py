@@ -484,7 +484,14 @@ so each is drawn as a dotted vertical line at its intensity: both sit far left o
 print(f"intensity {point.intensity:.4f} FLOP/B; best time at 4.8 TB/s: {point.bytes / 4.8e12 * 1e6:.3f} us")
 import os, tempfile
 print("saved", plot.save(os.path.join(tempfile.gettempdir(), "roofline.svg")))   # or .png'''),
-        md("## Recorded on an H200\nThe showcase kernels measured on an H200, on its measured ceilings."),
+        md("""
+## Recorded on an H200
+
+The showcase kernels measured on an H200, on its measured ceilings. A memory-bound kernel can land slightly
+*above* 100% of the DRAM ceiling: the ceiling is what a 1 GiB copy achieved, a good practical limit but not a
+law of nature (the datasheet's 4.8 TB/s, dashed, is the real one). The matmul point shows how far the
+kernel's code generation is from the tensor-core roof at the time of recording.
+"""),
         code('show_recorded("06_roofline")'),
         md("""
 ## Exercises

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (device time is scarce): the GPU tests, the benchmark and the notebooks'
+# recorded data, each under its own time limit, logs and JSON under $OUT.
+set -u
+export PYTHONPATH=. PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider -x --no-header -rfE tests \
+  --ignore=tests/workbench/test_browser.py 2>&1 | tail -n 60 > "$OUT/gpu_tests.log"
+tail -n 25 "$OUT/gpu_tests.log"
+timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
+tail -n 45 "$OUT/bench.log"
+if [ -f bench/record_notebook_data.py ]; then
+  timeout "${NB_LIMIT:-60}" python3 bench/record_notebook_data.py --out "$OUT/notebook_data.json" > "$OUT/nb.log" 2>&1
+  tail -n 5 "$OUT/nb.log"
+fi
+ls -la "$OUT"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from passes_testing import assert_ir, binary, const, finish, for_loop, if_op, new_func, store
 
-from tileworkbench.ir import PointerType, TensorType
+from tileworkbench.ir import Block, PointerType, Region, TensorType
 from tileworkbench.ir.ops import arith, tt
 from tileworkbench.ir.types import f32, i1, i32
 from tileworkbench.passes import cse
@@ -163,3 +163,19 @@ def test_nested_op_is_replaced_and_its_uses_renamed_deep_inside():
         }
     """,
     )
+
+
+def test_combine_regions_do_not_capture_outer_values():
+    f, b = new_func([("out", PointerType(f32)), ("x", f32)])
+    one = const(b, 1.0, f32, "one")
+    row = b.value(tt.SplatOp, TensorType((4,), f32), name="row", operand=f.args[1])
+    block = Block([f32, f32])
+    reduce = b.create(tt.ReduceOp, [f32], axis=0, srcs=[row], combine=Region([block]))
+    with b.at_end(block):
+        inner_one = const(b, 1.0, f32, "inner_one")
+        scaled = binary(b, arith.MulFOp, block.args[1], inner_one)
+        b.create(tt.ReduceReturnOp, values=[binary(b, arith.AddFOp, block.args[0], scaled)])
+    store(b, f.args[0], binary(b, arith.AddFOp, reduce.results[0], one))
+    finish(f, b)
+    assert not cse(f)
+    assert inner_one.op.parent is block and scaled.op.rhs is inner_one

@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..ir import Block, Op, Value
+from ..ir.ops import tt
 from ..ir.ops.tt import FuncOp
 from ..ir.values import OpResult
+
+ISOLATED = (tt.ReduceOp, tt.ScanOp)
 
 
 def cse(func: FuncOp) -> bool:
@@ -40,7 +43,10 @@ def _cse_block(block: Block, scope: ChainMap, replaced: dict[int, Value]) -> Non
                 op.replace_operand(old, new)
         for region in op.regions:
             for inner in region.blocks:
-                _cse_block(inner, scope.new_child(), replaced)
+                # A combine region is a function of its arguments alone: nothing from outside is
+                # pulled into it (the backends may lower it apart from the rest of the kernel).
+                inner_scope = ChainMap() if isinstance(op, ISOLATED) else scope.new_child()
+                _cse_block(inner, inner_scope, replaced)
         key = op_key(op)
         if key is None:
             continue

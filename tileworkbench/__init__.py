@@ -20,6 +20,7 @@ from .language.core import constexpr  # noqa: F401
 from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
 from .runtime.compiler import CompiledKernel, compile  # noqa: F401
 from .runtime.jit import JITFunction, jit  # noqa: F401
+from .runtime.allocation import set_allocator  # noqa: F401
 from . import runtime  # noqa: F401
 from .runtime import testing  # noqa: F401
 

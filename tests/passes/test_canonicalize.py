@@ -338,3 +338,25 @@ def test_double_negations():
           tt.return
         }
     """)
+
+
+def test_constants_reassociate_through_wrapping_int_ops():
+    f, b = new_func([("out", PointerType(i8)), ("x", i8)])
+    s = binary(b, arith.AddIOp, const(b, 100, i8), f.args[1])
+    s = binary(b, arith.AddIOp, s, const(b, 100, i8), "s")           # 200 wraps to -56
+    m = binary(b, arith.MulIOp, binary(b, arith.MulIOp, f.args[1], const(b, 16, i8)),
+               const(b, 16, i8), "m")                                 # 256 wraps to 0
+    store(b, f.args[0], s)
+    store(b, f.args[0], m)
+    finish(f, b)
+    canonicalize(f)
+    assert_ir(f, """
+        tt.func @k(%out: !tt.ptr<i8>, %x: i8) {
+          %0 = arith.constant -56 : i8
+          %s = arith.addi %x, %0 : i8
+          %1 = arith.constant 0 : i8
+          tt.store %out, %s : !tt.ptr<i8>, i8
+          tt.store %out, %1 : !tt.ptr<i8>, i8
+          tt.return
+        }
+    """)

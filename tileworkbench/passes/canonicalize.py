@@ -269,16 +269,18 @@ def negate_twice(op: arith.SubIOp, rw: Rewriter) -> bool:
     return replace_with(op, inner.rhs, rw)
 
 
-@rewrite(arith.XOrIOp)
-def xor_twice(op: arith.XOrIOp, rw: Rewriter) -> bool:
-    """%y = arith.xori (arith.xori %x, %c), %c  ->  %y replaced by %x (`~~x`, `not not b`)"""
-    inner = defining(op.lhs, arith.XOrIOp)
-    if inner is None:
+@rewrite(arith.AddIOp, arith.MulIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp)
+def reassociate_constants(op: arith.BinaryOp, rw: Rewriter) -> bool:
+    """%y = arith.addi (arith.addi %x, %c1), %c2  ->  %y = arith.addi %x, %c3 with c3 = c1 + c2
+    (also muli, andi, ori, xori: associative on wrapping integers; `~~x` becomes `x ^ 0`, then `x`)"""
+    inner = defining(op.lhs, type(op))
+    outer_c, inner_c = constant_op(op.rhs), constant_op(inner.rhs) if inner else None
+    if inner is None or outer_c is None or inner_c is None:
         return False
-    outer_bits, inner_bits = int_constant(op.rhs), int_constant(inner.rhs)
-    if outer_bits is None or outer_bits != inner_bits:
-        return False
-    return replace_with(op, inner.lhs, rw)
+    scalar = element_type(op.result.type)
+    value = fold.fold_int_binary(type(op), inner_c.value, outer_c.value, scalar)
+    folded = rw.constant(value, op.result.type, before=op)
+    return remake(op, type(op), rw, lhs=inner.lhs, rhs=folded)
 
 
 _SELF_COMPARE = {

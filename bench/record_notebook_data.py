@@ -27,8 +27,11 @@ def versions() -> str:
 
     import tileworkbench
 
-    parts = [f"tileworkbench {tileworkbench.__version__}", f"CuPy {cupy.__version__}",
-             f"Python {platform.python_version()}"]
+    parts = [
+        f"tileworkbench {tileworkbench.__version__}",
+        f"CuPy {cupy.__version__}",
+        f"Python {platform.python_version()}",
+    ]
     try:
         import triton
 
@@ -70,8 +73,15 @@ def check(out, ref, rtol: float) -> str:
 
 
 def row(label: str, ms: float, flops: float, nbytes: float, compute: str = "fp32", **extra) -> dict:
-    out = {"label": label, "ms": ms, "GB/s": nbytes / ms / 1e6, "TFLOP/s": flops / ms / 1e9,
-           "flops": flops, "bytes": nbytes, "compute": compute}
+    out = {
+        "label": label,
+        "ms": ms,
+        "GB/s": nbytes / ms / 1e6,
+        "TFLOP/s": flops / ms / 1e9,
+        "flops": flops,
+        "bytes": nbytes,
+        "compute": compute,
+    }
     out.update(extra)
     if extra.get("triton_ms"):
         out["triton GB/s"] = nbytes / extra["triton_ms"] / 1e6
@@ -94,9 +104,17 @@ def vector_add(sizes: list[int]) -> list[dict]:
         status = check(out[: 1 << 20], (x[: 1 << 20] + y[: 1 << 20]).get(), 1e-6)
         ms = bench_ms(lambda: add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024))
         copy_ms = bench_ms(lambda: cp.add(x, y, out=out))
-        rows.append(row(f"vector add 2^{n.bit_length() - 1} fp32", ms, n, 12 * n, check=status,
-                        triton_ms=triton_ms(add_kernel, grid, x, y, out, n, BLOCK_SIZE=1024),
-                        cupy_add_ms=copy_ms))
+        rows.append(
+            row(
+                f"vector add 2^{n.bit_length() - 1} fp32",
+                ms,
+                n,
+                12 * n,
+                check=status,
+                triton_ms=triton_ms(add_kernel, grid, x, y, out, n, BLOCK_SIZE=1024),
+                cupy_add_ms=copy_ms,
+            )
+        )
     return rows
 
 
@@ -117,8 +135,16 @@ def softmax(shapes: list[tuple[int, int]]) -> list[dict]:
         e = np.exp(x64 - x64.max(axis=1, keepdims=True))
         status = check(out[:64], e / e.sum(axis=1, keepdims=True), 1e-5)
         ms = bench_ms(lambda: softmax_kernel[(m,)](*args, BLOCK_SIZE=block))
-        rows.append(row(f"softmax {m}x{n} fp32", ms, 4.0 * m * n, 8.0 * m * n, check=status,
-                        triton_ms=triton_ms(softmax_kernel, (m,), *args, BLOCK_SIZE=block)))
+        rows.append(
+            row(
+                f"softmax {m}x{n} fp32",
+                ms,
+                4.0 * m * n,
+                8.0 * m * n,
+                check=status,
+                triton_ms=triton_ms(softmax_kernel, (m,), *args, BLOCK_SIZE=block),
+            )
+        )
     return rows
 
 
@@ -141,9 +167,19 @@ def matmul(sizes: list[int]) -> list[dict]:
         status = check(c[:128], ref, 2e-2)
         ms = bench_ms(lambda: matmul_kernel[grid](*args, **meta, num_warps=8))
         cublas_ms = bench_ms(lambda: cp.matmul(a, b))
-        rows.append(row(f"matmul {s}^3 fp16", ms, 2.0 * s**3, 6.0 * s * s, "fp16", check=status,
-                        cublas_ms=cublas_ms, cublas_TFLOPs=2.0 * s**3 / cublas_ms / 1e9,
-                        triton_ms=triton_ms(matmul_kernel, grid, *args, **meta, num_warps=8)))
+        rows.append(
+            row(
+                f"matmul {s}^3 fp16",
+                ms,
+                2.0 * s**3,
+                6.0 * s * s,
+                "fp16",
+                check=status,
+                cublas_ms=cublas_ms,
+                cublas_TFLOPs=2.0 * s**3 / cublas_ms / 1e9,
+                triton_ms=triton_ms(matmul_kernel, grid, *args, **meta, num_warps=8),
+            )
+        )
     return rows
 
 
@@ -167,9 +203,16 @@ def layer_norm(shapes: list[tuple[int, int]]) -> list[dict]:
         ref = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5) * w.get() + b.get()
         status = check(y[:64], ref, 1e-4)
         ms = bench_ms(lambda: layer_norm_kernel[(m,)](*args, BLOCK_SIZE=block))
-        rows.append(row(f"layer norm {m}x{n} fp32", ms, 8.0 * m * n, 8.0 * m * n + 8.0 * n,
-                        check=status,
-                        triton_ms=triton_ms(layer_norm_kernel, (m,), *args, BLOCK_SIZE=block)))
+        rows.append(
+            row(
+                f"layer norm {m}x{n} fp32",
+                ms,
+                8.0 * m * n,
+                8.0 * m * n + 8.0 * n,
+                check=status,
+                triton_ms=triton_ms(layer_norm_kernel, (m,), *args, BLOCK_SIZE=block),
+            )
+        )
     return rows
 
 
@@ -186,17 +229,22 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     peaks = get_peaks(measure=True, force=True)
     print(peaks)
-    base = {"device": current_device(), "date": datetime.date.today().isoformat(),
-            "versions": versions(),
-            "peaks": {k: p.value for k, p in peaks.measured.items() if not k.startswith("_")}}
+    base = {
+        "device": current_device(),
+        "date": datetime.date.today().isoformat(),
+        "versions": versions(),
+        "peaks": {k: p.value for k, p in peaks.measured.items() if not k.startswith("_")},
+    }
     quick = args.quick
     suites = {
         "01_vector_add": lambda: vector_add([1 << 24] if quick else [1 << 24, 1 << 28]),
-        "02_fused_softmax": lambda: softmax([(4096, 4096)] if quick else [(4096, 4096),
-                                                                           (4096, 16384)]),
+        "02_fused_softmax": lambda: softmax(
+            [(4096, 4096)] if quick else [(4096, 4096), (4096, 16384)]
+        ),
         "03_matmul": lambda: matmul([2048] if quick else [4096, 8192]),
-        "04_layer_norm": lambda: layer_norm([(4096, 4096)] if quick else [(4096, 4096),
-                                                                            (8192, 8192)]),
+        "04_layer_norm": lambda: layer_norm(
+            [(4096, 4096)] if quick else [(4096, 4096), (8192, 8192)]
+        ),
     }
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -209,13 +257,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
         for r in rows:
-            print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                                   for k, v in r.items()))
+            print(
+                "  "
+                + ", ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
+                )
+            )
         everything.extend(rows)
         (out_dir / f"{name}.json").write_text(json.dumps({**base, "rows": rows}, indent=1))
-    notes = ["Each kernel on the measured ceilings of this GPU; FLOPs and bytes as the workbench counts."]
-    (out_dir / "06_roofline.json").write_text(json.dumps({**base, "rows": everything,
-                                                          "notes": notes}, indent=1))
+    notes = [
+        "Each kernel on the measured ceilings of this GPU; FLOPs and bytes as the workbench counts."
+    ]
+    (out_dir / "06_roofline.json").write_text(
+        json.dumps({**base, "rows": everything, "notes": notes}, indent=1)
+    )
     print(f"written to {out_dir}")
     return 0
 

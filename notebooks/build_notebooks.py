@@ -14,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 
-SETUP = '''%load_ext tileworkbench
+SETUP = """%load_ext tileworkbench
 import numpy as np
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -26,7 +26,7 @@ if GPU:
     import cupy as xp          # kernels run on the GPU, arrays live there
 else:
     xp = np                    # kernels run in the interpreter, on NumPy arrays
-print("GPU:", GPU, "- kernels run", "on the GPU" if GPU else "in the interpreter (NumPy)")'''
+print("GPU:", GPU, "- kernels run", "on the GPU" if GPU else "in the interpreter (NumPy)")"""
 
 
 def md(text: str):
@@ -37,14 +37,14 @@ def code(text: str):
     return new_code_cell(text.strip("\n"))
 
 
-ADD_KERNEL = '''@tw.jit
+ADD_KERNEL = """@tw.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(axis=0)                      # which block of the vector am I?
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements                      # the last block may run past the end
     x = tl.load(x_ptr + offsets, mask=mask)
     y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, x + y, mask=mask)'''
+    tl.store(out_ptr + offsets, x + y, mask=mask)"""
 
 
 def start_here():
@@ -66,7 +66,7 @@ A kernel works on *tiles*: each **program** (a GPU thread block) handles `BLOCK_
 `%%tilekernel` runs the cell, records every kernel launched in it and shows a report after the cell.
 `--ref` gives the expected result (an expression evaluated after the cell), `--bench` times it.
 """),
-        code(f'''%%tilekernel --ref "x.astype(np.float64) + y" --bench 20
+        code(f"""%%tilekernel --ref "x.astype(np.float64) + y" --bench 20
 {ADD_KERNEL}
 
 n = 10_000
@@ -75,7 +75,7 @@ x = xp.asarray(rng.standard_normal(n, dtype=np.float32))
 y = xp.asarray(rng.standard_normal(n, dtype=np.float32))
 out = xp.full(n, np.nan, dtype=np.float32)   # poisoned: an element the kernel misses stays NaN
 grid = (tw.cdiv(n, 1024),)
-add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024);   # `;` hides the returned CompiledKernel'''),
+add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024);   # `;` hides the returned CompiledKernel"""),
         md("""
 ## Reading the report
 
@@ -92,17 +92,17 @@ add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024);   # `;` hides the returned Comp
 With `--signature` the magic compiles the kernel defined in the cell and does not launch it.
 `*fp32` is a pointer to float32; `:16` would promise 16-byte alignment.
 """),
-        code(f'''%%tilekernel --signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n_elements=i32" --constexprs BLOCK_SIZE=1024 --target sm_90 --stages source,tile-opt,ptx
-{ADD_KERNEL}'''),
+        code(f"""%%tilekernel --signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n_elements=i32" --constexprs BLOCK_SIZE=1024 --target sm_90 --stages source,tile-opt,ptx
+{ADD_KERNEL}"""),
         md("""
 ## The same thing from Python
 
 `tw.inspect` returns the report object; `report.asm[stage]` is the raw text of a stage.
 """),
-        code('''report = tw.inspect(add_kernel, signature="x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n_elements=i32",
+        code("""report = tw.inspect(add_kernel, signature="x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n_elements=i32",
                     constexprs={"BLOCK_SIZE": 256}, target="interpreter")
 print(report)
-print(report.asm["tile-opt"][:600])'''),
+print(report.asm["tile-opt"][:600])"""),
         md("""
 ## Exercises
 
@@ -126,23 +126,25 @@ It does one addition per 12 bytes moved, so its speed is set by memory bandwidth
 """),
         code(SETUP),
         code(ADD_KERNEL),
-        md("## Run and check it\n`--out out` names the array the kernel writes (by default: the last pointer it stores to)."),
-        code('''%%tilekernel --ref "x.astype(np.float64) + y" --out out --bench 20
+        md(
+            "## Run and check it\n`--out out` names the array the kernel writes (by default: the last pointer it stores to)."
+        ),
+        code("""%%tilekernel --ref "x.astype(np.float64) + y" --out out --bench 20
 n = 98_432
 rng = np.random.default_rng(1)
 x = xp.asarray(rng.standard_normal(n, dtype=np.float32))
 y = xp.asarray(rng.standard_normal(n, dtype=np.float32))
 out = xp.full(n, np.nan, dtype=np.float32)
-add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024);'''),
+add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024);"""),
         md("""
 ## The grid can be a function of the meta-parameters
 
 As in Triton, `grid` may be a callable taking the launch's meta-parameters, so the block size is chosen in one place.
 """),
-        code('''out2 = xp.full(n, np.nan, dtype=np.float32)
+        code("""out2 = xp.full(n, np.nan, dtype=np.float32)
 grid = lambda meta: (tw.cdiv(n, meta["BLOCK_SIZE"]),)
 add_kernel[grid](x, y, out2, n, BLOCK_SIZE=512)
-print("max error:", float(abs(out2 - (x + y)).max()))'''),
+print("max error:", float(abs(out2 - (x + y)).max()))"""),
         md("""
 ## What a masked load becomes
 
@@ -150,9 +152,11 @@ In the compile-only view, pick `x = tl.load(...)` in the source-line picker: in 
 on a tensor of pointers; in **ptx** it becomes predicated `ld.global` instructions (vectorized when the
 compiler can prove 16-byte alignment, which the `:16` in the signature promises).
 """),
-        code('''%%tilekernel --signature "x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n_elements=i32" --constexprs BLOCK_SIZE=1024 --kernel add_kernel --target sm_90 --stages source,tile-opt,ptx
-pass'''),
-        md("## Recorded on an H200\nBandwidth of our kernel and Triton's for 2^24 and 2^28 elements, measured with `do_bench`."),
+        code("""%%tilekernel --signature "x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n_elements=i32" --constexprs BLOCK_SIZE=1024 --kernel add_kernel --target sm_90 --stages source,tile-opt,ptx
+pass"""),
+        md(
+            "## Recorded on an H200\nBandwidth of our kernel and Triton's for 2^24 and 2^28 elements, measured with `do_bench`."
+        ),
         code('show_recorded("01_vector_add")'),
         md("""
 ## Exercises
@@ -164,7 +168,7 @@ pass'''),
     ]
 
 
-SOFTMAX_KERNEL = '''@tw.jit
+SOFTMAX_KERNEL = """@tw.jit
 def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)                               # one program per row
     cols = tl.arange(0, BLOCK_SIZE)
@@ -173,7 +177,7 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK
     x = x - tl.max(x, axis=0)                            # subtract the max: exp cannot overflow
     numerator = tl.exp(x)
     denominator = tl.sum(numerator, axis=0)
-    tl.store(out_ptr + row * out_row_stride + cols, numerator / denominator, mask=mask)'''
+    tl.store(out_ptr + row * out_row_stride + cols, numerator / denominator, mask=mask)"""
 
 
 def softmax():
@@ -189,7 +193,7 @@ Masked-off lanes load `-inf`, so they never win the max and contribute `exp(-inf
 """),
         code(SETUP),
         code(SOFTMAX_KERNEL),
-        code('''%%tilekernel --ref "ref_softmax(x)" --bench 20
+        code("""%%tilekernel --ref "ref_softmax(x)" --bench 20
 def ref_softmax(a):
     a = np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64)
     e = np.exp(a - a.max(axis=1, keepdims=True))
@@ -198,7 +202,7 @@ def ref_softmax(a):
 rows, cols = 128, 781
 x = xp.asarray(np.random.default_rng(2).standard_normal((rows, cols), dtype=np.float32))
 out = xp.full_like(x, np.nan)
-softmax_kernel[(rows,)](out, x, x.shape[1], out.shape[1], cols, BLOCK_SIZE=tw.next_power_of_2(cols));'''),
+softmax_kernel[(rows,)](out, x, x.shape[1], out.shape[1], cols, BLOCK_SIZE=tw.next_power_of_2(cols));"""),
         md("""
 ## How a reduction is written in the IR
 
@@ -206,9 +210,11 @@ In **tile-opt**, `tl.max(x, axis=0)` is a `tt.reduce` with a small *combine regi
 `arith.maximumf`). Pick the line in the source-line picker; in **tile-gpu** you can see the layout the
 reduction runs in, and in **ptx** the warp shuffles (`shfl.sync.bfly`) that combine values across threads.
 """),
-        code('''%%tilekernel --signature "out_ptr=*fp32,in_ptr=*fp32,in_row_stride=i32,out_row_stride=i32,n_cols=i32" --constexprs BLOCK_SIZE=1024 --kernel softmax_kernel --target sm_90 --stages source,tile-opt,tile-gpu,ptx
-pass'''),
-        md("## Recorded on an H200\nOur fused softmax beside Triton's and torch's, fp32, 4096 rows."),
+        code("""%%tilekernel --signature "out_ptr=*fp32,in_ptr=*fp32,in_row_stride=i32,out_row_stride=i32,n_cols=i32" --constexprs BLOCK_SIZE=1024 --kernel softmax_kernel --target sm_90 --stages source,tile-opt,tile-gpu,ptx
+pass"""),
+        md(
+            "## Recorded on an H200\nOur fused softmax beside Triton's and torch's, fp32, 4096 rows."
+        ),
         code('show_recorded("02_fused_softmax")'),
         md("""
 ## Exercises
@@ -220,7 +226,7 @@ pass'''),
     ]
 
 
-MATMUL_KERNEL = '''@tw.autotune(
+MATMUL_KERNEL = """@tw.autotune(
     configs=[tw.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
              tw.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4)],
     key=["M", "N", "K"])
@@ -243,7 +249,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))'''
+    tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))"""
 
 
 def matmul():
@@ -258,14 +264,14 @@ instructions (`mma.sync` on sm_80, `wgmma` on sm_90). `tw.autotune` times each `
 """),
         code(SETUP),
         code(MATMUL_KERNEL),
-        code('''%%tilekernel --ref "a.astype(np.float64) @ b.astype(np.float64)" --bench 20
+        code("""%%tilekernel --ref "a.astype(np.float64) @ b.astype(np.float64)" --bench 20
 M, N, K = 128, 128, 96
 rng = np.random.default_rng(3)
 a = xp.asarray(rng.standard_normal((M, K)).astype(np.float16))
 b = xp.asarray(rng.standard_normal((K, N)).astype(np.float16))
 c = xp.full((M, N), np.nan, dtype=np.float16)
 grid = lambda meta: (tw.cdiv(M, meta["BLOCK_M"]), tw.cdiv(N, meta["BLOCK_N"]))
-matmul_kernel[grid](a, b, c, M, N, K, a.strides[0] // 2, 1, b.strides[0] // 2, 1, c.strides[0] // 2, 1);'''),
+matmul_kernel[grid](a, b, c, M, N, K, a.strides[0] // 2, 1, b.strides[0] // 2, 1, c.strides[0] // 2, 1);"""),
         md("""
 The report's overview shows the **autotuner table**: each config's time (or why it failed or was pruned).
 In the interpreter the times measure NumPy, not a GPU: the ranking means something only on a GPU.
@@ -274,15 +280,17 @@ In the interpreter the times measure NumPy, not a GPU: the ranking means somethi
 
 Compile one config for sm_80 and look for `mma.sync` in the PTX (pick the `acc += tl.dot(a, b)` line).
 """),
-        code('''report = tw.inspect(matmul_kernel.fn,
+        code("""report = tw.inspect(matmul_kernel.fn,
                     signature="a_ptr=*fp16:16,b_ptr=*fp16:16,c_ptr=*fp16:16,M=i32,N=i32,K=i32,"
                               "stride_am=i32,stride_ak=i32,stride_bk=i32,stride_bn=i32,stride_cm=i32,stride_cn=i32",
                     constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, target="sm_80",
                     stages=["source", "tile-gpu", "ptx"])
-report'''),
-        code('''ptx = report.asm.get("ptx", "")
-print("mma instructions in the PTX:", sum("mma" in line for line in ptx.splitlines()))'''),
-        md("## Recorded on an H200\nfp16 matmul, 4096^3 and 8192^3: our kernel, Triton and cuBLAS (TFLOP/s)."),
+report"""),
+        code("""ptx = report.asm.get("ptx", "")
+print("mma instructions in the PTX:", sum("mma" in line for line in ptx.splitlines()))"""),
+        md(
+            "## Recorded on an H200\nfp16 matmul, 4096^3 and 8192^3: our kernel, Triton and cuBLAS (TFLOP/s)."
+        ),
         code('show_recorded("03_matmul")'),
         md("""
 ## Exercises
@@ -294,7 +302,7 @@ print("mma instructions in the PTX:", sum("mma" in line for line in ptx.splitlin
     ]
 
 
-LAYER_NORM_KERNEL = '''@tw.jit
+LAYER_NORM_KERNEL = """@tw.jit
 def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, row_stride, n_cols, eps, BLOCK_SIZE: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
@@ -306,7 +314,7 @@ def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, row_stride, n_cols, eps, BLOCK
     rstd = 1.0 / tl.sqrt(var + eps)
     w = tl.load(w_ptr + cols, mask=mask)
     b = tl.load(b_ptr + cols, mask=mask)
-    tl.store(y_ptr + row * row_stride + cols, diff * rstd * w + b, mask=mask)'''
+    tl.store(y_ptr + row * row_stride + cols, diff * rstd * w + b, mask=mask)"""
 
 
 def layer_norm():
@@ -320,7 +328,7 @@ because a sum of hundreds of fp16 values loses digits.
 """),
         code(SETUP),
         code(LAYER_NORM_KERNEL),
-        code('''%%tilekernel --ref "ref_layer_norm(x, w, b)" --bench 20
+        code("""%%tilekernel --ref "ref_layer_norm(x, w, b)" --bench 20
 def ref_layer_norm(x, w, b, eps=1e-5):
     host = lambda a: np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64)
     x, w, b = host(x), host(w), host(b)
@@ -333,17 +341,17 @@ x = xp.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
 w = xp.asarray(rng.standard_normal(cols, dtype=np.float32))
 b = xp.asarray(rng.standard_normal(cols, dtype=np.float32))
 y = xp.full_like(x, np.nan)
-layer_norm_kernel[(rows,)](x, y, w, b, cols, cols, 1e-5, BLOCK_SIZE=tw.next_power_of_2(cols));'''),
+layer_norm_kernel[(rows,)](x, y, w, b, cols, cols, 1e-5, BLOCK_SIZE=tw.next_power_of_2(cols));"""),
         md("""
 ## fp16 inputs
 
 The same kernel on fp16 arrays: the loads become 16-bit, the `.to(tl.float32)` an `arith.extf`, and the store
 an `arith.truncf` back to fp16. The check uses fp16's tolerance.
 """),
-        code('''%%tilekernel --ref "ref_layer_norm(x16, w16, b16)"
+        code("""%%tilekernel --ref "ref_layer_norm(x16, w16, b16)"
 x16, w16, b16 = x.astype(np.float16), w.astype(np.float16), b.astype(np.float16)
 y16 = xp.full_like(x16, np.nan)
-layer_norm_kernel[(rows,)](x16, y16, w16, b16, cols, cols, 1e-5, BLOCK_SIZE=tw.next_power_of_2(cols));'''),
+layer_norm_kernel[(rows,)](x16, y16, w16, b16, cols, cols, 1e-5, BLOCK_SIZE=tw.next_power_of_2(cols));"""),
         md("## Recorded on an H200"),
         code('show_recorded("04_layer_norm")'),
         md("""
@@ -366,12 +374,12 @@ def inside_compiler():
 """),
         code(SETUP),
         code(SOFTMAX_KERNEL),
-        code('''compiled = tw.compile(softmax_kernel,
+        code("""compiled = tw.compile(softmax_kernel,
                       signature={"out_ptr": "*fp32", "in_ptr": "*fp32", "in_row_stride": "i32",
                                  "out_row_stride": "i32", "n_cols": "i32"},
                       constexprs={"BLOCK_SIZE": 1024}, target="sm_90")
 print("stages:", list(compiled.asm))
-print("passes:", [name for name, _ in compiled.passes])'''),
+print("passes:", [name for name, _ in compiled.passes])"""),
         md("""
 ## Pass by pass
 
@@ -381,12 +389,12 @@ computations, `licm` hoists loop-invariant code, `dce` deletes what nothing uses
 remove layout conversions. Pick a pass in the report's *passes* tab to see its diff.
 """),
         code('tw.inspect(compiled, stages=["source", "tile", "tile-opt", "tile-gpu"])'),
-        code('''import difflib
+        code("""import difflib
 names = [name for name, _ in compiled.passes]
 before, after = compiled.passes[0][1], compiled.passes[-1][1]
 changed = list(difflib.unified_diff(before.splitlines(), after.splitlines(), names[0], names[-1], lineterm="", n=0))
 print(f"{len(changed)} diff lines from {names[0]!r} to {names[-1]!r}; the first 25:")
-print("\\n".join(changed[:25]))'''),
+print("\\n".join(changed[:25]))"""),
         md("""
 ## Layouts
 
@@ -395,22 +403,22 @@ In **tile-gpu** every tensor type carries an encoding such as
 `sizePerThread` consecutive elements (4 would allow one 16-byte vector load), 32 threads form a warp, and
 4 warps the program; the layout repeats until the tile is covered. A reduction's result has a `#slice` layout.
 """),
-        code('''gpu_ir = compiled.asm.get("tile-gpu", "")
-print("\\n".join(line for line in gpu_ir.splitlines() if "#" in line)[:1500] or "(no tile-gpu stage)")'''),
+        code("""gpu_ir = compiled.asm.get("tile-gpu", "")
+print("\\n".join(line for line in gpu_ir.splitlines() if "#" in line)[:1500] or "(no tile-gpu stage)")"""),
         md("""
 ## Line maps
 
 `compiled.line_map[stage][source_line]` lists the lines of that stage made from one line of your kernel.
 For PTX it comes from the `.loc` directives the LLVM debug info produces.
 """),
-        code('''import inspect as pyinspect
+        code("""import inspect as pyinspect
 source, first = pyinspect.getsourcelines(softmax_kernel.fn)
 exp_line = first + next(i for i, text in enumerate(source) if "tl.exp" in text)
 for stage in ("tile-opt", "ptx"):
     lines = compiled.line_map.get(stage, {}).get(exp_line, [])
     text = compiled.asm.get(stage, "").splitlines()
     print(f"--- {stage}: line {exp_line} became {len(lines)} lines")
-    print("\\n".join(text[i - 1] for i in lines[:8]))'''),
+    print("\\n".join(text[i - 1] for i in lines[:8]))"""),
         md("""
 ## The command line
 
@@ -453,23 +461,25 @@ with `--flops` / `--bytes`.
 `%tilekernel_peaks` measures them on a GPU (DRAM copy, an FP32 FMA kernel, cuBLAS for tensor cores) and caches
 them; without a GPU it shows datasheet values. Datasheet ceilings are drawn dashed, measured ones solid.
 """),
-        code('%tilekernel_peaks'),
+        code("%tilekernel_peaks"),
         code('%tilekernel_peaks --device "H100 SXM"'),
-        md("## Several kernels on one plot\nWe launch two kernels of very different intensity and put them on one roofline."),
+        md(
+            "## Several kernels on one plot\nWe launch two kernels of very different intensity and put them on one roofline."
+        ),
         code(ADD_KERNEL + "\n\n" + SOFTMAX_KERNEL),
-        code('''%%tilekernel --no-roofline
+        code("""%%tilekernel --no-roofline
 n = 1 << 16
 x = xp.asarray(np.random.default_rng(5).standard_normal(n, dtype=np.float32))
 out = xp.empty_like(x)
 add_kernel[(tw.cdiv(n, 1024),)](x, x, out, n, BLOCK_SIZE=1024)
 s_in = x.reshape(64, 1024)
 s_out = xp.empty_like(s_in)
-softmax_kernel[(64,)](s_out, s_in, 1024, 1024, 1024, BLOCK_SIZE=1024);'''),
-        code('''reports = _tilekernel_reports          # the magic leaves its reports here
+softmax_kernel[(64,)](s_out, s_in, 1024, 1024, 1024, BLOCK_SIZE=1024);"""),
+        code("""reports = _tilekernel_reports          # the magic leaves its reports here
 for r in reports:
     print(f"{r.name:16} {r.counts.flops:>12,.0f} FLOP {r.counts.bytes:>12,.0f} B  I = {r.counts.intensity:.3f} FLOP/B")
 plot = tw.roofline(reports)
-plot'''),
+plot"""),
         md("""
 Without a GPU the kernels are not timed against GPU ceilings (an interpreter's time would mean nothing there),
 so each is drawn as a dotted vertical line at its intensity: both sit far left of the ridge, **memory-bound**.
@@ -480,10 +490,10 @@ so each is drawn as a dotted vertical line at its intensity: both sit far left o
 3 × 262,144 bytes, so I = 65,536 / 786,432 ≈ 0.083 FLOP/B. At 4.8 TB/s the best possible time is 786,432 B /
 4.8e12 B/s ≈ 0.16 µs — far below the ~5 µs launch overhead, which is why small kernels never reach the roof.
 """),
-        code('''point = reports[0].point
+        code("""point = reports[0].point
 print(f"intensity {point.intensity:.4f} FLOP/B; best time at 4.8 TB/s: {point.bytes / 4.8e12 * 1e6:.3f} us")
 import os, tempfile
-print("saved", plot.save(os.path.join(tempfile.gettempdir(), "roofline.svg")))   # or .png'''),
+print("saved", plot.save(os.path.join(tempfile.gettempdir(), "roofline.svg")))   # or .png"""),
         md("""
 ## Recorded on an H200
 
@@ -504,8 +514,12 @@ kernel's code generation is from the tensor-core roof at the time of recording.
 
 
 NOTEBOOKS = {
-    "00_start_here": start_here, "01_vector_add": vector_add, "02_fused_softmax": softmax,
-    "03_matmul": matmul, "04_layer_norm": layer_norm, "05_inside_the_compiler": inside_compiler,
+    "00_start_here": start_here,
+    "01_vector_add": vector_add,
+    "02_fused_softmax": softmax,
+    "03_matmul": matmul,
+    "04_layer_norm": layer_norm,
+    "05_inside_the_compiler": inside_compiler,
     "06_roofline": roofline_nb,
 }
 
@@ -514,7 +528,11 @@ def build(out_dir: Path = HERE) -> list[Path]:
     paths = []
     for name, cells in NOTEBOOKS.items():
         nb = new_notebook(cells=cells())
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
         nb.metadata["language_info"] = {"name": "python"}
         path = out_dir / f"{name}.ipynb"
         nbformat.write(nb, path)

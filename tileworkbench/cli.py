@@ -44,8 +44,10 @@ def format_stages(compiled: Any, stage: str) -> str:
     if stage == "all":
         return "".join(f"// ===== {name} =====\n{text}\n" for name, text in compiled.asm.items())
     if stage not in compiled.asm:
-        raise SystemExit(f"error: stage {stage!r} is not available for target "
-                         f"{compiled.metadata.target} (available: {', '.join(compiled.asm)})")
+        raise SystemExit(
+            f"error: stage {stage!r} is not available for target "
+            f"{compiled.metadata.target} (available: {', '.join(compiled.asm)})"
+        )
     return compiled.asm[stage]
 
 
@@ -55,8 +57,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     kernel = load_kernel(args.kernel)
     try:
-        compiled = compile_kernel(kernel, args.signature, args.constexprs, args.target,
-                                  args.num_warps, args.num_stages)
+        compiled = compile_kernel(
+            kernel, args.signature, args.constexprs, args.target, args.num_warps, args.num_stages
+        )
     except (TileworkbenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -78,8 +81,11 @@ def cmd_peaks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tileworkbench", description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tileworkbench",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     comp = sub.add_parser("compile", help="compile a kernel and print a stage (no GPU needed)")
     comp.add_argument("kernel", help="FILE.py::kernel_name")
@@ -92,8 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp.set_defaults(func=cmd_compile)
     demo = sub.add_parser("demo", help="run, check and report the showcase kernels")
     demo.add_argument("--out", default="tileworkbench-demo.html", help="the HTML report to write")
-    demo.add_argument("--target", default=None, choices=["interpreter", "cuda"],
-                      help="default: the GPU where there is one, else the interpreter")
+    demo.add_argument(
+        "--target",
+        default=None,
+        choices=["interpreter", "cuda"],
+        help="default: the GPU where there is one, else the interpreter",
+    )
     demo.set_defaults(func=cmd_demo)
     peaks = sub.add_parser("peaks", help="show the device's roofline ceilings")
     peaks.add_argument("--device", default=None, help="a device name for datasheet values")

@@ -11,7 +11,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "notebooks: runs a teaching notebook with nbclient (slow-ish)")
+    config.addinivalue_line(
+        "markers", "notebooks: runs a teaching notebook with nbclient (slow-ish)"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -25,9 +27,9 @@ def _cache_dir(tmp_path, monkeypatch):
 @pytest.fixture
 def shell():
     """A fresh-ish InteractiveShell with `%load_ext`'s magics and a FakeRecorder as `_rec`."""
+    from fakes import FakeRecorder
     from IPython.core.interactiveshell import InteractiveShell
 
-    from fakes import FakeRecorder
     from tileworkbench.workbench import load_ipython_extension
 
     ip = InteractiveShell.instance()

@@ -17,7 +17,7 @@ from tileworkbench.ir.types import PointerType, TensorType, f32, i32
 from tileworkbench.ir.values import Block
 
 FILE = "/tmp/fake_kernels.py"
-ADD_SOURCE = '''@tw.jit
+ADD_SOURCE = """@tw.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
@@ -25,7 +25,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.load(y_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, x + y, mask=mask)
-'''
+"""
 FIRST_LINE = 10  # the decorator's line in FILE
 
 
@@ -54,8 +54,14 @@ def build_add(block_size: int = 1024):
         offs = b.value(arith.AddIOp, vec, "offs", lhs=starts, rhs=rng)
     with b.at_loc(_loc(5)):
         ns = b.value(tt.SplatOp, vec, None, operand=n)
-        mask = b.value(arith.CmpIOp, TensorType((block_size,), i32.__class__("i1")), "mask",
-                       predicate="slt", lhs=offs, rhs=ns)
+        mask = b.value(
+            arith.CmpIOp,
+            TensorType((block_size,), i32.__class__("i1")),
+            "mask",
+            predicate="slt",
+            lhs=offs,
+            rhs=ns,
+        )
     loads = []
     for line, base, name in ((6, x_ptr, "x"), (7, y_ptr, "y")):
         with b.at_loc(_loc(line)):
@@ -215,8 +221,11 @@ def fake_add_launch(n: int = 5000, block: int = 1024, seed: int = 0) -> FakeLaun
     y = rng.standard_normal(n).astype(np.float32)
     out = np.full(n, np.nan, np.float32)
     grid = (-(-n // block), 1, 1)
-    launch = FakeLaunch(fake_add_compiled("interpreter", block), grid,
-                        {"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": n, "BLOCK": block})
+    launch = FakeLaunch(
+        fake_add_compiled("interpreter", block),
+        grid,
+        {"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": n, "BLOCK": block},
+    )
     launch.relaunch()
     return launch
 

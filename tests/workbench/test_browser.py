@@ -22,7 +22,7 @@ CHROMIUM = os.environ.get("TILEWORKBENCH_CHROMIUM", "/usr/bin/chromium")
 
 CELLS = [
     "%load_ext tileworkbench",
-    '''%%tilekernel --signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32" --constexprs BLOCK=1024 --target sm_90
+    """%%tilekernel --signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32" --constexprs BLOCK=1024 --target sm_90
 import tileworkbench as tw
 import tileworkbench.language as tl
 
@@ -33,7 +33,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)''',
+    tl.store(out_ptr + offs, x + y, mask=mask)""",
 ]
 
 
@@ -48,7 +48,11 @@ def _write_notebook(folder: Path) -> Path:
     from nbformat.v4 import new_code_cell, new_notebook
 
     nb = new_notebook(cells=[new_code_cell(c) for c in CELLS])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path = folder / "report.ipynb"
     nbformat.write(nb, path)
     return path
@@ -72,11 +76,26 @@ def jupyterlab(tmp_path):
     pytest.importorskip("playwright")
     _write_notebook(tmp_path)
     port = _free_port()
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               TILEWORKBENCH_CACHE_DIR=str(tmp_path / "cache"), MPLBACKEND="Agg")
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-           "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-           f"--ServerApp.root_dir={tmp_path}", "--allow-root", "--LabApp.news_url=None"]
+    env = dict(
+        os.environ,
+        PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        TILEWORKBENCH_CACHE_DIR=str(tmp_path / "cache"),
+        MPLBACKEND="Agg",
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        "--ServerApp.token=",
+        "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",
+        f"--ServerApp.root_dir={tmp_path}",
+        "--allow-root",
+        "--LabApp.news_url=None",
+    ]
     settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     # no "get notified about news?" toast over the output
@@ -137,8 +156,11 @@ def test_report_renders_and_ptx_tab_shows_ptx(jupyterlab):
         marked = page.locator(f".jupyter-widgets pre.twhl .s{line}").first
         marked.wait_for(timeout=10_000)
         # the <style> widget updates asynchronously, through the kernel
-        page.wait_for_function("e => getComputedStyle(e).backgroundColor === 'rgb(255, 229, 138)'",
-                               arg=marked.element_handle(), timeout=10_000)
+        page.wait_for_function(
+            "e => getComputedStyle(e).backgroundColor === 'rgb(255, 229, 138)'",
+            arg=marked.element_handle(),
+            timeout=10_000,
+        )
         marked_text = page.locator(f".jupyter-widgets pre.twhl .s{line}").all_inner_texts()
         assert any("ld.global" in t for t in marked_text), marked_text
         marked.scroll_into_view_if_needed()
@@ -161,8 +183,12 @@ def test_static_html_tabs_and_line_links_work_without_javascript(tmp_path):
     namespace: dict = {}
     exec(compile(CELLS[1].split("\n", 1)[1], str(tmp_path / "k.py"), "exec"), namespace)
     (tmp_path / "k.py").write_text(CELLS[1].split("\n", 1)[1])
-    compiled = compile_kernel(namespace["add_kernel"], "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32",
-                              "BLOCK=1024", "sm_90")
+    compiled = compile_kernel(
+        namespace["add_kernel"],
+        "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32",
+        "BLOCK=1024",
+        "sm_90",
+    )
     page_file = tmp_path / "report.html"
     inspect(compiled).save_html(str(page_file))
     ARTIFACTS.mkdir(exist_ok=True)
@@ -177,7 +203,9 @@ def test_static_html_tabs_and_line_links_work_without_javascript(tmp_path):
         page.locator(".twtabs label", has_text="source").click()
         page.locator("label.twline", has_text="x = tl.load").click()
         page.locator(".twtabs label", has_text="ptx").click()
-        line = page.locator("label.twline", has_text="x = tl.load").get_attribute("for").split("-")[-1]
+        line = (
+            page.locator("label.twline", has_text="x = tl.load").get_attribute("for").split("-")[-1]
+        )
         marked = page.locator(f".twp-ptx .s{line}").first
         color = marked.evaluate("e => getComputedStyle(e).backgroundColor")
         assert color == "rgb(255, 229, 138)", color

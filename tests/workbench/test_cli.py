@@ -8,7 +8,7 @@ import pytest
 
 from tileworkbench.cli import main
 
-KERNEL_FILE = textwrap.dedent('''
+KERNEL_FILE = textwrap.dedent("""
     import tileworkbench as tw
     import tileworkbench.language as tl
 
@@ -18,7 +18,7 @@ KERNEL_FILE = textwrap.dedent('''
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
-''')
+""")
 SIGNATURE = "x_ptr=*fp32,out_ptr=*fp32,n=i32"
 
 
@@ -30,8 +30,20 @@ def kernel_file(tmp_path):
 
 
 def test_compile_prints_tile_opt(kernel_file, capsys):
-    rc = main(["compile", f"{kernel_file}::scale_kernel", "--signature", SIGNATURE,
-               "--constexprs", "BLOCK=128", "--stage", "tile-opt", "--target", "interpreter"])
+    rc = main(
+        [
+            "compile",
+            f"{kernel_file}::scale_kernel",
+            "--signature",
+            SIGNATURE,
+            "--constexprs",
+            "BLOCK=128",
+            "--stage",
+            "tile-opt",
+            "--target",
+            "interpreter",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert out.startswith("tt.func @scale_kernel(") and "tensor<128xf32>" in out
@@ -39,34 +51,101 @@ def test_compile_prints_tile_opt(kernel_file, capsys):
 
 
 def test_compile_ptx_for_sm90(kernel_file, capsys):
-    rc = main(["compile", f"{kernel_file}::scale_kernel", "--signature", SIGNATURE,
-               "--constexprs", "BLOCK=256", "--stage", "ptx", "--target", "sm_90"])
+    rc = main(
+        [
+            "compile",
+            f"{kernel_file}::scale_kernel",
+            "--signature",
+            SIGNATURE,
+            "--constexprs",
+            "BLOCK=256",
+            "--stage",
+            "ptx",
+            "--target",
+            "sm_90",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and ".target sm_90" in out and ".entry scale_kernel" in out
 
 
 def test_compile_all_stages_and_passes(kernel_file, capsys):
-    assert main(["compile", f"{kernel_file}::scale_kernel", "-s", SIGNATURE, "-c", "BLOCK=64",
-                 "--stage", "all", "--target", "interpreter"]) == 0
+    assert (
+        main(
+            [
+                "compile",
+                f"{kernel_file}::scale_kernel",
+                "-s",
+                SIGNATURE,
+                "-c",
+                "BLOCK=64",
+                "--stage",
+                "all",
+                "--target",
+                "interpreter",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     for stage in ("source", "tile", "tile-opt"):
         assert f"// ===== {stage} =====" in out
-    assert main(["compile", f"{kernel_file}::scale_kernel", "-s", SIGNATURE, "-c", "BLOCK=64",
-                 "--stage", "passes", "--target", "interpreter"]) == 0
+    assert (
+        main(
+            [
+                "compile",
+                f"{kernel_file}::scale_kernel",
+                "-s",
+                SIGNATURE,
+                "-c",
+                "BLOCK=64",
+                "--stage",
+                "passes",
+                "--target",
+                "interpreter",
+            ]
+        )
+        == 0
+    )
     assert "// ----- after cse -----" in capsys.readouterr().out
 
 
 def test_compile_errors_are_one_clear_message(kernel_file, capsys):
-    assert main(["compile", f"{kernel_file}::scale_kernel", "-s", "x_ptr=*fp33", "-c", "BLOCK=64",
-                 "--target", "interpreter"]) == 1
+    assert (
+        main(
+            [
+                "compile",
+                f"{kernel_file}::scale_kernel",
+                "-s",
+                "x_ptr=*fp33",
+                "-c",
+                "BLOCK=64",
+                "--target",
+                "interpreter",
+            ]
+        )
+        == 1
+    )
     assert "unknown type 'fp33' in the signature" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="defines no 'nope'"):
         main(["compile", f"{kernel_file}::nope", "-s", SIGNATURE])
     with pytest.raises(SystemExit, match="expected FILE.py::kernel"):
         main(["compile", str(kernel_file), "-s", SIGNATURE])
     with pytest.raises(SystemExit, match="is not available for target interpreter"):
-        main(["compile", f"{kernel_file}::scale_kernel", "-s", SIGNATURE, "-c", "BLOCK=64",
-              "--stage", "ptx", "--target", "interpreter"])
+        main(
+            [
+                "compile",
+                f"{kernel_file}::scale_kernel",
+                "-s",
+                SIGNATURE,
+                "-c",
+                "BLOCK=64",
+                "--stage",
+                "ptx",
+                "--target",
+                "interpreter",
+            ]
+        )
 
 
 def test_demo_on_the_interpreter_writes_a_checked_report(tmp_path, capsys):

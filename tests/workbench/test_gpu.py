@@ -18,9 +18,12 @@ def _gpu() -> bool:
         return False
 
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and CuPy")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and CuPy"),
+]
 
-PRINT_CELL = '''
+PRINT_CELL = """
 import cupy as cp
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -33,9 +36,9 @@ def print_kernel(x_ptr, BLOCK: tl.constexpr):
 
 x = cp.arange(4, dtype=cp.float32) + 40
 print_kernel[(1,)](x, BLOCK=4);
-'''
+"""
 
-ADD_CELL = '''
+ADD_CELL = """
 import cupy as cp
 import numpy as np
 import tileworkbench as tw
@@ -53,7 +56,7 @@ x = cp.random.standard_normal(n, dtype=cp.float32)
 y = cp.random.standard_normal(n, dtype=cp.float32)
 out = cp.full(n, cp.nan, dtype=cp.float32)
 add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024);
-'''
+"""
 
 
 @pytest.fixture
@@ -70,8 +73,9 @@ def test_device_print_appears_in_cell_output(gpu_shell, capfd):
 
 
 def test_timed_launch_on_the_roofline(gpu_shell):
-    gpu_shell.run_cell_magic("tilekernel", "--bench 50 --ref 'x.get().astype(np.float64) + y.get()'",
-                             ADD_CELL)
+    gpu_shell.run_cell_magic(
+        "tilekernel", "--bench 50 --ref 'x.get().astype(np.float64) + y.get()'", ADD_CELL
+    )
     report = gpu_shell.user_ns["_tilekernel_reports"][0]
     assert report.check.passed
     assert report.timing.median_ms > 0 and "CUDA events" in report.timing.method

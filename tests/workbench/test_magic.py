@@ -15,12 +15,16 @@ def run(shell, line: str, cell: str):
 
 def test_launch_is_reported_with_check_and_timing(shell, capsys):
     shell.user_ns["np"] = np
-    reports = run(shell, "--ref 'x.astype(np.float64) + y' --bench 5", """
+    reports = run(
+        shell,
+        "--ref 'x.astype(np.float64) + y' --bench 5",
+        """
 from fakes import fake_add_launch
 rec = fake_add_launch(n=3000, seed=1)
 x, y, out = rec.args["x_ptr"], rec.args["y_ptr"], rec.args["out_ptr"]
 _rec.launch(rec)
-""")
+""",
+    )
     assert len(reports) == 1
     report = reports[0]
     assert report.name == "add_kernel" and report.grid == (3, 1, 1)
@@ -34,23 +38,31 @@ _rec.launch(rec)
 
 def test_wrong_output_fails_the_check(shell):
     shell.user_ns["np"] = np
-    reports = run(shell, "--ref 'x * 2' --out out", """
+    reports = run(
+        shell,
+        "--ref 'x * 2' --out out",
+        """
 from fakes import fake_add_launch
 rec = fake_add_launch(n=2048, seed=2)
 x, out = rec.args["x_ptr"], rec.args["out_ptr"]
 _rec.launch(rec)
-""")
+""",
+    )
     check = reports[0].check
     assert not check.passed and check.n_bad > 1000
 
 
 def test_repeated_launches_give_one_report(shell):
-    reports = run(shell, "", """
+    reports = run(
+        shell,
+        "",
+        """
 from fakes import fake_add_launch
 rec = fake_add_launch(n=100)
 for _ in range(3):
     _rec.launch(rec)
-""")
+""",
+    )
     assert len(reports) == 1 and reports[0].launches == 3
     assert "3 launches" in repr(reports[0])
 
@@ -62,13 +74,19 @@ def test_cell_without_launch_says_so(shell, capsys):
 
 
 def test_compilation_error_shows_kernel_line_not_traceback(shell, capsys):
-    message = ("/tmp/k.py:14:13: error: shapes (128,) and (64,) do not broadcast in `x - m`\n"
-               "    x = x - m\n        ^^^^^\nhint: index with m[:, None]")
+    message = (
+        "/tmp/k.py:14:13: error: shapes (128,) and (64,) do not broadcast in `x - m`\n"
+        "    x = x - m\n        ^^^^^\nhint: index with m[:, None]"
+    )
     shell.user_ns["msg"] = message
-    reports = run(shell, "", """
+    reports = run(
+        shell,
+        "",
+        """
 from tileworkbench.errors import CompilationError
 raise CompilationError(msg)
-""")
+""",
+    )
     captured = capsys.readouterr()
     text = captured.out + captured.err
     assert reports == []
@@ -77,10 +95,14 @@ raise CompilationError(msg)
 
 
 def test_bad_ref_expression_is_a_clear_error(shell, capsys):
-    run(shell, "--ref no_such_name", """
+    run(
+        shell,
+        "--ref no_such_name",
+        """
 from fakes import fake_add_launch
 _rec.launch(fake_add_launch(n=100))
-""")
+""",
+    )
     captured = capsys.readouterr()
     assert "--ref 'no_such_name' failed: NameError" in captured.err
 
@@ -108,11 +130,15 @@ def test_reload_ext_is_harmless(shell):
 
 
 def test_device_print_from_c_reaches_the_cell_output(shell, capsys):
-    run(shell, "", """
+    run(
+        shell,
+        "",
+        """
 import ctypes, os
 ctypes.CDLL(None).printf(b"pid (0) x: 42\\n")
 os.write(1, b"raw device line\\n")
-""")
+""",
+    )
     out = capsys.readouterr().out
     assert "pid (0) x: 42" in out and "raw device line" in out
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("IPython")
@@ -10,7 +9,7 @@ tw = pytest.importorskip("tileworkbench")
 if not hasattr(tw, "jit"):
     pytest.skip("tileworkbench.jit not available yet", allow_module_level=True)
 
-ADD_CELL = '''
+ADD_CELL = """
 import numpy as np
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -30,7 +29,7 @@ x = rng.standard_normal(n).astype(np.float32)
 y = rng.standard_normal(n).astype(np.float32)
 out = np.full(n, np.nan, np.float32)
 add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-'''
+"""
 
 
 @pytest.fixture
@@ -48,8 +47,9 @@ def run(shell, line: str, cell: str):
 
 
 def test_real_launch_report(real_shell):
-    reports = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y' --bench 5",
-                  ADD_CELL)
+    reports = run(
+        real_shell, "--target interpreter --ref 'x.astype(np.float64) + y' --bench 5", ADD_CELL
+    )
     assert len(reports) == 1
     report = reports[0]
     assert report.name == "add_kernel" and report.grid == (3, 1, 1)
@@ -67,25 +67,27 @@ def test_redefining_a_global_recompiles(real_shell):
     first = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", ADD_CELL)[0]
     assert first.check.passed
     real_shell.run_cell("SCALE = tl.constexpr(2.0)")
-    second = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + 2.0 * y'",
-                 ADD_CELL)[0]
+    second = run(
+        real_shell, "--target interpreter --ref 'x.astype(np.float64) + 2.0 * y'", ADD_CELL
+    )[0]
     assert second.check.passed, "the kernel kept the old value of the global SCALE"
     assert second.asm["tile-opt"] != first.asm["tile-opt"]
 
 
 def test_redefining_a_helper_recompiles(real_shell):
-    helper = '''
+    helper = """
 import tileworkbench as tw
 import tileworkbench.language as tl
 
 @tw.jit
 def combine(a, b):
     return a {op} b
-'''
+"""
     cell = ADD_CELL.replace("x + y * SCALE", "combine(x, y)")
     real_shell.run_cell(helper.format(op="+"))
-    assert run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", cell)[0] \
-        .check.passed
+    assert run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", cell)[
+        0
+    ].check.passed
     real_shell.run_cell(helper.format(op="-"))
     report = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) - y'", cell)[0]
     assert report.check.passed, "the kernel kept the old @jit helper"
@@ -93,8 +95,12 @@ def combine(a, b):
 
 def test_compile_only_interpreter_target(real_shell):
     cell = ADD_CELL.split("rng =")[0]
-    reports = run(real_shell, "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
-                              "--constexprs BLOCK=256 --target interpreter", cell)
+    reports = run(
+        real_shell,
+        "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
+        "--constexprs BLOCK=256 --target interpreter",
+        cell,
+    )
     assert len(reports) == 1 and reports[0].launches == 0
     assert "tensor<256xf32>" in reports[0].asm["tile-opt"]
 
@@ -112,8 +118,12 @@ def test_compile_error_in_cell_names_the_kernel_line(real_shell, capsys):
 def test_ptx_stage_compile_only(real_shell):
     cell = ADD_CELL.split("rng =")[0]
     try:
-        reports = run(real_shell, "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
-                                  "--constexprs BLOCK=256 --target sm_90", cell)
+        reports = run(
+            real_shell,
+            "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
+            "--constexprs BLOCK=256 --target sm_90",
+            cell,
+        )
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"GPU back end not available: {exc}")
     if not reports:
@@ -121,7 +131,7 @@ def test_ptx_stage_compile_only(real_shell):
     assert ".entry" in reports[0].asm["ptx"] and reports[0].resources is not None
 
 
-AUTOTUNE_CELL = '''
+AUTOTUNE_CELL = """
 import numpy as np
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -136,12 +146,13 @@ def inc_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 x = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
 out = np.full_like(x, np.nan)
 inc_kernel[lambda meta: (tw.cdiv(1000, meta["BLOCK"]),)](x, out, 1000);
-'''
+"""
 
 
 def test_autotuned_kernel_gives_one_report_with_its_table(real_shell, capsys):
-    reports = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + 1'",
-                  AUTOTUNE_CELL)
+    reports = run(
+        real_shell, "--target interpreter --ref 'x.astype(np.float64) + 1'", AUTOTUNE_CELL
+    )
     assert len(reports) == 1, [r.metadata.get("constexprs") for r in reports]
     report = reports[0]
     assert report.check.passed

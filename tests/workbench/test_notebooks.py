@@ -25,13 +25,20 @@ def test_notebook_runs_on_cpu(path, tmp_path, monkeypatch):
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()
-    errors = [o for cell in nb.cells for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    errors = [
+        o for cell in nb.cells for o in cell.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert not errors, "\n".join(e.get("ename", "") + ": " + e.get("evalue", "") for e in errors)
-    reports = [o for cell in nb.cells for o in cell.get("outputs", [])
-               if "text/html" in o.get("data", {}) and 'class="twr"' in o["data"]["text/html"]]
+    reports = [
+        o
+        for cell in nb.cells
+        for o in cell.get("outputs", [])
+        if "text/html" in o.get("data", {}) and 'class="twr"' in o["data"]["text/html"]
+    ]
     assert reports, "no workbench report was displayed"
     failed = [r for r in reports if "FAIL" in r["data"]["text/plain"]]
     assert not failed, failed[0]["data"]["text/plain"]

@@ -6,14 +6,15 @@ import re
 
 import numpy as np
 import pytest
-
 from fakes import FIRST_LINE, PTX, fake_add_compiled, fake_add_launch
+
 from tileworkbench.workbench import inspect
 from tileworkbench.workbench.highlight import render_stage
 
 
 def _widgets():
     pytest.importorskip("ipywidgets")
+
 
 LOAD_X_LINE = FIRST_LINE + 5  # `x = tl.load(x_ptr + offs, mask=mask)`
 
@@ -116,8 +117,13 @@ def test_fp32_error_of_tf32_size_gets_a_hint():
 def test_autotune_table_rows():
     from tileworkbench.workbench.build import autotune_rows
 
-    rows = autotune_rows({"BLOCK=64": {"ms": 0.5}, "BLOCK=128": {"ms": 0.3},
-                          "BLOCK=4096": {"error": "out of resource: shared memory"},
-                          "BLOCK=8": {"pruned": "early_config_prune"}})
+    rows = autotune_rows(
+        {
+            "BLOCK=64": {"ms": 0.5},
+            "BLOCK=128": {"ms": 0.3},
+            "BLOCK=4096": {"error": "out of resource: shared memory"},
+            "BLOCK=8": {"pruned": "early_config_prune"},
+        }
+    )
     assert [r.config for r in rows[:2]] == ["BLOCK=128", "BLOCK=64"] and rows[0].status == "best"
     assert {r.status for r in rows[2:]} == {"failed", "pruned"}

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from fakes import build_add, build_loop_kernel
+
 from tileworkbench.workbench.counts import count_launch, memory_params
 from tileworkbench.workbench.peaks import Peak, Peaks, cache_path, datasheet_entry, get_peaks
 from tileworkbench.workbench.resources import limits_for, occupancy
@@ -15,9 +15,11 @@ from tileworkbench.workbench.roofline import RooflinePoint, bound_of, roofline
 
 
 def toy_peaks() -> Peaks:
-    measured = {"dram": Peak("dram", 1e12, "B/s", "measured"),
-                "fp32": Peak("fp32", 50e12, "FLOP/s", "measured"),
-                "fp16": Peak("fp16", 400e12, "FLOP/s", "measured")}
+    measured = {
+        "dram": Peak("dram", 1e12, "B/s", "measured"),
+        "fp32": Peak("fp32", 50e12, "FLOP/s", "measured"),
+        "fp16": Peak("fp16", 400e12, "FLOP/s", "measured"),
+    }
     return Peaks("Toy GPU", measured=measured)
 
 
@@ -44,8 +46,10 @@ def test_plot_and_save(tmp_path):
     points = [RooflinePoint("a", 2e12, 1e11, 0.2), RooflinePoint("b", 1e13, 1e10, 0.5, "fp16")]
     plot = roofline(points, peaks=toy_peaks())
     png, svg = plot.save(tmp_path / "r.png"), plot.save(tmp_path / "r.svg")
-    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
-    assert b"<svg" in open(svg, "rb").read(400)
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(svg, "rb") as f:
+        assert b"<svg" in f.read(400)
     text = repr(plot)
     assert "a: 20 FLOP/B, 10 TFLOP/s, 50% of DRAM bandwidth bound" in text
 
@@ -55,8 +59,12 @@ def test_add_kernel_counts():
     loads, stores = memory_params(func)
     assert loads == ["x_ptr", "y_ptr"] and stores == ["out_ptr"]
     n = 5000
-    args = {"x_ptr": np.ones(n, np.float32), "y_ptr": np.ones(n, np.float32),
-            "out_ptr": np.ones(n, np.float32), "n": n}
+    args = {
+        "x_ptr": np.ones(n, np.float32),
+        "y_ptr": np.ones(n, np.float32),
+        "out_ptr": np.ones(n, np.float32),
+        "n": n,
+    }
     counts = count_launch(func, args, (5, 1, 1))
     assert counts.flops == 5 * 1024  # one addf per element of each program's tile
     assert counts.bytes == 3 * 4 * n

@@ -27,5 +27,11 @@ def unload_ipython_extension(ipython) -> None:
     unload(ipython)
 
 
-__all__ = ["Roofline", "RooflinePoint", "get_peaks", "inspect", "load_ipython_extension",
-           "unload_ipython_extension"]
+__all__ = [
+    "Roofline",
+    "RooflinePoint",
+    "get_peaks",
+    "inspect",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]

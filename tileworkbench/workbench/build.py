@@ -31,8 +31,14 @@ class ReportOptions:
     compare: str | None = None  # "triton"
 
 
-def inspect(obj: Any, signature: dict | str | None = None, constexprs: dict | str | None = None,
-            target: str | None = None, stages: list[str] | None = None, **options: Any):
+def inspect(
+    obj: Any,
+    signature: dict | str | None = None,
+    constexprs: dict | str | None = None,
+    target: str | None = None,
+    stages: list[str] | None = None,
+    **options: Any,
+):
     """A report of a compiled kernel, a `@jit` kernel (compiled with `signature`) or a launch record.
 
     Args:
@@ -54,14 +60,18 @@ def inspect(obj: Any, signature: dict | str | None = None, constexprs: dict | st
         return report_for_compiled(obj, opts)
     if hasattr(obj, "fn") or callable(obj):
         if signature is None:
-            raise TypeError(f"inspect({getattr(obj, '__name__', obj)!r}): a @jit kernel needs "
-                            "signature= (e.g. 'x_ptr=*fp32,n=i32') to be compiled")
+            raise TypeError(
+                f"inspect({getattr(obj, '__name__', obj)!r}): a @jit kernel needs "
+                "signature= (e.g. 'x_ptr=*fp32,n=i32') to be compiled"
+            )
         from .compile_only import compile_kernel
 
         compiled = compile_kernel(obj, signature, constexprs, target)
         return report_for_compiled(compiled, opts)
-    raise TypeError(f"inspect() takes a compiled kernel, a @jit kernel or a launch record, "
-                    f"not {type(obj).__name__}")
+    raise TypeError(
+        f"inspect() takes a compiled kernel, a @jit kernel or a launch record, "
+        f"not {type(obj).__name__}"
+    )
 
 
 def report_for_compiled(compiled: Any, opts: ReportOptions) -> KernelReport:
@@ -82,8 +92,9 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
     report.target = str(getattr(record, "target", None) or report.target)
     ir = getattr(record.compiled, "ir", None)
     if ir is not None:
-        report.counts = count_launch(ir, record.args, report.grid, flops=opts.flops,
-                                     bytes=opts.bytes)
+        report.counts = count_launch(
+            ir, record.args, report.grid, flops=opts.flops, bytes=opts.bytes
+        )
     if opts.bench:
         report.timing = bench(record.relaunch, opts.bench, on_gpu=report.target != "interpreter")
     if opts.ref is not None:
@@ -109,14 +120,22 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
         seconds = None  # a CPU time against GPU ceilings would mislead; place it by intensity
         report.notes.append("ran in the interpreter: the roofline places it by intensity only")
     report.peaks = get_peaks()
-    report.point = RooflinePoint(report.name, counts.flops, counts.bytes, seconds,
-                                 compute=compute_kind(counts.dot_dtype),
-                                 flops_source=counts.flops_source, bytes_source=counts.bytes_source)
+    report.point = RooflinePoint(
+        report.name,
+        counts.flops,
+        counts.bytes,
+        seconds,
+        compute=compute_kind(counts.dot_dtype),
+        flops_source=counts.flops_source,
+        bytes_source=counts.bytes_source,
+    )
 
 
 def is_array(value: Any) -> bool:
-    return any(hasattr(value, a) for a in ("__cuda_array_interface__", "__array_interface__",
-                                           "__dlpack__", "data_ptr"))
+    return any(
+        hasattr(value, a)
+        for a in ("__cuda_array_interface__", "__array_interface__", "__dlpack__", "data_ptr")
+    )
 
 
 def default_output(record: Any) -> Any:

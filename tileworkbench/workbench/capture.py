@@ -11,8 +11,8 @@ import ctypes
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 def _flush_c_stdio() -> None:

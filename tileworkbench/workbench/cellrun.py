@@ -7,8 +7,9 @@ build one report per kernel (or compile one kernel, compile-only), and collect t
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
@@ -48,9 +49,11 @@ def default_recorder() -> Callable[[], Any]:
     try:
         from ..runtime.record import record_launches
     except ImportError:
+
         @contextlib.contextmanager
         def record_launches():
             yield []
+
     return record_launches
 
 
@@ -65,10 +68,14 @@ def find_kernel(shell, name: str | None, before: dict[str, int]) -> Any:
     if len(new) == 1:
         return ns[new[0]]
     if not new:
-        raise UsageError("compile-only mode found no @tw.jit kernel defined in this cell; "
-                         "define one or name it with --kernel NAME")
-    raise UsageError(f"the cell defines several kernels ({', '.join(sorted(new))}); "
-                     "choose one with --kernel NAME")
+        raise UsageError(
+            "compile-only mode found no @tw.jit kernel defined in this cell; "
+            "define one or name it with --kernel NAME"
+        )
+    raise UsageError(
+        f"the cell defines several kernels ({', '.join(sorted(new))}); "
+        "choose one with --kernel NAME"
+    )
 
 
 def is_kernel(value: Any) -> bool:
@@ -82,20 +89,26 @@ class UsageError(TileworkbenchError):
 
 def report_options(shell, options: MagicOptions) -> ReportOptions:
     """ReportOptions with --ref/--out/--flops/--bytes evaluated in the user's namespace."""
+
     def evaluate(expr: str | None, what: str) -> Any:
         if expr is None:
             return None
         try:
-            return eval(expr, shell.user_ns)  # noqa: S307 - the user's own notebook expression
+            return eval(expr, shell.user_ns)
         except Exception as exc:
             raise UsageError(f"{what} {expr!r} failed: {type(exc).__name__}: {exc}") from None
 
     stages = tuple(s.strip() for s in options.stages.split(",")) if options.stages else None
-    return ReportOptions(stages=stages, bench=options.bench, ref=evaluate(options.ref, "--ref"),
-                         out=evaluate(options.out, "--out"),
-                         flops=evaluate(options.flops, "--flops"),
-                         bytes=evaluate(options.bytes, "--bytes"),
-                         roofline=not options.no_roofline, compare=options.compare)
+    return ReportOptions(
+        stages=stages,
+        bench=options.bench,
+        ref=evaluate(options.ref, "--ref"),
+        out=evaluate(options.out, "--out"),
+        flops=evaluate(options.flops, "--flops"),
+        bytes=evaluate(options.bytes, "--bytes"),
+        roofline=not options.no_roofline,
+        compare=options.compare,
+    )
 
 
 def compile_only(shell, options: MagicOptions, cell: str) -> list:
@@ -107,8 +120,15 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
     if not result.success:
         return []
     kernel = find_kernel(shell, options.kernel, before)
-    compiled = compile_kernel(kernel, options.signature, options.constexprs, options.target,
-                              options.num_warps, options.num_stages, force=options.force)
+    compiled = compile_kernel(
+        kernel,
+        options.signature,
+        options.constexprs,
+        options.target,
+        options.num_warps,
+        options.num_stages,
+        force=options.force,
+    )
     return [report_for_compiled(compiled, report_options(shell, options))]
 
 
@@ -155,8 +175,10 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
         return []
     records = list(launches)
     if not records:
-        print("%%tilekernel: the cell launched no tileworkbench kernel (for compile-only use, "
-              "pass --signature)")
+        print(
+            "%%tilekernel: the cell launched no tileworkbench kernel (for compile-only use, "
+            "pass --signature)"
+        )
         return []
     opts = report_options(shell, options)
     groups = group_launches(records, shell.user_ns)
@@ -180,8 +202,11 @@ def group_launches(records: list, namespace: dict | None = None) -> list[tuple[A
 
 
 def _autotuners(namespace: dict) -> list[Any]:
-    return [v for v in namespace.values()
-            if hasattr(v, "last_results") and hasattr(v, "configs") and hasattr(v, "fn")]
+    return [
+        v
+        for v in namespace.values()
+        if hasattr(v, "last_results") and hasattr(v, "configs") and hasattr(v, "fn")
+    ]
 
 
 def _matches(config: Any, compiled: Any) -> bool:
@@ -210,8 +235,9 @@ def _fold_autotuning(records: list, namespace: dict) -> list:
     return out
 
 
-def run_tilekernel(shell, options: MagicOptions, cell: str,
-                   recorder: Callable[[], Any] | None = None) -> list:
+def run_tilekernel(
+    shell, options: MagicOptions, cell: str, recorder: Callable[[], Any] | None = None
+) -> list:
     """The whole magic: returns the reports it built (the magic displays them)."""
     with error_display(shell):
         try:

@@ -12,8 +12,12 @@ import numpy as np
 
 # (rtol, atol) by output dtype; sums of many terms need the looser end, so these are not bit-tight.
 TOLERANCES = {
-    "float64": (1e-9, 1e-12), "float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3),
-    "bfloat16": (2e-2, 1e-2), "float8_e4m3fn": (1.25e-1, 1e-1), "float8_e5m2": (2.5e-1, 1e-1),
+    "float64": (1e-9, 1e-12),
+    "float32": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+    "float8_e4m3fn": (1.25e-1, 1e-1),
+    "float8_e5m2": (2.5e-1, 1e-1),
 }
 UNIT_ROUNDOFF = {"tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
 
@@ -38,8 +42,10 @@ class CheckResult:
         if self.error:
             return f"check failed: {self.error}"
         verdict = "PASS" if self.passed else "FAIL"
-        text = (f"{verdict}: max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g} "
-                f"({self.dtype}, rtol {self.rtol:g}, atol {self.atol:g})")
+        text = (
+            f"{verdict}: max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g} "
+            f"({self.dtype}, rtol {self.rtol:g}, atol {self.atol:g})"
+        )
         if self.n_bad:
             text += f"; {self.n_bad} of {int(np.prod(self.shape))} elements out of tolerance"
         return text
@@ -60,8 +66,9 @@ def tolerance(dtype: np.dtype) -> tuple[float, float]:
     return TOLERANCES.get(np.dtype(dtype).name, TOLERANCES["float32"])
 
 
-def compare(out: object, ref: object, rtol: float | None = None,
-            atol: float | None = None) -> CheckResult:
+def compare(
+    out: object, ref: object, rtol: float | None = None, atol: float | None = None
+) -> CheckResult:
     """Compare the kernel's `out` with `ref` (any array-likes); tolerances default by out's dtype."""
     out_h, ref_h = to_host(out), to_host(ref)
     dtype = out_h.dtype
@@ -69,8 +76,16 @@ def compare(out: object, ref: object, rtol: float | None = None,
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     if out_h.shape != np.shape(ref_h) and np.size(ref_h) != out_h.size:
-        return CheckResult(False, float("nan"), float("nan"), rtol, atol, dtype.name, out_h.shape,
-                           error=f"shapes differ: output {out_h.shape}, reference {np.shape(ref_h)}")
+        return CheckResult(
+            False,
+            float("nan"),
+            float("nan"),
+            rtol,
+            atol,
+            dtype.name,
+            out_h.shape,
+            error=f"shapes differ: output {out_h.shape}, reference {np.shape(ref_h)}",
+        )
     o = out_h.astype(np.float64).reshape(out_h.shape)
     r = np.asarray(ref_h, dtype=np.float64).reshape(out_h.shape)
     diff = np.abs(o - r)
@@ -80,8 +95,17 @@ def compare(out: object, ref: object, rtol: float | None = None,
     rel = diff / np.maximum(np.abs(r), np.finfo(np.float64).tiny)
     max_rel = float(rel[finite].max()) if finite.any() else float("nan")
     bad = ~np.isclose(o, r, rtol=rtol, atol=atol, equal_nan=True)
-    result = CheckResult(not bad.any(), max_abs, max_rel, rtol, atol, dtype.name, out_h.shape,
-                         n_bad=int(bad.sum()), n_nan=n_nan)
+    result = CheckResult(
+        not bad.any(),
+        max_abs,
+        max_rel,
+        rtol,
+        atol,
+        dtype.name,
+        out_h.shape,
+        n_bad=int(bad.sum()),
+        n_nan=n_nan,
+    )
     result.hint = _hint(result, o, r)
     return result
 
@@ -90,14 +114,18 @@ def _hint(result: CheckResult, out: np.ndarray, ref: np.ndarray) -> str | None:
     if result.passed:
         return None
     if result.n_nan:
-        return (f"{result.n_nan} NaNs where the reference has numbers: elements never written "
-                "(a mask or grid that misses them?) or a division by zero")
+        return (
+            f"{result.n_nan} NaNs where the reference has numbers: elements never written "
+            "(a mask or grid that misses them?) or a division by zero"
+        )
     scale = float(np.abs(ref).max()) or 1.0
     norm_err = result.max_abs / scale
     if result.dtype == "float32" and norm_err < 64 * UNIT_ROUNDOFF["tf32"]:
-        return ("the error has the size of tf32 or fp16 rounding (about 1e-3 relative): tl.dot on "
-                "fp32 inputs uses tf32 tensor cores unless you pass input_precision='ieee', and an "
-                "fp16 intermediate rounds the same way; compare with a looser rtol or use 'ieee'")
+        return (
+            "the error has the size of tf32 or fp16 rounding (about 1e-3 relative): tl.dot on "
+            "fp32 inputs uses tf32 tensor cores unless you pass input_precision='ieee', and an "
+            "fp16 intermediate rounds the same way; compare with a looser rtol or use 'ieee'"
+        )
     if result.dtype == "float32" and norm_err < 64 * UNIT_ROUNDOFF["bf16"]:
         return "the error has the size of bf16 rounding (about 1e-2 relative): a bf16 intermediate?"
     return None

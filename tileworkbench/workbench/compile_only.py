@@ -22,7 +22,9 @@ def parse_pairs(text: str | dict | None, what: str) -> dict[str, str]:
             continue
         name, sep, value = part.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise ValueError(f"{what}: expected NAME=VALUE, got {part!r} (e.g. 'x_ptr=*fp32,n=i32')")
+            raise ValueError(
+                f"{what}: expected NAME=VALUE, got {part!r} (e.g. 'x_ptr=*fp32,n=i32')"
+            )
         out[name.strip()] = value.strip()
     return out
 
@@ -44,12 +46,20 @@ def parse_constexprs(text: str | dict | None) -> dict[str, Any]:
     return out
 
 
-def compile_kernel(kernel: Any, signature: str | dict | None, constexprs: str | dict | None = None,
-                   target: str | None = None, num_warps: int | None = None,
-                   num_stages: int | None = None, force: bool = False) -> Any:
+def compile_kernel(
+    kernel: Any,
+    signature: str | dict | None,
+    constexprs: str | dict | None = None,
+    target: str | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    force: bool = False,
+) -> Any:
     """`tileworkbench.compile` with parsed options; `force` bypasses the compile cache."""
-    kwargs: dict[str, Any] = {"signature": parse_signature(signature),
-                              "constexprs": parse_constexprs(constexprs)}
+    kwargs: dict[str, Any] = {
+        "signature": parse_signature(signature),
+        "constexprs": parse_constexprs(constexprs),
+    }
     if target:
         kwargs["target"] = target
     if num_warps:

@@ -25,15 +25,46 @@ from ..ir.ops import math as mathops
 from ..ir.types import TensorType
 from ..ir.values import BlockArgument, OpResult, Value
 
-FLOAT_BINARY = (arith.AddFOp, arith.SubFOp, arith.MulFOp, arith.DivFOp, arith.RemFOp, arith.NegFOp,
-                arith.MaximumFOp, arith.MinimumFOp, arith.MaxNumFOp, arith.MinNumFOp,
-                tt.PreciseDivFOp, tt.ClampFOp)
-FLOAT_MATH = (mathops.ExpOp, mathops.Exp2Op, mathops.LogOp, mathops.Log2Op, mathops.SqrtOp,
-              mathops.RsqrtOp, mathops.SinOp, mathops.CosOp, mathops.AbsFOp, mathops.FloorOp,
-              mathops.CeilOp, mathops.ErfOp, tt.PreciseSqrtOp)
+FLOAT_BINARY = (
+    arith.AddFOp,
+    arith.SubFOp,
+    arith.MulFOp,
+    arith.DivFOp,
+    arith.RemFOp,
+    arith.NegFOp,
+    arith.MaximumFOp,
+    arith.MinimumFOp,
+    arith.MaxNumFOp,
+    arith.MinNumFOp,
+    tt.PreciseDivFOp,
+    tt.ClampFOp,
+)
+FLOAT_MATH = (
+    mathops.ExpOp,
+    mathops.Exp2Op,
+    mathops.LogOp,
+    mathops.Log2Op,
+    mathops.SqrtOp,
+    mathops.RsqrtOp,
+    mathops.SinOp,
+    mathops.CosOp,
+    mathops.AbsFOp,
+    mathops.FloorOp,
+    mathops.CeilOp,
+    mathops.ErfOp,
+    tt.PreciseSqrtOp,
+)
 # Ops through which a pointer keeps pointing into the same argument.
-POINTER_PASSTHROUGH = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp,
-                       tt.TransOp, tt.PtrBitcastOp, arith.SelectOp)
+POINTER_PASSTHROUGH = (
+    tt.AddPtrOp,
+    tt.SplatOp,
+    tt.BroadcastOp,
+    tt.ExpandDimsOp,
+    tt.ReshapeOp,
+    tt.TransOp,
+    tt.PtrBitcastOp,
+    arith.SelectOp,
+)
 
 
 @dataclass
@@ -47,7 +78,9 @@ class Counts:
     loads: list[str] = field(default_factory=list)
     stores: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    dot_dtype: str | None = None  # the input type of the kernel's tt.dot, if any (picks the ceiling)
+    dot_dtype: str | None = (
+        None  # the input type of the kernel's tt.dot, if any (picks the ceiling)
+    )
 
     @property
     def intensity(self) -> float | None:
@@ -126,10 +159,15 @@ class _FlopCounter:
 
     def _fold_scalar(self, op) -> None:
         """Evaluate integer scalar arithmetic on known values (loop bounds like cdiv(K, BLOCK_K))."""
-        folds = {arith.AddIOp: lambda a, b: a + b, arith.SubIOp: lambda a, b: a - b,
-                 arith.MulIOp: lambda a, b: a * b, arith.MaxSIOp: max, arith.MinSIOp: min,
-                 arith.DivSIOp: lambda a, b: int(a / b) if b else None,
-                 arith.RemSIOp: lambda a, b: a - b * int(a / b) if b else None}
+        folds = {
+            arith.AddIOp: lambda a, b: a + b,
+            arith.SubIOp: lambda a, b: a - b,
+            arith.MulIOp: lambda a, b: a * b,
+            arith.MaxSIOp: max,
+            arith.MinSIOp: min,
+            arith.DivSIOp: lambda a, b: int(a / b) if b else None,
+            arith.RemSIOp: lambda a, b: a - b * int(a / b) if b else None,
+        }
         fold = folds.get(type(op))
         if fold is not None and not isinstance(op.result.type, TensorType):
             lhs, rhs = self.scalars.get(id(op.lhs)), self.scalars.get(id(op.rhs))
@@ -237,8 +275,13 @@ def nbytes(value: object) -> int | None:
     return None
 
 
-def count_launch(func, args: dict[str, object] | None, grid: tuple[int, ...] | None,
-                 flops: float | None = None, bytes: float | None = None) -> Counts:
+def count_launch(
+    func,
+    args: dict[str, object] | None,
+    grid: tuple[int, ...] | None,
+    flops: float | None = None,
+    bytes: float | None = None,
+) -> Counts:
     """FLOPs and bytes of one launch of `func` with `args` over `grid`; `flops`/`bytes` override."""
     loads, stores = memory_params(func)
     programs = 1
@@ -262,8 +305,9 @@ def count_launch(func, args: dict[str, object] | None, grid: tuple[int, ...] | N
     return counts
 
 
-def _array_bytes(args: dict[str, object], loads: list[str], stores: list[str],
-                 notes: list[str]) -> float | None:
+def _array_bytes(
+    args: dict[str, object], loads: list[str], stores: list[str], notes: list[str]
+) -> float | None:
     total = 0
     for name in loads + stores:
         size = nbytes(args.get(name))

@@ -15,9 +15,21 @@ from .build import ReportOptions, report_for_launch
 from .compile_only import compile_kernel
 from .report import base_report, line_map_of
 
-NUMPY_TYPES = {"float32": "fp32", "float16": "fp16", "float64": "fp64", "bfloat16": "bf16",
-               "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
-               "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1"}
+NUMPY_TYPES = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "float64": "fp64",
+    "bfloat16": "bf16",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "i1",
+}
 COMPILE_ONLY_TARGET = "sm_90"
 
 
@@ -43,7 +55,7 @@ def signature_of(record: Any) -> tuple[dict[str, str], dict[str, Any]]:
         elif isinstance(value, bool):
             signature[name] = "i1"
         elif isinstance(value, int):
-            signature[name] = "i32" if -2**31 <= value < 2**31 else "i64"
+            signature[name] = "i32" if -(2**31) <= value < 2**31 else "i64"
         else:
             signature[name] = "fp32"
     return signature, constexprs
@@ -54,8 +66,14 @@ def add_gpu_stages(report, record: Any, target: str = COMPILE_ONLY_TARGET) -> No
     try:
         signature, constexprs = signature_of(record)
         meta = getattr(record.compiled, "metadata", None)
-        gpu = compile_kernel(record.kernel, signature, constexprs, target,
-                             getattr(meta, "num_warps", None), getattr(meta, "num_stages", None))
+        gpu = compile_kernel(
+            record.kernel,
+            signature,
+            constexprs,
+            target,
+            getattr(meta, "num_warps", None),
+            getattr(meta, "num_stages", None),
+        )
     except Exception as exc:  # noqa: BLE001 - the interpreter report stands without GPU stages
         report.notes.append(f"GPU stages for {target} unavailable: {type(exc).__name__}: {exc}")
         return
@@ -67,8 +85,12 @@ def add_gpu_stages(report, record: Any, target: str = COMPILE_ONLY_TARGET) -> No
     report.notes.append(f"ran in the interpreter; GPU stages compiled for {target} (not launched)")
 
 
-def run_demo(out_path: str | None = "tileworkbench-demo.html", target: str | None = None,
-             bench_ms: int = 100, log=print) -> tuple[list, bool]:
+def run_demo(
+    out_path: str | None = "tileworkbench-demo.html",
+    target: str | None = None,
+    bench_ms: int = 100,
+    log=print,
+) -> tuple[list, bool]:
     """Run, check and report every showcase kernel. Returns (reports, all checks passed)."""
     from ..config import config
     from ..runtime.record import record_launches
@@ -102,9 +124,11 @@ def write_page(reports: list, out_path: str, on_gpu: bool) -> None:
     from .html_view import page
 
     where = "on the GPU" if on_gpu else "in the interpreter (no GPU found); GPU stages compile-only"
-    intro = (f"<p>The showcase kernels, run {html.escape(where)} and checked against NumPy float64. "
-             "Each report has a tab per compiler stage, the passes one by one, and (click a source "
-             "line) the lines it became in every stage.</p>")
+    intro = (
+        f"<p>The showcase kernels, run {html.escape(where)} and checked against NumPy float64. "
+        "Each report has a tab per compiler stage, the passes one by one, and (click a source "
+        "line) the lines it became in every stage.</p>"
+    )
     extra = intro + _combined_roofline(reports)
     with open(out_path, "w", encoding="utf-8") as f:
         f.write(page(reports, "tileworkbench demo", extra))

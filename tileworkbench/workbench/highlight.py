@@ -38,8 +38,9 @@ def highlight_lines(text: str, stage: str) -> list[str]:
     return lines
 
 
-def render_stage(text: str, stage: str, line_map: dict[int, list[int]] | None = None,
-                 max_lines: int = MAX_LINES) -> str:
+def render_stage(
+    text: str, stage: str, line_map: dict[int, list[int]] | None = None, max_lines: int = MAX_LINES
+) -> str:
     """`<pre>` of `text` with line numbers, highlighting and `sN` classes from `line_map`."""
     all_lines = text.split("\n")
     truncated = len(all_lines) > max_lines
@@ -53,15 +54,20 @@ def render_stage(text: str, stage: str, line_map: dict[int, list[int]] | None = 
         out.append(f'<span class="twl {classes}">{number} {line_html}</span>')
     note = ""
     if truncated:
-        note = (f'<div class="twnote">showing the first {max_lines} of {len(all_lines)} lines; '
-                f"the whole text is in <code>report.asm[{stage!r}]</code></div>")
+        note = (
+            f'<div class="twnote">showing the first {max_lines} of {len(all_lines)} lines; '
+            f"the whole text is in <code>report.asm[{stage!r}]</code></div>"
+        )
     return f'<pre class="{CSS_CLASS}">' + "\n".join(out) + "</pre>" + note
 
 
 def render_diff(before: str, after: str, before_name: str, after_name: str) -> str:
     """A unified diff of two IR texts as coloured HTML (empty diff says so)."""
-    diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), before_name,
-                                     after_name, lineterm="", n=3))
+    diff = list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), before_name, after_name, lineterm="", n=3
+        )
+    )
     if not diff:
         return f'<div class="twnote">{html.escape(after_name)} changed nothing.</div>'
     out = []

@@ -89,8 +89,10 @@ def overview_html(report, with_png: bool = True) -> str:
         parts.append(f"<div>{html.escape(line)}</div>")
     if report.check is not None:
         cls = "twpass" if report.check.passed else "twfail"
-        parts.append(f'<div><b>Check</b>: <span class="{cls}">'
-                     f"{html.escape(report.check.summary())}</span></div>")
+        parts.append(
+            f'<div><b>Check</b>: <span class="{cls}">'
+            f"{html.escape(report.check.summary())}</span></div>"
+        )
         if report.check.hint:
             parts.append(f'<div class="twnote">hint: {html.escape(report.check.hint)}</div>')
     notes = report.notes + (report.counts.notes if report.counts else [])
@@ -99,7 +101,9 @@ def overview_html(report, with_png: bool = True) -> str:
         parts.append(autotune_html(report.autotune))
     png = roofline_png(report) if with_png else None
     if png:
-        parts.append(f'<img alt="roofline" src="data:image/png;base64,{png}" style="max-width:680px">')
+        parts.append(
+            f'<img alt="roofline" src="data:image/png;base64,{png}" style="max-width:680px">'
+        )
     if report.triton is not None:
         parts.append(triton_html(report.triton))
     return "\n".join(parts) or '<div class="twnote">nothing measured</div>'
@@ -108,9 +112,13 @@ def overview_html(report, with_png: bool = True) -> str:
 def autotune_html(rows) -> str:
     body = "".join(
         f"<tr><td>{html.escape(r.config)}</td><td>{'' if r.ms is None else f'{r.ms:.4g}'}</td>"
-        f"<td>{r.status}</td><td>{html.escape(r.reason)}</td></tr>" for r in rows)
-    return ('<div><b>Autotuner</b></div><table class="twtable"><tr><th>config</th><th>ms</th>'
-            f"<th>status</th><th>why</th></tr>{body}</table>")
+        f"<td>{r.status}</td><td>{html.escape(r.reason)}</td></tr>"
+        for r in rows
+    )
+    return (
+        '<div><b>Autotuner</b></div><table class="twtable"><tr><th>config</th><th>ms</th>'
+        f"<th>status</th><th>why</th></tr>{body}</table>"
+    )
 
 
 def triton_html(triton) -> str:
@@ -125,13 +133,20 @@ def _source_panel(report, uid: str) -> str:
     rows = []
     for line, text in sorted(report.source_lines.items()):
         mapped = bool(report.stage_lines_for(line))
-        label = (f'<label class="twline" for="{uid}-src-{line}" title="highlight what line {line} '
-                 f'became">' if mapped else '<span class="twl">')
+        label = (
+            f'<label class="twline" for="{uid}-src-{line}" title="highlight what line {line} '
+            f'became">'
+            if mapped
+            else '<span class="twl">'
+        )
         end = "</label>" if mapped else "</span>"
-        rows.append(f'{label}<span class="twno">{line:>4}</span> <span class="twl s{line}">'
-                    f"{html.escape(text) or ' '}</span>{end}")
-    hint = ('<div class="twnote">click a line: what it became is highlighted in every stage tab'
-            "</div>")
+        rows.append(
+            f'{label}<span class="twno">{line:>4}</span> <span class="twl s{line}">'
+            f"{html.escape(text) or ' '}</span>{end}"
+        )
+    hint = (
+        '<div class="twnote">click a line: what it became is highlighted in every stage tab</div>'
+    )
     return hint + '<pre class="twhl">' + "\n".join(rows) + "</pre>"
 
 
@@ -143,12 +158,23 @@ def _passes_panel(report, uid: str) -> str:
         radios.append(f'<input type="radio" class="twradio" name="{uid}-pass" id="{pid}"{checked}>')
         labels.append(f'<label for="{pid}">{i}. {html.escape(name)}</label>')
         ir, diff = pass_html(report, i)
-        panels.append(f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
-                      f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div>")
+        panels.append(
+            f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
+            f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div>"
+        )
         rules.append(f"#{pid}:checked ~ .twpassbody .twpp-{i} {{display: block}}")
-    return ("".join(radios) + '<div class="twpasslist">' + " ".join(labels) + "</div>"
-            + '<div class="twpassbody">' + "".join(panels) + "</div>"
-            + "<style>" + "\n".join(rules) + "</style>")
+    return (
+        "".join(radios)
+        + '<div class="twpasslist">'
+        + " ".join(labels)
+        + "</div>"
+        + '<div class="twpassbody">'
+        + "".join(panels)
+        + "</div>"
+        + "<style>"
+        + "\n".join(rules)
+        + "</style>"
+    )
 
 
 def render_report(report) -> str:
@@ -162,8 +188,13 @@ def render_report(report) -> str:
         tabs.append(("passes", "passes", _passes_panel(report, uid)))
     if report.triton is not None:
         for stage, text in report.triton.asm.items():
-            tabs.append((f"triton-{stage}", f"triton {stage}",
-                         render_stage(text, "llvm" if stage == "llir" else stage)))
+            tabs.append(
+                (
+                    f"triton-{stage}",
+                    f"triton {stage}",
+                    render_stage(text, "llvm" if stage == "llir" else stage),
+                )
+            )
     return _assemble(report, uid, tabs)
 
 
@@ -171,24 +202,36 @@ def _assemble(report, uid: str, tabs: list[tuple[str, str, str]]) -> str:
     radios, labels, panels, rules = [], [], [], []
     src_lines = sorted(line for line in report.source_lines if report.stage_lines_for(line))
     for line in src_lines:
-        radios.append(f'<input type="radio" class="twradio" name="{uid}-src" id="{uid}-src-{line}">')
+        radios.append(
+            f'<input type="radio" class="twradio" name="{uid}-src" id="{uid}-src-{line}">'
+        )
         rules.append(f"#{uid}-src-{line}:checked ~ .twpanels .s{line} {{background: {HIGHLIGHT}}}")
     for i, (key, title, body) in enumerate(tabs):
         tid = f"{uid}-tab-{key}"
         checked = " checked" if i == 0 else ""
         radios.append(f'<input type="radio" class="twradio" name="{uid}-tab" id="{tid}"{checked}>')
         labels.append(f'<label for="{tid}">{html.escape(title)}</label>')
-        panels.append(f'<div class="twpanel twp-{key}"><h4 class="twfallback">{html.escape(title)}'
-                      f"</h4>{body}</div>")
+        panels.append(
+            f'<div class="twpanel twp-{key}"><h4 class="twfallback">{html.escape(title)}'
+            f"</h4>{body}</div>"
+        )
         rules.append(f"#{tid}:checked ~ .twpanels .twp-{key} {{display: block}}")
-        rules.append(f"#{tid}:checked ~ .twtabs label[for={tid}] {{background: #fff; "
-                     "font-weight: 600}")
+        rules.append(
+            f"#{tid}:checked ~ .twtabs label[for={tid}] {{background: #fff; font-weight: 600}}"
+        )
     head = html.escape(report.__repr__().split("\n")[0])
     style = BASE_CSS + pygments_css() + "\n" + "\n".join(rules)
-    return (f'<div class="twr" id="{uid}"><style>{_scope(style, uid)}</style>'
-            f'<div class="twhead">{head}</div>' + "".join(radios)
-            + '<div class="twtabs">' + "".join(labels) + "</div>"
-            + '<div class="twpanels">' + "".join(panels) + "</div></div>")
+    return (
+        f'<div class="twr" id="{uid}"><style>{_scope(style, uid)}</style>'
+        f'<div class="twhead">{head}</div>'
+        + "".join(radios)
+        + '<div class="twtabs">'
+        + "".join(labels)
+        + "</div>"
+        + '<div class="twpanels">'
+        + "".join(panels)
+        + "</div></div>"
+    )
 
 
 def _scope(css: str, uid: str) -> str:
@@ -199,6 +242,8 @@ def _scope(css: str, uid: str) -> str:
 def page(reports: list, title: str = "tileworkbench report", extra: str = "") -> str:
     """A standalone HTML page with several reports."""
     body = "\n".join(r._repr_html_() for r in reports)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"</head><body style='max-width:1100px;margin:auto'><h2>{html.escape(title)}</h2>"
-            f"{extra}{body}</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"</head><body style='max-width:1100px;margin:auto'><h2>{html.escape(title)}</h2>"
+        f"{extra}{body}</body></html>"
+    )

@@ -6,8 +6,17 @@ LLVM IR and Python use Pygments' own lexers; `lexer_for(stage)` picks one lexer 
 from __future__ import annotations
 
 from pygments.lexer import RegexLexer, bygroups
-from pygments.token import (Comment, Keyword, Name, Number, Operator, Punctuation, String, Text,
-                            Whitespace)
+from pygments.token import (
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    Punctuation,
+    String,
+    Text,
+    Whitespace,
+)
 
 
 class TileIRLexer(RegexLexer):
@@ -21,7 +30,7 @@ class TileIRLexer(RegexLexer):
         "root": [
             (r"\s+", Whitespace),
             (r"//.*?$", Comment.Single),
-            (r'loc\((?:[^()]|\([^()]*\))*\)', Comment.Special),  # locations stay quiet
+            (r"loc\((?:[^()]|\([^()]*\))*\)", Comment.Special),  # locations stay quiet
             (r"%[\w.$-]+", Name.Variable),
             (r"\^[\w.$-]+", Name.Label),
             (r"@[\w.$-]+", Name.Function),

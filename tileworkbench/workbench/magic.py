@@ -20,30 +20,64 @@ class TileKernelMagics(Magics):
     recorder = None
 
     @magic_arguments()
-    @argument("--signature", "-s", default=None,
-              help='compile only, no launch (needs no GPU): parameter types, e.g. '
-                   '"x_ptr=*fp32,y_ptr=*fp32,n=i32"')
-    @argument("--constexprs", "-c", default=None, help="compile only: constexpr values, e.g. BLOCK=1024")
-    @argument("--kernel", "-k", default=None,
-              help="compile only: the kernel's name (default: the one @jit kernel the cell defines)")
-    @argument("--target", "-t", default=None,
-              help="sm_80, sm_90, ..., or interpreter (runs the cell's launches on the CPU)")
+    @argument(
+        "--signature",
+        "-s",
+        default=None,
+        help="compile only, no launch (needs no GPU): parameter types, e.g. "
+        '"x_ptr=*fp32,y_ptr=*fp32,n=i32"',
+    )
+    @argument(
+        "--constexprs", "-c", default=None, help="compile only: constexpr values, e.g. BLOCK=1024"
+    )
+    @argument(
+        "--kernel",
+        "-k",
+        default=None,
+        help="compile only: the kernel's name (default: the one @jit kernel the cell defines)",
+    )
+    @argument(
+        "--target",
+        "-t",
+        default=None,
+        help="sm_80, sm_90, ..., or interpreter (runs the cell's launches on the CPU)",
+    )
     @argument("--num-warps", type=int, default=None, help="compile only: warps per program")
     @argument("--num-stages", type=int, default=None, help="compile only: pipeline stages")
-    @argument("--stages", default=None,
-              help="the tabs to show, e.g. source,tile-opt,ptx (default: every stage)")
-    @argument("--ref", default=None,
-              help="an expression giving the expected output, evaluated after the cell")
-    @argument("--out", default=None,
-              help="the variable the kernel wrote (default: the launch's last pointer stored to)")
-    @argument("--bench", "-b", nargs="?", const=100, type=int, default=None,
-              help="time with do_bench for about N ms (default 100)")
+    @argument(
+        "--stages",
+        default=None,
+        help="the tabs to show, e.g. source,tile-opt,ptx (default: every stage)",
+    )
+    @argument(
+        "--ref",
+        default=None,
+        help="an expression giving the expected output, evaluated after the cell",
+    )
+    @argument(
+        "--out",
+        default=None,
+        help="the variable the kernel wrote (default: the launch's last pointer stored to)",
+    )
+    @argument(
+        "--bench",
+        "-b",
+        nargs="?",
+        const=100,
+        type=int,
+        default=None,
+        help="time with do_bench for about N ms (default 100)",
+    )
     @argument("--flops", default=None, help="an expression overriding the counted FLOPs")
     @argument("--bytes", default=None, help="an expression overriding the counted bytes")
     @argument("--no-roofline", action="store_true", help="leave out the roofline")
     @argument("--force", action="store_true", help="recompile, ignoring the compile cache")
-    @argument("--compare", default=None, choices=["triton"],
-              help="also compile and time the kernel with Triton (needs Triton and a GPU)")
+    @argument(
+        "--compare",
+        default=None,
+        choices=["triton"],
+        help="also compile and time the kernel with Triton (needs Triton and a GPU)",
+    )
     @cell_magic
     def tilekernel(self, line: str, cell: str):
         """Run the cell, record every tileworkbench kernel it launches, and show a report for each:

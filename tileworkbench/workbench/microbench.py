@@ -46,8 +46,11 @@ def measure_dram(nbytes: int = 1 << 30) -> Peak:
     dst = cupy.empty_like(src)
     kind = cupy.cuda.runtime.memcpyDeviceToDevice
     timings = {
-        "cudaMemcpy": time_ms(lambda: cupy.cuda.runtime.memcpyAsync(
-            dst.data.ptr, src.data.ptr, nbytes, kind, cupy.cuda.get_current_stream().ptr)),
+        "cudaMemcpy": time_ms(
+            lambda: cupy.cuda.runtime.memcpyAsync(
+                dst.data.ptr, src.data.ptr, nbytes, kind, cupy.cuda.get_current_stream().ptr
+            )
+        ),
         "CuPy copy": time_ms(lambda: cupy.copyto(dst, src)),
     }
     how = min(timings, key=timings.get)
@@ -72,13 +75,30 @@ def measure_gemm(kind: str, size: int = 8192) -> Peak:
     handle = cupy.cuda.device.get_cublas_handle()
 
     def run():
-        cublas.gemmEx(handle, 0, 0, size, size, size, alpha.ctypes.data, a.data.ptr, data_type,
-                      size, a.data.ptr, data_type, size, beta.ctypes.data, c.data.ptr, out_type,
-                      size, compute, CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+        cublas.gemmEx(
+            handle,
+            0,
+            0,
+            size,
+            size,
+            size,
+            alpha.ctypes.data,
+            a.data.ptr,
+            data_type,
+            size,
+            a.data.ptr,
+            data_type,
+            size,
+            beta.ctypes.data,
+            c.data.ptr,
+            out_type,
+            size,
+            compute,
+            CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+        )
 
     ms = time_ms(run, reps=10)
-    return Peak(kind, 2.0 * size**3 / (ms * 1e-3), "FLOP/s", "measured",
-                f"cuBLAS gemmEx {size}^3")
+    return Peak(kind, 2.0 * size**3 / (ms * 1e-3), "FLOP/s", "measured", f"cuBLAS gemmEx {size}^3")
 
 
 def measure_fp32_fma() -> Peak:
@@ -103,9 +123,13 @@ def measure_fp32_fma() -> Peak:
 def measure_all() -> dict[str, Peak]:
     """Every ceiling this device can measure; one that fails is left out (the datasheet remains)."""
     peaks: dict[str, Peak] = {}
-    for name, fn in (("dram", measure_dram), ("fp32", measure_fp32_fma),
-                     ("fp16", lambda: measure_gemm("fp16")), ("bf16", lambda: measure_gemm("bf16")),
-                     ("tf32", lambda: measure_gemm("tf32"))):
+    for name, fn in (
+        ("dram", measure_dram),
+        ("fp32", measure_fp32_fma),
+        ("fp16", lambda: measure_gemm("fp16")),
+        ("bf16", lambda: measure_gemm("bf16")),
+        ("tf32", lambda: measure_gemm("tf32")),
+    ):
         try:
             peaks[name] = fn()
         except Exception as exc:  # noqa: BLE001 - a missing library must not hide the other peaks

@@ -20,18 +20,51 @@ T, G = 1e12, 1e9
 
 # Dense datasheet peaks (NVIDIA product pages / whitepapers). Keys match `device name` substrings.
 DATASHEET = {
-    "H200": {"dram": 4800 * G, "fp32": 67 * T, "tf32": 494.5 * T, "fp16": 989.5 * T, "bf16": 989.5 * T},
-    "H100 SXM": {"dram": 3350 * G, "fp32": 67 * T, "tf32": 494.5 * T, "fp16": 989.5 * T,
-                 "bf16": 989.5 * T},
-    "H100 PCIe": {"dram": 2000 * G, "fp32": 51 * T, "tf32": 378 * T, "fp16": 756 * T, "bf16": 756 * T},
-    "A100-SXM4-80GB": {"dram": 2039 * G, "fp32": 19.5 * T, "tf32": 156 * T, "fp16": 312 * T,
-                       "bf16": 312 * T},
+    "H200": {
+        "dram": 4800 * G,
+        "fp32": 67 * T,
+        "tf32": 494.5 * T,
+        "fp16": 989.5 * T,
+        "bf16": 989.5 * T,
+    },
+    "H100 SXM": {
+        "dram": 3350 * G,
+        "fp32": 67 * T,
+        "tf32": 494.5 * T,
+        "fp16": 989.5 * T,
+        "bf16": 989.5 * T,
+    },
+    "H100 PCIe": {
+        "dram": 2000 * G,
+        "fp32": 51 * T,
+        "tf32": 378 * T,
+        "fp16": 756 * T,
+        "bf16": 756 * T,
+    },
+    "A100-SXM4-80GB": {
+        "dram": 2039 * G,
+        "fp32": 19.5 * T,
+        "tf32": 156 * T,
+        "fp16": 312 * T,
+        "bf16": 312 * T,
+    },
     "A100": {"dram": 1555 * G, "fp32": 19.5 * T, "tf32": 156 * T, "fp16": 312 * T, "bf16": 312 * T},
     "L4": {"dram": 300 * G, "fp32": 30.3 * T, "tf32": 60 * T, "fp16": 121 * T, "bf16": 121 * T},
     "L40S": {"dram": 864 * G, "fp32": 91.6 * T, "tf32": 183 * T, "fp16": 362 * T, "bf16": 362 * T},
-    "RTX 4090": {"dram": 1008 * G, "fp32": 82.6 * T, "tf32": 82.6 * T, "fp16": 165 * T,
-                 "bf16": 165 * T},
-    "RTX 3090": {"dram": 936 * G, "fp32": 35.6 * T, "tf32": 35.6 * T, "fp16": 71 * T, "bf16": 71 * T},
+    "RTX 4090": {
+        "dram": 1008 * G,
+        "fp32": 82.6 * T,
+        "tf32": 82.6 * T,
+        "fp16": 165 * T,
+        "bf16": 165 * T,
+    },
+    "RTX 3090": {
+        "dram": 936 * G,
+        "fp32": 35.6 * T,
+        "tf32": 35.6 * T,
+        "fp16": 71 * T,
+        "bf16": 71 * T,
+    },
     "T4": {"dram": 320 * G, "fp32": 8.1 * T, "fp16": 65 * T},
 }
 DEFAULT_DEVICE = "H200"  # used to place kernels when no GPU is present
@@ -72,9 +105,16 @@ class Peaks:
 
 # Device names as the driver reports them ("NVIDIA H100 80GB HBM3") -> datasheet rows, first match wins.
 NAME_PATTERNS = (
-    (r"H200", "H200"), (r"H100.*PCIE", "H100 PCIe"), (r"H100", "H100 SXM"),
-    (r"A100.*80GB", "A100-SXM4-80GB"), (r"A100", "A100"), (r"L40S", "L40S"), (r"\bL4\b", "L4"),
-    (r"4090", "RTX 4090"), (r"3090", "RTX 3090"), (r"\bT4\b", "T4"),
+    (r"H200", "H200"),
+    (r"H100.*PCIE", "H100 PCIe"),
+    (r"H100", "H100 SXM"),
+    (r"A100.*80GB", "A100-SXM4-80GB"),
+    (r"A100", "A100"),
+    (r"L40S", "L40S"),
+    (r"\bL4\b", "L4"),
+    (r"4090", "RTX 4090"),
+    (r"3090", "RTX 3090"),
+    (r"\bT4\b", "T4"),
 )
 
 
@@ -172,8 +212,11 @@ def peaks_text(self: Peaks) -> str:
 def peaks_html(self: Peaks) -> str:
     import html
 
-    rows = "".join(f"<tr><td>{n}</td><td>{v}</td><td>{html.escape(s)}</td></tr>"
-                   for n, v, s in _peaks_rows(self))
-    return (f"<b>Ceilings of {html.escape(self.device)}</b><table><tr><th>ceiling</th><th>value</th>"
-            f"<th>source</th></tr>{rows}</table>")
-
+    rows = "".join(
+        f"<tr><td>{n}</td><td>{v}</td><td>{html.escape(s)}</td></tr>"
+        for n, v, s in _peaks_rows(self)
+    )
+    return (
+        f"<b>Ceilings of {html.escape(self.device)}</b><table><tr><th>ceiling</th><th>value</th>"
+        f"<th>source</th></tr>{rows}</table>"
+    )

@@ -39,23 +39,37 @@ class Recorded:
 
     def peaks(self) -> Peaks:
         device = self.data.get("device", "GPU")
-        measured = {k: Peak(k, float(v), UNITS.get(k, "FLOP/s"), "measured", "recorded")
-                    for k, v in (self.data.get("peaks") or {}).items() if k in UNITS}
+        measured = {
+            k: Peak(k, float(v), UNITS.get(k, "FLOP/s"), "measured", "recorded")
+            for k, v in (self.data.get("peaks") or {}).items()
+            if k in UNITS
+        }
         return Peaks(device, measured=measured, datasheet=datasheet_peaks(device))
 
     def points(self) -> list[RooflinePoint]:
-        return [RooflinePoint(r["label"], float(r["flops"]), float(r["bytes"]), r["ms"] * 1e-3,
-                              compute=r.get("compute", "fp32"), flops_source="counted from the IR",
-                              bytes_source="launch arrays")
-                for r in self.rows if r.get("ms") and r.get("flops") and r.get("bytes")]
+        return [
+            RooflinePoint(
+                r["label"],
+                float(r["flops"]),
+                float(r["bytes"]),
+                r["ms"] * 1e-3,
+                compute=r.get("compute", "fp32"),
+                flops_source="counted from the IR",
+                bytes_source="launch arrays",
+            )
+            for r in self.rows
+            if r.get("ms") and r.get("flops") and r.get("bytes")
+        ]
 
     def roofline(self) -> Roofline | None:
         points = self.points()
         return Roofline(points, self.peaks()) if points else None
 
     def _missing(self) -> str:
-        return (f"no recorded data yet for {self.name}: run `python {SCRIPT}` on a GPU machine "
-                f"to record notebooks/data/{self.name}.json")
+        return (
+            f"no recorded data yet for {self.name}: run `python {SCRIPT}` on a GPU machine "
+            f"to record notebooks/data/{self.name}.json"
+        )
 
     def __repr__(self) -> str:
         if not self.available:
@@ -70,12 +84,19 @@ class Recorded:
             return f"<p><i>{html.escape(self._missing())}</i></p>"
         keys = list(dict.fromkeys(k for row in self.rows for k in row))
         head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(row.get(k, '')))}</td>"
-                                        for k in keys) + "</tr>" for row in self.rows)
-        meta = html.escape(f"{self.data.get('device')}, {self.data.get('date', '')}, "
-                           f"{self.data.get('versions', '')}")
-        return (f"<p><b>Recorded on {meta}</b></p><table><tr>{head}</tr>{body}</table>"
-                + "".join(f"<p>{html.escape(n)}</p>" for n in self.data.get("notes", [])))
+        body = "".join(
+            "<tr>"
+            + "".join(f"<td>{html.escape(_fmt(row.get(k, '')))}</td>" for k in keys)
+            + "</tr>"
+            for row in self.rows
+        )
+        meta = html.escape(
+            f"{self.data.get('device')}, {self.data.get('date', '')}, "
+            f"{self.data.get('versions', '')}"
+        )
+        return f"<p><b>Recorded on {meta}</b></p><table><tr>{head}</tr>{body}</table>" + "".join(
+            f"<p>{html.escape(n)}</p>" for n in self.data.get("notes", [])
+        )
 
 
 def _fmt(value) -> str:

@@ -158,15 +158,20 @@ def source_lines_of(compiled: Any) -> dict[int, str]:
     if source_map:
         return {int(k): lines[v[0] - 1] for k, v in source_map.items() if v and v[0] <= len(lines)}
     if file and linecache.getline(file, first):
-        return {first + i: linecache.getline(file, first + i).rstrip("\n")
-                for i in range(len(lines)) if linecache.getline(file, first + i)}
+        return {
+            first + i: linecache.getline(file, first + i).rstrip("\n")
+            for i in range(len(lines))
+            if linecache.getline(file, first + i)
+        }
     return {first + i: line for i, line in enumerate(lines)}
 
 
 def line_map_of(compiled: Any) -> dict[str, dict[int, list[int]]]:
     """The compiled kernel's line map, with the `source` stage filled in when the compiler left it out."""
-    line_map = {k: {int(a): list(b) for a, b in v.items()}
-                for k, v in (getattr(compiled, "line_map", None) or {}).items()}
+    line_map = {
+        k: {int(a): list(b) for a, b in v.items()}
+        for k, v in (getattr(compiled, "line_map", None) or {}).items()
+    }
     if "source" not in line_map and "source" in (compiled.asm or {}):
         first = getattr(compiled, "source_first_line", None) or 1
         count = len(compiled.asm["source"].split("\n"))
@@ -194,9 +199,17 @@ def base_report(compiled: Any, stages: tuple[str, ...] | None = None) -> KernelR
     target = str(meta.get("target") or getattr(compiled, "target", "") or "")
     name = getattr(compiled, "name", None) or meta.get("name") or "kernel"
     return KernelReport(
-        name=name, target=target, asm=dict(compiled.asm), passes=list(compiled.passes or []),
-        line_map=line_map_of(compiled), source_lines=source_lines_of(compiled), metadata=meta,
-        resources=resources_of(meta, target), stages=stages, compiled=compiled)
+        name=name,
+        target=target,
+        asm=dict(compiled.asm),
+        passes=list(compiled.passes or []),
+        line_map=line_map_of(compiled),
+        source_lines=source_lines_of(compiled),
+        metadata=meta,
+        resources=resources_of(meta, target),
+        stages=stages,
+        compiled=compiled,
+    )
 
 
 def inspect(obj: Any, *args: Any, **kwargs: Any) -> KernelReport:

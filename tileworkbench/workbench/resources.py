@@ -29,10 +29,20 @@ class SMLimits:
 
 ARCH_LIMITS = {
     "sm_80": SMLimits("sm_80", smem_per_sm=164 * KB, smem_per_block_max=163 * KB),
-    "sm_86": SMLimits("sm_86", smem_per_sm=100 * KB, smem_per_block_max=99 * KB,
-                      threads_per_sm=1536, blocks_per_sm=16),
-    "sm_89": SMLimits("sm_89", smem_per_sm=100 * KB, smem_per_block_max=99 * KB,
-                      threads_per_sm=1536, blocks_per_sm=24),
+    "sm_86": SMLimits(
+        "sm_86",
+        smem_per_sm=100 * KB,
+        smem_per_block_max=99 * KB,
+        threads_per_sm=1536,
+        blocks_per_sm=16,
+    ),
+    "sm_89": SMLimits(
+        "sm_89",
+        smem_per_sm=100 * KB,
+        smem_per_block_max=99 * KB,
+        threads_per_sm=1536,
+        blocks_per_sm=24,
+    ),
     "sm_90": SMLimits("sm_90"),
     "sm_90a": SMLimits("sm_90a"),
     "sm_100": SMLimits("sm_100"),
@@ -69,8 +79,9 @@ class Resources:
         return self.blocks_per_sm * self.num_warps * 32 / self.limits.threads_per_sm
 
 
-def occupancy(n_regs: int | None, shared: int | None, num_warps: int,
-              limits: SMLimits) -> tuple[int | None, str | None]:
+def occupancy(
+    n_regs: int | None, shared: int | None, num_warps: int, limits: SMLimits
+) -> tuple[int | None, str | None]:
     """Blocks per SM and the resource that limits them, from registers, shared memory and threads."""
     threads = 32 * num_warps
     by = {"threads": limits.threads_per_sm // threads, "blocks": limits.blocks_per_sm}
@@ -88,9 +99,14 @@ def occupancy(n_regs: int | None, shared: int | None, num_warps: int,
 def resources_of(metadata: dict, target: str | None) -> Resources:
     """Resources from a compiled kernel's metadata dict (`n_regs`, `n_spills`, `shared`, ...)."""
     limits = limits_for(target)
-    res = Resources(n_regs=metadata.get("n_regs"), n_spills=metadata.get("n_spills"),
-                    shared=metadata.get("shared"), local=metadata.get("local"),
-                    num_warps=int(metadata.get("num_warps") or 4), limits=limits)
+    res = Resources(
+        n_regs=metadata.get("n_regs"),
+        n_spills=metadata.get("n_spills"),
+        shared=metadata.get("shared"),
+        local=metadata.get("local"),
+        num_warps=int(metadata.get("num_warps") or 4),
+        limits=limits,
+    )
     if str(target or "").startswith("sm_"):
         res.blocks_per_sm, res.limiter = occupancy(res.n_regs, res.shared, res.num_warps, limits)
     return res

@@ -12,8 +12,13 @@ from dataclasses import dataclass
 from .peaks import Peak, Peaks, get_peaks
 
 COMPUTE_ORDER = ("fp32", "tf32", "bf16", "fp16")
-COLORS = {"dram": "#1f77b4", "fp32": "#2ca02c", "tf32": "#9467bd", "fp16": "#d62728",
-          "bf16": "#ff7f0e"}
+COLORS = {
+    "dram": "#1f77b4",
+    "fp32": "#2ca02c",
+    "tf32": "#9467bd",
+    "fp16": "#d62728",
+    "bf16": "#ff7f0e",
+}
 
 
 @dataclass
@@ -64,8 +69,9 @@ def bound_of(point: RooflinePoint, peaks: Peaks) -> Bound | None:
     if dram is None or compute is None or not point.bytes:
         return None
     memory_roof = dram.value * point.intensity
-    name, attainable = ("dram", memory_roof) if memory_roof < compute.value else (
-        compute.name, compute.value)
+    name, attainable = (
+        ("dram", memory_roof) if memory_roof < compute.value else (compute.name, compute.value)
+    )
     achieved = point.achieved
     return Bound(name, attainable, achieved / attainable if achieved is not None else None)
 
@@ -134,13 +140,24 @@ def _ceiling_lines(ax, peaks: Peaks, lo: float, hi: float) -> None:
         width = 1.6 if style == "-" else 1.0
         if dram is not None:
             top = max((c.value for c in computes), default=dram.value * hi)
-            ax.plot([lo, min(hi, top / dram.value)], [dram.value * lo, min(top, dram.value * hi)],
-                    style, color=COLORS["dram"], lw=width,
-                    label=f"DRAM {dram.value / 1e9:.0f} GB/s ({dram.detail or dram.source})")
+            ax.plot(
+                [lo, min(hi, top / dram.value)],
+                [dram.value * lo, min(top, dram.value * hi)],
+                style,
+                color=COLORS["dram"],
+                lw=width,
+                label=f"DRAM {dram.value / 1e9:.0f} GB/s ({dram.detail or dram.source})",
+            )
         for peak in computes:
             start = max(lo, peak.value / dram.value) if dram is not None else lo
-            ax.plot([start, hi], [peak.value, peak.value], style, color=COLORS[peak.name], lw=width,
-                    label=_peak_label(peak))
+            ax.plot(
+                [start, hi],
+                [peak.value, peak.value],
+                style,
+                color=COLORS[peak.name],
+                lw=width,
+                label=_peak_label(peak),
+            )
 
 
 def _peak_label(peak: Peak) -> str:
@@ -154,14 +171,31 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
         bound = bound_of(point, peaks)
         marker = "o*sD^v"[i % 6]
         if point.achieved is None:
-            ax.axvline(point.intensity, color="0.3", ls=":", lw=1.2,
-                       label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed)")
+            ax.axvline(
+                point.intensity,
+                color="0.3",
+                ls=":",
+                lw=1.2,
+                label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed)",
+            )
             continue
         label = f"{point.label}: {bound.label() if bound else ''}"
-        ax.plot([point.intensity], [point.achieved], marker, ms=9, color=f"C{i % 10}", label=label,
-                zorder=5)
-        ax.annotate(bound.label() if bound else point.label, (point.intensity, point.achieved),
-                    textcoords="offset points", xytext=(6, -12), fontsize=8)
+        ax.plot(
+            [point.intensity],
+            [point.achieved],
+            marker,
+            ms=9,
+            color=f"C{i % 10}",
+            label=label,
+            zorder=5,
+        )
+        ax.annotate(
+            bound.label() if bound else point.label,
+            (point.intensity, point.achieved),
+            textcoords="offset points",
+            xytext=(6, -12),
+            fontsize=8,
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -191,8 +225,10 @@ def roofline(items: list, peaks: Peaks | None = None, labels: list[str] | None =
     for i, item in enumerate(items):
         point = item if isinstance(item, RooflinePoint) else getattr(item, "point", None)
         if point is None:
-            raise ValueError(f"item {i} ({type(item).__name__}) has no roofline point: it needs "
-                             "FLOPs and bytes (launch it, or pass --flops/--bytes)")
+            raise ValueError(
+                f"item {i} ({type(item).__name__}) has no roofline point: it needs "
+                "FLOPs and bytes (launch it, or pass --flops/--bytes)"
+            )
         if labels:
             point = RooflinePoint(**{**point.__dict__, "label": labels[i]})
         points.append(point)

@@ -6,8 +6,9 @@ The kernels are written exactly as for Triton (only the imports differ).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +27,9 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 
 @tw.jit
-def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
-                   BLOCK_SIZE: tl.constexpr):
+def softmax_kernel(
+    out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr
+):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
@@ -39,9 +41,23 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
 
 
 @tw.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                  BLOCK_K: tl.constexpr):
+def matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -64,8 +80,9 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 
 @tw.jit
-def layer_norm_kernel(x_ptr, y_ptr, w_ptr, b_ptr, row_stride, n_cols, eps,
-                      BLOCK_SIZE: tl.constexpr):
+def layer_norm_kernel(
+    x_ptr, y_ptr, w_ptr, b_ptr, row_stride, n_cols, eps, BLOCK_SIZE: tl.constexpr
+):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
@@ -110,8 +127,7 @@ def run_add(on_gpu: bool, n: int = 98_432, seed: int = 0) -> ShowcaseRun:
     y = rng.standard_normal(n).astype(np.float32)
     out = _to_device(xp, np.full(n, np.nan, np.float32))
     block = 1024
-    add_kernel[(tw.cdiv(n, block),)](_to_device(xp, x), _to_device(xp, y), out, n,
-                                     BLOCK_SIZE=block)
+    add_kernel[(tw.cdiv(n, block),)](_to_device(xp, x), _to_device(xp, y), out, n, BLOCK_SIZE=block)
     return ShowcaseRun("add_kernel", out, x.astype(np.float64) + y, 1e-6)
 
 
@@ -120,8 +136,9 @@ def run_softmax(on_gpu: bool, rows: int = 64, cols: int = 781, seed: int = 1) ->
     xp = _xp(on_gpu)
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     out = _to_device(xp, np.full_like(x, np.nan))
-    softmax_kernel[(rows,)](out, _to_device(xp, x), cols, cols, cols,
-                            BLOCK_SIZE=tw.next_power_of_2(cols))
+    softmax_kernel[(rows,)](
+        out, _to_device(xp, x), cols, cols, cols, BLOCK_SIZE=tw.next_power_of_2(cols)
+    )
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     return ShowcaseRun("softmax_kernel", out, e / e.sum(axis=1, keepdims=True), 1e-5)
@@ -135,8 +152,23 @@ def run_matmul(on_gpu: bool, m: int = 128, n: int = 96, k: int = 80, seed: int =
     c = _to_device(xp, np.full((m, n), np.nan, np.float16))
     bm, bn, bk = (64, 64, 32)
     grid = (tw.cdiv(m, bm), tw.cdiv(n, bn))
-    matmul_kernel[grid](_to_device(xp, a), _to_device(xp, b), c, m, n, k, k, 1, n, 1, n, 1,
-                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+    matmul_kernel[grid](
+        _to_device(xp, a),
+        _to_device(xp, b),
+        c,
+        m,
+        n,
+        k,
+        k,
+        1,
+        n,
+        1,
+        n,
+        1,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+    )
     return ShowcaseRun("matmul_kernel", c, a.astype(np.float64) @ b.astype(np.float64), 1e-2)
 
 
@@ -148,8 +180,16 @@ def run_layer_norm(on_gpu: bool, rows: int = 48, cols: int = 500, seed: int = 3)
     b = rng.standard_normal(cols).astype(np.float32)
     y = _to_device(xp, np.full_like(x, np.nan))
     eps = 1e-5
-    layer_norm_kernel[(rows,)](_to_device(xp, x), y, _to_device(xp, w), _to_device(xp, b), cols,
-                               cols, eps, BLOCK_SIZE=tw.next_power_of_2(cols))
+    layer_norm_kernel[(rows,)](
+        _to_device(xp, x),
+        y,
+        _to_device(xp, w),
+        _to_device(xp, b),
+        cols,
+        cols,
+        eps,
+        BLOCK_SIZE=tw.next_power_of_2(cols),
+    )
     x64 = x.astype(np.float64)
     mean = x64.mean(axis=1, keepdims=True)
     ref = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + eps) * w + b
@@ -157,6 +197,8 @@ def run_layer_norm(on_gpu: bool, rows: int = 48, cols: int = 500, seed: int = 3)
 
 
 RUNNERS: dict[str, Callable[[bool], ShowcaseRun]] = {
-    "vector add": run_add, "fused softmax": run_softmax, "matmul": run_matmul,
+    "vector add": run_add,
+    "fused softmax": run_softmax,
+    "matmul": run_matmul,
     "layer norm": run_layer_norm,
 }

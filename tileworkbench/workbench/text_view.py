@@ -29,8 +29,10 @@ def resources_line(report: KernelReport) -> str | None:
     if res.shared is not None:
         parts.append(f"{res.shared} B shared")
     if res.occupancy is not None:
-        parts.append(f"occupancy {100 * res.occupancy:.0f}% ({res.blocks_per_sm} blocks/SM, "
-                     f"limited by {res.limiter})")
+        parts.append(
+            f"occupancy {100 * res.occupancy:.0f}% ({res.blocks_per_sm} blocks/SM, "
+            f"limited by {res.limiter})"
+        )
     return ", ".join(parts)
 
 
@@ -38,14 +40,18 @@ def performance_lines(report: KernelReport) -> list[str]:
     lines = []
     counts = report.counts
     if counts is not None:
-        lines.append(f"work: {_size(counts.flops, 'FLOP')} ({counts.flops_source}), "
-                     f"{_size(counts.bytes, 'B')} ({counts.bytes_source})"
-                     + (f", {counts.intensity:.3g} FLOP/B" if counts.intensity else ""))
+        lines.append(
+            f"work: {_size(counts.flops, 'FLOP')} ({counts.flops_source}), "
+            f"{_size(counts.bytes, 'B')} ({counts.bytes_source})"
+            + (f", {counts.intensity:.3g} FLOP/B" if counts.intensity else "")
+        )
     if report.timing is not None:
         lines.append(f"time: {report.timing.summary()}")
         if counts is not None and counts.bytes:
-            lines.append(f"achieved: {_size(counts.bytes / report.timing.seconds, 'B/s')}, "
-                         f"{_size((counts.flops or 0) / report.timing.seconds, 'FLOP/s')}")
+            lines.append(
+                f"achieved: {_size(counts.bytes / report.timing.seconds, 'B/s')}, "
+                f"{_size((counts.flops or 0) / report.timing.seconds, 'FLOP/s')}"
+            )
     bound = report.bound
     if bound is not None and bound.fraction is not None:
         lines.append(f"roofline: {bound.label()} on {report.peaks.device}")
@@ -59,8 +65,11 @@ def summary_lines(report: KernelReport) -> list[str]:
         head += f" grid={report.grid}"
     if report.launches > 1:
         head += f" ({report.launches} launches, the last shown)"
-    lines = [head, "stages: " + ", ".join(
-        f"{s} ({len(report.asm[s].splitlines())} lines)" for s in report.shown_stages)]
+    lines = [
+        head,
+        "stages: "
+        + ", ".join(f"{s} ({len(report.asm[s].splitlines())} lines)" for s in report.shown_stages),
+    ]
     if report.passes:
         lines.append("passes: " + " -> ".join(name for name, _ in report.passes))
     res = resources_line(report)
@@ -73,10 +82,19 @@ def summary_lines(report: KernelReport) -> list[str]:
             lines.append("hint: " + report.check.hint)
     for row in report.autotune or []:
         time = f"{row.ms:.4g} ms" if row.ms is not None else row.status
-        lines.append(f"autotune: {row.config}: {time}{' ' + row.reason if row.reason else ''}"
-                     f"{'  <- best' if row.status == 'best' else ''}")
+        lines.append(
+            f"autotune: {row.config}: {time}{' ' + row.reason if row.reason else ''}"
+            f"{'  <- best' if row.status == 'best' else ''}"
+        )
     if report.triton is not None:
-        lines.append("triton: " + (report.triton.error or (
-            report.triton.timing.summary() if report.triton.timing else "compiled")))
-    lines.extend(f"note: {n}" for n in report.notes + (report.counts.notes if report.counts else []))
+        lines.append(
+            "triton: "
+            + (
+                report.triton.error
+                or (report.triton.timing.summary() if report.triton.timing else "compiled")
+            )
+        )
+    lines.extend(
+        f"note: {n}" for n in report.notes + (report.counts.notes if report.counts else [])
+    )
     return lines

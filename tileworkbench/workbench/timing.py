@@ -20,8 +20,10 @@ class Timing:
         return self.median_ms * 1e-3
 
     def summary(self) -> str:
-        return (f"{_fmt_ms(self.median_ms)} median ({_fmt_ms(self.p20_ms)} - {_fmt_ms(self.p80_ms)}, "
-                f"20th-80th percentile; {self.method})")
+        return (
+            f"{_fmt_ms(self.median_ms)} median ({_fmt_ms(self.p20_ms)} - {_fmt_ms(self.p80_ms)}, "
+            f"20th-80th percentile; {self.method})"
+        )
 
 
 def _fmt_ms(ms: float) -> str:
@@ -38,8 +40,9 @@ def bench(fn, rep_ms: int = 100, on_gpu: bool = False) -> Timing:
         do_bench = None
     warmup = max(1, rep_ms // 4)
     if do_bench is not None:
-        result = do_bench(fn, warmup=warmup, rep=rep_ms, quantiles=[0.5, 0.2, 0.8],
-                          return_mode="median")
+        result = do_bench(
+            fn, warmup=warmup, rep=rep_ms, quantiles=[0.5, 0.2, 0.8], return_mode="median"
+        )
         median, p20, p80 = (float(x) for x in result)
         method = "do_bench, CUDA events" if on_gpu else "do_bench, host clock"
         return Timing(median, p20, p80, method)

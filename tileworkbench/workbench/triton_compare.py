@@ -64,7 +64,7 @@ def to_triton(kernel: Any, memo: dict[int, Any] | None = None):
     tree = ast.parse(source)
     func_def = tree.body[0]
     # Drop the decorators: the text from the `def` line on is the function.
-    body = "\n".join(source.splitlines()[func_def.lineno - 1:]) + "\n"
+    body = "\n".join(source.splitlines()[func_def.lineno - 1 :]) + "\n"
     digest = hashlib.sha1(body.encode()).hexdigest()[:10]
     filename = f"<tileworkbench-triton-{fn.__name__}-{digest}>"
     linecache.cache[filename] = (len(body), None, body.splitlines(True), filename)
@@ -110,10 +110,15 @@ def compare_with_triton(record: Any, rep_ms: int = 100) -> TritonResult:
     except ImportError:
         return TritonResult(error="Triton is not installed (pip install triton)")
     if record.target == "interpreter":
-        return TritonResult(error="--compare triton needs a GPU launch (this one ran in the interpreter)")
+        return TritonResult(
+            error="--compare triton needs a GPU launch (this one ran in the interpreter)"
+        )
     try:
-        kernel = to_triton(getattr(record.kernel, "fn", record.kernel) if hasattr(
-            record.kernel, "configs") else record.kernel)
+        kernel = to_triton(
+            getattr(record.kernel, "fn", record.kernel)
+            if hasattr(record.kernel, "configs")
+            else record.kernel
+        )
         args = _triton_args(record.args)
         grid = tuple(record.grid)
         compiled = kernel[grid](**args)

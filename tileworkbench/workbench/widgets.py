@@ -42,8 +42,11 @@ class ReportWidget:
 
     # -- source-line linking ------------------------------------------------------------------------
     def _style(self, line: int | None) -> str:
-        css = (BASE_CSS + pygments_css()).replace(".twr ", f".{self.uid} ").replace(
-            ".twr {", f".{self.uid} {{")
+        css = (
+            (BASE_CSS + pygments_css())
+            .replace(".twr ", f".{self.uid} ")
+            .replace(".twr {", f".{self.uid} {{")
+        )
         if line is not None:
             css += f"\n.{self.uid} .s{line} {{background: {HIGHLIGHT}}}"
         return f"<style>{css}</style>"
@@ -56,9 +59,13 @@ class ReportWidget:
                 options.append((f"{line}: {text.strip()[:60]}", line))
         if len(options) == 1:
             return None
-        picker = self.widgets.Dropdown(options=options, value=None,
-                                       description="source line", style={"description_width": "auto"},
-                                       layout=self.widgets.Layout(width="520px"))
+        picker = self.widgets.Dropdown(
+            options=options,
+            value=None,
+            description="source line",
+            style={"description_width": "auto"},
+            layout=self.widgets.Layout(width="520px"),
+        )
         picker.observe(lambda change: self.select_line(change["new"]), names="value")
         return picker
 
@@ -102,8 +109,9 @@ class ReportWidget:
 
             stage = key.split(":", 1)[1]
             text = self.report.triton.asm[stage]
-            child.value = _html(self.widgets, render_stage(
-                text, "llvm" if stage == "llir" else stage), self.uid).value
+            child.value = _html(
+                self.widgets, render_stage(text, "llvm" if stage == "llir" else stage), self.uid
+            ).value
         else:
             child.value = _html(self.widgets, stage_html(self.report, key), self.uid).value
 
@@ -116,21 +124,36 @@ class ReportWidget:
         items = [_html(widgets, body, self.uid)]
         png = roofline_png(self.report)
         if png:
-            items.append(widgets.Image(value=base64.b64decode(png), format="png",
-                                       layout=widgets.Layout(max_width="680px")))
+            items.append(
+                widgets.Image(
+                    value=base64.b64decode(png),
+                    format="png",
+                    layout=widgets.Layout(max_width="680px"),
+                )
+            )
         return widgets.VBox(items)
 
     def _passes(self):
         widgets = self.widgets
         names = [f"{i}. {name}" for i, (name, _) in enumerate(self.report.passes)]
-        self.pass_picker = widgets.Dropdown(options=list(zip(names, range(len(names)))),
-                                            value=len(names) - 1, description="after pass")
+        self.pass_picker = widgets.Dropdown(
+            options=list(zip(names, range(len(names)))),
+            value=len(names) - 1,
+            description="after pass",
+        )
         self.pass_diff = widgets.HTML()
         self.pass_ir = widgets.HTML()
         self.pass_picker.observe(lambda change: self.select_pass(change["new"]), names="value")
         self.select_pass(len(names) - 1)
-        return widgets.VBox([self.pass_picker, widgets.HTML("<b>diff against the previous pass</b>"),
-                             self.pass_diff, widgets.HTML("<b>IR after this pass</b>"), self.pass_ir])
+        return widgets.VBox(
+            [
+                self.pass_picker,
+                widgets.HTML("<b>diff against the previous pass</b>"),
+                self.pass_diff,
+                widgets.HTML("<b>IR after this pass</b>"),
+                self.pass_ir,
+            ]
+        )
 
     def select_pass(self, index: int) -> None:
         ir, diff = pass_html(self.report, index)

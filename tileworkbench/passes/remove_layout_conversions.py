@@ -1,7 +1,9 @@
 """`remove_layout_conversions`: drops `ttg.convert_layout` ops that move no data (same encoding, or
 encodings that place elements alike for the shape), folds chains of conversions, and recomputes cheap
 producers (ranges, splats, constants and elementwise/broadcast/expand_dims trees of them) directly in
-the wanted layout instead of converting. Runs after `coalesce`; removes the ops it makes dead.
+the wanted layout instead of converting. A conversion of an expensive value (a dot result) sinks
+through elementwise users and, at a store, the store takes the value's layout instead (its pointers
+and mask are recomputed), as Triton does. Runs after `coalesce`; removes the ops it makes dead.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..ir.values import OpResult, Value
 from .layouts import encoding_of, is_tensor
 
 _CHEAP_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
-_MAX_REMAT = 16
+_MAX_REMAT = 64
 
 
 def _uses(func: tt.FuncOp) -> dict[int, int]:
@@ -49,6 +51,8 @@ def _rematerializable(v: Value, budget: list[int]) -> bool:
         return False
     if isinstance(op, _CHEAP_LEAVES):
         return True
+    if isinstance(op, ConvertLayoutOp):
+        return _rematerializable(op.src, budget)
     if isinstance(op, (tt.BroadcastOp, tt.ExpandDimsOp)) or (op.elementwise and op.pure):
         return all(_rematerializable(o, budget) for o in op.operands)
     return False
@@ -59,6 +63,8 @@ def _remat(v: Value, enc, before) -> Value:
     if not is_tensor(v) or encoding_of(v) == enc:
         return v
     op = v.op
+    if isinstance(op, ConvertLayoutOp):
+        return _remat(op.src, enc, before)
     clone = copy.copy(op)
     for name, value in vars(op).items():
         if isinstance(value, list) and name != "results":
@@ -89,9 +95,74 @@ def _erase_dead(func: tt.FuncOp) -> None:
                 changed = True
 
 
+def _users(func: tt.FuncOp, v: Value) -> list:
+    return [op for op in func.walk() if any(o is v for o in op.operands)]
+
+
+def _sink_one(func: tt.FuncOp, conv: ConvertLayoutOp) -> bool:
+    """`u(convert(x), y)` -> `convert(u(x, y'))` for a sole elementwise user u (y' recomputed)."""
+    users = _users(func, conv.result)
+    if len(users) != 1:
+        return False
+    user = users[0]
+    if not (user.elementwise and user.pure and len(user.results) == 1 and not user.regions
+            and is_tensor(user.result) and user.parent is conv.parent):
+        return False
+    others = [o for o in user.operands if o is not conv.result and is_tensor(o)]
+    if not all(_rematerializable(o, [_MAX_REMAT]) for o in others):
+        return False
+    enc = encoding_of(conv.src)
+    for operand in list(user.operands):
+        if operand is conv.result:
+            user.replace_operand(operand, conv.src)
+        elif is_tensor(operand):
+            user.replace_operand(operand, _remat(operand, enc, user))
+    wanted = user.result.type
+    user.result.type = TensorType(wanted.shape, wanted.element, enc)
+    moved = ConvertLayoutOp(src=user.result)
+    moved.results = [OpResult(wanted, moved, 0, user.result.name_hint)]
+    moved.loc = user.loc
+    block = user.parent
+    block.insert(block.ops.index(user) + 1, moved)
+    for op in _users(func, user.result):
+        if op is not moved:
+            op.replace_operand(user.result, moved.result)
+    conv.erase()
+    return True
+
+
+def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
+    """`store(p, convert(x), m)` -> `store(p', x, m')` with p', m' recomputed in x's layout."""
+    value = store.value
+    if not (isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp)):
+        return False
+    src = value.op.src
+    rest = [v for v in (store.ptr, store.mask) if v is not None]
+    if _rematerializable(src, [_MAX_REMAT]) or \
+            not all(_rematerializable(v, [_MAX_REMAT]) for v in rest):
+        return False
+    enc = encoding_of(src)
+    for v in rest:
+        store.replace_operand(v, _remat(v, enc, store))
+    store.replace_operand(value, src)
+    return True
+
+
+def _sink_conversions(func: tt.FuncOp) -> bool:
+    changed, progress = False, True
+    while progress:
+        progress = False
+        for conv in [o for o in func.walk() if isinstance(o, ConvertLayoutOp)]:
+            if not _rematerializable(conv.src, [_MAX_REMAT]) and _sink_one(func, conv):
+                progress = changed = True
+    for store in [o for o in func.walk() if isinstance(o, tt.StoreOp) and is_tensor(o.ptr)]:
+        changed |= _store_takes_value_layout(func, store)
+    return changed
+
+
 def remove_layout_conversions(func: tt.FuncOp) -> bool:
     """Remove, fold or rematerialize layout conversions. Returns whether the IR changed."""
-    changed = False
+    changed = _sink_conversions(func)
     for op in [o for o in func.walk() if isinstance(o, ConvertLayoutOp)]:
         src, dst = op.src, op.result
         src_enc, dst_enc = encoding_of(src), encoding_of(dst)

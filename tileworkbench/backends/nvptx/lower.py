@@ -68,6 +68,10 @@ class Lowering:
         self._layout_cache: dict[tuple, LinearLayout] = {}
         self.current_op = None
         self._shared_used = False
+        self.users: dict[int, list] = {}  # value id -> the ops that use it
+        for op in func.walk():
+            for v in op.operands:
+                self.users.setdefault(id(v), []).append(op)
         self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
 
     # -- driver -----------------------------------------------------------------------------------

@@ -71,6 +71,10 @@ def lower_expand_dims(lw, op) -> None:
 
 @lowers(ConvertLayoutOp)
 def lower_convert_layout(lw, op) -> None:
+    from .dot import defer_conversion
+
+    if defer_conversion(lw, op):
+        return
     src = lw.get(op.src)
     lw.set(op.result, remap(lw, src, op.src.type.shape, lw.layout(op.result), tuple, _elem(op)))
 

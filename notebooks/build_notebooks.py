@@ -528,6 +528,8 @@ def build(out_dir: Path = HERE) -> list[Path]:
     paths = []
     for name, cells in NOTEBOOKS.items():
         nb = new_notebook(cells=cells())
+        for i, cell in enumerate(nb.cells):
+            cell.id = f"cell-{i:02d}"  # stable ids: rebuilding changes only what the text changes
         nb.metadata["kernelspec"] = {
             "name": "python3",
             "display_name": "Python 3",

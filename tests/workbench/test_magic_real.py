@@ -162,3 +162,16 @@ def test_autotuned_kernel_gives_one_report_with_its_table(real_shell, capsys):
     best = min(tuner.last_results, key=lambda c: tuner.last_results[c]["ms"])
     assert report.metadata["constexprs"]["BLOCK"] == str(best.kwargs["BLOCK"])
     assert "CompiledKernel" not in capsys.readouterr().out  # the trailing `;` hid the result
+
+
+def test_force_recompiles(real_shell):
+    first = run(real_shell, "--target interpreter", ADD_CELL)[0].compiled
+    cell = ADD_CELL + "\nadd_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024);\n"
+    second = run(real_shell, "--target interpreter", cell)
+    third = run(
+        real_shell, "--target interpreter --force", "add_kernel[(3,)](x, y, out, n, BLOCK=1024);"
+    )
+    same = run(real_shell, "--target interpreter", "add_kernel[(3,)](x, y, out, n, BLOCK=1024);")
+    assert second[0].compiled is not first  # the cell redefined the kernel
+    assert third[0].compiled is not second[0].compiled  # --force: compiled again
+    assert same[0].compiled is third[0].compiled  # and cached again afterwards

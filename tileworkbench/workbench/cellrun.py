@@ -164,10 +164,25 @@ def run_inner(shell, cell: str):
             history.pop()
 
 
+def forget_compiled(namespace: dict) -> None:
+    """`--force`: empty the in-memory kernel caches of every @jit kernel in the notebook (through
+    autotuner and heuristics wrappers), so the next launch compiles again."""
+    for value in list(namespace.values()):
+        for _ in range(8):  # JITFunction, or Autotuner/Heuristics wrapping one (or each other)
+            if not is_kernel(value):
+                break
+            cache = getattr(value, "cache", None)
+            if isinstance(cache, dict):
+                cache.clear()
+            value = getattr(value, "fn", None)
+
+
 def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], Any]) -> list:
     """Run the cell with launches recorded and C stdout captured; one report per compiled kernel."""
     from .compile_only import fresh_cache
 
+    if options.force:
+        forget_compiled(shell.user_ns)
     force = fresh_cache() if options.force else contextlib.nullcontext()
     with _target_scope(options.target), force, recorder() as launches, capture_c_stdout():
         result = run_inner(shell, cell)
@@ -182,7 +197,14 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
         return []
     opts = report_options(shell, options)
     groups = group_launches(records, shell.user_ns)
-    return [report_for_launch(record, opts, count) for record, count in groups]
+    reports = [report_for_launch(record, opts, count) for record, count in groups]
+    if options.target not in (None, "interpreter"):
+        for report in reports:
+            report.notes.append(
+                f"--target {options.target} applies to compile-only use "
+                "(--signature); launches compile for the device they run on"
+            )
+    return reports
 
 
 def group_launches(records: list, namespace: dict | None = None) -> list[tuple[Any, int]]:

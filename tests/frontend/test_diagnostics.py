@@ -210,3 +210,27 @@ def test_errors_in_inlined_helpers_name_the_call_site():
 def test_launch_errors_are_compilation_errors_too():
     with pytest.raises(CompilationError, match="must be a power of 2"):
         arange_kernel[(1,)](np.zeros(100, np.int32), N=100)
+
+
+@tw.jit
+def scalar_pointer_store_kernel(x_ptr, N: tl.constexpr):
+    tile = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(x_ptr, tile)
+
+
+def test_store_of_a_tile_through_a_scalar_pointer():
+    """Every lane would write one address (Triton refuses this too); it used to store silently."""
+    error = compile_error(scalar_pointer_store_kernel, {"x_ptr": "*fp32"}, {"N": 8})
+    check(error, "tl.store(x_ptr, tile)", "tl.store of a tile of shape (8,) through a scalar pointer",
+          "add offsets to the pointer (x_ptr + tl.arange(0, BLOCK)), or reduce the tile to a scalar first")
+
+
+@tw.jit
+def scalar_pointer_masked_load_kernel(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, N), tl.load(x_ptr, mask=tl.arange(0, N) < 3))
+
+
+def test_masked_load_through_a_scalar_pointer():
+    error = compile_error(scalar_pointer_masked_load_kernel, {"x_ptr": "*fp32"}, {"N": 8})
+    check(error, "tl.load(x_ptr, mask", "tl.load of a scalar pointer with a mask of shape (8,)",
+          "add offsets to the pointer, e.g. x_ptr + tl.arange(0, BLOCK)")

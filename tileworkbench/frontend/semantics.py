@@ -381,6 +381,9 @@ class Semantics:
         shape = ptr.shape
         if mask is not None:
             mask = self.cast(self.to_tensor(unwrap(mask)), core.int1)
+            if mask.shape and not ptr.shape:
+                raise TileTypeError(f"tl.load of a scalar pointer with a mask of shape {shape_str(mask.shape)}",
+                                    hint="add offsets to the pointer, e.g. x_ptr + tl.arange(0, BLOCK)")
             shape = self.broadcast_shape(shape, mask.shape)
             mask = self.broadcast_to(mask, shape)
         ptr = self.broadcast_to(ptr, shape)
@@ -402,6 +405,11 @@ class Semantics:
             raise TileTypeError(f"tl.store needs a pointer, got {ptr.dtype}")
         elem = ptr.dtype.element_ty
         value = self.to_tensor(unwrap(value))
+        if value.shape and not ptr.shape:
+            # Every lane would write the same address: Triton refuses this too.
+            raise TileTypeError(f"tl.store of a tile of shape {shape_str(value.shape)} through a scalar pointer",
+                                hint="add offsets to the pointer (x_ptr + tl.arange(0, BLOCK)), or reduce "
+                                     "the tile to a scalar first")
         shape = self.broadcast_shape(ptr.shape, value.shape)
         if mask is not None:
             mask = self.cast(self.to_tensor(unwrap(mask)), core.int1)

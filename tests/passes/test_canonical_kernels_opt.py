@@ -56,8 +56,17 @@ def inputs(name: str) -> tuple[list, tuple[int, ...]]:
         return [a, b, c, m, n, k, k, 1, n, 1, n, 1], (2,)
     if name == "layer_norm":
         rows, cols = 2, 700
-        return [_f32(rows, cols), _poison(rows, cols), _f32(cols), _f32(cols), _poison(rows),
-                _poison(rows), cols, cols, 1e-5], (rows,)
+        return [
+            _f32(rows, cols),
+            _poison(rows, cols),
+            _f32(cols),
+            _f32(cols),
+            _poison(rows),
+            _poison(rows),
+            cols,
+            cols,
+            1e-5,
+        ], (rows,)
     if name == "dropout":
         n = 1500
         return [_f32(n), _poison(n), n, 0.3, 123], (2,)

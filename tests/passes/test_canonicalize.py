@@ -327,30 +327,37 @@ def test_double_negations():
     restored = binary(b, arith.XOrIOp, const(b, -1, i32), inverted)  # constant moves right first
     negated = binary(b, arith.XOrIOp, c, const(b, True, i1))
     again = binary(b, arith.XOrIOp, negated, const(b, True, i1))
-    chosen = b.value(arith.SelectOp, i32, name="chosen", condition=again, true_value=back,
-                     false_value=restored)
+    chosen = b.value(
+        arith.SelectOp, i32, name="chosen", condition=again, true_value=back, false_value=restored
+    )
     store(b, f.args[0], chosen)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %c: i1) {
           tt.store %out, %x : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
 
 
 def test_constants_reassociate_through_wrapping_int_ops():
     f, b = new_func([("out", PointerType(i8)), ("x", i8)])
     s = binary(b, arith.AddIOp, const(b, 100, i8), f.args[1])
-    s = binary(b, arith.AddIOp, s, const(b, 100, i8), "s")           # 200 wraps to -56
-    m = binary(b, arith.MulIOp, binary(b, arith.MulIOp, f.args[1], const(b, 16, i8)),
-               const(b, 16, i8), "m")                                 # 256 wraps to 0
+    s = binary(b, arith.AddIOp, s, const(b, 100, i8), "s")  # 200 wraps to -56
+    m = binary(
+        b, arith.MulIOp, binary(b, arith.MulIOp, f.args[1], const(b, 16, i8)), const(b, 16, i8), "m"
+    )  # 256 wraps to 0
     store(b, f.args[0], s)
     store(b, f.args[0], m)
     finish(f, b)
     canonicalize(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i8>, %x: i8) {
           %0 = arith.constant -56 : i8
           %s = arith.addi %x, %0 : i8
@@ -359,4 +366,5 @@ def test_constants_reassociate_through_wrapping_int_ops():
           tt.store %out, %1 : !tt.ptr<i8>, i8
           tt.return
         }
-    """)
+    """,
+    )

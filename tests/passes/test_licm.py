@@ -154,7 +154,9 @@ def test_invariants_of_sibling_loops_are_hoisted_then_merged_by_cse():
     licm(f)
     assert [op.name for op in f.body.block.ops].count("tt.make_range") == 2
     cse(f)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %n: i32) {
           %0 = arith.constant 0 : i32
           %1 = arith.constant 1 : i32
@@ -173,4 +175,5 @@ def test_invariants_of_sibling_loops_are_hoisted_then_merged_by_cse():
           tt.store %out, %5 : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )

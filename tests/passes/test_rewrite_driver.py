@@ -37,7 +37,9 @@ def test_rewrite_creates_ops_and_updates_uses_in_nested_regions():
 
     f = func_with_nested_use()
     assert apply_patterns(f, patterns)
-    assert_ir(f, """
+    assert_ir(
+        f,
+        """
         tt.func @k(%out: !tt.ptr<i32>, %x: i32, %c: i1) {
           %0 = arith.constant 1 : i32
           %1 = arith.shli %x, %0 : i32
@@ -50,7 +52,8 @@ def test_rewrite_creates_ops_and_updates_uses_in_nested_regions():
           tt.store %out, %2 : !tt.ptr<i32>, i32
           tt.return
         }
-    """)
+    """,
+    )
     assert not apply_patterns(f, patterns)
 
 

@@ -71,8 +71,9 @@ ROW_SUM_SIG = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32", "stride": 
 
 
 def test_real_kernel_through_compile_hoists_and_folds():
-    compiled = tw.compile(row_sum_kernel, signature=ROW_SUM_SIG, constexprs={"BLOCK": 16},
-                          target="interpreter")
+    compiled = tw.compile(
+        row_sum_kernel, signature=ROW_SUM_SIG, constexprs={"BLOCK": 16}, target="interpreter"
+    )
     names = [name for name, _ in compiled.passes]
     assert names == ["tile", "canonicalize", "cse", "licm", "cse", "dce"]
     lines = compiled.asm["tile-opt"].splitlines()
@@ -110,9 +111,13 @@ def float_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, y, mask=mask)
 
 
-@pytest.mark.parametrize("kernel, dtype, sig_type", [
-    (int_kernel, np.int32, "*i32"), (float_kernel, np.float32, "*fp32"),
-])
+@pytest.mark.parametrize(
+    "kernel, dtype, sig_type",
+    [
+        (int_kernel, np.int32, "*i32"),
+        (float_kernel, np.float32, "*fp32"),
+    ],
+)
 def test_real_kernels_give_identical_bits_before_and_after_tile_opt(kernel, dtype, sig_type):
     signature = {"x_ptr": sig_type, "out_ptr": sig_type, "n": "i32"}
     func = generate(kernel.fn, _parse_signature(kernel.fn, signature), {"BLOCK": 32})

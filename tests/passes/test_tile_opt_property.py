@@ -63,8 +63,15 @@ def add_loop(d: Dag, data, is_int: bool) -> None:
     bounds = [scalar_i32(d, lower), scalar_i32(d, TRIPS), scalar_i32(d, 1)]
     init = data.draw(st.sampled_from(d.pool))
     block = Block([i32, d.tensor], ["iv", "acc"])
-    loop = d.b.create(scf.ForOp, [d.tensor], lower=bounds[0], upper=bounds[1], step=bounds[2],
-                      init_args=[init], body=Region([block]))
+    loop = d.b.create(
+        scf.ForOp,
+        [d.tensor],
+        lower=bounds[0],
+        upper=bounds[1],
+        step=bounds[2],
+        init_args=[init],
+        body=Region([block]),
+    )
     outer = d.pool
     with d.b.at_end(block):
         iv, acc = block.args
@@ -73,7 +80,7 @@ def add_loop(d: Dag, data, is_int: bool) -> None:
             grow(d, data, is_int)
             slot = d.b.value(arith.AddIOp, i32, lhs=scalar_i32(d, BODY_SLOTS + k * TRIPS), rhs=iv)
             store_slot(d, d.pool[-1], slot)
-        d.b.create(scf.YieldOp, values=[data.draw(st.sampled_from(d.pool[len(outer):]))])
+        d.b.create(scf.YieldOp, values=[data.draw(st.sampled_from(d.pool[len(outer) :]))])
     # Sometimes nothing reads the loop's result: dce may drop the carried value only if the body's
     # stores do not read it either.
     d.pool = outer + ([loop.results[0]] if data.draw(st.booleans()) else [])
@@ -88,8 +95,13 @@ def add_if(d: Dag, data, is_int: bool) -> None:
         cmp, predicate = (arith.CmpIOp, "slt") if is_int else (arith.CmpFOp, "olt")
         condition = d.b.value(cmp, i1, predicate=predicate, lhs=d.func.args[2], rhs=scalar)
     branches = [Block(), Block()]
-    op = d.b.create(scf.IfOp, [d.tensor], condition=condition, then_region=Region([branches[0]]),
-                    else_region=Region([branches[1]]))
+    op = d.b.create(
+        scf.IfOp,
+        [d.tensor],
+        condition=condition,
+        then_region=Region([branches[0]]),
+        else_region=Region([branches[1]]),
+    )
     outer = d.pool
     for block in branches:
         with d.b.at_end(block):

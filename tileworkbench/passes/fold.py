@@ -154,6 +154,7 @@ EXACT_DIVISION = ("f16", "f64")
 def _divide(a, b):
     return None if b == 0 else a / b  # x / 0.0 is inf or NaN; leave the choice to the target
 
+
 FLOAT_PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
     "oeq": lambda a, b: a == b,
     "one": lambda a, b: a < b or a > b,

@@ -85,6 +85,9 @@ def overview_html(report, with_png: bool = True) -> str:
     res = resources_line(report)
     if res:
         parts.append(f"<div><b>Resources</b>: {html.escape(res)}</div>")
+    ptxas = (report.metadata.get("resources") or {}).get("ptxas_output")
+    if ptxas:
+        parts.append(f"<details><summary>ptxas says</summary><pre>{html.escape(ptxas)}</pre></details>")
     for line in performance_lines(report):
         parts.append(f"<div>{html.escape(line)}</div>")
     if report.check is not None:

@@ -99,11 +99,12 @@ def occupancy(
 def resources_of(metadata: dict, target: str | None) -> Resources:
     """Resources from a compiled kernel's metadata dict (`n_regs`, `n_spills`, `shared`, ...)."""
     limits = limits_for(target)
+    ptxas = metadata.get("resources") or {}
     res = Resources(
         n_regs=metadata.get("n_regs"),
         n_spills=metadata.get("n_spills"),
         shared=metadata.get("shared"),
-        local=metadata.get("local"),
+        local=metadata.get("local", ptxas.get("stack_frame")),
         num_warps=int(metadata.get("num_warps") or 4),
         limits=limits,
     )

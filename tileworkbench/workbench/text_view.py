@@ -28,6 +28,8 @@ def resources_line(report: KernelReport) -> str | None:
         parts.append(f"{res.n_spills} spills")
     if res.shared is not None:
         parts.append(f"{res.shared} B shared")
+    if res.local:
+        parts.append(f"{res.local} B local (stack) per thread")
     if res.occupancy is not None:
         parts.append(
             f"occupancy {100 * res.occupancy:.0f}% ({res.blocks_per_sm} blocks/SM, "

@@ -8,6 +8,7 @@ in every stage by rewriting one small <style> widget; stage HTML is rendered onc
 from __future__ import annotations
 
 import base64
+import html
 import itertools
 
 from .highlight import pygments_css
@@ -33,7 +34,7 @@ class ReportWidget:
         self.line_picker = self._line_picker()
         self.tab_keys: list[str] = []
         self.tabs = self._tabs()
-        header = widgets.HTML(f"<b>{report.__repr__().splitlines()[0]}</b>")
+        header = widgets.HTML(f"<b>{html.escape(repr(report).splitlines()[0])}</b>")
         rows = [self.style, header]
         if self.line_picker is not None:
             rows.append(self.line_picker)

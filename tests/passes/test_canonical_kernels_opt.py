@@ -1,5 +1,6 @@
-"""The canonical kernels (tests/kernels/canonical_kernels.py): their `tile` IR and their `tile-opt` IR
-give bit-identical results in the interpreter, and the pipeline shrinks and hoists what it should."""
+"""The canonical kernels (tests/kernels/canonical_kernels.py): their `tile` IR and their `tile-opt`
+IR give bit-identical results in the interpreter, and the pipeline shrinks and hoists what it
+should."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def _poison(*shape, dtype=np.float32):
 
 
 def inputs(name: str) -> tuple[list, tuple[int, ...]]:
-    """Arguments (outputs poisoned) and the grid of a small launch of the canonical kernel `name`."""
+    """Arguments (outputs poisoned) and the grid of a small launch of canonical kernel `name`."""
     if name == "vector_add":
         n = 1500
         return [_f32(n), _f32(n), _poison(n), n], (2,)

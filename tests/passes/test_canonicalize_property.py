@@ -23,10 +23,10 @@ N = 4  # elements per tensor
 SETTINGS = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 INT_OPS = list(fold.INT_BINARY)
-# Not the float min/max ops: the interpreter's np.maximum/np.minimum/np.fmax/np.fmin return their first
-# operand for max(-0.0, +0.0), so swapping the operands of these commutative ops (constant_to_rhs)
-# changes the interpreter's answer, though IEEE maximum/minimum give +0.0/-0.0 either way. Their folds
-# are checked in test_fold.py.
+# Not the float min/max ops: the interpreter's np.maximum/np.minimum/np.fmax/np.fmin return their
+# first operand for max(-0.0, +0.0), so swapping the operands of these commutative ops
+# (constant_to_rhs) changes the interpreter's answer, though IEEE maximum/minimum give +0.0/-0.0
+# either way. Their folds are checked in test_constant_fold.py.
 FLOAT_OPS = [arith.AddFOp, arith.SubFOp, arith.MulFOp, arith.DivFOp, arith.RemFOp]
 _NUMPY = {
     "i8": np.int8,

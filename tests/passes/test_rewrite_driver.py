@@ -1,5 +1,5 @@
-"""The greedy rewrite driver: registration by op class (and base class), the Rewriter's use map across
-nested regions, new ops before an op, and termination when rewrites undo each other."""
+"""The greedy rewrite driver: registration by op class (and base class), the Rewriter's use map
+across nested regions, new ops before an op, and termination when rewrites undo each other."""
 
 from __future__ import annotations
 

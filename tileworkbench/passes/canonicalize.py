@@ -272,7 +272,7 @@ def negate_twice(op: arith.SubIOp, rw: Rewriter) -> bool:
 @rewrite(arith.AddIOp, arith.MulIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp)
 def reassociate_constants(op: arith.BinaryOp, rw: Rewriter) -> bool:
     """%y = arith.addi (arith.addi %x, %c1), %c2  ->  %y = arith.addi %x, %c3 with c3 = c1 + c2
-    (also muli, andi, ori, xori: associative on wrapping integers; `~~x` becomes `x ^ 0`, then `x`)"""
+    (also muli, andi, ori, xori: associative on wrapping integers; `~~x` goes to `x ^ 0`, then x)"""
     inner = defining(op.lhs, type(op))
     outer_c, inner_c = constant_op(op.rhs), constant_op(inner.rhs) if inner else None
     if inner is None or outer_c is None or inner_c is None:

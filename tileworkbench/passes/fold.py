@@ -34,7 +34,7 @@ def as_signed(pattern: int, bits: int) -> int:
 
 
 def stored_int(value: int, type: ScalarType) -> int | bool:
-    """`value` wrapped to `type` as constants store it: signed for iN, unsigned for uN, bool for i1."""
+    """`value` wrapped to `type` as constants store it: signed iN, unsigned uN, bool for i1."""
     pattern = to_bits(value, type.bitwidth)
     if type.is_bool:
         return bool(pattern)

@@ -30,9 +30,8 @@ def licm(func: FuncOp) -> bool:
 
 
 def _loops_inner_first(op: Op) -> list[Op]:
-    """The loops nested in `op` in post-order: an inner loop before the loop around it (so invariants
-    climb out of a nest), and sibling loops in program order (so a later loop's invariants meet the
-    earlier loop's hoisted ones)."""
+    """The loops nested in `op` in post-order: an inner loop before the loop around it (so
+    invariants climb out of a nest), and sibling loops in program order."""
     loops = []
     for region in op.regions:
         for block in region.blocks:

@@ -84,8 +84,8 @@ class Rewriter:
 
     # -- changes --------------------------------------------------------------------------------
     def replace_all_uses(self, old: Value, new: Value) -> None:
-        """Point every use of `old` at `new`. A new value that has no name and no uses yet (a folded
-        constant) takes `old`'s source name; a shared one keeps its own, which its other uses show."""
+        """Point every use of `old` at `new`. A new value with no name and no uses yet (a folded
+        constant) takes `old`'s source name; a shared one keeps its own, which other uses show."""
         if old is new:
             return
         if isinstance(new, OpResult) and new.name_hint is None and not self.has_uses(new):

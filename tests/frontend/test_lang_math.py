@@ -220,7 +220,8 @@ LIBDEVICE_UNARY = {
     "log10": (np.log10, "positive"), "cbrt": (np.cbrt, "any"), "erfc": (np.vectorize(math.erfc), "any"),
     "lgamma": (np.vectorize(math.lgamma), "positive"), "trunc": (np.trunc, "any"),
     "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), "any"), "rint": (np.rint, "any"),
-    "fabs": (np.abs, "any"),
+    "fabs": (np.abs, "any"), "acosh": (np.arccosh, "above1"), "tgamma": (np.vectorize(math.gamma), "positive"),
+    "nearbyint": (np.rint, "any"), "fast_expf": (np.exp, "small"), "fast_logf": (np.log, "positive"),
 }
 
 
@@ -232,6 +233,8 @@ def _domain(rng, kind, dtype):
         x = np.tanh(x) * 0.95
     elif kind == "small":
         x = np.tanh(x)
+    elif kind == "above1":
+        x = np.abs(x) + 1.05
     return x.astype(dtype)
 
 
@@ -239,6 +242,8 @@ def _domain(rng, kind, dtype):
 @pytest.mark.parametrize("name", list(LIBDEVICE_UNARY))
 def test_libdevice_unary(rng, name, dtype):
     ref, kind = LIBDEVICE_UNARY[name]
+    if name.startswith("fast_") and dtype == np.float64:
+        pytest.skip("the fast_ functions are fp32 only")
     x = _domain(rng, kind, dtype)
     out = poisoned(N, dtype)
     math1_kernel[(1,)](x, out, FN=getattr(libdevice, name), N=N)
@@ -254,7 +259,8 @@ def test_libdevice_fp16_computes_in_fp32(rng):
 
 
 LIBDEVICE_BINARY = {"pow": np.power, "atan2": np.arctan2, "fmod": np.fmod, "hypot": np.hypot,
-                    "fmin": np.fmin, "fmax": np.fmax, "copysign": np.copysign}
+                    "fmin": np.fmin, "fmax": np.fmax, "copysign": np.copysign, "fast_powf": np.power,
+                    "fdim": lambda x, y: np.maximum(x - y, 0), "remainder": np.vectorize(math.remainder)}
 
 
 @pytest.mark.parametrize("name", list(LIBDEVICE_BINARY))
@@ -267,9 +273,12 @@ def test_libdevice_binary(rng, name):
                  atol=1e-6)
 
 
-@pytest.mark.parametrize("name,ref", [("isnan", np.isnan), ("isinf", np.isinf), ("signbit", np.signbit)])
-def test_libdevice_predicates(rng, name, ref):
-    x = randn(rng, N)
+@pytest.mark.parametrize("name,ref,dtype", [
+    ("isnan", np.isnan, np.float32), ("isinf", np.isinf, np.float32), ("signbit", np.signbit, np.float32),
+    ("finitef", np.isfinite, np.float32), ("isfinited", np.isfinite, np.float64), ("isnan", np.isnan, np.float64),
+])
+def test_libdevice_predicates(rng, name, ref, dtype):
+    x = randn(rng, N, dtype)
     x[:3], x[3:6] = np.nan, np.inf
     x[6] = -np.inf
     out = poisoned(N, np.bool_)
@@ -282,3 +291,28 @@ def test_libdevice_fma(rng):
     out = poisoned(N, np.float32)
     math3_kernel[(1,)](x, y, z, out, FN=libdevice.fma, N=N)
     assert_close(out, x.astype(np.float64) * y + z, rtol=1e-6, atol=1e-6)
+
+
+def test_libdevice_erfinv_and_nextafter(rng):
+    x = np.tanh(randn(rng, N, np.float64)).astype(np.float32) * 0.9
+    out = poisoned(N, np.float32)
+    math1_kernel[(1,)](x, out, FN=libdevice.erfinv, N=N)
+    assert_close(np.vectorize(math.erf)(out.astype(np.float64)), x, rtol=1e-5, atol=1e-6)
+    y = randn(rng, N)
+    math2_kernel[(1,)](x, y, out, FN=libdevice.nextafter, N=N)
+    np.testing.assert_array_equal(out, np.nextafter(x, y))
+
+
+@tw.jit
+def extern_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = tl.extern_elementwise("libdevice", "", [x], {(tl.float32,): ("__nv_tanhf", tl.float32)}, is_pure=True)
+    tl.store(out_ptr + offs, y)
+
+
+def test_extern_elementwise(rng):
+    x = randn(rng, N)
+    out = poisoned(N, np.float32)
+    extern_kernel[(1,)](x, out, N=N)
+    assert_close(out, np.tanh(x.astype(np.float64)), rtol=1e-5, atol=1e-6)

@@ -70,6 +70,19 @@ class ExpressionsMixin:
 
     visit_List = visit_Tuple
 
+    def visit_Dict(self, node: ast.Dict) -> dict:
+        """A dict of compile-time keys (tl.extern_elementwise's argument-types -> symbol table)."""
+        out = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                out.update(unwrap(self.visit(value)))
+                continue
+            k = unwrap(self.visit(key))
+            if isinstance(k, tensor):
+                raise self.error("dict keys in a kernel must be compile-time values")
+            out[k] = self.visit(value)
+        return out
+
     def visit_JoinedStr(self, node: ast.JoinedStr) -> str:
         parts = []
         for value in node.values:

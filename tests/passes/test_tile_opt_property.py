@@ -1,5 +1,5 @@
-"""Property test of the whole `TILE_OPT` pipeline: random kernels with an `scf.for` (loop-invariant
-and loop-variant nodes, a carried value, stores inside the loop) and an `scf.if` (constant or runtime
+"""Property test of the whole `TILE_OPT` pipeline: random kernels with an `scf.for` (invariant and
+variant nodes, a carried value, stores inside the loop) and an `scf.if` (constant or runtime
 condition) give bit-identical results in the interpreter before and after the pipeline.
 """
 

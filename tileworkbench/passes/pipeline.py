@@ -36,8 +36,6 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
     dce,
 ]
 
-# TILE_GPU, the tile-opt -> tile-gpu list of GPU passes (axis info, layouts, coalescing...), goes here.
-
 TILE_GPU: list[Pass] = [
     # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at
     # global loads/stores/atomics; everything after it needs encodings. It reads `func.num_warps`.

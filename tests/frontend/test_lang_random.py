@@ -109,3 +109,35 @@ def test_rand_and_randn_distributions(rng):
     assert ks < 2.0 / np.sqrt(n)
     assert abs(randn.mean()) < 5 / np.sqrt(n) and abs(randn.std() - 1) < 0.03
     assert len(np.unique(rand)) > 0.99 * n
+
+
+@tw.jit
+def philox_parts_kernel(seed, c0_ptr, out_ptr, u_ptr, n_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    c0 = tl.load(c0_ptr + offs)
+    a, b, c, d = tl.philox(seed, c0, c0 + 1, c0 + 2, c0 + 3, n_rounds=7)
+    tl.store(out_ptr + offs, a)
+    tl.store(out_ptr + N + offs, b)
+    tl.store(out_ptr + 2 * N + offs, c)
+    tl.store(out_ptr + 3 * N + offs, d)
+    u1 = tl.uint_to_uniform_float(a)
+    u2 = tl.uint_to_uniform_float(b)
+    tl.store(u_ptr + offs, u1)
+    n1, n2 = tl.pair_uniform_to_normal(u1, u2)
+    tl.store(n_ptr + offs, n1)
+    tl.store(n_ptr + N + offs, n2)
+
+
+def test_philox_with_counters_rounds_and_helpers(rng):
+    n, seed = 64, int(rng.integers(2**33, 2**60))
+    c0 = rng.integers(0, 2**31, n).astype(np.uint32)
+    out, u, normal = poisoned((4, n), np.uint32), poisoned(n, np.float32), poisoned((2, n), np.float32)
+    philox_parts_kernel[(1,)](seed, c0, out, u, normal, N=n)
+    ref = philox4x32(c0, c0 + 1, c0 + 2, c0 + 3, seed & 0xFFFFFFFF, seed >> 32, rounds=7)
+    for i in range(4):
+        np.testing.assert_array_equal(out[i], ref[i])
+    np.testing.assert_array_equal(u, uint_to_uniform(ref[0]))
+    u1 = np.maximum(uint_to_uniform(ref[0]).astype(np.float64), 1e-7)
+    th, r = 2 * np.pi * uint_to_uniform(ref[1]).astype(np.float64), np.sqrt(-2 * np.log(u1))
+    np.testing.assert_allclose(normal[0], r * np.cos(th), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(normal[1], r * np.sin(th), rtol=1e-4, atol=1e-5)

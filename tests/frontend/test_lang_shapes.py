@@ -200,3 +200,26 @@ def test_histogram(rng):
     histogram_kernel[(1,)](x, out, masked, n, N=size, BINS=bins)
     np.testing.assert_array_equal(out, np.bincount(x, minlength=bins))
     np.testing.assert_array_equal(masked, np.bincount(x[:n], minlength=bins))
+
+
+@tw.jit
+def broadcast_cast_kernel(row_ptr, col_ptr, out_ptr, s_ptr, M: tl.constexpr, N: tl.constexpr):
+    row = tl.load(row_ptr + tl.arange(0, N))[None, :]
+    col = tl.load(col_ptr + tl.arange(0, M))[:, None]
+    a, b = tl.broadcast(row, col)
+    tl.static_assert(a.shape == (M, N) and b.shape == (M, N))
+    store_2d(out_ptr, tl.cast(a, tl.float16) - tl.cast(b, tl.float16), M, N)
+    s = tl.to_tensor(3)
+    tl.static_assert(s.dtype == tl.int32 and s.shape == ())
+    tl.store(s_ptr, tl.cast(s, tl.float32, bitcast=True))
+    tl.store(s_ptr + 1, tl.to_tensor(2.5))
+
+
+def test_broadcast_cast_to_tensor(rng):
+    m, n = 4, 8
+    row, col = randn(rng, n), randn(rng, m)
+    out, s = poisoned((m, n), np.float16), poisoned(2, np.float32)
+    broadcast_cast_kernel[(1,)](row, col, out, s, M=m, N=n)
+    want = row.astype(np.float16)[None, :].astype(np.float64) - col.astype(np.float16)[:, None]
+    assert_close(out, want.astype(np.float16).astype(np.float64), rtol=0)
+    assert s[0] == np.array([3], np.int32).view(np.float32)[0] and s[1] == 2.5

@@ -87,7 +87,9 @@ def overview_html(report, with_png: bool = True) -> str:
         parts.append(f"<div><b>Resources</b>: {html.escape(res)}</div>")
     ptxas = (report.metadata.get("resources") or {}).get("ptxas_output")
     if ptxas:
-        parts.append(f"<details><summary>ptxas says</summary><pre>{html.escape(ptxas)}</pre></details>")
+        parts.append(
+            f"<details><summary>ptxas says</summary><pre>{html.escape(ptxas)}</pre></details>"
+        )
     for line in performance_lines(report):
         parts.append(f"<div>{html.escape(line)}</div>")
     if report.check is not None:
@@ -134,8 +136,9 @@ def triton_html(triton) -> str:
 def _source_panel(report, uid: str) -> str:
     """The kernel source with each line a label for its line-linking radio."""
     rows = []
+    linked = set(report.linked_lines())
     for line, text in sorted(report.source_lines.items()):
-        mapped = bool(report.stage_lines_for(line))
+        mapped = line in linked
         label = (
             f'<label class="twline" for="{uid}-src-{line}" title="highlight what line {line} '
             f'became">'
@@ -203,7 +206,7 @@ def render_report(report) -> str:
 
 def _assemble(report, uid: str, tabs: list[tuple[str, str, str]]) -> str:
     radios, labels, panels, rules = [], [], [], []
-    src_lines = sorted(line for line in report.source_lines if report.stage_lines_for(line))
+    src_lines = report.linked_lines()
     for line in src_lines:
         radios.append(
             f'<input type="radio" class="twradio" name="{uid}-src" id="{uid}-src-{line}">'

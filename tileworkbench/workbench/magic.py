@@ -52,7 +52,8 @@ class TileKernelMagics(Magics):
     @argument(
         "--ref",
         default=None,
-        help="an expression giving the expected output, evaluated after the cell",
+        help="an expression giving the expected output, evaluated after the cell "
+        "(quote it when it has spaces: --ref 'x + y')",
     )
     @argument(
         "--out",

@@ -87,6 +87,14 @@ class KernelReport:
                 out[stage] = sorted(lines)
         return out
 
+    def linked_lines(self) -> list[int]:
+        """Kernel lines that became code in some stage after `source` (the line picker's choices)."""
+        return [
+            line
+            for line in sorted(self.source_lines)
+            if any(s != "source" for s in self.stage_lines_for(line))
+        ]
+
     def roofline(self):
         """This kernel alone on a roofline (a `Roofline`, which shows itself as a PNG)."""
         from .roofline import Roofline

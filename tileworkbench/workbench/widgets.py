@@ -55,9 +55,8 @@ class ReportWidget:
     def _line_picker(self):
         report = self.report
         options = [("(no line)", None)]
-        for line, text in sorted(report.source_lines.items()):
-            if report.stage_lines_for(line):
-                options.append((f"{line}: {text.strip()[:60]}", line))
+        for line in report.linked_lines():
+            options.append((f"{line}: {report.source_lines[line].strip()[:60]}", line))
         if len(options) == 1:
             return None
         picker = self.widgets.Dropdown(

@@ -68,14 +68,25 @@ def to_triton(kernel: Any, memo: dict[int, Any] | None = None):
     digest = hashlib.sha1(body.encode()).hexdigest()[:10]
     filename = f"<tileworkbench-triton-{fn.__name__}-{digest}>"
     linecache.cache[filename] = (len(body), None, body.splitlines(True), filename)
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = dict(fn.__globals__)
     memo[id(kernel)] = None  # recursion guard for self-reference
-    for name, value in fn.__globals__.items():
-        namespace[name] = _translate(value, memo)
+    # Translate only the globals the kernel names (modules, @jit helpers); the rest is left as is.
+    for name in _global_names(fn.__code__):
+        if name in namespace:
+            namespace[name] = _translate(namespace[name], memo)
     exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - the user's own kernel source
     result = triton.jit(namespace[fn.__name__])
     memo[id(kernel)] = result
     return result
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """Global names a function's code (and its nested code objects) refers to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
 
 
 class _PointerArg:

@@ -22,8 +22,9 @@ def plain_python(x):
 def place(kernel, snippet: str) -> str:
     """`file:line:col` (1-based column) of the first line of `kernel` containing `snippet`."""
     lines, first = inspect.getsourcelines(kernel.fn)
-    for number, text in enumerate(lines, start=first):
-        if snippet in text and not text.lstrip().startswith(("def ", "@")):
+    header = next(i for i, text in enumerate(lines) if text.startswith("def "))
+    for number, text in enumerate(lines[header + 1:], start=first + header + 1):
+        if snippet in text:
             return f"{__file__}:{number}:{text.index(snippet) + 1}"
     raise AssertionError(f"{snippet!r} not found")
 
@@ -234,3 +235,18 @@ def test_masked_load_through_a_scalar_pointer():
     error = compile_error(scalar_pointer_masked_load_kernel, {"x_ptr": "*fp32"}, {"N": 8})
     check(error, "tl.load(x_ptr, mask", "tl.load of a scalar pointer with a mask of shape (8,)",
           "add offsets to the pointer, e.g. x_ptr + tl.arange(0, BLOCK)")
+
+
+@tw.jit
+def nested_def_kernel(x_ptr):
+    def inner(a):
+        return a + 1
+
+    tl.store(x_ptr, inner(1))
+
+
+def test_nested_function_definition():
+    """It used to run the nested body in place ("name `a` is not defined")."""
+    error = compile_error(nested_def_kernel, {"x_ptr": "*i32"})
+    check(error, "def inner", "a function defined inside a kernel (`inner`) is not supported",
+          "define `inner` at module level with @tw.jit and call it")

@@ -105,7 +105,10 @@ class StatementsMixin:
             self.visit(stmt)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self.visit_body(node.body)
+        # Only nested definitions get here (bodies of kernels and callees are visited directly); running
+        # the nested body in place would be wrong.
+        raise self.error(f"a function defined inside a kernel (`{node.name}`) is not supported",
+                         hint=f"define `{node.name}` at module level with @tw.jit and call it")
 
     def visit_Pass(self, node: ast.Pass) -> None:
         pass

@@ -163,7 +163,7 @@ def test_compiler_hints_and_assume(rng):
     assert_close(out, x.astype(np.float64) + np.arange(n) // block, rtol=1e-6)
     tile = compile_tile(hints_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": block})
     assert "tt.divisibility" in tile or "divisibility" in tile
-    with pytest.raises(InterpreterError):  # the interpreter checks assumptions
+    with pytest.raises(InterpreterError, match="tl.assume condition is false"):  # checked when interpreted
         hints_kernel[(1,)](x, out, -1, BLOCK=block)
 
 
@@ -178,5 +178,5 @@ def inline_asm_kernel(x_ptr, out_ptr, N: tl.constexpr):
 def test_inline_asm_compiles_but_the_interpreter_refuses_it():
     tile = compile_tile(inline_asm_kernel, {"x_ptr": "*i32", "out_ptr": "*i32"}, {"N": 8})
     assert "mov.b32" in tile
-    with pytest.raises(InterpreterError, match="(?i)inline.asm|inline_asm|GPU"):
+    with pytest.raises(InterpreterError, match="inline_asm_elementwise runs only on the GPU"):
         inline_asm_kernel[(1,)](np.arange(8, dtype=np.int32), poisoned(8, np.int32), N=8)

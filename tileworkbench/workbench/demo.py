@@ -123,11 +123,16 @@ def run_demo(
 def write_page(reports: list, out_path: str, on_gpu: bool) -> None:
     from .html_view import page
 
-    where = "on the GPU" if on_gpu else "in the interpreter (no GPU found); GPU stages compile-only"
+    if on_gpu:
+        what = "run on the GPU and checked against NumPy float64"
+    else:
+        what = (
+            "run in the interpreter (no GPU found) and checked against NumPy float64; their GPU "
+            "stages are compiled for sm_90 without launching"
+        )
     intro = (
-        f"<p>The showcase kernels, run {html.escape(where)} and checked against NumPy float64. "
-        "Each report has a tab per compiler stage, the passes one by one, and (click a source "
-        "line) the lines it became in every stage.</p>"
+        f"<p>The showcase kernels, {html.escape(what)}. Each report has a tab per compiler stage, "
+        "the passes one by one, and (click a source line) the lines it became in every stage.</p>"
     )
     extra = intro + _combined_roofline(reports)
     with open(out_path, "w", encoding="utf-8") as f:

@@ -173,10 +173,10 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
         if point.achieved is None:
             ax.axvline(
                 point.intensity,
-                color="0.3",
+                color=f"C{i % 10}",
                 ls=":",
-                lw=1.2,
-                label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed)",
+                lw=1.4,
+                label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed: placed by intensity)",
             )
             continue
         label = f"{point.label}: {bound.label() if bound else ''}"

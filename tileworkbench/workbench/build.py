@@ -89,7 +89,8 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
     report = base_report(record.compiled, opts.stages)
     report.grid = tuple(record.grid)
     report.launches = launches
-    report.target = str(getattr(record, "target", None) or report.target)
+    # the compiled kernel's arch (sm_90) says more than the record's "cuda"
+    report.target = str(report.target or getattr(record, "target", None) or "")
     ir = getattr(record.compiled, "ir", None)
     if ir is not None:
         report.counts = count_launch(

@@ -91,7 +91,7 @@ class Roofline:
     def bounds(self) -> list[Bound | None]:
         return [bound_of(p, self.peaks) for p in self.points]
 
-    def figure(self, size: tuple[float, float] = (7.0, 4.5)):
+    def figure(self, size: tuple[float, float] = (9.5, 4.5)):
         """A matplotlib Figure (not attached to pyplot, so nothing leaks into a notebook)."""
         from matplotlib.figure import Figure
 
@@ -189,13 +189,14 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
             label=label,
             zorder=5,
         )
-        ax.annotate(
-            bound.label() if bound else point.label,
-            (point.intensity, point.achieved),
-            textcoords="offset points",
-            xytext=(6, -12),
-            fontsize=8,
-        )
+        if len(points) <= 2:  # with more, labels collide; the legend carries them
+            ax.annotate(
+                bound.label() if bound else point.label,
+                (point.intensity, point.achieved),
+                textcoords="offset points",
+                xytext=(6, -12),
+                fontsize=8,
+            )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
@@ -203,7 +204,15 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
     ax.set_title(f"Roofline: {peaks.device}", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     sources = _sources_note(points)
-    ax.legend(fontsize=7, loc="lower right", title=sources, title_fontsize=7)
+    # outside the axes, so it never hides a kernel's point
+    ax.legend(
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        title=sources,
+        title_fontsize=7,
+        borderaxespad=0.0,
+    )
 
 
 def _sources_note(points: list[RooflinePoint]) -> str:

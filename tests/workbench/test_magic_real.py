@@ -175,3 +175,12 @@ def test_force_recompiles(real_shell):
     assert second[0].compiled is not first  # the cell redefined the kernel
     assert third[0].compiled is not second[0].compiled  # --force: compiled again
     assert same[0].compiled is third[0].compiled  # and cached again afterwards
+
+
+def test_inspect_a_launched_kernel_without_signature(real_shell):
+    run(real_shell, "--target interpreter", ADD_CELL)
+    report = tw.inspect(real_shell.user_ns["add_kernel"])
+    assert report.name == "add_kernel" and "tensor<1024xf32>" in report.asm["tile-opt"]
+    with pytest.raises(TypeError, match="needs signature="):
+        real_shell.run_cell("@tw.jit\ndef fresh(x_ptr):\n    pass\n")
+        tw.inspect(real_shell.user_ns["fresh"])

@@ -44,7 +44,8 @@ def inspect(
     Args:
         obj: a `CompiledKernel`, a `@tw.jit` function, or a `LaunchRecord`.
         signature: for a `@jit` function: parameter -> type, e.g. {"x_ptr": "*fp32", "n": "i32"}
-            or the string "x_ptr=*fp32,n=i32".
+            or the string "x_ptr=*fp32,n=i32". Without it, a kernel that has been launched shows
+            its last compiled variant.
         constexprs: for a `@jit` function: constexpr values, e.g. {"BLOCK": 1024}.
         target: "sm_90", "interpreter", ...; default: the current device.
         stages: the tabs to show (default: every stage).
@@ -59,6 +60,8 @@ def inspect(
     if hasattr(obj, "asm") and hasattr(obj, "passes"):
         return report_for_compiled(obj, opts)
     if hasattr(obj, "fn") or callable(obj):
+        if signature is None and last_compiled(obj) is not None:
+            return report_for_compiled(last_compiled(obj), opts)
         if signature is None:
             raise TypeError(
                 f"inspect({getattr(obj, '__name__', obj)!r}): a @jit kernel needs "
@@ -72,6 +75,19 @@ def inspect(
         f"inspect() takes a compiled kernel, a @jit kernel or a launch record, "
         f"not {type(obj).__name__}"
     )
+
+
+def last_compiled(kernel: Any) -> Any:
+    """The most recently compiled variant of a launched @jit kernel (through autotuner wrappers)."""
+    for _ in range(8):
+        cache = getattr(kernel, "cache", None)
+        if isinstance(cache, dict) and cache:
+            entry = list(cache.values())[-1]
+            return getattr(entry, "compiled", None)
+        kernel = getattr(kernel, "fn", None)
+        if kernel is None:
+            return None
+    return None
 
 
 def report_for_compiled(compiled: Any, opts: ReportOptions) -> KernelReport:

@@ -148,3 +148,22 @@ def test_peaks_magic_without_gpu_shows_datasheet(shell):
     assert peaks.device == "H100 SXM" and peaks.measured == {}
     assert peaks.best("dram").value == pytest.approx(3.35e12)
     assert "H100 SXM datasheet" in repr(peaks)
+
+
+def test_ref_checks_only_the_launch_that_wrote_out(shell):
+    shell.user_ns["np"] = np
+    reports = run(
+        shell,
+        "--ref 'x + y' --out out",
+        """
+from fakes import fake_add_launch, fake_add_compiled
+first = fake_add_launch(n=2048, seed=4)
+other = fake_add_launch(n=1024, seed=5)
+other.compiled = fake_add_compiled("interpreter", 512)
+x, y, out = first.args["x_ptr"], first.args["y_ptr"], first.args["out_ptr"]
+_rec.launch(first)
+_rec.launch(other)
+""",
+    )
+    assert len(reports) == 2
+    assert reports[0].check.passed and reports[1].check is None

@@ -7,6 +7,7 @@ build one report per kernel (or compile one kernel, compile-only), and collect t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -164,6 +165,15 @@ def run_inner(shell, cell: str):
             history.pop()
 
 
+def checked_launch(records: list, out: Any) -> Any:
+    """The launch `--ref` is compared with: the one given `--out` as an argument, else the last."""
+    if out is not None:
+        for record in reversed(records):
+            if any(value is out for value in record.args.values()):
+                return record
+    return records[-1] if records else None
+
+
 def forget_compiled(namespace: dict) -> None:
     """`--force`: empty the in-memory kernel caches of every @jit kernel in the notebook (through
     autotuner and heuristics wrappers), so the next launch compiles again."""
@@ -197,7 +207,12 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
         return []
     opts = report_options(shell, options)
     groups = group_launches(records, shell.user_ns)
-    reports = [report_for_launch(record, opts, count) for record, count in groups]
+    checked = checked_launch([record for record, _ in groups], opts.out)
+    unchecked = dataclasses.replace(opts, ref=None, out=None)
+    reports = [
+        report_for_launch(record, opts if record is checked else unchecked, count)
+        for record, count in groups
+    ]
     if options.target not in (None, "interpreter"):
         for report in reports:
             report.notes.append(

@@ -110,3 +110,8 @@ def test_datasheet_lookup_and_cache(tmp_path):
     assert peaks.measured["dram"].value == 1e12 and peaks.best("fp16").source == "measured"
     path.write_text("{not json")
     assert get_peaks("Toy GPU").measured == {}  # an unreadable cache is ignored
+
+
+def test_peaks_html_has_table_and_plot():
+    html = toy_peaks()._repr_html_()
+    assert "<table>" in html and "Toy GPU" in html and "data:image/png;base64," in html

@@ -210,6 +210,7 @@ def peaks_text(self: Peaks) -> str:
 
 
 def peaks_html(self: Peaks) -> str:
+    """A table of the ceilings and their sources, and the ceilings drawn as a roofline."""
     import html
 
     rows = "".join(
@@ -218,5 +219,16 @@ def peaks_html(self: Peaks) -> str:
     )
     return (
         f"<b>Ceilings of {html.escape(self.device)}</b><table><tr><th>ceiling</th><th>value</th>"
-        f"<th>source</th></tr>{rows}</table>"
+        f"<th>source</th></tr>{rows}</table>" + _ceilings_png(self)
     )
+
+
+def _ceilings_png(peaks: Peaks) -> str:
+    """The ceilings alone on a roofline, as an inline PNG."""
+    import base64
+
+    from .roofline import Roofline
+
+    png = base64.b64encode(Roofline([], peaks).to_bytes("png")).decode()
+    return f'<img alt="ceilings" src="data:image/png;base64,{png}" style="max-width:680px">'
+

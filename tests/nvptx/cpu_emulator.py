@@ -4,8 +4,10 @@ The module is re-targeted to the host and JIT-compiled by llvmlite; the NVVM int
 callbacks: thread and block ids read thread-local values, `barrier0` is a `threading.Barrier`, and
 `shfl.sync.bfly` exchanges through a shared array between two barriers. Every GPU thread of a program
 is a host thread (ctypes releases the GIL while native code runs). Shared memory is one host array per
-program. Inline PTX (approximate math, atomics, fp8 cvt, printf) cannot run here: such kernels are
-refused. Slow (a thread per GPU thread): for small kernels in tests only.
+program. The inline PTX the back end emits (approximate math, `div.full`, predicated atomics) is
+replaced by exact host equivalents; kernels with other inline PTX (user asm) are refused. The module is
+lowered for sm_80, so fp8 conversions take the software path. Slow (a thread per GPU thread): for small
+kernels in tests only.
 """
 
 from __future__ import annotations
@@ -40,14 +42,25 @@ class _Block:
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4):
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
+        self._setup(func, num_warps)
+
+    @classmethod
+    def from_func(cls, func, num_warps: int = 4) -> Emulator:
+        """An emulator of `tile-opt` IR `func` (changed in place by the GPU passes)."""
+        emulator = cls.__new__(cls)
+        emulator._setup(func, num_warps)
+        return emulator
+
+    def _setup(self, func, num_warps: int) -> None:
+        from tileworkbench.backends.nvptx import check_shapes
+
+        check_shapes(func)
         func.num_warps = num_warps
         run_passes(func, TILE_GPU)
-        lowering = Lowering(func, "sm_90", num_warps, axis_info(func))
-        text = str(lowering.run())
-        if "asm " in text or "vprintf" in text:
-            raise ValueError("the kernel uses inline PTX, which the CPU emulator cannot run")
+        lowering = Lowering(func, "sm_80", num_warps, axis_info(func))
+        text = _replace_asm(str(lowering.run()))
         self.threads = 32 * num_warps
-        self.kinds = list(signature.values())
+        self.kinds = [_kind(a.type) for a in func.args]
         self.smem_size = max(16, lowering.smem_bytes)
         self._local = threading.local()
         self._callbacks = self._make_callbacks()
@@ -74,7 +87,11 @@ class Emulator:
             block.barrier.wait()
             return out
 
-        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl)}
+        def assert_fail(*_):
+            raise AssertionError("device_assert failed in the emulated kernel")
+
+        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl),
+                     "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):
                 callbacks[f"emu_sreg_{name}_{letter}"] = sreg(name, axis)
@@ -83,7 +100,8 @@ class Emulator:
     def _jit(self, text: str, name: str):
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple().create_target_machine()
+        target = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
         text = re.sub(r'target triple = ".*"', f'target triple = "{llvm.get_default_triple()}"', text)
         text = re.sub(r'target datalayout = ".*"', f'target datalayout = "{target.target_data}"', text)
         text = text.replace("define ptx_kernel void", "define void")
@@ -95,18 +113,25 @@ class Emulator:
             f'@"global_smem" = addrspace(3) global [{self.smem_size} x i8] zeroinitializer, align 16')
         for symbol, callback in self._callbacks.items():
             llvm.add_symbol(symbol, ctypes.cast(callback, ctypes.c_void_p).value)
+        if re.search(r"@\"?llvm\.\w+\.(f16|bf16)\"?\(", text):
+            raise ValueError("half-precision intrinsics need the GPU (no host library has them)")
+        for symbol in re.findall(r'^declare [^@]*@"?([\w.]+)"?\(', text, flags=re.MULTILINE):
+            if not symbol.startswith("llvm.") and llvm.address_of_symbol(symbol) is None:
+                raise ValueError(f"{symbol} has no host implementation")
         module = llvm.parse_assembly(text)
         module.verify()
         engine = llvm.create_mcjit_compiler(module, target)
         engine.finalize_object()
-        argtypes = [ctypes.c_void_p if k.startswith("*") else _ctype(k) for k in self.kinds]
+        argtypes = [ctypes.c_void_p if k == "ptr" else _ctype(k) for k in self.kinds]
         kernel = ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
         return engine, kernel
 
     def launch(self, grid, *args) -> None:
         """Run the kernel over `grid` on NumPy arrays (pointers) and Python/NumPy scalars."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
-        values = [a.ctypes.data if isinstance(a, np.ndarray) else a for a in args]
+        values = [a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else
+                  (int(a) if self.kinds[i] != "fp32" and self.kinds[i] != "fp64" else float(a))
+                  for i, a in enumerate(args)]
         for z in range(grid[2]):
             for y in range(grid[1]):
                 for x in range(grid[0]):
@@ -131,6 +156,108 @@ class Emulator:
             raise errors[0]
 
 
+_PRINTF = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+_ASSERT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
+                           ctypes.c_int64)
+_CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+           "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+           "u64": ctypes.c_uint64, "i1": ctypes.c_int32, "f32": ctypes.c_float, "f64": ctypes.c_double,
+           "fp32": ctypes.c_float, "fp64": ctypes.c_double}
+
+
+def _kind(t) -> str:
+    from tileworkbench.ir.types import PointerType
+
+    if isinstance(t, PointerType):
+        return "ptr"
+    if t.name in ("f16", "bf16", "f8e4nv", "f8e5"):
+        raise ValueError(f"the CPU emulator cannot pass a {t.name} scalar argument")
+    return {"f32": "fp32", "f64": "fp64"}.get(t.name, t.name)
+
+
 def _ctype(kind: str):
-    return {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "fp32": ctypes.c_float,
-            "fp64": ctypes.c_double, "u32": ctypes.c_uint32, "i1": ctypes.c_int32}[kind.split(":")[0]]
+    return _CTYPES[kind]
+
+
+# -- inline PTX -> host LLVM IR ------------------------------------------------------------------
+_ASM_CALL = re.compile(r'call (\S+) asm\s+(?:sideeffect\s+)?"([^"]*)", "([^"]*)"\((.*)\)(, !dbg !\d+)?$')
+_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "lg2.approx.f32": "llvm.log2.f32",
+          "sqrt.approx.f32": "llvm.sqrt.f32", "sin.approx.f32": "llvm.sin.f32",
+          "cos.approx.f32": "llvm.cos.f32"}
+_RMW = {"add": "add", "max.s": "max", "min.s": "min", "max.u": "umax", "min.u": "umin", "and": "and",
+        "or": "or", "xor": "xor", "exch": "xchg"}
+
+
+def _replace_asm(text: str) -> str:
+    """Every inline-asm call of the back end's own PTX becomes a call of a host function."""
+    bodies: dict[tuple, str] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _ASM_CALL.search(line)
+        if not m:
+            continue
+        ret, asm, _, args, dbg = m.groups()
+        arg_types = [a.rsplit(" ", 1)[0].strip() for a in _split_args(args)]
+        key = (ret, asm, tuple(arg_types))
+        if key not in bodies:
+            bodies[key] = f"emu_asm_{len(bodies)}"
+        call = f'call {ret} @"{bodies[key]}"({args}){dbg or ""}'
+        lines[i] = line[:m.start()] + call
+    defs = [_asm_function(name, *key) for key, name in bodies.items()]
+    # libdevice's __nv_<name> is the C library's <name> (expf, erf, ...), which the host JIT finds
+    lines = [re.sub(r'@"?__nv_(\w+)"?', r'@"\1"', line) for line in lines]
+    for name, ty in (("rsqrt", "double"), ("rsqrtf", "float")):  # not in the C library
+        if any(f'@"{name}"(' in line for line in lines):
+            lines = [line for line in lines if not line.startswith(f'declare {ty} @"{name}"')]
+            defs.append(f'define internal {ty} @"{name}"({ty} %x) {{\n'
+                        f"  %s = call {ty} @llvm.sqrt.{'f64' if ty == 'double' else 'f32'}({ty} %x)\n"
+                        f"  %r = fdiv {ty} 1.0, %s\n  ret {ty} %r\n}}")
+            if ty == "double" and "llvm.sqrt.f64" not in text:
+                defs.append("declare double @llvm.sqrt.f64(double)")
+    declared = set(re.findall(r'declare \S+ @"?([\w.]+)"?\(', text))
+    needed = {"llvm.exp2.f32", "llvm.log2.f32", "llvm.sqrt.f32", "llvm.sin.f32", "llvm.cos.f32"}
+    decls = [f"declare float @{n}(float)" for n in sorted(needed - declared)]
+    return "\n".join(lines + decls + defs)
+
+
+def _split_args(args: str) -> list[str]:
+    out, depth, current = [], 0, ""
+    for ch in args:
+        if ch == "," and depth == 0:
+            out.append(current)
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    return out + [current] if current.strip() else out
+
+
+def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
+    params = ", ".join(f"{t} %a{i}" for i, t in enumerate(arg_types))
+    head = f'define internal {ret} @"{name}"({params}) {{\n'
+    op = asm.split(" ")[0]
+    if op in _UNARY:
+        return head + f"  %r = call float @{_UNARY[op]}(float %a0)\n  ret float %r\n}}"
+    if op == "rsqrt.approx.f32":
+        return head + ("  %s = call float @llvm.sqrt.f32(float %a0)\n"
+                       "  %r = fdiv float 1.0, %s\n  ret float %r\n}")
+    if op == "div.full.f32":
+        return head + "  %r = fdiv float %a0, %a1\n  ret float %r\n}"
+    m = re.search(r"atom\.\w+\.\w+\.global\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
+    if m is None:
+        raise ValueError(f"the CPU emulator cannot run inline PTX {asm!r}")
+    kind, suffix, _ = m.groups()
+    zero = "0.0" if ret in ("float", "double", "half") else ("null" if ret == "ptr" else "0")
+    pred = f"%a{len(arg_types) - 1}"
+    body = head + f"  %c = icmp ne i32 {pred}, 0\n  br i1 %c, label %do, label %skip\ndo:\n"
+    if kind == "cas":
+        body += (f"  %x = cmpxchg ptr addrspace(1) %a0, {ret} %a1, {ret} %a2 seq_cst seq_cst\n"
+                 f"  %old = extractvalue {{ {ret}, i1 }} %x, 0\n")
+    else:
+        kind_key = kind if kind in ("add", "and", "or", "xor", "exch") else f"{kind}.{suffix[0]}"
+        rmw = _RMW[kind_key]
+        if ret in ("float", "double", "half") and rmw == "add":
+            rmw = "fadd"
+        body += f"  %old = atomicrmw {rmw} ptr addrspace(1) %a0, {ret} %a1 seq_cst\n"
+    return body + f"  ret {ret} %old\nskip:\n  ret {ret} {zero}\n}}"

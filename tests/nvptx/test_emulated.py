@@ -74,3 +74,18 @@ def test_argmax_shapes_and_control_flow():
     data, res = RNG.standard_normal(3 * 256).astype(np.float32), np.full(256, np.nan, np.float32)
     loop.launch((1,), data, res, 3)
     assert np.allclose(res, data.reshape(3, 256).astype(np.float64).sum(0) * 2, rtol=1e-5)
+
+
+def test_softmax_layer_norm_and_atomics():
+    emu = emulator("softmax", n_cols="i32")
+    x = RNG.standard_normal((4, 1024)).astype(np.float32) * 3
+    out = np.full((4, 1024), np.nan, np.float32)
+    emu.launch((4,), out, x, 1024, 1024, 1000)
+    e = np.exp(x[:, :1000] - x[:, :1000].max(1, keepdims=True))
+    assert np.allclose(out[:, :1000], e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert np.isnan(out[:, 1000:]).all()
+    values = RNG.standard_normal(1000).astype(np.float32)
+    acc = np.array([0.0] + [-np.inf] * 4, dtype=np.float32)
+    emulator("atomic").launch((4,), values, acc, 1000)
+    assert abs(acc[0] - values.astype(np.float64).sum()) < 1e-3
+    assert np.array_equal(acc[1:], [values[j::4].max() for j in range(4)])

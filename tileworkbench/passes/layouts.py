@@ -167,6 +167,8 @@ class LayoutAssigner:
             return encoding_of(yielded) or self.default(res)
         if isinstance(op, (tt.BroadcastOp, tt.ScanOp)) and srcs:
             return srcs[0]
+        if isinstance(op, tt.GatherOp):
+            return encoding_of(op.indices)  # one result element per index, where the index is
         if op.elementwise and srcs and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp)):
             return srcs[0]
         return self.default(res)
@@ -201,6 +203,8 @@ class LayoutAssigner:
             return [(i, enc) for i in range(len(ops))]
         if isinstance(op, (tt.BroadcastOp, tt.ScanOp)):
             return [(i, encoding_of(op.results[0])) for i in range(len(ops))]
+        if isinstance(op, tt.GatherOp):
+            return [(1, encoding_of(op.result))]
         if isinstance(op, tt.ReduceOp):
             first = encoding_of(ops[0])
             return [(i, first) for i in range(1, len(ops))]

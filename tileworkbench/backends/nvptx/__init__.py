@@ -59,6 +59,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     codegen.check_arch(arch)
     if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, not {num_warps}")
+    check_shapes(func)
     func.num_warps = num_warps
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
@@ -83,6 +84,21 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
                        sass=sass, kernel_name=func.sym_name, shared=lowering.smem_bytes,
                        n_regs=resources.get("registers"), n_spills=spills, resources=resources,
                        line_maps=line_maps)
+
+
+def check_shapes(func: tt.FuncOp) -> None:
+    """Layouts split dimensions into bits: every tensor dimension must be a power of two (as Triton)."""
+    from ...errors import CompilationError
+    from ...ir.types import TensorType
+
+    for op in func.walk():
+        for value in op.results:
+            t = value.type
+            if isinstance(t, TensorType) and any(d < 1 or d & (d - 1) for d in t.shape):
+                where = f"{op.loc}: " if op.loc.line > 0 else ""
+                raise CompilationError(
+                    f"{where}`{op.name}` makes a tensor of shape {list(t.shape)}; the NVPTX back end "
+                    "needs power-of-two dimensions", loc=op.loc)
 
 
 def run_gpu_passes(func: tt.FuncOp) -> list[tuple[str, str]]:

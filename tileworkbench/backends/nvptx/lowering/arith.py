@@ -94,8 +94,7 @@ def lower_negf(lw, op, x) -> ir.Value:
 
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
-_FCMP = {"oeq": "==", "one": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=",
-         "une": "!=", "ord": "ord", "uno": "uno"}
+_FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "rd": "ord", "no": "uno"}
 
 
 @elementwise(arith.CmpIOp)
@@ -110,10 +109,12 @@ def lower_cmpi(lw, op, lhs, rhs) -> ir.Value:
 
 @elementwise(arith.CmpFOp)
 def lower_cmpf(lw, op, lhs, rhs) -> ir.Value:
-    pred = op.predicate
-    if pred in ("une", "uno"):
-        return lw.builder.fcmp_unordered(_FCMP[pred], lhs, rhs)
-    return lw.builder.fcmp_ordered(_FCMP[pred], lhs, rhs)
+    pred = op.predicate  # o<cmp> is false on NaN, u<cmp> true; "ord"/"uno" test for NaN only
+    if pred == "uno":
+        return lw.builder.fcmp_unordered("uno", lhs, rhs)
+    if pred[0] == "u":
+        return lw.builder.fcmp_unordered(_FCMP[pred[1:]], lhs, rhs)
+    return lw.builder.fcmp_ordered(_FCMP[pred[1:]], lhs, rhs)
 
 
 @elementwise(arith.SelectOp)
@@ -171,9 +172,12 @@ def lower_float_to_int(lw, op, x) -> ir.Value:
     src = scalar_type(op.operand)
     x = fp8_to_float(lw, x, src) if scalar_type_is_fp8(src) else x
     to = llvm_type(op.result.type)
-    if isinstance(op, arith.FPToSIOp):
-        return lw.builder.fptosi(x, to)
-    return lw.builder.fptoui(x, to)
+    if to.width == 1:
+        return lw.builder.fcmp_unordered("une", x, ir.Constant(x.type, 0.0))
+    # Saturating, NaN -> 0: what the GPU's cvt.rzi does, made defined for LLVM (and the interpreter).
+    kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
+    name = f"llvm.{kind}.sat.i{to.width}.{x.type.intrinsic_name}"
+    return lw.call_intrinsic(name, to, [x])
 
 
 @elementwise(arith.BitcastOp)

@@ -50,8 +50,10 @@ def in_registers(src: TVal, dst: LinearLayout, fmap, reg_map=None) -> TVal | Non
     return TVal(out, dst)
 
 
-def write_shared(lw, src: TVal, shape, base_index: int, elem_bytes: int, smem) -> None:
-    """Store every element of `src` (a tensor of `shape`) at `smem[base_index + flat(coords)]`."""
+def write_shared(lw, src: TVal, shape, base_index: int, elem_bytes: int, smem,
+                 owners_only: bool = False) -> None:
+    """Store every element of `src` (a tensor of `shape`) at `smem[base_index + flat(coords)]`;
+    with `owners_only`, threads that merely hold copies do not write (their values may differ)."""
     b = lw.builder
     layout = src.layout
     st = strides(shape)
@@ -59,7 +61,16 @@ def write_shared(lw, src: TVal, shape, base_index: int, elem_bytes: int, smem) -
     for r, coords in enumerate(layout.all_reg_coords()):
         index = b.add(thread, ir.Constant(I32, base_index + flat(coords, shape)))
         ptr = lw.smem_ptr(smem, b.mul(index, ir.Constant(I32, elem_bytes)))
-        b.store(_to_shared(lw, src.vals[r]), ptr).align = elem_bytes
+        if owners_only and has_copies(layout):
+            with b.if_then(lw.owner_predicate(layout)):
+                b.store(_to_shared(lw, src.vals[r]), ptr).align = elem_bytes
+        else:
+            b.store(_to_shared(lw, src.vals[r]), ptr).align = elem_bytes
+
+
+def has_copies(layout: LinearLayout) -> bool:
+    """Whether some lanes or warps hold copies of other threads' elements."""
+    return any(not any(b) for b in layout.lanes + layout.warps)
 
 
 def read_shared(lw, dst: LinearLayout, weight, base_index: int, elem_bytes: int, smem,

@@ -12,6 +12,7 @@ from ..llvm_types import GLOBAL_PTR, I1, I8, I32, byte_size, llvm_type, memory_t
 from ..lower import TVal
 from . import elementwise, lowers
 from .common import scalar_type
+from .exchange import has_copies, read_shared, strides, write_shared
 
 
 @elementwise(tt.AddPtrOp)
@@ -163,8 +164,11 @@ def lower_store(lw, op) -> None:
         return
     layout = ptr.layout
     vec = vector_width(lw, op, layout)
+    owner = lw.owner_predicate(layout) if has_copies(layout) else None
     for start in range(0, layout.num_regs, vec):
         m = mask.vals[start] if isinstance(mask, TVal) else mask
+        if owner is not None:  # one thread writes each element, as Triton's redundant-data mask
+            m = owner if m is None else b.and_(owner, m)
         elems = [_to_memory(lw, value.vals[start + i] if isinstance(value, TVal) else value, pointee)
                  for i in range(vec)]
         data = elems[0] if vec == 1 else _build_vector(lw, elems, etype)
@@ -296,7 +300,27 @@ def _lower_atomic(lw, op, one) -> None:
             pred = b.and_(pred, mask.vals[r] if isinstance(mask, TVal) else mask)
         args = [v.vals[r] if isinstance(v, TVal) else v for v in others]
         out.append(one(lw, op, ptr.vals[r], *args, pred, t))
-    lw.set(op.result, TVal(out, layout))
+    result = TVal(out, layout)
+    if has_copies(layout) and lw.users.get(id(op.result)):
+        result = _share_owned(lw, result, op)
+    lw.set(op.result, result)
+
+
+def _share_owned(lw, value: TVal, op) -> TVal:
+    """The owners' old values to the threads that hold copies (which did no atomic)."""
+    shape = op.result.type.shape
+    nbytes = byte_size(element_type(op.result.type))
+    numel = 1
+    for s in shape:
+        numel *= s
+    smem = lw.shared_memory(numel * nbytes)
+    lw.barrier_before_shared()
+    write_shared(lw, value, shape, 0, nbytes, smem, owners_only=True)
+    lw.barrier()
+    st = strides(shape)
+    vals = read_shared(lw, value.layout, lambda c: sum(x * s for x, s in zip(c, st)), 0, nbytes,
+                       smem, value.vals[0].type)
+    return TVal(vals, value.layout)
 
 
 @lowers(tt.AtomicRMWOp)

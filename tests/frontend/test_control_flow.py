@@ -200,3 +200,22 @@ def test_early_return_in_helpers(rng, flag):
     want = x64 + 10 * y64 + 100 * (x64 * 2 if flag > 0 else y64)
     want += 1000 * (np.maximum(x64, flag) if flag > 0 else x64)
     assert_close(out, want, rtol=1e-5)
+
+
+@tw.jit
+def tuple_counter_kernel(out_ptr, n):
+    state = (tl.zeros((4,), tl.float32), 0)  # a plain int inside a carried tuple
+    for i in range(n):
+        state = (state[0] + 1, state[1] + 2)
+    k = (0, 1.5)
+    while k[0] < n:
+        k = (k[0] + 1, k[1] * 2)
+    tl.store(out_ptr + tl.arange(0, 4), state[0] + state[1] + k[1])
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_numbers_inside_carried_tuples_are_loop_values(n):
+    """The int inside the tuple used to keep its initial value after the loop (a silent wrong answer)."""
+    out = poisoned(4, np.float32)
+    tuple_counter_kernel[(1,)](out, n)
+    np.testing.assert_array_equal(out, np.full(4, n + 2 * n + 1.5 * 2**n))

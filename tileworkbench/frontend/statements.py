@@ -260,13 +260,21 @@ class StatementsMixin:
         return [n for n in assigned_names(stmts) if n in self.scope and n != RETURN]
 
     def carried_inits(self, names: list[str]) -> dict[str, Any]:
-        inits = {}
-        for name in names:
-            value = self.scope[name]
-            if is_number(value) and not isinstance(value, bool) or isinstance(value, bool):
-                value = self.sem.to_tensor(value)
-            inits[name] = value
-        return inits
+        return {name: self.numbers_to_tensors(self.scope[name]) for name in names}
+
+    def numbers_to_tensors(self, value: Any, template: Any = None) -> Any:
+        """Numbers a loop carries, bare or inside plain tuples, become scalar tensors (of `template`'s
+        dtype when given), so the loop can change them. NamedTuples (block pointers) keep their
+        compile-time fields."""
+        if is_number(value) and (template is None or isinstance(template, tensor)):
+            value = self.sem.to_tensor(value)
+            return value if template is None else self.sem.cast(value, template.dtype)
+        if type(value) is tuple:
+            templates = template if type(template) is tuple and len(template) == len(value) \
+                else (None,) * len(value) if template is None else None
+            if templates is not None:
+                return tuple(self.numbers_to_tensors(v, t) for v, t in zip(value, templates))
+        return value
 
     def check_loop_types(self, names, inits, scope, kind: str) -> list[tensor]:
         out = []
@@ -275,6 +283,8 @@ class StatementsMixin:
             if not isinstance(new, (tensor, tuple)) and is_number(new):
                 new = self.sem.to_tensor(new)
                 new = self.sem.cast(new, flatten(inits[name])[0].dtype) if flatten(inits[name]) else new
+            elif type(new) is tuple:
+                new = self.numbers_to_tensors(new, inits[name])
             old_flat, new_flat = flatten(inits[name]), flatten(new)
             if not isinstance(inits[name], (tensor, tuple)):
                 if new is not inits[name] and new != inits[name]:

@@ -216,3 +216,26 @@ def test_to_on_an_argument_specialized_to_1(rng, stride):
     out = poisoned(16, np.float32)
     to_on_specialized_kernel[(1,)](x, out, stride, N=16)
     np.testing.assert_array_equal(out, x[:32:stride][:16])
+
+
+@tw.jit
+def optional_bias_kernel(x_ptr, bias_ptr, out_ptr, n, scale, flag, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    if bias_ptr is not None:  # a None argument is a compile-time constant: this folds
+        x += tl.load(bias_ptr + offs)
+    if flag:  # a bool argument is a runtime int1
+        x = x * scale
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+def test_none_pointer_numpy_scalars_and_bools(rng):
+    x, b = randn(rng, 8), randn(rng, 8)
+    out = poisoned(8, np.float32)
+    optional_bias_kernel[(1,)](x, None, out, np.int32(6), np.float32(2.5), True, N=8)
+    assert_close(out[:6], x[:6].astype(np.float64) * 2.5, dtype=np.float32)
+    assert np.isnan(out[6:]).all()
+    optional_bias_kernel[(1,)](x, b, out, 8, 2.5, False, N=8)
+    assert_close(out, x.astype(np.float64) + b, dtype=np.float32)
+    tile = optional_bias_kernel.warmup(x, None, out, 8, 2.5, True, N=8, grid=(1,)).asm["tile"]
+    assert "%bias_ptr" not in tile and tile.count("tt.load") == 1

@@ -6,7 +6,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
-timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider -x --no-header -rfE tests \
+timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
   --ignore=tests/workbench/test_browser.py 2>&1 | tail -n 60 > "$OUT/gpu_tests.log"
 tail -n 25 "$OUT/gpu_tests.log"
 timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"

@@ -78,35 +78,43 @@ class Op:
                 setattr(cls, trait, value)
 
     def __post_init__(self):
-        for f in self._fields("region"):
-            getattr(self, f.name).parent = self
+        for region in self.regions:
+            region.parent = self
 
     # -- structure ------------------------------------------------------------------------------
     @classmethod
-    def _fields(cls, kind: str) -> list[dataclasses.Field]:
-        return [f for f in dataclasses.fields(cls) if f.metadata.get(_KIND) == kind]
+    def _field_kinds(cls) -> tuple[tuple[str, str], ...]:
+        """(field name, kind) of every IR field, in order; computed once per class (hot in every pass)."""
+        kinds = cls.__dict__.get("_FIELD_KINDS")
+        if kinds is None:
+            kinds = tuple((f.name, f.metadata[_KIND]) for f in dataclasses.fields(cls) if _KIND in f.metadata)
+            cls._FIELD_KINDS = kinds
+        return kinds
+
+    @classmethod
+    def _field_names(cls, kind: str) -> list[str]:
+        return [name for name, k in cls._field_kinds() if k == kind]
 
     @property
     def operands(self) -> list[Value]:
         """All SSA operands, in field order, with variadic lists flattened and absent optionals skipped."""
         out: list[Value] = []
-        for f in dataclasses.fields(self):
-            kind = f.metadata.get(_KIND)
+        for name, kind in self._field_kinds():
             if kind == "operand":
-                value = getattr(self, f.name)
+                value = getattr(self, name)
                 if value is not None:
                     out.append(value)
             elif kind == "operands":
-                out.extend(getattr(self, f.name))
+                out.extend(getattr(self, name))
         return out
 
     @property
     def attributes(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in self._fields("attribute")}
+        return {name: getattr(self, name) for name, kind in self._field_kinds() if kind == "attribute"}
 
     @property
     def regions(self) -> list[Region]:
-        return [getattr(self, f.name) for f in self._fields("region")]
+        return [getattr(self, name) for name, kind in self._field_kinds() if kind == "region"]
 
     @property
     def result(self) -> OpResult:
@@ -118,13 +126,12 @@ class Op:
     def replace_operand(self, old: Value, new: Value) -> bool:
         """Point every use of `old` in this op's operands (not its regions) at `new`."""
         changed = False
-        for f in dataclasses.fields(self):
-            kind = f.metadata.get(_KIND)
-            if kind == "operand" and getattr(self, f.name) is old:
-                setattr(self, f.name, new)
+        for name, kind in self._field_kinds():
+            if kind == "operand" and getattr(self, name) is old:
+                setattr(self, name, new)
                 changed = True
             elif kind == "operands":
-                values = getattr(self, f.name)
+                values = getattr(self, name)
                 for i, v in enumerate(values):
                     if v is old:
                         values[i] = new

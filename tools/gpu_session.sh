@@ -11,7 +11,7 @@ timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --n
 tail -n 25 "$OUT/gpu_tests.log"
 timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
 tail -n 45 "$OUT/bench.log"
-if [ -f bench/record_notebook_data.py ]; then
+if [ "${NB_LIMIT:-60}" != 0 ] && [ -f bench/record_notebook_data.py ]; then
   timeout "${NB_LIMIT:-60}" python3 bench/record_notebook_data.py --out "$OUT/notebook_data.json" > "$OUT/nb.log" 2>&1
   tail -n 5 "$OUT/nb.log"
 fi

@@ -105,7 +105,7 @@ def test_for_loops(rng, start, stop, step):
     first, second = list(range(start, stop, step)), list(range(stop - 1, start - 1, -2))
     want = sum((x64[i] for i in first), np.zeros(n)) - 0.5 * sum((x64[j] for j in second), np.zeros(n))
     want = want + 6 + 1000 * (len(first) + len(second))
-    assert_close(out, want, rtol=1e-5)
+    assert_close(out, want, rtol=1e-5, atol=1e-4)
 
 
 @tw.jit
@@ -155,7 +155,7 @@ def test_tuples_and_augmented_assignment(rng):
     out = poisoned(16, np.float32)
     tuples_kernel[(1,)](x, out, N=16)
     a, b = x[1].astype(np.float64), x[0].astype(np.float64)
-    assert_close(out, (3 * a - b) * 2 / 4, rtol=1e-5)
+    assert_close(out, (3 * a - b) * 2 / 4, rtol=1e-5, atol=1e-5)  # 3a - b may cancel
 
 
 @tw.jit
@@ -199,7 +199,7 @@ def test_early_return_in_helpers(rng, flag):
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     want = x64 + 10 * y64 + 100 * (x64 * 2 if flag > 0 else y64)
     want += 1000 * (np.maximum(x64, flag) if flag > 0 else x64)
-    assert_close(out, want, rtol=1e-5)
+    assert_close(out, want, rtol=1e-5, atol=1e-3)  # terms up to ~1000 may cancel
 
 
 @tw.jit

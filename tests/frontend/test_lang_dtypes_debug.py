@@ -93,7 +93,7 @@ def test_static_range_and_range_options(rng):
     static_loops_kernel[(1,)](x, out, K=k, N=n)
     x64 = x.astype(np.float64)
     want = sum(x64[i] * (i + 1) for i in range(k)) - sum(x64[j] for j in range(k - 1, -1, -2)) + 3 * k
-    assert_close(out, want, rtol=1e-5)
+    assert_close(out, want, rtol=1e-5, atol=1e-4)  # the sums may cancel
     tile = compile_tile(static_loops_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"K": k, "N": n})
     assert tile.count("scf.for") == 1  # the static loops are unrolled; tl.range stays a loop
 

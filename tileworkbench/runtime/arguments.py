@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 from collections.abc import Callable, Sequence
 
@@ -328,6 +329,9 @@ class ParamBuffer:
         )
         # with one GPU a CuPy array needs no device check: read its pointer directly
         self._fast_type = _cupy_ndarray_type() if device_id is None else None
+        # and a CUDA torch tensor: its pointer without building __cuda_array_interface__ (a dict)
+        torch = sys.modules.get("torch")
+        self._torch_type = getattr(torch, "Tensor", None) if device_id is None else None
         self._count = count
         self.lock = threading.Lock()
 
@@ -345,6 +349,8 @@ class ParamBuffer:
             value = values[index]
             if type(value) is fast_type:
                 values[index] = value.data.ptr
+            elif type(value) is self._torch_type and value.is_cuda:
+                values[index] = value.data_ptr()
             else:
                 values[index] = pointer_value(
                     value, self.names[index], self.kernel_name, self.device_id

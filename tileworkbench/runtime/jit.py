@@ -185,6 +185,8 @@ class JITFunction:
         # (name, plain): plain runtime parameters take the fast path of _key.
         special = self.constexpr_names | self.do_not_specialize | self.no_align
         self._param_modes = [(n, n not in special) for n in self.arg_names]
+        self._positional_plain = [n not in self.constexpr_names for n in self.arg_names]
+        self._fast_cache: dict[tuple, _BoundKernel] = {}
         # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
         self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
 
@@ -251,6 +253,46 @@ class JITFunction:
     # -- launch ------------------------------------------------------------------------------------------------
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
             num_stages: int | None = None, stream=None, **kwargs):
+        """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel."""
+        # The warm path: a key made straight from the call as written (no binding, no validation); a
+        # miss falls through to the full path, which files the kernel under this key for next time.
+        try:
+            fast_key = self._fast_key(args, kwargs, num_warps, num_stages)
+            kernel = self._fast_cache.get(fast_key)
+        except (TypeError, LaunchError):
+            fast_key = kernel = None
+        if kernel is None or warmup or (kernel.used_globals and not kernel.globals_unchanged()):
+            return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream, fast_key)
+        bound = dict(zip(self.arg_names, args))
+        if kwargs:
+            bound.update(kwargs)
+        if len(bound) != len(self.arg_names):
+            bound = {**self.defaults, **bound}
+        grid3 = _grid(grid, bound)
+        kernel.launch(grid3, bound, stream)
+        if record_module.ACTIVE:
+            self._record(kernel, grid3, bound, stream)
+        return kernel.compiled
+
+    def _fast_key(self, args: tuple, kwargs: dict, num_warps, num_stages) -> tuple:
+        spec = arg_spec_key
+        positional = tuple([spec(a) if plain and a is not None else ("c", a)
+                            for a, plain in zip(args, self._positional_plain)])
+        if len(args) > len(self._positional_plain):
+            raise LaunchError("too many arguments")  # the full path says it properly
+        named = ()
+        if kwargs:
+            named = tuple([(k, v if k in self.constexpr_names or v is None else spec(v))
+                           for k, v in kwargs.items()])
+        return (positional, named, config.interpret, num_warps, num_stages)
+
+    def _record(self, kernel: _BoundKernel, grid3, bound: dict, stream) -> None:
+        record_module.record(record_module.LaunchRecord(
+            kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=kernel.compiled.target,
+            relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
+
+    def _run(self, args, kwargs, grid, warmup, num_warps, num_stages, stream, fast_key):
+        """The full launch path: bind and check the arguments, specialize, compile when new, launch."""
         if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
@@ -262,14 +304,14 @@ class JITFunction:
         if kernel is None or not kernel.globals_unchanged():
             kernel = self._compile(key, bound, target, num_warps, num_stages)
             self.cache[key] = kernel
+        if fast_key is not None and not self.option_params:
+            self._fast_cache[fast_key] = kernel
         if warmup:
             return kernel.compiled
         grid3 = _grid(grid, bound)
         kernel.launch(grid3, bound, stream)
         if record_module.ACTIVE:
-            record_module.record(record_module.LaunchRecord(
-                kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=target,
-                relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
+            self._record(kernel, grid3, bound, stream)
         return kernel.compiled
 
     def _option_arguments(self, args: tuple, kwargs: dict, **options) -> dict:

@@ -108,14 +108,14 @@ def test_shifts(rng, dtype):
     np.testing.assert_array_equal(right, np.array([int(p) >> int(q) for p, q in zip(x, y)], dtype))
 
 
-@pytest.mark.parametrize("op", ["<", "==", ">="])
+@pytest.mark.parametrize("op", ["<", "==", ">=", "!=", "<=", ">"])
 def test_mixed_signedness_comparison_is_unsigned(rng, op):
     x = randint(rng, N, np.int32, -5, 5)
     y = randint(rng, N, np.uint32, 0, 5)
     out = poisoned(N, np.bool_)
     binary_kernel[(1,)](x, y, out, OP=OP_FNS[op], N=N)
     xu = x.astype(np.uint32)  # C: -1 < 1u is false, since -1 becomes 4294967295
-    want = {"<": xu < y, "==": xu == y, ">=": xu >= y}[op]
+    want = {"<": xu < y, "==": xu == y, ">=": xu >= y, "!=": xu != y, "<=": xu <= y, ">": xu > y}[op]
     np.testing.assert_array_equal(out, want)
     assert (x < 0).any()
 
@@ -226,3 +226,19 @@ def test_in_range_python_ints_at_the_edges(rng):
     out = poisoned(N, np.uint8)
     scalar_rhs_kernel[(1,)](x, out, OP=OP_FNS["+"], S=245, N=N)
     np.testing.assert_array_equal(out, x + np.uint8(245))
+
+
+@pytest.mark.parametrize("op", ["<", "==", ">=", "!=", "<=", ">"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int16, np.uint8])
+def test_comparisons_with_nan_and_ties(rng, op, dtype):
+    if np.dtype(dtype).kind == "f":
+        x, y = randn(rng, N, dtype), randn(rng, N, dtype)
+        x[:3], y[3:5] = np.nan, np.nan  # ordered predicates are false on NaN, != is true
+    else:
+        x, y = randint(rng, N, dtype, 0, 5), randint(rng, N, dtype, 0, 5)
+    y[10:14] = x[10:14]  # ties
+    out = poisoned(N, np.bool_)
+    binary_kernel[(1,)](x, y, out, OP=OP_FNS[op], N=N)
+    fn = {"<": np.less, "==": np.equal, ">=": np.greater_equal, "!=": np.not_equal, "<=": np.less_equal,
+          ">": np.greater}[op]
+    np.testing.assert_array_equal(out, fn(x, y))

@@ -153,9 +153,24 @@ def op_ge(x, y):
     return x >= y
 
 
+@tw.jit
+def op_ne(x, y):
+    return x != y
+
+
+@tw.jit
+def op_le(x, y):
+    return x <= y
+
+
+@tw.jit
+def op_gt(x, y):
+    return x > y
+
+
 OP_FNS = {"+": op_add, "-": op_sub, "*": op_mul, "/": op_truediv, "//": op_floordiv, "%": op_mod,
           "&": op_and, "|": op_or, "^": op_xor, "<<": op_shl, ">>": op_shr, "<": op_lt, "==": op_eq,
-          ">=": op_ge}
+          ">=": op_ge, "!=": op_ne, "<=": op_le, ">": op_gt}
 
 
 @tw.jit
@@ -185,7 +200,7 @@ def one_op_kernel(x_ptr, y_ptr, OP: tl.constexpr):
 
 ARITH = ["+", "-", "*"]
 BITWISE = ["&", "|", "^", "<<", ">>"]
-CMPS = ["<", "==", ">="]
+CMPS = ["<", "==", ">=", "!=", "<=", ">"]
 
 
 def _ops_for(a: str, b: str, b_scalar=False):

@@ -314,7 +314,10 @@ class ExpressionsMixin:
         try:
             bound = impl.signature.bind(self, *args, **kwargs)
         except TypeError as exc:
-            raise self.error(f"wrong arguments for tl.{name}: {exc}") from None
+            params = list(impl.signature.parameters.values())[1:]  # without the code generator
+            shown = impl.signature.replace(parameters=params)
+            raise self.error(f"wrong arguments for tl.{name}: {exc}",
+                             hint=f"the signature is tl.{name}{shown}") from None
         bound.apply_defaults()
         return impl(*bound.args, **bound.kwargs)
 
@@ -329,7 +332,8 @@ class ExpressionsMixin:
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise self.error(f"wrong arguments for `{fn.__name__}`: {exc}") from None
+            raise self.error(f"wrong arguments for `{fn.__name__}`: {exc}",
+                             hint=f"the signature is {fn.__name__}{signature}") from None
         bound.apply_defaults()
         scope = {name: unwrap(value) for name, value in bound.arguments.items()}
         source = get_source(fn)

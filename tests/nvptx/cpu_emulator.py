@@ -129,6 +129,7 @@ class Emulator:
     def launch(self, grid, *args) -> None:
         """Run the kernel over `grid` on NumPy arrays (pointers) and Python/NumPy scalars."""
         grid = tuple(grid) + (1,) * (3 - len(grid))
+        args = [a.item() if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args]
         values = [a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else
                   (int(a) if self.kinds[i] != "fp32" and self.kinds[i] != "fp64" else float(a))
                   for i, a in enumerate(args)]

@@ -200,6 +200,11 @@ class JITFunction:
     def __getitem__(self, grid) -> Callable:
         return functools.partial(self.run, grid=grid)
 
+    def clear_cache(self) -> None:
+        """Forget every compiled specialization held in memory: the next launch compiles again."""
+        self.cache.clear()
+        self._fast_cache.clear()
+
     def warmup(self, *args, grid, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching; returns the compiled kernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)

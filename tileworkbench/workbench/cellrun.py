@@ -181,8 +181,11 @@ def forget_compiled(namespace: dict) -> None:
         for _ in range(8):  # JITFunction, or Autotuner/Heuristics wrapping one (or each other)
             if not is_kernel(value):
                 break
+            clear = getattr(value, "clear_cache", None)
             cache = getattr(value, "cache", None)
-            if isinstance(cache, dict):
+            if callable(clear):
+                clear()
+            elif isinstance(cache, dict):
                 cache.clear()
             value = getattr(value, "fn", None)
 

@@ -10,7 +10,9 @@ import ast
 import functools
 import hashlib
 import json
+import threading
 import types
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -67,17 +69,74 @@ class CompiledKernel:
         source = get_source(fn)
         self.fn = fn
         self.name = metadata.name
-        self.metadata = metadata
-        self.asm = asm
+        self._metadata = metadata
+        self._asm = asm
         self.passes = passes
         self.line_map = line_map
-        self.cubin = cubin
+        self._cubin = cubin
         self.source_file = source.file
         self.source_first_line = source.first_line
         self._ir = ir
         self._regenerate = regenerate
         self._gpu_model: Callable[[], CompiledKernel] | None = None
+        self._assembly: Future | None = None
+        self._lock = threading.Lock()
         self.jit_function = None  # the JITFunction whose launch compiled this, for compiled[grid](...)
+
+    # -- ptxas runs beside the first launch (which loads the PTX); these wait for it when it matters --
+    def _assemble_in_background(self, arch: str) -> Future:
+        from ..backends.nvptx import assemble_ptx
+
+        self._assembly = _assembler().submit(assemble_ptx, self._asm["ptx"], arch)
+        return self._assembly
+
+    def _wait(self) -> None:
+        if self._assembly is None:
+            return
+        with self._lock:  # the cache writer's thread and the user's may both get here
+            future = self._assembly
+            if future is None:
+                return
+            assembly = future.result()  # re-raises a ptxas failure
+            self._cubin = assembly.cubin
+            if assembly.sass:
+                self._asm["sass"] = assembly.sass
+            self.line_map.update(assembly.line_maps)
+            md = self._metadata
+            md.n_regs, md.n_spills = assembly.n_regs, assembly.n_spills
+            md.resources = dict(assembly.resources)
+            self._assembly = None
+
+    @property
+    def asm(self) -> dict[str, str]:
+        self._wait()
+        return self._asm
+
+    @property
+    def metadata(self) -> KernelMetadata:
+        self._wait()
+        return self._metadata
+
+    @property
+    def cubin(self) -> bytes | None:
+        self._wait()
+        return self._cubin
+
+    @property
+    def ptx(self) -> str | None:
+        """The PTX (GPU targets), available as soon as compile returns."""
+        return self._asm.get("ptx")
+
+    @property
+    def launch_metadata(self) -> KernelMetadata:
+        """The metadata a launch needs (name, warps, shared memory), without waiting for ptxas."""
+        return self._metadata
+
+    @property
+    def cubin_if_ready(self) -> bytes | None:
+        if self._assembly is not None and not self._assembly.done():
+            return None
+        return self.cubin
 
     @property
     def target(self) -> str:
@@ -273,10 +332,20 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
                 return cached
     kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages)
     if key is not None:
-        from .cache import KernelCache
-
-        KernelCache().put(key, _to_cache(kernel))
+        if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
+            kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
+        else:
+            _store(key, kernel)
     return kernel
+
+
+def _store(key: str, kernel: CompiledKernel) -> None:
+    from .cache import KernelCache
+
+    try:
+        KernelCache().put(key, _to_cache(kernel))
+    except Exception as error:  # a kernel that failed to assemble is not cached; it raises when used
+        kernel._cache_error = error
 
 
 def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]):
@@ -300,36 +369,42 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> Co
     metadata = KernelMetadata(name=py_fn.__name__, target=target, num_warps=num_warps,
                               num_stages=num_stages, signature=[a.key for a in args],
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()})
-    cubin = None
     ir = func
     if target != "interpreter":
         ir = None  # the GPU passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
         result = _nvptx(func, target, num_warps, num_stages)
         passes += result.passes
         asm.update({"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx})
-        if result.sass:
-            asm["sass"] = result.sass
         line_map.update(result.line_maps)
-        cubin = result.cubin
         metadata.name = result.kernel_name
         metadata.shared = result.shared
-        metadata.n_regs, metadata.n_spills = result.n_regs, result.n_spills
-        metadata.resources = dict(result.resources)
 
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs)[0]
 
-    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=cubin, regenerate=regenerate)
+    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, regenerate=regenerate)
     if target == "interpreter":
         kernel._gpu_model = functools.partial(_compile_fresh, py_fn, args, constexprs, MODEL_ARCH, num_warps,
                                               num_stages)
+    else:
+        kernel._assemble_in_background(target)
     return kernel
 
 
 def _nvptx(func, target, num_warps, num_stages):
     from ..backends.nvptx import compile_nvptx
 
-    return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages)
+    return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages, assemble=False)
+
+
+_ASSEMBLER: list[ThreadPoolExecutor] = []
+
+
+def _assembler() -> ThreadPoolExecutor:
+    """The threads that run ptxas and nvdisasm (subprocesses, so they overlap with Python work)."""
+    if not _ASSEMBLER:
+        _ASSEMBLER.append(ThreadPoolExecutor(max_workers=4, thread_name_prefix="tileworkbench-ptxas"))
+    return _ASSEMBLER[0]
 
 
 def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:

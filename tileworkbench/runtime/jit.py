@@ -396,11 +396,11 @@ class _BoundKernel:
         if compiled.target != "interpreter":
             from .launcher import CudaKernel
 
-            md = compiled.metadata
-            self.cuda = CudaKernel(compiled.asm["ptx"], md.name, num_warps=md.num_warps, shared=md.shared,
-                                   cubin=compiled.cubin, param_kinds=[s.type for s in flat],
+            md = compiled.launch_metadata  # the PTX loads now; ptxas may still be running beside it
+            self.cuda = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.shared,
+                                   cubin=compiled.cubin_if_ready, param_kinds=[s.type for s in flat],
                                    param_names=self.flat_names)
-            self.compiled.metadata.n_regs = self.compiled.metadata.n_regs or self.cuda.num_regs
+            md.n_regs = md.n_regs or self.cuda.num_regs
 
     def globals_unchanged(self) -> bool:
         for scope, name, value in self.used_globals:

@@ -52,8 +52,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from ...errors import CompilationError
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
-    from . import codegen, ptxas
-    from .debuginfo import llvm_line_map, ptx_line_map, sass_line_map, tile_line_map
+    from . import codegen
+    from .debuginfo import llvm_line_map, ptx_line_map, tile_line_map
     from .lower import Lowering
 
     codegen.check_arch(arch)
@@ -69,21 +69,44 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
     llvm_text = str(optimized)
     ptx = codegen.emit_ptx(optimized, arch)
-    cubin, resources, sass = None, {}, None
-    if assemble:
-        cubin, resources = ptxas.assemble(ptx, arch)
-        sass = ptxas.disassemble(cubin) if cubin is not None else None
     line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text),
                  "ptx": ptx_line_map(ptx)}
-    if sass:
-        line_maps["sass"] = sass_line_map(sass)
+    result = NvptxResult(passes=passes, tile_gpu=tile_gpu, llvm=llvm_text, ptx=ptx, cubin=None,
+                         sass=None, kernel_name=func.sym_name, shared=lowering.smem_bytes,
+                         n_regs=None, n_spills=None, line_maps=line_maps)
+    if assemble:
+        assembly = assemble_ptx(ptx, arch)
+        result.cubin, result.sass, result.resources = assembly.cubin, assembly.sass, assembly.resources
+        result.n_regs, result.n_spills = assembly.n_regs, assembly.n_spills
+        result.line_maps.update(assembly.line_maps)
+    return result
+
+
+@dataclass
+class Assembly:
+    """What NVIDIA's tools made of the PTX: the cubin, the resource report and the SASS."""
+
+    cubin: bytes | None
+    sass: str | None
+    resources: dict
+    n_regs: int | None
+    n_spills: int | None
+    line_maps: dict[str, dict[int, list[int]]]
+
+
+def assemble_ptx(ptx: str, arch: str) -> Assembly:
+    """ptxas (cubin, registers, spills) and nvdisasm/cuobjdump (SASS) where installed; the compile driver
+    runs this beside the launch, which loads the PTX itself."""
+    from . import ptxas
+    from .debuginfo import sass_line_map
+
+    cubin, resources = ptxas.assemble(ptx, arch)
+    sass = ptxas.disassemble(cubin) if cubin is not None else None
     spills = None
     if "spill_stores" in resources:
         spills = resources["spill_stores"] + resources["spill_loads"]
-    return NvptxResult(passes=passes, tile_gpu=tile_gpu, llvm=llvm_text, ptx=ptx, cubin=cubin,
-                       sass=sass, kernel_name=func.sym_name, shared=lowering.smem_bytes,
-                       n_regs=resources.get("registers"), n_spills=spills, resources=resources,
-                       line_maps=line_maps)
+    line_maps = {"sass": sass_line_map(sass)} if sass else {}
+    return Assembly(cubin, sass, resources, resources.get("registers"), spills, line_maps)
 
 
 def check_shapes(func: tt.FuncOp) -> None:

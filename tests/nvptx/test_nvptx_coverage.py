@@ -20,7 +20,7 @@ def _op_classes():
                 yield pytest.param(cls, id=cls.name)
 
 
-@pytest.mark.parametrize("cls", _op_classes())
+@pytest.mark.parametrize("cls", list(_op_classes()))
 def test_op_has_a_lowering(cls):
     covered = [table for table in (LOWERINGS, STRUCTURAL, UNSUPPORTED) if cls in table]
     assert len(covered) == 1, f"{cls.name}: not in LOWERINGS, STRUCTURAL or UNSUPPORTED (or in several)"

@@ -1,0 +1,110 @@
+"""pytest plugin: every kernel a test runs in the interpreter runs again on the GPU, and the arrays the two
+produce are compared. With it, the whole language suite doubles as a GPU test suite in one call:
+
+    PYTHONPATH=.:tests python -m pytest -p gpu_shadow_plugin tests/frontend tests/kernels tests/interpreter
+
+The interpreter runs first (on the test's own arrays, so the test checks it as usual); only when it
+succeeded is the same tile-opt IR compiled for this GPU and launched on copies of the inputs. A summary
+(matches, mismatches, skips with reasons) is printed at the end and written to $GPU_SHADOW_JSON.
+Atomics that return old values from repeated addresses may legitimately differ in order.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import os
+import time
+
+import numpy as np
+
+import tileworkbench.backends.interpreter as interpreter
+from tileworkbench.backends.interpreter import executor
+from tileworkbench.ir.types import PointerType
+
+RESULTS: collections.Counter = collections.Counter()
+DETAILS: list[tuple[str, str]] = []
+BUDGET_S = float(os.environ.get("GPU_SHADOW_SECONDS", "150"))
+_START = time.perf_counter()
+_original_run = interpreter.run
+_compiled: dict[int, object] = {}
+
+
+def _kind(t) -> str:
+    if isinstance(t, PointerType):
+        return "*" + _kind(t.pointee)
+    return {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16"}.get(t.name, t.name)
+
+
+def _kernel(func):
+    """The GPU kernel for this IR, compiled once per function object."""
+    from tileworkbench.backends.nvptx import compile_nvptx
+    from tileworkbench.runtime.device import device_properties
+    from tileworkbench.runtime.launcher import CudaKernel
+
+    hit = _compiled.get(id(func))
+    if hit is not None and hit[0] is func:
+        return hit[1]
+    result = compile_nvptx(copy.deepcopy(func), arch=device_properties().arch, num_warps=4, assemble=False)
+    kinds = [_kind(a.type) for a in func.args]
+    kernel = CudaKernel(result.ptx, result.kernel_name, num_warps=4, shared=result.shared, param_kinds=kinds)
+    _compiled[id(func)] = (func, kernel)
+    return kernel
+
+
+def _compare(host: np.ndarray, device: np.ndarray) -> bool:
+    if host.dtype.kind == "f" or host.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        a, b = host.astype(np.float64), device.astype(np.float64)
+        tol = 2e-4 if host.dtype.itemsize >= 4 else 2e-2
+        return bool(np.allclose(a, b, rtol=tol, atol=tol / 10, equal_nan=True))
+    return bool(np.array_equal(host, device))
+
+
+def shadow_run(func, args, grid, arg_names=None, **kwargs):
+    inputs = [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args]
+    result = _original_run(func, args, grid, arg_names, **kwargs)  # raises -> nothing to compare
+    name = getattr(func, "sym_name", "?")
+    if time.perf_counter() - _START > BUDGET_S:
+        RESULTS["not run: time budget"] += 1
+        return result
+    arrays = [a for a in inputs if isinstance(a, np.ndarray)]
+    if not all(a.flags.c_contiguous or a.flags.f_contiguous for a in arrays):
+        RESULTS["skipped: strided array"] += 1
+        return result
+    try:
+        import cupy
+
+        kernel = _kernel(func)
+        device_args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in inputs]
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        kernel.launch(grid3, device_args)
+        kernel.synchronize()
+    except Exception as error:  # reported, not raised: the test itself is about the interpreter
+        RESULTS["GPU error"] += 1
+        DETAILS.append((name, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"))
+        return result
+    for index, (host, device) in enumerate(zip(args, device_args)):
+        if isinstance(host, np.ndarray) and not _compare(np.asarray(host), device.get()):
+            RESULTS["MISMATCH"] += 1
+            DETAILS.append((name, f"argument {index} differs"))
+            return result
+    RESULTS["match"] += 1
+    return result
+
+
+interpreter.run = shadow_run
+executor.run = shadow_run
+
+
+def pytest_sessionfinish(session):
+    print("\nGPU vs interpreter, per kernel launch:", dict(RESULTS))
+    seen = set()
+    for name, detail in DETAILS:
+        if (name, detail[:60]) not in seen:
+            seen.add((name, detail[:60]))
+            print("  ", name, "->", detail)
+    path = os.environ.get("GPU_SHADOW_JSON")
+    if path:
+        with open(path, "w") as f:
+            json.dump({"results": dict(RESULTS), "details": DETAILS[:200]}, f, indent=1)

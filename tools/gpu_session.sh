@@ -9,6 +9,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,no
 timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
   --ignore=tests/workbench/test_browser.py 2>&1 | tail -n 60 > "$OUT/gpu_tests.log"
 tail -n 25 "$OUT/gpu_tests.log"
+timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
+tail -n 45 "$OUT/bench.log"
 if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
   # every kernel of the language suite again on the GPU, compared with the interpreter
   GPU_SHADOW_SECONDS=$(( ${SHADOW_LIMIT:-150} - 30 )) GPU_SHADOW_JSON="$OUT/gpu_shadow.json" PYTHONPATH=.:tests \
@@ -16,8 +18,6 @@ if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
     tests/kernels tests/frontend tests/interpreter 2>&1 | tail -n 40 > "$OUT/gpu_shadow.log"
   tail -n 12 "$OUT/gpu_shadow.log"
 fi
-timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
-tail -n 45 "$OUT/bench.log"
 if [ "${NB_LIMIT:-60}" != 0 ] && [ -f bench/record_notebook_data.py ]; then
   timeout "${NB_LIMIT:-60}" python3 bench/record_notebook_data.py --out "$OUT/notebook_data.json" > "$OUT/nb.log" 2>&1
   tail -n 5 "$OUT/nb.log"

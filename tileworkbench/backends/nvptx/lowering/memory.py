@@ -158,9 +158,11 @@ def lower_store(lw, op) -> None:
     mask = lw.get(op.mask) if op.mask is not None else None
     b = lw.builder
     if not isinstance(ptr, TVal):
-        # Every thread stores the same scalar to the same place: harmless, and no broadcast needed.
-        _masked(lw, mask, lambda: _store(b, _to_memory(lw, value, pointee), ptr, byte_size(pointee)),
-                None)
+        # Thread 0 alone stores a scalar (as Triton): the same address written by every warp costs
+        # one L2 write per warp, which showed in row-statistics stores (layer norm's mean/rstd).
+        owner = lw.owner_predicate(None)
+        m = owner if mask is None else b.and_(owner, mask)
+        _masked(lw, m, lambda: _store(b, _to_memory(lw, value, pointee), ptr, byte_size(pointee)), None)
         return
     layout = ptr.layout
     vec = vector_width(lw, op, layout)

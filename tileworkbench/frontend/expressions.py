@@ -249,9 +249,7 @@ class ExpressionsMixin:
             else:
                 raise self.error(f"tiles can only be indexed with `:` and `None`, not {item!r}",
                                  hint="load the element you need with tl.load, or use tl.where / tl.sum")
-        if dim != len(value.shape) + index.count(None) and dim < len(value.shape):
-            pass  # trailing dimensions not mentioned are kept, as in NumPy
-        return value
+        return value  # trailing dimensions not mentioned are kept, as in NumPy
 
     # -- calls -----------------------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> Any:

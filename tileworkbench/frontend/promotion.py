@@ -7,6 +7,8 @@ going to fp32 for `/` and `%` (PTX has no native half division).
 
 from __future__ import annotations
 
+import math
+
 from ..errors import TileTypeError
 from ..language import core
 from ..language.core import dtype
@@ -29,7 +31,7 @@ def python_scalar_dtype(value) -> dtype:
     if isinstance(value, float):
         magnitude = abs(value)
         fits_fp32 = 2.0**-126 <= magnitude <= (2 - 2.0**-23) * 2.0**127
-        if magnitude in (0.0, float("inf")) or value != value or fits_fp32:
+        if magnitude in (0.0, float("inf")) or math.isnan(value) or fits_fp32:
             return core.float32
         return core.float64
     raise TileTypeError(f"{type(value).__name__} value {value!r} cannot be used as a number in a kernel")

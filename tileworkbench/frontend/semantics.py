@@ -13,7 +13,6 @@ from ..errors import TileTypeError
 from ..ir import arith
 from ..ir import tt
 from ..ir.builder import Builder
-from ..ir.types import TensorType
 from ..language import core
 from ..language.core import block_type, dtype, pointer_type, tensor
 from .promotion import computation_type, python_scalar_dtype

@@ -152,7 +152,7 @@ class _Printer:
         self.block(before, indent + 1)
         after = op.after.block
         args = ", ".join(f"{self.name(a)}: {a.type}" for a in after.args)
-        self.emit(indent, f"}} do {{", None)
+        self.emit(indent, "} do {", None)
         self.emit(indent, f"^bb({args}):", None)
         self.block(after, indent + 1)
         self.emit(indent, "}", None)

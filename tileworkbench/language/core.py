@@ -313,10 +313,6 @@ class tensor:
             "(compiled as a runtime branch), or make the value a tl.constexpr")
 
 
-class tuple_type:
-    """Marker for tuple values (Python tuples of tensors and constants are used as-is)."""
-
-
 class range:
     """`tl.range(start, end, step, num_stages=None, loop_unroll_factor=None, ...)`: a runtime loop whose
     options tune software pipelining; iterate it in a `for` statement inside a kernel."""

@@ -4,7 +4,6 @@ atomics, debugging and extern calls. Names follow Triton's TTIR so a learner can
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..values import Region, Value
 from .arith import UnaryOp

@@ -12,7 +12,7 @@ from ..ir.location import Loc
 from ..ir.values import Block
 from ..language.core import tensor
 from ..language.descriptor import tensor_descriptor
-from . import calls, descriptors, reductions  # noqa: F401  (register the builtins)
+from . import calls, descriptors, math_calls, reductions, shape_calls  # noqa: F401  (register the builtins)
 from .codegen import CodeGenerator
 from .descriptor_args import expand_arg, parse_descriptor_type
 from .source import get_source

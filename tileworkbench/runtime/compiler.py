@@ -80,15 +80,17 @@ class CompiledKernel:
         self._regenerate = regenerate
         self._gpu_model: Callable[[], CompiledKernel] | None = None
         self._assembly: Future | None = None
+        self._cubin_future: Future | None = None
         self._lock = threading.Lock()
         self.jit_function = None  # the JITFunction whose launch compiled this, for compiled[grid](...)
 
-    # -- ptxas runs beside the first launch (which loads the PTX); these wait for it when it matters --
-    def _assemble_in_background(self, arch: str) -> Future:
-        from ..backends.nvptx import assemble_ptx
+    # -- ptxas and the disassembler run in the background; these wait for them when it matters ------
+    def _assemble_in_background(self, arch: str) -> None:
+        from ..backends.nvptx import assemble_cubin, disassemble_into
 
-        self._assembly = _assembler().submit(assemble_ptx, self._asm["ptx"], arch)
-        return self._assembly
+        pool = _assembler()
+        self._cubin_future = pool.submit(assemble_cubin, self._asm["ptx"], arch)
+        self._assembly = pool.submit(lambda: disassemble_into(self._cubin_future.result()))
 
     def _wait(self) -> None:
         if self._assembly is None:
@@ -105,7 +107,15 @@ class CompiledKernel:
             md = self._metadata
             md.n_regs, md.n_spills = assembly.n_regs, assembly.n_spills
             md.resources = dict(assembly.resources)
-            self._assembly = None
+            self._assembly = self._cubin_future = None
+
+    def _wait_cubin(self) -> bytes | None:
+        """The cubin, waiting for ptxas but not for the disassembler."""
+        future = self._cubin_future
+        if future is None:
+            self._wait()
+            return self._cubin
+        return future.result().cubin
 
     @property
     def asm(self) -> dict[str, str]:
@@ -133,10 +143,10 @@ class CompiledKernel:
         return self._metadata
 
     @property
-    def cubin_if_ready(self) -> bytes | None:
-        if self._assembly is not None and not self._assembly.done():
-            return None
-        return self.cubin
+    def launch_cubin(self) -> bytes | None:
+        """The cubin a launch loads: ptxas's, waited for (SASS is not); None where ptxas is missing, and
+        the driver then compiles the PTX."""
+        return self._wait_cubin()
 
     @property
     def target(self) -> str:

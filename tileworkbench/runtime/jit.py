@@ -396,9 +396,9 @@ class _BoundKernel:
         if compiled.target != "interpreter":
             from .launcher import CudaKernel
 
-            md = compiled.launch_metadata  # the PTX loads now; ptxas may still be running beside it
+            md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
             self.cuda = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.shared,
-                                   cubin=compiled.cubin_if_ready, param_kinds=[s.type for s in flat],
+                                   cubin=compiled.launch_cubin, param_kinds=[s.type for s in flat],
                                    param_names=self.flat_names)
             md.n_regs = md.n_regs or self.cuda.num_regs
 

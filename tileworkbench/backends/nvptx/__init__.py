@@ -95,18 +95,31 @@ class Assembly:
 
 
 def assemble_ptx(ptx: str, arch: str) -> Assembly:
-    """ptxas (cubin, registers, spills) and nvdisasm/cuobjdump (SASS) where installed; the compile driver
-    runs this beside the launch, which loads the PTX itself."""
+    """ptxas (cubin, registers, spills) and nvdisasm/cuobjdump (SASS) where installed."""
+    return disassemble_into(assemble_cubin(ptx, arch))
+
+
+def assemble_cubin(ptx: str, arch: str) -> Assembly:
+    """ptxas alone: the cubin and the resource report (no SASS yet)."""
     from . import ptxas
-    from .debuginfo import sass_line_map
 
     cubin, resources = ptxas.assemble(ptx, arch)
-    sass = ptxas.disassemble(cubin) if cubin is not None else None
     spills = None
     if "spill_stores" in resources:
         spills = resources["spill_stores"] + resources["spill_loads"]
-    line_maps = {"sass": sass_line_map(sass)} if sass else {}
-    return Assembly(cubin, sass, resources, resources.get("registers"), spills, line_maps)
+    return Assembly(cubin, None, resources, resources.get("registers"), spills, {})
+
+
+def disassemble_into(assembly: Assembly) -> Assembly:
+    """`assembly` with the SASS of its cubin and the SASS line map, where a disassembler exists."""
+    from . import ptxas
+    from .debuginfo import sass_line_map
+
+    if assembly.cubin is not None:
+        assembly.sass = ptxas.disassemble(assembly.cubin)
+        if assembly.sass:
+            assembly.line_maps = {"sass": sass_line_map(assembly.sass)}
+    return assembly
 
 
 def check_shapes(func: tt.FuncOp) -> None:

@@ -68,6 +68,44 @@ class _Printer:
         self.locs = locs
         self.name = _Namer()
         self.lines: list[tuple[str, Loc | None]] = []
+        self.aliases: dict[object, str] = {}
+
+    def collect_aliases(self, root: Op) -> None:
+        """Name each layout encoding once (`#blocked`, `#blocked1`, `#slice`), as TTGIR does, and print
+        the definitions first: types then stay short enough to read."""
+        seen: list[object] = []
+        for op in root.walk():
+            values = list(op.results)
+            for region in op.regions:
+                for block in region.blocks:
+                    values += block.args
+            for value in values:
+                encoding = getattr(value.type, "encoding", None)
+                if encoding is not None and encoding not in seen:
+                    seen.append(encoding)
+        counts: dict[str, int] = {}
+        for encoding in seen:
+            text = str(encoding)
+            base = text[1:text.index("<")] if text.startswith("#") and "<" in text else "layout"
+            k = counts.get(base, 0)
+            counts[base] = k + 1
+            self.aliases[encoding] = f"#{base}{k if k else ''}"
+        by_length = sorted(self.aliases.items(), key=lambda item: -len(str(item[0])))
+        for encoding in seen:
+            text = str(encoding)
+            for other, alias in by_length:
+                if other is not encoding:
+                    text = text.replace(str(other), alias)
+            if text.startswith("#"):
+                text = "#ttg." + text[1:]  # Triton's dialect prefix, as TTGIR prints it
+            self.lines.append((f"{self.aliases[encoding]} = {text}", None))
+
+    def type(self, t) -> str:
+        encoding = getattr(t, "encoding", None)
+        if encoding is None or encoding not in self.aliases:
+            return str(t)
+        dims = "x".join(str(d) for d in t.shape)
+        return f"tensor<{dims}x{t.element}, {self.aliases[encoding]}>"
 
     def emit(self, indent: int, text: str, loc: Loc | None) -> None:
         if self.locs and loc is not None and loc.line > 0:
@@ -90,7 +128,7 @@ class _Printer:
         if isinstance(op, WhileOp):
             return self.while_op(op, indent)
         if isinstance(op, ConstantOp):
-            return self.emit(indent, f"{self.results(op)}{op.name} {_attr(op.value)} : {op.result.type}", op.loc)
+            return self.emit(indent, f"{self.results(op)}{op.name} {_attr(op.value)} : {self.type(op.result.type)}", op.loc)
         attrs = {k: v for k, v in op.attributes.items() if v not in ("", ()) and v != _default(op, k)}
         text = f"{self.results(op)}{op.name}"
         if op.operands:
@@ -99,7 +137,7 @@ class _Printer:
             text += " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}"
         types = [r.type for r in op.results] or [v.type for v in op.operands]
         if types:
-            text += " : " + ", ".join(str(t) for t in types)
+            text += " : " + ", ".join(self.type(t) for t in types)
         if not op.regions:
             return self.emit(indent, text, op.loc)
         self.emit(indent, text + " ({", op.loc)
@@ -109,7 +147,7 @@ class _Printer:
 
     def block(self, block: Block, indent: int, header: bool = False) -> None:
         if header and block.args:
-            args = ", ".join(f"{self.name(a)}: {a.type}" for a in block.args)
+            args = ", ".join(f"{self.name(a)}: {self.type(a.type)}" for a in block.args)
             self.emit(indent - 1, f"^bb({args}):", None)
         for op in block.ops:
             self.op(op, indent)
@@ -118,7 +156,7 @@ class _Printer:
         params = []
         for arg, attrs in zip(op.args, op.arg_attrs or [{}] * len(op.args)):
             extra = " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}" if attrs else ""
-            params.append(f"{self.name(arg)}: {arg.type}{extra}")
+            params.append(f"{self.name(arg)}: {self.type(arg.type)}{extra}")
         self.emit(indent, f"tt.func @{op.sym_name}({', '.join(params)}) {{", op.loc)
         self.block(op.body.block, indent + 1)
         self.emit(indent, "}", None)
@@ -127,16 +165,16 @@ class _Printer:
         body = op.body.block
         iv, carried = body.args[0], body.args[1:]
         text = (f"{self.results(op)}scf.for {self.name(iv)} = {self.name(op.lower)} to "
-                f"{self.name(op.upper)} step {self.name(op.step)} : {iv.type}")
+                f"{self.name(op.upper)} step {self.name(op.step)} : {self.type(iv.type)}")
         if carried:
             pairs = ", ".join(f"{self.name(a)} = {self.name(v)}" for a, v in zip(carried, op.init_args))
-            text += f" iter_args({pairs}) -> ({', '.join(str(r.type) for r in op.results)})"
+            text += f" iter_args({pairs}) -> ({', '.join(self.type(r.type) for r in op.results)})"
         self.emit(indent, text + " {", op.loc)
         self.block(body, indent + 1)
         self.emit(indent, "}", None)
 
     def if_op(self, op: IfOp, indent: int) -> None:
-        types = f" -> ({', '.join(str(r.type) for r in op.results)})" if op.results else ""
+        types = f" -> ({', '.join(self.type(r.type) for r in op.results)})" if op.results else ""
         self.emit(indent, f"{self.results(op)}scf.if {self.name(op.condition)}{types} {{", op.loc)
         self.block(op.then_region.block, indent + 1)
         if op.else_region.blocks and op.else_region.block.ops:
@@ -147,11 +185,11 @@ class _Printer:
     def while_op(self, op: WhileOp, indent: int) -> None:
         before = op.before.block
         pairs = ", ".join(f"{self.name(a)} = {self.name(v)}" for a, v in zip(before.args, op.init_args))
-        types = ", ".join(str(r.type) for r in op.results)
+        types = ", ".join(self.type(r.type) for r in op.results)
         self.emit(indent, f"{self.results(op)}scf.while ({pairs}) -> ({types}) {{", op.loc)
         self.block(before, indent + 1)
         after = op.after.block
-        args = ", ".join(f"{self.name(a)}: {a.type}" for a in after.args)
+        args = ", ".join(f"{self.name(a)}: {self.type(a.type)}" for a in after.args)
         self.emit(indent, "} do {", None)
         self.emit(indent, f"^bb({args}):", None)
         self.block(after, indent + 1)
@@ -161,6 +199,7 @@ class _Printer:
 def print_ir_lines(op: Op, locs: bool = True) -> list[tuple[str, Loc | None]]:
     """The printed lines of `op`, each with the location of the op it shows (None for closing braces)."""
     printer = _Printer(locs)
+    printer.collect_aliases(op)
     printer.op(op, 0)
     return printer.lines
 

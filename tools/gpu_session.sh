@@ -18,6 +18,15 @@ if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
     tests/kernels tests/frontend tests/interpreter 2>&1 | tail -n 40 > "$OUT/gpu_shadow.log"
   tail -n 12 "$OUT/gpu_shadow.log"
 fi
+if [ "${PROFILE_LIMIT:-0}" != 0 ]; then
+  # SASS, registers and interleaved timings of the shapes where we trail Triton, then ncu on one launch each
+  timeout "$PROFILE_LIMIT" python3 bench/profile_kernels.py --out "$OUT/profile" > "$OUT/profile.log" 2>&1
+  tail -n 8 "$OUT/profile.log"
+  timeout "$PROFILE_LIMIT" ncu --clock-control none -k regex:'layer_norm|softmax' --section SpeedOfLight \
+    --section Occupancy --section LaunchStats --section WarpStateStats \
+    python3 bench/profile_kernels.py --once --out "$OUT/profile" > "$OUT/profile/ncu.txt" 2>&1
+  tail -n 3 "$OUT/profile/ncu.txt"
+fi
 if [ "${NB_LIMIT:-60}" != 0 ] && [ -f bench/record_notebook_data.py ]; then
   timeout "${NB_LIMIT:-60}" python3 bench/record_notebook_data.py --out "$OUT/notebook_data.json" > "$OUT/nb.log" 2>&1
   tail -n 5 "$OUT/nb.log"

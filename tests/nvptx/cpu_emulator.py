@@ -181,7 +181,7 @@ def _ctype(kind: str):
 
 
 # -- inline PTX -> host LLVM IR ------------------------------------------------------------------
-_ASM_CALL = re.compile(r'call (\S+) asm\s+(?:sideeffect\s+)?"([^"]*)", "([^"]*)"\((.*)\)(, !dbg !\d+)?$')
+_ASM_CALL = re.compile(r'call (\{[^}]*\}|\S+) asm\s+(?:sideeffect\s+)?"([^"]*)", "([^"]*)"\((.*)\)(, !dbg !\d+)?$')
 _UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "lg2.approx.f32": "llvm.log2.f32",
           "sqrt.approx.f32": "llvm.sqrt.f32", "sin.approx.f32": "llvm.sin.f32",
           "cos.approx.f32": "llvm.cos.f32"}
@@ -234,6 +234,59 @@ def _split_args(args: str) -> list[str]:
     return out + [current] if current.strip() else out
 
 
+def _global_access_body(ret: str, asm: str, arg_types: tuple) -> str:
+    """The body of a predicated `ld.global` / `st.global` (global_access.py): operands are the masked-off
+    words of a load (`mov $i, $k` or `0x0`), then the predicate ("b", an i1) if any, then the address,
+    then a store's words."""
+    load = "ld.global" in asm
+    narrow = ".u8" in asm or ".b8" in asm
+    word = "i16" if narrow or "b16" in asm else "i32"
+    count = int(re.search(r"\.v(\d)\.", asm).group(1)) if re.search(r"\.v(\d)\.", asm) else 1
+    guarded = "@$" in asm
+    ptr = [i for i, t in enumerate(arg_types) if t.startswith("ptr")][0]
+    lines = []
+    if guarded:
+        lines.append(f"  br i1 %a{ptr - 1}, label %do, label %skip\ndo:")
+    mem = "i8" if narrow else word
+    values = []
+    for i in range(count):
+        lines.append(f"  %p{i} = getelementptr {mem}, ptr addrspace(1) %a{ptr}, i32 {i}")
+        if load:
+            lines.append(f"  %l{i} = load {mem}, ptr addrspace(1) %p{i}, align 1")
+            if narrow:
+                lines.append(f"  %w{i} = zext i8 %l{i} to i16")
+            values.append(f"%{'w' if narrow else 'l'}{i}")
+        else:
+            value = f"%a{ptr + 1 + i}"
+            if narrow:
+                lines.append(f"  %t{i} = trunc i16 {value} to i8")
+                value = f"%t{i}"
+            lines.append(f"  store {mem} {value}, ptr addrspace(1) %p{i}, align 1")
+    if not load:
+        lines.append("  ret void")
+        if guarded:
+            lines.append("skip:\n  ret void")
+        return "\n".join(lines) + "\n}"
+
+    def result(words, tag):
+        if count == 1:
+            return [], words[0]
+        out, acc = [], "undef"
+        for i, w in enumerate(words):
+            out.append(f"  %{tag}s{i} = insertvalue {ret} {acc}, {word} {w}, {i}")
+            acc = f"%{tag}s{i}"
+        return out, acc
+
+    body, value = result(values, "d")
+    lines += body + [f"  ret {ret} {value}"]
+    if guarded:
+        fills = re.findall(r"mov\.u\d+ \$(\d+), (\$\d+|0x0);", asm)
+        words = ["0" if src == "0x0" else f"%a{int(src[1:]) - count}" for _, src in fills]
+        body, value = result(words, "o")
+        lines += ["skip:"] + body + [f"  ret {ret} {value}"]
+    return "\n".join(lines) + "\n}"
+
+
 def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
     params = ", ".join(f"{t} %a{i}" for i, t in enumerate(arg_types))
     head = f'define internal {ret} @"{name}"({params}) {{\n'
@@ -245,6 +298,8 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
                        "  %r = fdiv float 1.0, %s\n  ret float %r\n}")
     if op == "div.full.f32":
         return head + "  %r = fdiv float %a0, %a1\n  ret float %r\n}"
+    if "ld.global" in asm or "st.global" in asm:
+        return head + _global_access_body(ret, asm, arg_types)
     m = re.search(r"atom\.\w+\.\w+\.global\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
     if m is None:
         raise ValueError(f"the CPU emulator cannot run inline PTX {asm!r}")

@@ -179,6 +179,20 @@ def gather_hist_kernel(x_ptr, y_ptr, h_ptr, t_ptr, BLOCK: tl.constexpr):
 
 
 F32 = "*fp32:16"
+@tw.jit
+def masked_widths_kernel(b_ptr, i8_ptr, i16_ptr, d_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Masked loads and stores of 1-, 2- and 8-byte elements with `other`, and cache hints."""
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    flag = tl.load(b_ptr + offs, mask=m, other=1)
+    small = tl.load(i8_ptr + offs, mask=m, other=-3, cache_modifier=".cg")
+    mid = tl.load(i16_ptr + offs, mask=m, other=7, eviction_policy="evict_last")
+    wide = tl.load(d_ptr + offs, mask=m, other=0.5, cache_modifier=".cv")
+    total = tl.where(flag, wide, -wide) + small.to(tl.float64) + mid.to(tl.float64)
+    tl.store(out_ptr + offs, total, cache_modifier=".cs", eviction_policy="evict_first")  # .cs wins
+    tl.store(i8_ptr + offs, (small + 1).to(tl.int8), mask=m, eviction_policy="evict_first")
+
+
 CASES = {
     "add": (add_kernel, {"x_ptr": F32, "y_ptr": F32, "z_ptr": F32, "n": "i32:16"}, {"BLOCK": 1024}, 4),
     "softmax": (softmax_kernel, {"out_ptr": F32, "in_ptr": F32, "in_stride": "i32:16",
@@ -204,6 +218,9 @@ CASES = {
     "gather_hist": (gather_hist_kernel, {"x_ptr": F32, "y_ptr": F32, "h_ptr": "*i32:16", "t_ptr": F32},
                     {"BLOCK": 128}, 4),
     "debug": (debug_kernel, {"x_ptr": F32}, {"BLOCK": 128}, 4),
+    "masked_widths": (masked_widths_kernel, {"b_ptr": "*i1", "i8_ptr": "*i8", "i16_ptr": "*i16",
+                                             "d_ptr": "*fp64:16", "out_ptr": "*fp64:16", "n": "i32"},
+                      {"BLOCK": 128}, 4),
 }
 
 

@@ -58,7 +58,8 @@ def test_softmax_reduces_with_shuffles_and_ex2(compiled):
     kernel = compiled("softmax")
     ptx = kernel.asm["ptx"]
     shuffles = _lines(ptx, r"shfl\.sync\.bfly\.b32")
-    assert len(shuffles) == 10  # max and sum, 5 butterfly steps each over 32 lanes
+    # max and sum: 5 butterfly steps over 32 lanes, then 2 over the 4 warps' partials (one per lane)
+    assert len(shuffles) == 14
     assert len(_lines(ptx, r"ex2\.approx\.f32")) == 8
     assert len(_lines(ptx, r"div\.full\.f32")) == 8
     assert len(_lines(ptx, r"ld\.global\.v4")) == 2
@@ -94,3 +95,29 @@ def test_resources_reported(compiled):
         pytest.skip("ptxas is not installed")
     assert 8 <= meta.n_regs <= 64 and meta.n_spills == 0
     assert "registers" in meta.resources
+
+
+def test_masked_accesses_are_predicated_and_carry_cache_hints(compiled):
+    ptx = compiled("masked_widths").asm["ptx"]
+    assert _lines(ptx, r"@%p\d+ ld\.global\.cg\.u8 ")  # 1-byte loads into 16-bit registers
+    assert _lines(ptx, r"@%p\d+ ld\.global\.L1::evict_last\.(v\d\.)?b(16|32) ")
+    assert _lines(ptx, r"@%p\d+ ld\.global\.cv\.(v\d\.)?b32 ")  # fp64 as 32-bit words
+    assert _lines(ptx, r"st\.global\.cs\.(v\d\.)?b32 ")  # PTX takes a cache operator or an eviction hint
+    assert _lines(ptx, r"@%p\d+ st\.global\.L1::evict_first\.b8 ")
+    assert not _lines(ptx, r"^\s*@%p\d+ bra")  # no branches around the accesses
+
+
+def test_bad_cache_modifier_names_the_line():
+    import tileworkbench as tw
+    import tileworkbench.language as tl
+    from tileworkbench.errors import CompilationError
+
+    @tw.jit
+    def bad(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr, cache_modifier=".lu"))
+
+    with pytest.raises(CompilationError) as info:
+        tw.compile(bad, signature={"x_ptr": "*fp32"}, target="sm_90", use_cache=False)
+    text = str(info.value)
+    assert "cache_modifier '.lu'" in text and "tl.load" in text and "'.cg'" in text
+    assert "x_ptr, cache_modifier" in text  # the source line is shown

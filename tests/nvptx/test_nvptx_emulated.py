@@ -89,3 +89,23 @@ def test_softmax_layer_norm_and_atomics():
     emulator("atomic").launch((4,), values, acc, 1000)
     assert abs(acc[0] - values.astype(np.float64).sum()) < 1e-3
     assert np.array_equal(acc[1:], [values[j::4].max() for j in range(4)])
+
+
+def test_masked_loads_of_every_width_fill_other():
+    """Predicated PTX loads and stores of 1-, 2- and 8-byte elements: masked-off lanes read `other`
+    and are not written (the emulator runs the inline PTX's host equivalent)."""
+    n = 77
+    flag = RNG.random(128) < 0.5
+    small = RNG.integers(-100, 100, 128).astype(np.int8)
+    mid = RNG.integers(-30000, 30000, 128).astype(np.int16)
+    wide = RNG.standard_normal(128)
+    out = np.full(128, np.nan)
+    small_before = small.copy()
+    emulator("masked_widths").launch((1,), flag, small, mid, wide, out, n)
+    m = np.arange(128) < n
+    f = np.where(m, flag, True)
+    want = (np.where(f, np.where(m, wide, 0.5), -np.where(m, wide, 0.5))
+            + np.where(m, small_before, -3) + np.where(m, mid, 7))
+    assert np.allclose(out, want, rtol=1e-12)
+    assert np.array_equal(small[:n], (small_before[:n] + 1).astype(np.int8))
+    assert np.array_equal(small[n:], small_before[n:])

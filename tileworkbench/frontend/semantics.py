@@ -372,6 +372,7 @@ class Semantics:
     # -- memory -------------------------------------------------------------------------------------------
     def load(self, ptr, mask=None, other=None, cache_modifier="", eviction_policy="",
              volatile=False) -> tensor:
+        _check_cache_options("tl.load", cache_modifier, eviction_policy)
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise TileTypeError(f"tl.load needs a pointer, got {ptr.dtype}",
@@ -399,6 +400,7 @@ class Semantics:
         return self.cast(value, core.int1) if elem.is_int1() else value
 
     def store(self, ptr, value, mask=None, cache_modifier="", eviction_policy="") -> None:
+        _check_cache_options("tl.store", cache_modifier, eviction_policy)
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise TileTypeError(f"tl.store needs a pointer, got {ptr.dtype}")
@@ -422,3 +424,17 @@ class Semantics:
         self.builder.create(tt.StoreOp, ptr=ptr.handle, value=value.handle,
                             mask=mask.handle if mask is not None else None,
                             cache_modifier=cache_modifier or "", eviction_policy=eviction_policy or "")
+
+
+# Triton's accepted values (PTX cache operators and L1 eviction priorities)
+CACHE_MODIFIERS = {"tl.load": ("", ".ca", ".cg", ".cv"), "tl.store": ("", ".wb", ".cg", ".cs", ".wt")}
+EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
+
+
+def _check_cache_options(what: str, cache_modifier, eviction_policy) -> None:
+    if (cache_modifier or "") not in CACHE_MODIFIERS[what]:
+        raise TileTypeError(f"{what}: cache_modifier {cache_modifier!r} is not supported",
+                            hint="use one of " + ", ".join(repr(c) for c in CACHE_MODIFIERS[what][1:]))
+    if (eviction_policy or "") not in EVICTION_POLICIES:
+        raise TileTypeError(f"{what}: eviction_policy {eviction_policy!r} is not supported",
+                            hint="use one of " + ", ".join(repr(e) for e in EVICTION_POLICIES[1:]))

@@ -206,7 +206,7 @@ class Lowering:
     def asm(self, text: str, constraints: str, ret: ir.Type, args: list[ir.Value],
             side_effect: bool = False) -> ir.Value:
         ftype = ir.FunctionType(ret, [a.type for a in args])
-        return self.builder.call(ir.InlineAsm(ftype, text, constraints, side_effect), args)
+        return self.builder.call(ir.InlineAsm(ftype, _llvm_string(text), constraints, side_effect), args)
 
     def libdevice(self, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
         self.uses_libdevice = True
@@ -262,6 +262,14 @@ class Lowering:
     def _shfl(self, value: ir.Value, lane_mask: int) -> ir.Value:
         args = [ir.Constant(I32, -1), value, ir.Constant(I32, lane_mask), ir.Constant(I32, 0x1F)]
         return self.call_intrinsic("llvm.nvvm.shfl.sync.bfly.i32", I32, args)
+
+
+def _llvm_string(text: str) -> str:
+    """`text` escaped for an LLVM IR string (llvmlite prints it as given): a newline in the asm of a
+    multi-line PTX block would otherwise split the IR line."""
+    for raw, escaped in (("\\", "\\5C"), ('"', "\\22"), ("\n", "\\0A"), ("\t", "\\09")):
+        text = text.replace(raw, escaped)
+    return text
 
 
 def _bits(t: ir.Type) -> int:

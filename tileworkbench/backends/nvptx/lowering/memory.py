@@ -1,6 +1,6 @@
 """Global memory: `tt.load`/`tt.store` as vector accesses (up to 16 bytes: `ld.global.v4.b32`) where the
-layout, axis info and mask allow, masked lanes skipped by a branch and filled with `other`; atomics as
-predicated `atom.global` with their memory order and scope; pointer arithmetic."""
+layout, axis info and mask allow; masked ones as predicated PTX (`global_access.py`) filled with `other`;
+atomics as predicated `atom.global` with their memory order and scope; pointer arithmetic."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ....ir.ops import tt
 from ....ir.types import PointerType, ScalarType, element_type
 from ..llvm_types import GLOBAL_PTR, I1, I8, I32, byte_size, llvm_type, memory_type
 from ..lower import TVal
-from . import elementwise, lowers
+from . import elementwise, global_access, lowers
 from .common import scalar_type
 from .exchange import has_copies, read_shared, strides, write_shared
 
@@ -35,10 +35,6 @@ def lower_ptr_to_int(lw, op, x) -> ir.Value:
 @elementwise(tt.PtrBitcastOp)
 def lower_ptr_bitcast(lw, op, x) -> ir.Value:
     return x
-
-
-def _is_true(v) -> bool:
-    return isinstance(v, ir.Constant) and v.type == I1 and v.constant in (1, True, -1)
 
 
 def vector_width(lw, op, layout) -> int:
@@ -85,7 +81,7 @@ def _zero(t: ir.Type) -> ir.Constant:
 
 def _masked(lw, mask, emit, fallback):
     """`emit()` where `mask` holds, else `fallback` (a phi merges them); no branch if always true."""
-    if mask is None or _is_true(mask):
+    if mask is None or global_access.is_constant_true(mask):
         return emit()
     b = lw.builder
     before = b.block
@@ -114,9 +110,12 @@ def lower_load(lw, op) -> None:
     ptr = lw.get(op.ptr)
     mask = lw.get(op.mask) if op.mask is not None else None
     other = lw.get(op.other) if op.other is not None else None
+    quals = global_access.qualifiers(op, store=False)
     if not isinstance(ptr, TVal):
-        fallback = _to_memory(lw, other, pointee) if other is not None else _zero(etype)
-        value = _masked(lw, mask, lambda: _load_one(lw, ptr, 1, etype, nbytes), fallback)
+        fallback = _to_memory(lw, other, pointee) if other is not None else None
+        value = _access(lw, mask, quals, etype, 1, fallback,
+                        lambda: _load_one(lw, ptr, 1, etype, nbytes),
+                        lambda pred, fill: global_access.load(lw, ptr, pred, etype, 1, fill, quals))
         lw.set(op.result, _to_register(lw, value, pointee))
         return
     layout = ptr.layout
@@ -124,22 +123,43 @@ def lower_load(lw, op) -> None:
     out = []
     for start in range(0, layout.num_regs, vec):
         m = mask.vals[start] if isinstance(mask, TVal) else mask
-        fallback = _other_vector(lw, other, start, vec, etype, pointee)
-        value = _masked(lw, m, lambda start=start: _load_one(lw, ptr.vals[start], vec, etype, nbytes),
-                        fallback)
+        fallback = _other_vector(lw, other, start, vec, etype, pointee) if other is not None else None
+        address = ptr.vals[start]
+        value = _access(lw, m, quals, etype, vec, fallback,
+                        lambda address=address: _load_one(lw, address, vec, etype, nbytes),
+                        lambda pred, fill, address=address: global_access.load(lw, address, pred, etype, vec,
+                                                                               fill, quals))
         for i in range(vec):
             elem = value if vec == 1 else lw.builder.extract_element(value, ir.Constant(I32, i))
             out.append(_to_register(lw, elem, pointee))
     lw.set(op.result, TVal(out, layout))
 
 
+def _access(lw, mask, quals: str, etype, vec: int, fallback, plain, predicated, load: bool = True):
+    """One access: a plain LLVM load/store when unmasked and unqualified (LLVM may optimize it), one
+    predicated PTX instruction when masked (or qualified), a branch around it where PTX words do not
+    fit (pointers). `fallback` is the masked-off value of a load (None: zeros, or a store)."""
+    always = mask is None or global_access.is_constant_true(mask)
+    if always and not quals:
+        return plain()
+    if global_access.supports(etype, vec):
+        return predicated(None if always else mask, fallback)
+    if quals:
+        raise lw.error(lw.current_op, "cache modifiers and eviction policies need numeric elements")
+    if load and fallback is None:
+        fallback = _zero(_vector_type(etype, vec))
+    return _masked(lw, mask, plain, fallback)
+
+
+def _vector_type(etype, vec: int):
+    return etype if vec == 1 else ir.VectorType(etype, vec)
+
+
 def _other_vector(lw, other, start: int, vec: int, etype, pointee):
     if isinstance(other, TVal):
         elems = [_to_memory(lw, other.vals[start + i], pointee) for i in range(vec)]
-    elif other is not None:
-        elems = [_to_memory(lw, other, pointee)] * vec
     else:
-        elems = [_zero(etype)] * vec
+        elems = [_to_memory(lw, other, pointee)] * vec
     return elems[0] if vec == 1 else _build_vector(lw, elems, etype)
 
 
@@ -156,13 +176,16 @@ def lower_store(lw, op) -> None:
     etype = memory_type(pointee)
     ptr, value = lw.get(op.ptr), lw.get(op.value)
     mask = lw.get(op.mask) if op.mask is not None else None
+    quals = global_access.qualifiers(op, store=True)
     b = lw.builder
     if not isinstance(ptr, TVal):
         # Thread 0 alone stores a scalar (as Triton): the same address written by every warp costs
         # one L2 write per warp, which showed in row-statistics stores (layer norm's mean/rstd).
         owner = lw.owner_predicate(None)
         m = owner if mask is None else b.and_(owner, mask)
-        _masked(lw, m, lambda: _store(b, _to_memory(lw, value, pointee), ptr, byte_size(pointee)), None)
+        data = _to_memory(lw, value, pointee)
+        _access(lw, m, quals, etype, 1, None, lambda: _store(b, data, ptr, byte_size(pointee)),
+                lambda pred, _: global_access.store(lw, ptr, data, pred, etype, 1, quals), load=False)
         return
     layout = ptr.layout
     vec = vector_width(lw, op, layout)
@@ -174,7 +197,12 @@ def lower_store(lw, op) -> None:
         elems = [_to_memory(lw, value.vals[start + i] if isinstance(value, TVal) else value, pointee)
                  for i in range(vec)]
         data = elems[0] if vec == 1 else _build_vector(lw, elems, etype)
-        _masked(lw, m, lambda data=data, start=start: _store(b, data, ptr.vals[start], byte_size(pointee) * vec), None)
+        address = ptr.vals[start]
+        _access(lw, m, quals, etype, vec, None,
+                lambda data=data, address=address: _store(b, data, address, byte_size(pointee) * vec),
+                lambda pred, _, data=data, address=address: global_access.store(lw, address, data, pred,
+                                                                                 etype, vec, quals),
+                load=False)
 
 
 def _store(b, data, ptr, align: int):

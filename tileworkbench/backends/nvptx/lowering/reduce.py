@@ -61,8 +61,9 @@ def lower_reduce(lw, op) -> None:
 
 
 def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) -> list:
-    """Each warp's partials to shared memory at [element][warp along axis]; then every thread
-    combines the partials of the elements it holds, in warp order."""
+    """Each warp's partials to shared memory at [element][warp along axis]; then the partials of each
+    element are combined by lanes with shuffles where lanes share elements, else in every thread in
+    warp order."""
     b = lw.builder
     n_warps = 1 << len(warp_bits)
     numel = 1
@@ -93,20 +94,50 @@ def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) 
             offset = b.add(ir.Constant(I32, bases[i]), b.mul(slot, ir.Constant(I32, size)))
             b.store(_widen(lw, accs[o][i]), lw.smem_ptr(smem, offset)).align = size
     lw.barrier()
+    k = len(warp_bits)
+    if all(not any(basis) for basis in out_layout.lanes[:k]):
+        return _shuffle_partials(lw, op, smem, bases, sizes, thread, weight, out_layout, accs, k)
     out = []
     for o, coords in enumerate(out_layout.all_reg_coords()):
         acc = None
         for w in range(n_warps):
             slot = b.add(thread, ir.Constant(I32, weight(coords) + w))
-            elems = []
-            for i, size in enumerate(sizes):
-                offset = b.add(ir.Constant(I32, bases[i]), b.mul(slot, ir.Constant(I32, size)))
-                load = b.load(lw.smem_ptr(smem, offset), typ=_stored_type(accs[o][i].type))
-                load.align = size
-                elems.append(_narrow(lw, load, accs[o][i].type))
-            acc = elems if acc is None else combine(lw, op.combine, acc, elems)
+            acc = _combine_or_first(lw, op, acc, _load_partial(lw, smem, bases, sizes, slot, accs[o]))
         out.append(acc)
     return out
+
+
+def _shuffle_partials(lw, op, smem, bases, sizes, thread, weight, out_layout, accs, k: int) -> list:
+    """The partials combined by lanes: lanes that differ only in their low `k` bits hold the same
+    output elements, so lane l loads warp (l mod 2^k)'s partial and `k` butterfly shuffles combine
+    them. One shared load per element instead of 2^k keeps registers free (Triton's second stage)."""
+    b = lw.builder
+    lane, _ = lw.lane_and_warp()
+    lane_part = lw.entry_builder.and_(lane, ir.Constant(I32, (1 << k) - 1))
+    out = []
+    for o, coords in enumerate(out_layout.all_reg_coords()):
+        slot = b.add(b.add(thread, ir.Constant(I32, weight(coords))), lane_part)
+        acc = _load_partial(lw, smem, bases, sizes, slot, accs[o])
+        for j in range(k):
+            other = [lw.shuffle_xor(v, 1 << j) for v in acc]
+            acc = combine(lw, op.combine, acc, other)
+        out.append(acc)
+    return out
+
+
+def _load_partial(lw, smem, bases, sizes, slot, like: list) -> list:
+    b = lw.builder
+    elems = []
+    for i, size in enumerate(sizes):
+        offset = b.add(ir.Constant(I32, bases[i]), b.mul(slot, ir.Constant(I32, size)))
+        load = b.load(lw.smem_ptr(smem, offset), typ=_stored_type(like[i].type))
+        load.align = size
+        elems.append(_narrow(lw, load, like[i].type))
+    return elems
+
+
+def _combine_or_first(lw, op, acc, elems):
+    return elems if acc is None else combine(lw, op.combine, acc, elems)
 
 
 def _stored_type(t):

@@ -3,7 +3,8 @@ beside torch and CuPy where they have the op. Prints a table of ratios and write
 
     PYTHONPATH=. python bench/run.py [--quick] [--out bench/results/NAME.json]
 
-Timing is Triton's `do_bench` for every contender (CUDA events, L2 flush, median), so the methods match.
+Timing is Triton's `do_bench` for every contender (CUDA events, L2 flush, median), so the methods match;
+ours and Triton's are timed in alternation over several rounds and the ratio is of the rounds' medians.
 """
 
 from __future__ import annotations
@@ -41,6 +42,19 @@ def bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
+ROUNDS = 5
+
+
+def bench_interleaved(fns: dict) -> tuple[dict, dict]:
+    """Each contender timed in turn, ROUNDS times over (drift on a shared machine hits both alike);
+    the median of the rounds' medians, and the per-round times to show the spread."""
+    samples = {k: [] for k in fns}
+    for _ in range(ROUNDS):
+        for k, fn in fns.items():
+            samples[k].append(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
+    return {k: float(np.median(v)) for k, v in samples.items()}, samples
+
+
 def check(name: str, got: torch.Tensor, want: torch.Tensor, tol: float) -> dict:
     """Relative error against the float64 reference; a wrong result is reported, not hidden."""
     err = ((got.double() - want.double()).norm() / want.double().norm()).item()
@@ -49,8 +63,12 @@ def check(name: str, got: torch.Tensor, want: torch.Tensor, tol: float) -> dict:
     return {"rel_err": err, "ok": bool(err <= tol)}
 
 
-def row(workload, shape, dtype, nbytes, times, errors):
+def row(workload, shape, dtype, nbytes, times, errors, rounds=None):
     out = {"workload": workload, "shape": list(shape), "dtype": dtype, "bytes": nbytes}
+    if rounds:
+        per_round = [t / o for t, o in zip(rounds["triton"], rounds["tileworkbench"])]
+        out["ratio_per_round"] = per_round
+        out["ratio_spread"] = [min(per_round), max(per_round)]
     for who, ms in times.items():
         out[f"{who}_ms"] = ms
         out[f"{who}_TBps"] = nbytes / (ms * 1e-3) / 1e12
@@ -74,11 +92,11 @@ def vector_add(sizes):
         for fn in fns.values():
             fn()
         errors = {k: check(f"add {k}", outs[k], x + y, 1e-6) for k in outs}
-        times = {k: bench(fn) for k, fn in fns.items()}
+        times, rounds = bench_interleaved(fns)
         times["torch"] = bench(lambda: x + y)
         xc, yc = cp.asarray(x), cp.asarray(y)
         times["cupy"] = bench(lambda: xc + yc)
-        rows.append(row("vector_add", (n,), "fp32", 3 * n * 4, times, errors))
+        rows.append(row("vector_add", (n,), "fp32", 3 * n * 4, times, errors, rounds))
     return rows
 
 
@@ -105,10 +123,11 @@ def softmax(shapes, dtypes):
             want = torch.softmax(x.double(), dim=1)
             tol = 1e-5 if dtype == torch.float32 else 3e-3
             errors = {k: check(f"softmax {k}", outs[k], want, tol) for k in outs}
-            times = {k: bench(fn) for k, fn in fns.items()}
+            times, rounds = bench_interleaved(fns)
             times["torch"] = bench(lambda: torch.softmax(x, dim=1))
             name = "fp32" if dtype == torch.float32 else "fp16"
-            rows.append(row("softmax", (m, n), name, 2 * x.numel() * x.element_size(), times, errors))
+            rows.append(row("softmax", (m, n), name, 2 * x.numel() * x.element_size(), times, errors,
+                            rounds))
     return rows
 
 
@@ -132,10 +151,10 @@ def layer_norm(shapes):
             fn()
         want = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
         errors = {k: check(f"layer_norm {k}", outs[k], want, 3e-3) for k in outs}
-        times = {k: bench(fn) for k, fn in fns.items()}
+        times, rounds = bench_interleaved(fns)
         times["torch"] = bench(lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5))
         nbytes = 2 * x.numel() * 2 + 2 * n * 2 + 2 * m * 4
-        rows.append(row("layer_norm", (m, n), "fp16", nbytes, times, errors))
+        rows.append(row("layer_norm", (m, n), "fp16", nbytes, times, errors, rounds))
     return rows
 
 
@@ -227,11 +246,13 @@ def compile_times() -> dict:
 
 def print_table(results: dict) -> None:
     print(f"\n{'workload':<12}{'shape':<16}{'dtype':<6}{'ours TB/s':>10}{'triton':>9}{'torch':>8}"
-          f"{'ratio':>8}")
+          f"{'ratio':>8}  rounds (min-max)")
     for r in results["kernels"]:
+        spread = r.get("ratio_spread", [0, 0])
         print(f"{r['workload']:<12}{'x'.join(map(str, r['shape'])):<16}{r['dtype']:<6}"
               f"{r['tileworkbench_TBps']:>10.2f}{r['triton_TBps']:>9.2f}{r.get('torch_TBps', 0):>8.2f}"
-              f"{r['ratio_vs_triton']:>8.3f}{'' if r['correct'] else '  WRONG'}")
+              f"{r['ratio_vs_triton']:>8.3f}  {spread[0]:.3f}-{spread[1]:.3f}"
+              f"{'' if r['correct'] else '  WRONG'}")
     for name, error in results["errors"].items():
         print(f"{name}: FAILED {error}")
     print("\nwarm launch (host us/launch):", {k: round(v, 2) for k, v in results["warm_launch_us"].items()})

@@ -5,27 +5,32 @@ set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu_tests.log"
 timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
-  --ignore=tests/workbench/test_browser.py 2>&1 | tail -n 60 > "$OUT/gpu_tests.log"
+  --ignore=tests/workbench/test_browser.py 2>&1 | tail -n 60 >> "$OUT/gpu_tests.log"
 tail -n 25 "$OUT/gpu_tests.log"
 timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
 tail -n 45 "$OUT/bench.log"
 if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
-  # every kernel of the language suite again on the GPU, compared with the interpreter
-  GPU_SHADOW_SECONDS=$(( ${SHADOW_LIMIT:-150} - 30 )) GPU_SHADOW_JSON="$OUT/gpu_shadow.json" PYTHONPATH=.:tests \
+  # every kernel of the language suite on the GPU: "replace" (default) puts the GPU's results in the tests'
+  # arrays, so each test's NumPy reference judges them; "compare" compares them with the interpreter's
+  GPU_SHADOW_MODE=${SHADOW_MODE:-replace} GPU_SHADOW_SECONDS=$(( ${SHADOW_LIMIT:-150} - 30 )) GPU_SHADOW_JSON="$OUT/gpu_shadow.json" PYTHONPATH=.:tests \
     timeout "${SHADOW_LIMIT:-150}" python3 -m pytest -q -p gpu_shadow_plugin -p no:cacheprovider --no-header \
     tests/kernels tests/frontend tests/interpreter 2>&1 | tail -n 40 > "$OUT/gpu_shadow.log"
   tail -n 12 "$OUT/gpu_shadow.log"
 fi
 if [ "${PROFILE_LIMIT:-0}" != 0 ]; then
   # SASS, registers and interleaved timings of the shapes where we trail Triton, then ncu on one launch each
-  timeout "$PROFILE_LIMIT" python3 bench/profile_kernels.py --out "$OUT/profile" > "$OUT/profile.log" 2>&1
-  tail -n 8 "$OUT/profile.log"
+  # (at most 8 files come back from $OUT: the profile travels as one archive)
+  P=/tmp/profile
+  mkdir -p $P
+  timeout "$PROFILE_LIMIT" python3 bench/profile_kernels.py --out $P > $P/profile.log 2>&1
+  tail -n 8 $P/profile.log
   timeout "$PROFILE_LIMIT" ncu --clock-control none -k regex:'layer_norm|softmax' --section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats \
-    python3 bench/profile_kernels.py --once --out "$OUT/profile" > "$OUT/profile/ncu.txt" 2>&1
-  tail -n 3 "$OUT/profile/ncu.txt"
+    python3 bench/profile_kernels.py --once --out $P > $P/ncu.txt 2>&1
+  tail -n 3 $P/ncu.txt
+  tar czf "$OUT/profile.tgz" -C /tmp profile
 fi
 if [ "${NB_LIMIT:-60}" != 0 ] && [ -f bench/record_notebook_data.py ]; then
   timeout "${NB_LIMIT:-60}" python3 bench/record_notebook_data.py --out "$OUT/notebook_data.json" > "$OUT/nb.log" 2>&1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -185,8 +186,10 @@ class JITFunction:
         # (name, plain): plain runtime parameters take the fast path of _key.
         special = self.constexpr_names | self.do_not_specialize | self.no_align
         self._param_modes = [(n, n not in special) for n in self.arg_names]
-        self._positional_plain = [n not in self.constexpr_names for n in self.arg_names]
-        self._fast_cache: dict[tuple, _BoundKernel] = {}
+        # the warm path (binder.py): made at the first GPU launch; (key, num_warps, num_stages) -> _FastLaunch
+        self._binder = None
+        self._runtime_names: list[str] = []
+        self._fast: dict[tuple, _FastLaunch] = {}
         # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
         self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
 
@@ -203,7 +206,7 @@ class JITFunction:
     def clear_cache(self) -> None:
         """Forget every compiled specialization held in memory: the next launch compiles again."""
         self.cache.clear()
-        self._fast_cache.clear()
+        self._fast.clear()
 
     def warmup(self, *args, grid, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching; returns the compiled kernel."""
@@ -259,45 +262,32 @@ class JITFunction:
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
             num_stages: int | None = None, stream=None, **kwargs):
         """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel."""
-        # The warm path: a key made straight from the call as written (no binding, no validation); a
-        # miss falls through to the full path, which files the kernel under this key for next time.
-        try:
-            fast_key = self._fast_key(args, kwargs, num_warps, num_stages)
-            kernel = self._fast_cache.get(fast_key)
-        except (TypeError, LaunchError):
-            fast_key = kernel = None
-        if kernel is None or warmup or (kernel.used_globals and not kernel.globals_unchanged()):
-            return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream, fast_key)
-        bound = dict(zip(self.arg_names, args))
-        if kwargs:
-            bound.update(kwargs)
-        if len(bound) != len(self.arg_names):
-            bound = {**self.defaults, **bound}
-        grid3 = _grid(grid, bound)
-        kernel.launch(grid3, bound, stream)
-        if record_module.ACTIVE:
-            self._record(kernel, grid3, bound, stream)
-        return kernel.compiled
-
-    def _fast_key(self, args: tuple, kwargs: dict, num_warps, num_stages) -> tuple:
-        spec = arg_spec_key
-        positional = tuple([spec(a) if plain and a is not None else ("c", a)
-                            for a, plain in zip(args, self._positional_plain)])
-        if len(args) > len(self._positional_plain):
-            raise LaunchError("too many arguments")  # the full path says it properly
-        named = ()
-        if kwargs:
-            named = tuple([(k, v if k in self.constexpr_names or v is None else spec(v))
-                           for k, v in kwargs.items()])
-        return (positional, named, config.interpret, num_warps, num_stages)
+        # The warm path: the generated binder makes the key and the values in one pass; anything it
+        # cannot take, or a key not seen yet, goes down the full path, which files it for next time.
+        binder = self._binder
+        if binder is not None and not warmup and not config.interpret and not record_module.ACTIVE:
+            try:
+                key, values = binder(*args, **kwargs)
+                entry = self._fast[key, num_warps, num_stages]
+            except Exception:
+                entry = None
+            if entry is not None and (not entry.used_globals or entry.kernel.globals_unchanged()):
+                if type(grid) is tuple and len(grid) == 1:
+                    grid3 = (grid[0], 1, 1)
+                else:
+                    grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
+                if entry.cuda.launch_values(grid3, entry.pick(values), stream):
+                    return entry.compiled
+        return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream)
 
     def _record(self, kernel: _BoundKernel, grid3, bound: dict, stream) -> None:
         record_module.record(record_module.LaunchRecord(
             kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=kernel.compiled.target,
             relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
 
-    def _run(self, args, kwargs, grid, warmup, num_warps, num_stages, stream, fast_key):
+    def _run(self, args, kwargs, grid, warmup, num_warps, num_stages, stream):
         """The full launch path: bind and check the arguments, specialize, compile when new, launch."""
+        given_warps, given_stages = num_warps, num_stages
         if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
@@ -309,8 +299,8 @@ class JITFunction:
         if kernel is None or not kernel.globals_unchanged():
             kernel = self._compile(key, bound, target, num_warps, num_stages)
             self.cache[key] = kernel
-        if fast_key is not None and not self.option_params:
-            self._fast_cache[fast_key] = kernel
+        if kernel.cuda is not None:
+            self._file_fast(kernel, args, kwargs, given_warps, given_stages)
         if warmup:
             return kernel.compiled
         grid3 = _grid(grid, bound)
@@ -318,6 +308,24 @@ class JITFunction:
         if record_module.ACTIVE:
             self._record(kernel, grid3, bound, stream)
         return kernel.compiled
+
+    def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, num_warps, num_stages) -> None:
+        """File `kernel` for the warm path under this call's binder key, when the warm path can launch
+        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise."""
+        from .binder import NotFast, make_binder, register_array_types
+
+        if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
+            return
+        register_array_types()
+        if self._binder is None:
+            self._binder, self._runtime_names = make_binder(
+                self.arg_names, self.constexpr_names, self.defaults, self.do_not_specialize, self.no_align)
+        try:
+            key, values = self._binder(*args, **kwargs)
+            positions = [self._runtime_names.index(name) for name in kernel.names]
+            self._fast[key, num_warps, num_stages] = _FastLaunch(kernel, positions)
+        except (TypeError, KeyError, ValueError, NotFast):
+            pass
 
     def _option_arguments(self, args: tuple, kwargs: dict, **options) -> dict:
         kwargs = dict(kwargs)
@@ -417,6 +425,24 @@ class _BoundKernel:
             self.cuda.launch(grid, args, stream)
         else:
             _interpret(self.compiled, grid, args, self.flat_names)
+
+
+class _FastLaunch:
+    """What the warm path needs of one bound kernel: its CUDA kernel and which of the binder's values
+    (one per runtime parameter) are this specialization's parameters (a None argument is not one)."""
+
+    __slots__ = ("kernel", "compiled", "cuda", "pick", "used_globals")
+
+    def __init__(self, kernel: _BoundKernel, positions: list[int]):
+        self.kernel = kernel
+        self.compiled = kernel.compiled
+        self.cuda = kernel.cuda
+        self.used_globals = bool(kernel.used_globals)
+        if len(positions) == 1:
+            index = positions[0]
+            self.pick = lambda values: (values[index],)
+        else:
+            self.pick = operator.itemgetter(*positions) if positions else (lambda values: ())
 
 
 _MISSING = object()

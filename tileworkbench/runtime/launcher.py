@@ -218,6 +218,37 @@ class CudaKernel:
         # through it, which also gives the error to report if the launch is truly refused
         self._launch_with_cupy(grid3, params.packer(args), stream)
 
+    def fast_launch_ok(self) -> bool:
+        """Whether `launch_values` can take this kernel: parameters packed by the fast path, one GPU
+        (no per-array device check) and no scalar that travels as converted bits (bf16, fp8)."""
+        params = self._params
+        return params is not None and not self._check_current and not params.converted
+
+    def launch_values(self, grid3: tuple, values: tuple, stream=None) -> bool:
+        """The warm launch: `values` are already device addresses and scalars, in parameter order (the
+        JIT's binder made them). Returns False, launching nothing, when a scalar does not fit its
+        parameter or the driver refuses: the caller then takes the checked path, which explains."""
+        gx, gy, gz = grid3
+        limit = self._max_grid
+        if not (type(gx) is int and type(gy) is int and type(gz) is int and 0 < gx <= limit[0]
+                and 0 < gy <= limit[1] and 0 < gz <= limit[2]):
+            grid3 = check_grid(grid3, self.name, limit)
+            if grid3 is None:
+                return True
+            gx, gy, gz = grid3
+        stream_address = self._current_stream().ptr if stream is None else _stream_address(stream)
+        params = self._params
+        with params.lock:
+            try:
+                params.pack(values)
+                self._launch_kernel(
+                    self._function_address, gx, gy, gz, self._threads, 1, 1, self.shared, stream_address,
+                    params.params_address, 0,
+                )  # fmt: skip
+            except Exception:
+                return False
+        return True
+
     def __call__(self, grid: Sequence[int], args: Sequence[object], stream=None) -> None:
         self.launch(grid, args, stream)
 

@@ -1,0 +1,212 @@
+"""The JIT's warm launch path (runtime/binder.py + CudaKernel.launch_values), run without a GPU: the CUDA
+kernel is a stand-in that records what the driver would receive, and device arrays are stand-ins with
+torch's `is_cuda` / `data_ptr()` / `dtype`. Checked: a repeated call skips the full path and packs the
+same values the full path packs; every change that must re-specialize (alignment, 1, 16-multiples,
+constexprs, None, launch options, a changed global) leaves the warm path; bad calls get the full path's
+errors."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.config import config
+from tileworkbench.errors import LaunchError
+from tileworkbench.runtime import arguments, binder, jit, launcher
+from tileworkbench.runtime import compiler as compiler_module
+
+
+class DeviceArray:
+    """A CUDA array as the warm path sees a torch tensor."""
+
+    def __init__(self, address: int, dtype="float32"):
+        self.address = address
+        self.dtype = np.dtype(dtype)
+        self.is_cuda = True
+
+    def data_ptr(self) -> int:
+        return self.address
+
+    @property
+    def __cuda_array_interface__(self):  # the full path reads this
+        return {"data": (self.address, False), "typestr": self.dtype.str, "shape": (1,), "version": 3}
+
+
+class RecordingKernel(launcher.CudaKernel):
+    """CudaKernel without CUDA: `launches` holds (grid, parameter values) of each launch."""
+
+    def __init__(self, ptx, kernel_name, *, num_warps, shared, cubin=None, param_kinds=None,
+                 param_names=None):
+        self.name, self.num_warps, self.shared, self.device_id = kernel_name, num_warps, shared, 0
+        self._max_grid = launcher.DEFAULT_MAX_GRID
+        self._function_address, self.num_regs = 1, 10
+        self._threads, self._check_current = 32 * num_warps, False
+        self._block = (self._threads, 1, 1)
+        self._params = arguments.ParamBuffer(param_kinds, param_names, kernel_name, None)
+        self.launches = []
+        self._launch_kernel = lambda fn, gx, gy, gz, *rest: self.launches.append(
+            ((gx, gy, gz), self._params.values()))
+        stream = types.SimpleNamespace(ptr=0)
+        self._current_stream = lambda: stream
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    monkeypatch.setattr(launcher, "CudaKernel", RecordingKernel)
+    monkeypatch.setattr(jit, "_TARGET", ["cuda"])
+    monkeypatch.setattr(config, "interpret", False)
+    original = compiler_module.compile
+    monkeypatch.setattr(jit, "compile", lambda *a, **k: original(*a, **{**k, "target": "sm_90",
+                                                                      "use_cache": False}))
+    monkeypatch.setitem(jit._POINTER_OF, DeviceArray, jit._interface_pointer)
+    monkeypatch.setitem(binder.SPECIALIZE, DeviceArray, binder._torch)
+    monkeypatch.setattr(arguments.ParamBuffer, "_torch_type", DeviceArray, raising=False)
+    full_runs = []
+    original_run = jit.JITFunction._run
+
+    def counting_run(self, *args, **kwargs):
+        full_runs.append(self.fn.__name__)
+        return original_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(jit.JITFunction, "_run", counting_run)
+    return full_runs
+
+
+OFFSET = tl.constexpr(1.0)
+
+
+@tw.jit
+def scale_kernel(x_ptr, out_ptr, n, alpha, bias_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask) * alpha + OFFSET
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+def _kernel_of(compiled) -> RecordingKernel:
+    for entry in scale_kernel._fast.values():
+        if entry.compiled is compiled:
+            return entry.cuda
+    raise AssertionError("no warm-path entry for this kernel")
+
+
+def test_repeated_call_takes_the_warm_path_and_packs_the_same_values(fake_gpu):
+    scale_kernel.clear_cache()
+    rng = np.random.default_rng()
+    x, out = DeviceArray(4096 * int(rng.integers(1, 1000))), DeviceArray(4096 * int(rng.integers(1, 1000)))
+    n, alpha = int(rng.integers(1, 1 << 20)) * 16 + 3, float(rng.standard_normal())
+    compiled = scale_kernel[(7,)](x, out, n, alpha, None, BLOCK=128)
+    assert fake_gpu == ["scale_kernel"]
+    cuda = _kernel_of(compiled)
+    full = cuda.launches[-1]
+    x2 = DeviceArray(x.address + 64 * 16)  # another array, same alignment class
+    again = scale_kernel[(7,)](x2, out, n, alpha, None, BLOCK=128)
+    assert again is compiled and fake_gpu == ["scale_kernel"]  # no second full run
+    grid, values = cuda.launches[-1]
+    assert grid == (7, 1, 1) == full[0]
+    assert values[0] == x2.address and values[1:] == full[1][1:]
+    assert values[2] == n and values[3] == pytest.approx(alpha, rel=1e-6)
+    # a callable grid sees the arguments by name, on the warm path too
+    scale_kernel[lambda meta: (meta["n"] // meta["BLOCK"] + 1,)](x2, out, n, alpha, None, BLOCK=128)
+    assert cuda.launches[-1][0] == (n // 128 + 1, 1, 1) and fake_gpu == ["scale_kernel"]
+
+
+@pytest.mark.parametrize("change", ["unaligned", "n_is_1", "n_multiple_of_16", "constexpr", "bias",
+                                    "num_warps", "float_for_int"])
+def test_changes_that_respecialize_leave_the_warm_path(fake_gpu, change):
+    scale_kernel.clear_cache()
+    x, out, bias = DeviceArray(1 << 20), DeviceArray(2 << 20), DeviceArray(3 << 20)
+    first = scale_kernel[(1,)](x, out, 1000, 2.0, None, BLOCK=64)
+    args, kwargs = [x, out, 1000, 2.0, None], {"BLOCK": 64}
+    if change == "unaligned":
+        args[0] = DeviceArray(x.address + 4)
+    elif change == "n_is_1":
+        args[2] = 1
+    elif change == "n_multiple_of_16":
+        args[2] = 1024
+    elif change == "constexpr":
+        kwargs["BLOCK"] = 128
+    elif change == "bias":
+        args[4] = bias
+    elif change == "num_warps":
+        kwargs["num_warps"] = 8
+    elif change == "float_for_int":
+        args[2] = 1000.0  # n becomes an fp32 parameter, as in Triton
+    second = scale_kernel[(1,)](*args, **kwargs)
+    assert second is not first
+    assert fake_gpu == ["scale_kernel", "scale_kernel"]
+    scale_kernel[(1,)](*args, **kwargs)  # and that specialization is warm now
+    assert len(fake_gpu) == 2
+
+
+def test_changed_global_recompiles(fake_gpu):
+    global OFFSET
+    scale_kernel.clear_cache()
+    x, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    first = scale_kernel[(1,)](x, out, 100, 1.0, None, BLOCK=64)
+    OFFSET = tl.constexpr(2.0)
+    try:
+        second = scale_kernel[(1,)](x, out, 100, 1.0, None, BLOCK=64)
+    finally:
+        OFFSET = tl.constexpr(1.0)
+    assert second is not first and len(fake_gpu) == 2
+    assert "2.000000e+00" in second.asm["tile"] or "2.0" in second.asm["tile"]
+
+
+def test_bad_calls_get_the_full_paths_errors(fake_gpu):
+    scale_kernel.clear_cache()
+    x, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    scale_kernel[(1,)](x, out, 100, 1.0, None, BLOCK=64)
+    with pytest.raises(LaunchError, match="no parameter 'BLOKC'"):
+        scale_kernel[(1,)](x, out, 100, 1.0, None, BLOKC=64)
+    with pytest.raises(LaunchError, match="missing the argument 'alpha'"):
+        scale_kernel[(1,)](x, out, 100, BLOCK=64)
+    with pytest.raises(LaunchError, match="grid"):
+        scale_kernel[(-1,)](x, out, 100, 1.0, None, BLOCK=64)
+    host = np.zeros(4, np.float32)
+    with pytest.raises(LaunchError, match="host array"):
+        scale_kernel[(1,)](host, out, 100, 1.0, None, BLOCK=64)
+    # a Triton backend option is accepted (and ignored) without leaving the warm path
+    runs = len(fake_gpu)
+    scale_kernel[(1,)](x, out, 100, 1.0, None, BLOCK=64, num_ctas=1)
+    assert len(fake_gpu) == runs
+
+
+def test_zero_grid_launches_nothing(fake_gpu):
+    scale_kernel.clear_cache()
+    x, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    compiled = scale_kernel[(1,)](x, out, 100, 1.0, None, BLOCK=64)
+    cuda = _kernel_of(compiled)
+    count = len(cuda.launches)
+    scale_kernel[(0,)](x, out, 100, 1.0, None, BLOCK=64)
+    assert len(cuda.launches) == count
+
+
+def test_binder_keys_split_calls_as_the_full_key_does(fake_gpu):
+    """Two calls share a binder key exactly when they share the full path's specialization key."""
+    fn = scale_kernel
+    bind, runtime = binder.make_binder(fn.arg_names, fn.constexpr_names, fn.defaults, fn.do_not_specialize,
+                                       fn.no_align)
+    assert runtime == ["x_ptr", "out_ptr", "n", "alpha", "bias_ptr"]
+    rng = np.random.default_rng()
+    calls = []
+    for _ in range(60):
+        x = DeviceArray(int(rng.choice([16, 4, 32, 8])) * int(rng.integers(1, 99)))
+        n = int(rng.choice([1, 16, 32, 17, 5, -16, 2**31 + 16]))
+        bias = None if rng.random() < 0.5 else DeviceArray(64)
+        calls.append((x, DeviceArray(128), n, float(rng.standard_normal()), bias, int(rng.choice([64, 128]))))
+    full, fast = {}, {}
+    for i, (x, out, n, alpha, bias, block) in enumerate(calls):
+        bound = dict(zip(fn.arg_names, (x, out, n, alpha, bias, block)))
+        full.setdefault(fn._key(bound, "cuda", 4, 3), set()).add(i)
+        key, values = bind(x, out, n, alpha, bias, BLOCK=block)
+        fast.setdefault(key, set()).add(i)
+        assert values[0] == x.address and values[2] == n
+        assert values[4] == (None if bias is None else bias.address)
+    assert sorted(map(sorted, full.values())) == sorted(map(sorted, fast.values()))

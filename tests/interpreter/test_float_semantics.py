@@ -135,7 +135,11 @@ def test_math_ops_match_float64(cls, ref):
     if cls in (math_ops.LogOp, math_ops.Log2Op, math_ops.SqrtOp, math_ops.RsqrtOp):
         x = np.abs(x) + np.float32(1e-3)
     got = run_elementwise(lambda kb, v: kb.unary(cls, v), [x], [f32], f32, np.float32)
-    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-6, atol=1e-30)
+    # On a GPU these four take Triton's fast path (lg2/sin/cos.approx), whose error is bounded in
+    # absolute terms (about 2^-21 near 1 and over [-pi, pi]): relative error near a zero of the result
+    # is not meaningful there.
+    atol = 2e-6 if cls in (math_ops.LogOp, math_ops.Log2Op, math_ops.SinOp, math_ops.CosOp) else 1e-30
+    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-6, atol=atol)
 
 
 def test_erf_in_f64_is_accurate():

@@ -21,21 +21,26 @@ class NotFast(Exception):
     """This call needs the full launch path."""
 
 
-def _kinds(dtype) -> tuple[tuple, tuple]:
-    """(key when the address is 16-byte aligned, key otherwise) for arrays of `dtype`."""
+def _kinds(dtype, framework: str) -> tuple[tuple, tuple]:
+    """(key when the address is 16-byte aligned, key otherwise) for arrays of `dtype`; the framework is
+    part of the key because torch tensors launch on torch's stream."""
     from .jit import dtype_name
 
     kind = "*" + dtype_name(dtype)
-    return (kind, True, False), (kind, False, False)
+    return (kind, True, False, framework), (kind, False, False, framework)
 
 
 class _ArrayKinds(dict):
+    def __init__(self, framework: str):
+        super().__init__()
+        self.framework = framework
+
     def __missing__(self, dtype):
-        value = self[dtype] = _kinds(dtype)
+        value = self[dtype] = _kinds(dtype, self.framework)
         return value
 
 
-ARRAY_KINDS = _ArrayKinds()
+TORCH_KINDS, CUPY_KINDS = _ArrayKinds("torch"), _ArrayKinds("cupy")
 _I32 = ("i32", False, False)
 _I32_16 = ("i32", True, False)
 _I32_ONE = ("i32", False, True)
@@ -69,12 +74,12 @@ def _torch(value):
     if not value.is_cuda:
         raise NotFast  # the full path says "move it to the GPU" (or runs it in the interpreter)
     address = value.data_ptr()
-    return ARRAY_KINDS[value.dtype][address & 15 != 0], address
+    return TORCH_KINDS[value.dtype][address & 15 != 0], address
 
 
 def _cupy(value):
     address = value.data.ptr
-    return ARRAY_KINDS[value.dtype][address & 15 != 0], address
+    return CUPY_KINDS[value.dtype][address & 15 != 0], address
 
 
 def _none(value):
@@ -109,11 +114,11 @@ def register_array_types() -> None:
 
 
 def _no_alignment(part: tuple) -> tuple:
-    return (part[0], False, part[2]) if len(part) == 3 else part
+    return (part[0], False, *part[2:]) if len(part) >= 3 else part
 
 
 def _no_specialization(part: tuple) -> tuple:
-    return (part[0], False, False) if len(part) == 3 else part
+    return (part[0], False, False, *part[3:]) if len(part) >= 3 else part
 
 
 def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_not_specialize: set[str],

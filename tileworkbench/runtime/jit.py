@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -276,6 +277,8 @@ class JITFunction:
                     grid3 = (grid[0], 1, 1)
                 else:
                     grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
+                if stream is None and entry.torch_stream is not None:
+                    stream = entry.torch_stream()
                 if entry.cuda.launch_values(grid3, entry.pick(values), stream):
                     return entry.compiled
         return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream)
@@ -323,9 +326,16 @@ class JITFunction:
         try:
             key, values = self._binder(*args, **kwargs)
             positions = [self._runtime_names.index(name) for name in kernel.names]
-            self._fast[key, num_warps, num_stages] = _FastLaunch(kernel, positions)
         except (TypeError, KeyError, ValueError, NotFast):
-            pass
+            return
+        torch = sys.modules.get("torch")
+        tensors = [v for v in (*args, *kwargs.values()) if torch is not None and isinstance(v, torch.Tensor)]
+        entry = _FastLaunch(kernel, positions)
+        if tensors:  # the binder's key tells torch tensors from other arrays, so this holds for the key
+            from .launcher import torch_stream_getter
+
+            entry.torch_stream = torch_stream_getter(tensors[0].device.index)
+        self._fast[key, num_warps, num_stages] = entry
 
     def _option_arguments(self, args: tuple, kwargs: dict, **options) -> dict:
         kwargs = dict(kwargs)
@@ -431,9 +441,10 @@ class _FastLaunch:
     """What the warm path needs of one bound kernel: its CUDA kernel and which of the binder's values
     (one per runtime parameter) are this specialization's parameters (a None argument is not one)."""
 
-    __slots__ = ("kernel", "compiled", "cuda", "pick", "used_globals")
+    __slots__ = ("kernel", "compiled", "cuda", "pick", "used_globals", "torch_stream")
 
     def __init__(self, kernel: _BoundKernel, positions: list[int]):
+        self.torch_stream = None  # torch's current-stream getter, where the arguments are torch tensors
         self.kernel = kernel
         self.compiled = kernel.compiled
         self.cuda = kernel.cuda

@@ -8,6 +8,8 @@ without CuPy (it is imported lazily).
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -189,7 +191,8 @@ class CudaKernel:
 
     def launch(self, grid: Sequence[int], args: Sequence[object], stream=None) -> None:
         """Launch on `grid` (1 to 3 dims; a 0 dimension launches nothing), on `stream` (a CuPy or
-        torch stream, or a raw handle) or else CuPy's current stream.
+        torch stream, or a raw handle), else torch's current stream when a torch tensor is among the
+        arguments, else CuPy's current stream.
 
         Raises:
             LaunchError: a bad grid or argument (before launching), or a launch the driver refused.
@@ -203,6 +206,8 @@ class CudaKernel:
         if params is None:
             self._launch_with_cupy(grid3, args, stream)
             return
+        if stream is None:
+            stream = torch_stream(args)
         stream_address = self._current_stream().ptr if stream is None else _stream_address(stream)
         with params.lock:
             params.fill(args)
@@ -289,6 +294,28 @@ class CudaKernel:
                 f"kernel {self.name} was loaded on device {self.device_id} but the current device "
                 f"is {current}; the JIT loads it again for each device"
             )
+
+
+def torch_stream_getter(device_index: int):
+    """A function returning torch's current CUDA stream on `device_index` as a raw handle: kernels
+    launched on torch tensors go to torch's stream, as Triton's do (CUDA graph capture included)."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return functools.partial(raw, device_index)
+    return lambda: torch.cuda.current_stream(device_index).cuda_stream
+
+
+def torch_stream(args: Sequence[object]) -> int | None:
+    """torch's current stream where a CUDA torch tensor is among `args`, else None (CuPy's stream)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    for value in args:
+        if isinstance(value, torch.Tensor) and value.is_cuda:
+            return torch_stream_getter(value.device.index)()
+    return None
 
 
 def _stream_address(stream: object) -> int:

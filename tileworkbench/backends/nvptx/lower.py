@@ -92,7 +92,8 @@ class Lowering:
     def _annotate(self) -> None:
         threads = ir.Constant(I32, WARP_SIZE * self.num_warps)
         annotations = self.module.add_named_metadata("nvvm.annotations")
-        annotations.add(self.module.add_metadata([self.function, "maxntidx", threads]))
+        # the exact block size (Triton's `.reqntid`): ptxas may rely on tid.x < threads
+        annotations.add(self.module.add_metadata([self.function, "reqntidx", threads]))
 
     def lower_block(self, block) -> list:
         """Lower every op of `block` except its terminator; return the terminator's lowered operands."""

@@ -59,6 +59,8 @@ CASES = {
     "layer_norm_4096x8192": lambda: layer_norm_case(4096, 8192),
     "layer_norm_4096x4096": lambda: layer_norm_case(4096, 4096),
     "softmax_fp16_4096x1024": lambda: softmax_case(4096, 1024),
+    "softmax_fp32_4096x1024": lambda: softmax_case(4096, 1024, torch.float32),
+    "softmax_fp32_16384x1000": lambda: softmax_case(16384, 1000, torch.float32),
 }
 
 
@@ -76,12 +78,13 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/profile")
     parser.add_argument("--once", action="store_true", help="one launch of each kernel (for ncu)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {}
-    for name, make in CASES.items():
-        launch = make()
+    for name in args.cases.split(","):
+        launch = CASES[name]()
         ours, theirs = launch(OURS), launch(THEIRS)  # compile and warm up
         torch.cuda.synchronize()
         if args.once:

@@ -24,11 +24,13 @@ if [ "${PROFILE_LIMIT:-0}" != 0 ]; then
   # (at most 8 files come back from $OUT: the profile travels as one archive)
   P=/tmp/profile
   mkdir -p $P
-  timeout "$PROFILE_LIMIT" python3 bench/profile_kernels.py --out $P > $P/profile.log 2>&1
+  C=${PROFILE_CASES:-layer_norm_4096x8192,layer_norm_4096x4096,softmax_fp16_4096x1024}
+  timeout "$PROFILE_LIMIT" python3 bench/profile_kernels.py --cases $C --out $P > $P/profile.log 2>&1
   tail -n 8 $P/profile.log
   timeout "$PROFILE_LIMIT" ncu --clock-control none -k regex:'layer_norm|softmax' --section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats \
-    python3 bench/profile_kernels.py --once --out $P > $P/ncu.txt 2>&1
+    --section InstructionStats --section SchedulerStats \
+    python3 bench/profile_kernels.py --once --cases $C --out $P > $P/ncu.txt 2>&1
   tail -n 3 $P/ncu.txt
   tar czf "$OUT/profile.tgz" -C /tmp profile
 fi

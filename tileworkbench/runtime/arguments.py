@@ -328,7 +328,9 @@ class ParamBuffer:
             if k in _BIT_KINDS
         )
         self.converted = bool(self._converted)
-        self._pack_into = self._struct.pack_into
+        # the warm path writes already-converted values itself: pack_into(buffer, 0, *values)
+        self.pack_into = self._struct.pack_into
+        self.buffer = self._buffer
         # with one GPU a CuPy array needs no device check: read its pointer directly
         self._fast_type = _cupy_ndarray_type() if device_id is None else None
         # and a CUDA torch tensor: its pointer without building __cuda_array_interface__ (a dict)
@@ -367,7 +369,7 @@ class ParamBuffer:
     def pack(self, values: Sequence[object]) -> None:
         """Write values that are already addresses and plain scalars (the warm path's); raises
         struct.error when a scalar does not fit. Hold `lock` from here to the launch."""
-        self._pack_into(self._buffer, 0, *values)
+        self.pack_into(self.buffer, 0, *values)
 
     def _explain(self, args: Sequence[object]) -> None:
         """Raise the LaunchError that says which scalar argument did not fit."""

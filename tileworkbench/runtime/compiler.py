@@ -28,7 +28,7 @@ from ..language import core
 MODEL_ARCH = "sm_90"
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
 GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: metadata.dynamic_shared
 
 
 @dataclass
@@ -39,7 +39,8 @@ class KernelMetadata:
     target: str
     num_warps: int = 4
     num_stages: int = 3
-    shared: int = 0
+    shared: int = 0  # bytes of shared memory per block, static and dynamic (Triton's `shared`)
+    dynamic_shared: int = 0  # the part a launch asks for
     n_regs: int | None = None
     n_spills: int | None = None
     resources: dict = field(default_factory=dict)
@@ -387,7 +388,8 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> Co
         asm.update({"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx})
         line_map.update(result.line_maps)
         metadata.name = result.kernel_name
-        metadata.shared = result.shared
+        metadata.shared = result.shared + result.static_shared
+        metadata.dynamic_shared = result.shared
 
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs)[0]

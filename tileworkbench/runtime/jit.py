@@ -202,7 +202,8 @@ class JITFunction:
                            "or call it from another @jit kernel")
 
     def __getitem__(self, grid) -> Callable:
-        return functools.partial(self.run, grid=grid)
+        launch = self._launch
+        return lambda *args, **kwargs: launch(grid, args, kwargs)
 
     def clear_cache(self) -> None:
         """Forget every compiled specialization held in memory: the next launch compiles again."""
@@ -263,25 +264,45 @@ class JITFunction:
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
             num_stages: int | None = None, stream=None, **kwargs):
         """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel."""
-        # The warm path: the generated binder makes the key and the values in one pass; anything it
-        # cannot take, or a key not seen yet, goes down the full path, which files it for next time.
-        binder = self._binder
-        if binder is not None and not warmup and not config.interpret and not record_module.ACTIVE:
-            try:
-                key, values = binder(*args, **kwargs)
-                entry = self._fast[key, num_warps, num_stages]
-            except Exception:
-                entry = None
-            if entry is not None and (not entry.used_globals or entry.kernel.globals_unchanged()):
-                if type(grid) is tuple and len(grid) == 1:
-                    grid3 = (grid[0], 1, 1)
-                else:
-                    grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
-                if stream is None and entry.torch_stream is not None:
-                    stream = entry.torch_stream()
-                if entry.cuda.launch_values(grid3, entry.pick(values), stream):
-                    return entry.compiled
+        if not warmup:
+            done = self._warm(grid, args, kwargs, num_warps, num_stages, stream)
+            if done is not None:
+                return done
         return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream)
+
+    def _launch(self, grid, args: tuple, kwargs: dict):
+        """`kernel[grid](*args, **kwargs)`: launch options in the keywords go through `run`."""
+        if kwargs and not kwargs.keys().isdisjoint(_RUN_OPTIONS):
+            return self.run(*args, grid=grid, **kwargs)
+        done = self._warm(grid, args, kwargs, None, None, None)
+        if done is not None:
+            return done
+        return self._run(args, kwargs, grid, False, None, None, None)
+
+    def _warm(self, grid, args: tuple, kwargs: dict, num_warps, num_stages, stream):
+        """The warm path, or None where it does not apply: the generated binder makes the key and the
+        values in one pass; an argument it cannot take, a key not seen yet or a changed global leaves
+        it to the full path, which files the kernel for next time."""
+        binder = self._binder
+        if binder is None or config.interpret or record_module.ACTIVE:
+            return None
+        try:
+            key, values = binder(*args, **kwargs)
+            entry = self._fast[key, num_warps, num_stages]
+        except Exception:
+            return None
+        for scope, name, value in entry.globals:
+            if scope.get(name, _MISSING) is not value:
+                return None
+        if type(grid) is tuple and len(grid) == 1:
+            grid3 = (grid[0], 1, 1)
+        else:
+            grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
+        if stream is None and entry.torch_stream is not None:
+            stream = entry.torch_stream()
+        if entry.cuda.launch_values(grid3, values if entry.pick is None else entry.pick(values), stream):
+            return entry.compiled
+        return None
 
     def _record(self, kernel: _BoundKernel, grid3, bound: dict, stream) -> None:
         record_module.record(record_module.LaunchRecord(
@@ -330,7 +351,7 @@ class JITFunction:
             return
         torch = sys.modules.get("torch")
         tensors = [v for v in (*args, *kwargs.values()) if torch is not None and isinstance(v, torch.Tensor)]
-        entry = _FastLaunch(kernel, positions)
+        entry = _FastLaunch(kernel, positions, len(self._runtime_names))
         if tensors:  # the binder's key tells torch tensors from other arrays, so this holds for the key
             from .launcher import torch_stream_getter
 
@@ -415,7 +436,7 @@ class _BoundKernel:
             from .launcher import CudaKernel
 
             md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
-            self.cuda = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.shared,
+            self.cuda = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,
                                    cubin=compiled.launch_cubin, param_kinds=[s.type for s in flat],
                                    param_names=self.flat_names)
             md.n_regs = md.n_regs or self.cuda.num_regs
@@ -441,15 +462,17 @@ class _FastLaunch:
     """What the warm path needs of one bound kernel: its CUDA kernel and which of the binder's values
     (one per runtime parameter) are this specialization's parameters (a None argument is not one)."""
 
-    __slots__ = ("kernel", "compiled", "cuda", "pick", "used_globals", "torch_stream")
+    __slots__ = ("kernel", "compiled", "cuda", "pick", "globals", "torch_stream")
 
-    def __init__(self, kernel: _BoundKernel, positions: list[int]):
+    def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int):
         self.torch_stream = None  # torch's current-stream getter, where the arguments are torch tensors
         self.kernel = kernel
         self.compiled = kernel.compiled
         self.cuda = kernel.cuda
-        self.used_globals = bool(kernel.used_globals)
-        if len(positions) == 1:
+        self.globals = tuple(kernel.used_globals)  # (scope, name, value) the kernel read at compile time
+        if positions == list(range(runtime_count)):
+            self.pick = None  # every runtime argument is a parameter, in order
+        elif len(positions) == 1:
             index = positions[0]
             self.pick = lambda values: (values[index],)
         else:
@@ -457,6 +480,7 @@ class _FastLaunch:
 
 
 _MISSING = object()
+_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "stream", "grid"})
 
 
 def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> None:

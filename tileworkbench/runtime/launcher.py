@@ -232,22 +232,25 @@ class CudaKernel:
     def launch_values(self, grid3: tuple, values: tuple, stream=None) -> bool:
         """The warm launch: `values` are already device addresses and scalars, in parameter order (the
         JIT's binder made them). Returns False, launching nothing, when a scalar does not fit its
-        parameter or the driver refuses: the caller then takes the checked path, which explains."""
+        parameter, a grid dimension is not an integer, or the driver refuses: the caller then takes
+        the checked path, which explains."""
         gx, gy, gz = grid3
         limit = self._max_grid
-        if not (type(gx) is int and type(gy) is int and type(gz) is int and 0 < gx <= limit[0]
-                and 0 < gy <= limit[1] and 0 < gz <= limit[2]):
-            grid3 = check_grid(grid3, self.name, limit)
+        if not (0 < gx <= limit[0] and 0 < gy <= limit[1] and 0 < gz <= limit[2]):
+            grid3 = check_grid(grid3, self.name, limit)  # raises for a bad grid
             if grid3 is None:
-                return True
+                return True  # an empty dimension: nothing to launch
             gx, gy, gz = grid3
-        stream_address = self._current_stream().ptr if stream is None else _stream_address(stream)
+        if stream is None:
+            stream = self._current_stream().ptr
+        elif type(stream) is not int:
+            stream = _stream_address(stream)
         params = self._params
         with params.lock:
-            try:
-                params.pack(values)
+            try:  # a float grid or an out-of-range scalar raises here, before the launch
+                params.pack_into(params.buffer, 0, *values)
                 self._launch_kernel(
-                    self._function_address, gx, gy, gz, self._threads, 1, 1, self.shared, stream_address,
+                    self._function_address, gx, gy, gz, self._threads, 1, 1, self.shared, stream,
                     params.params_address, 0,
                 )  # fmt: skip
             except Exception:

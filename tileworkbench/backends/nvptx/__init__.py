@@ -30,6 +30,7 @@ class NvptxResult:
     n_spills: int | None
     resources: dict = field(default_factory=dict)
     line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    static_shared: int = 0  # bytes of static shared arrays (reduction scratch), beside `shared`
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
@@ -73,7 +74,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
                  "ptx": ptx_line_map(ptx)}
     result = NvptxResult(passes=passes, tile_gpu=tile_gpu, llvm=llvm_text, ptx=ptx, cubin=None,
                          sass=None, kernel_name=func.sym_name, shared=lowering.smem_bytes,
-                         n_regs=None, n_spills=None, line_maps=line_maps)
+                         n_regs=None, n_spills=None, line_maps=line_maps,
+                         static_shared=lowering.static_smem_bytes)
     if assemble:
         assembly = assemble_ptx(ptx, arch)
         result.cubin, result.sass, result.resources = assembly.cubin, assembly.sass, assembly.resources

@@ -49,7 +49,8 @@ class Lowering:
         self.num_warps = num_warps
         self.axis = axis
         self.values: dict[int, object] = {}
-        self.smem_bytes = 0
+        self.smem_bytes = 0  # dynamic shared memory (the launch's)
+        self.static_smem_bytes = 0  # static shared arrays (private_shared_memory)
         self.uses_libdevice = False
         self.module = ir.Module(name=func.sym_name)
         self.module.triple = TRIPLE
@@ -225,6 +226,20 @@ class Lowering:
             # Give the global the opaque `ptr addrspace(3)` type, which stores of any type accept.
             self._smem.type = SHARED_PTR
         return self._smem
+
+    def private_shared_memory(self, nbytes: int) -> ir.Value:
+        """A static shared array of its own for one use outside loops (a reduction's partials): no
+        other use overlaps it, so writing it needs no barrier after the previous use of shared memory
+        (Triton's reductions all start at offset 0 and pay that barrier)."""
+        index = self._cache["private_smem"] = self._cache.get("private_smem", -1) + 1
+        self.static_smem_bytes += (max(nbytes, 1) + 15) // 16 * 16
+        array = ir.GlobalVariable(self.module, ir.ArrayType(I8, max(nbytes, 1)), f"scratch_smem_{index}",
+                                  addrspace=3)
+        array.linkage = "internal"
+        array.align = 16
+        array.initializer = ir.Constant(array.value_type, ir.Undefined)
+        array.type = SHARED_PTR
+        return array
 
     def barrier(self) -> None:
         self.call_intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])

@@ -75,7 +75,10 @@ def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) 
         total = (total + size - 1) // size * size
         bases.append(total)
         total += numel * n_warps * size
-    smem = lw.shared_memory(total)
+    # outside loops each reduction has scratch of its own (no barrier before writing it); in a loop
+    # body the same scratch is reused every iteration, so it is fenced like any other use
+    private = lw.loop_depth == 0
+    smem = lw.private_shared_memory(total) if private else lw.shared_memory(total)
     _, warp = lw.lane_and_warp()
     eb = lw.entry_builder
     warp_index = ir.Constant(I32, 0)
@@ -87,7 +90,8 @@ def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) 
     def weight(c):
         return sum(x * s for x, s in zip(c, st)) * n_warps
     thread = lw.thread_offset(out_layout, weight)
-    lw.barrier_before_shared()
+    if not private:
+        lw.barrier_before_shared()
     for o, coords in enumerate(out_layout.all_reg_coords()):
         slot = b.add(b.add(thread, ir.Constant(I32, weight(coords))), warp_index)
         for i, size in enumerate(sizes):

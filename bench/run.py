@@ -5,7 +5,8 @@ beside torch and CuPy where they have the op. Prints a table of ratios and write
 
 Kernels are timed as CUDA graphs of one launch per buffer set (enough sets to span 4x the L2, so data
 comes from memory), replayed over tens of ms, ours / Triton's / torch's in alternating rounds; the
-ratio is of the rounds' medians. Triton's `do_bench` (events around one launch after an L2 flush) is
+ratio is of the rounds' medians. Contenders read the same inputs and write the same output buffers
+(re-allocating moved the ratio of identical kernels by +-1%). Triton's `do_bench` (events around one launch after an L2 flush) is
 recorded beside it: at 5 us kernels its event resolution (0.5 us) moved ratios by 10% between runs.
 """
 
@@ -133,22 +134,27 @@ CONTENDERS = (("tileworkbench", OURS), ("triton", THEIRS))
 
 
 def measure(workload, shape, dtype, nbytes, make_set, reference, tol, torch_op, cupy_op=None) -> dict:
-    """One workload: `make_set()` -> (inputs, {who: output}, {who: launch}) for a fresh buffer set;
-    `reference(inputs)` the float64 result; `torch_op(inputs)` torch's own op (captured too) and
-    `cupy_op(inputs)` CuPy's (a launch function; timed with do_bench, as CuPy launches on its own
-    stream, outside torch's graph capture)."""
+    """One workload over several buffer sets. `make_set()` -> (inputs, make_out, launch): `make_out()`
+    poisoned outputs (a tuple, the first one checked), `launch(module, out)` that module's kernel on
+    this set. `reference(inputs)` is the float64 result, `torch_op(inputs)` torch's op (captured too),
+    `cupy_op(inputs)` a CuPy launch function (timed with do_bench: CuPy launches on its own stream).
+
+    Each contender is checked on outputs of its own; for timing all contenders write the same output
+    buffers, since re-allocating moved the ratio of identical kernels by +-1% (buffer placement)."""
     sets = [make_set() for _ in range(buffer_sets(nbytes))]
-    for _, _, launches in sets:
-        for launch in launches.values():
-            launch()
     errors = {}
-    for who, _ in CONTENDERS:
-        worst = max((check(f"{workload} {who}", outs[who], reference(inputs), tol) for inputs, outs, _ in
-                     (sets[0], sets[-1])), key=lambda e: e["rel_err"])
-        errors[who] = worst
-    launchers = {who: [launches[who] for _, _, launches in sets] for who, _ in CONTENDERS}
+    for who, mod in CONTENDERS:
+        results = []
+        for inputs, make_out, launch in (sets[0], sets[-1]):
+            out = make_out()
+            launch(mod, out)
+            results.append(check(f"{workload} {who}", out[0], reference(inputs), tol))
+        errors[who] = max(results, key=lambda e: e["rel_err"])
+    shared_outs = [make_out() for _, make_out, _ in sets]
+    launchers = {who: [(lambda launch=launch, out=out, mod=mod: launch(mod, out))
+                       for (_, _, launch), out in zip(sets, shared_outs)] for who, mod in CONTENDERS}
     launchers["torch"] = [lambda inputs=inputs: torch_op(inputs) for inputs, _, _ in sets]
-    db_times, db_rounds = bench_interleaved({who: sets[0][2][who] for who, _ in CONTENDERS})
+    db_times, db_rounds = bench_interleaved({who: launchers[who][0] for who, _ in CONTENDERS})
     try:
         times, rounds = bench_graphs(launchers)
         method = None
@@ -172,10 +178,8 @@ def vector_add(sizes):
 
         def make_set():
             x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
-            outs = {who: torch.full_like(x, float("nan")) for who, _ in CONTENDERS}
-            launches = {who: (lambda mod=mod, o=outs[who]: mod.add_kernel[grid](x, y, o, n, BLOCK=1024))
-                        for who, mod in CONTENDERS}
-            return (x, y), outs, launches
+            return ((x, y), lambda: (torch.full_like(x, float("nan")),),
+                    lambda mod, out: mod.add_kernel[grid](x, y, out[0], n, BLOCK=1024))
 
         def cupy_add(inputs):
             xc, yc = cp.asarray(inputs[0]), cp.asarray(inputs[1])
@@ -201,10 +205,9 @@ def softmax(shapes, dtypes):
 
             def make_set():
                 x = torch.randn(m, n, device="cuda", dtype=dtype)
-                outs = {who: torch.full_like(x, float("nan")) for who, _ in CONTENDERS}
-                launches = {who: (lambda mod=mod, o=outs[who]: mod.softmax_kernel[(m,)](
-                    o, x, x.stride(0), o.stride(0), n, BLOCK=block, num_warps=warps)) for who, mod in CONTENDERS}
-                return (x,), outs, launches
+                return ((x,), lambda: (torch.full_like(x, float("nan")),),
+                        lambda mod, out: mod.softmax_kernel[(m,)](out[0], x, x.stride(0), out[0].stride(0), n,
+                                                                  BLOCK=block, num_warps=warps))
 
             name = "fp32" if dtype == torch.float32 else "fp16"
             rows.append(measure("softmax", (m, n), name, 2 * m * n * (4 if dtype == torch.float32 else 2),
@@ -224,11 +227,15 @@ def layer_norm(shapes):
             x = torch.randn(m, n, device="cuda", dtype=torch.float16)
             w = torch.rand(n, device="cuda", dtype=torch.float16)
             b = torch.rand(n, device="cuda", dtype=torch.float16)
-            outs = {who: torch.full_like(x, float("nan")) for who, _ in CONTENDERS}
-            stats = {who: (torch.empty(m, device="cuda"), torch.empty(m, device="cuda")) for who, _ in CONTENDERS}
-            launches = {who: (lambda mod=mod, o=outs[who], st=stats[who]: mod.layer_norm_kernel[(m,)](
-                x, o, w, b, *st, x.stride(0), n, 1e-5, BLOCK=block, num_warps=warps)) for who, mod in CONTENDERS}
-            return (x, w, b), outs, launches
+
+            def make_out():
+                return (torch.full_like(x, float("nan")), torch.full((m,), float("nan"), device="cuda"),
+                        torch.full((m,), float("nan"), device="cuda"))
+
+            def launch(mod, out):
+                mod.layer_norm_kernel[(m,)](x, out[0], w, b, out[1], out[2], x.stride(0), n, 1e-5, BLOCK=block,
+                                            num_warps=warps)
+            return (x, w, b), make_out, launch
 
         def reference(inputs):
             x, w, b = inputs

@@ -27,7 +27,7 @@ def _kinds(dtype, framework: str) -> tuple[tuple, tuple]:
     from .jit import dtype_name
 
     kind = "*" + dtype_name(dtype)
-    return (kind, True, False, framework), (kind, False, False, framework)
+    return sys.intern(f"{kind}:16@{framework}"), sys.intern(f"{kind}@{framework}")
 
 
 class _ArrayKinds(dict):
@@ -41,11 +41,14 @@ class _ArrayKinds(dict):
 
 
 TORCH_KINDS, CUPY_KINDS = _ArrayKinds("torch"), _ArrayKinds("cupy")
-_I32 = ("i32", False, False)
-_I32_16 = ("i32", True, False)
-_I32_ONE = ("i32", False, True)
-_I1 = ("i1", False, False)
-_FP32 = ("fp32", False, False)
+# Key parts are interned strings, "kind[:16|:1][@framework]": a string caches its hash, so the warm
+# path's dict lookup hashes a flat tuple cheaply (nested tuples were rehashed at every launch).
+_I32, _I32_16, _I32_ONE, _I1, _FP32 = "i32", "i32:16", "i32:1", "i1", "fp32"
+
+
+def _part(spec: tuple) -> str:
+    """The key part of an `arg_spec_key` tuple (kind, multiple of 16, equal to 1)."""
+    return sys.intern(spec[0] + (":16" if spec[1] else "") + (":1" if spec[2] else ""))
 
 
 def _int(value):
@@ -53,7 +56,7 @@ def _int(value):
         return (_I32_ONE if value == 1 else _I32_16 if value & 15 == 0 else _I32), value
     from .jit import arg_spec_key
 
-    return arg_spec_key(value), value
+    return _part(arg_spec_key(value)), value
 
 
 def _bool(value):
@@ -67,7 +70,7 @@ def _float(value):
 def _numpy_scalar(value):
     from .jit import arg_spec_key
 
-    return arg_spec_key(value), value
+    return _part(arg_spec_key(value)), value
 
 
 def _torch(value):
@@ -83,7 +86,7 @@ def _cupy(value):
 
 
 def _none(value):
-    return ("c", None), None
+    return "None", None
 
 
 class _Table(dict):
@@ -113,12 +116,12 @@ def register_array_types() -> None:
         SPECIALIZE.setdefault(cupy.ndarray, _cupy)
 
 
-def _no_alignment(part: tuple) -> tuple:
-    return (part[0], False, *part[2:]) if len(part) >= 3 else part
+def _no_alignment(part: str) -> str:
+    return part.replace(":16", "")
 
 
-def _no_specialization(part: tuple) -> tuple:
-    return (part[0], False, False, *part[3:]) if len(part) >= 3 else part
+def _no_specialization(part: str) -> str:
+    return part.replace(":16", "").replace(":1", "")
 
 
 def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_not_specialize: set[str],
@@ -142,7 +145,7 @@ def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_n
         else:
             params.append(name)
         if name in constexprs:
-            key.append(f"({name}, {name}.__class__)")
+            key += [name, f"{name}.__class__"]  # 1 and True are equal but specialize apart
             continue
         lines.append(f"    _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})")
         if name in do_not_specialize:

@@ -191,6 +191,7 @@ class JITFunction:
         self._binder = None
         self._runtime_names: list[str] = []
         self._fast: dict[tuple, _FastLaunch] = {}
+        self._fast_plain: dict[tuple, _FastLaunch] = {}  # the same, for calls without launch options
         # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
         self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
 
@@ -209,6 +210,7 @@ class JITFunction:
         """Forget every compiled specialization held in memory: the next launch compiles again."""
         self.cache.clear()
         self._fast.clear()
+        self._fast_plain.clear()
 
     def warmup(self, *args, grid, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching; returns the compiled kernel."""
@@ -274,21 +276,22 @@ class JITFunction:
         """`kernel[grid](*args, **kwargs)`: launch options in the keywords go through `run`."""
         if kwargs and not kwargs.keys().isdisjoint(_RUN_OPTIONS):
             return self.run(*args, grid=grid, **kwargs)
-        done = self._warm(grid, args, kwargs, None, None, None)
+        done = self._warm(grid, args, kwargs, None, None, None, self._fast_plain)
         if done is not None:
             return done
         return self._run(args, kwargs, grid, False, None, None, None)
 
-    def _warm(self, grid, args: tuple, kwargs: dict, num_warps, num_stages, stream):
+    def _warm(self, grid, args: tuple, kwargs: dict, num_warps, num_stages, stream, plain=None):
         """The warm path, or None where it does not apply: the generated binder makes the key and the
         values in one pass; an argument it cannot take, a key not seen yet or a changed global leaves
-        it to the full path, which files the kernel for next time."""
+        it to the full path, which files the kernel for next time. `plain`: the table for calls
+        without launch options (keyed by the binder's key alone)."""
         binder = self._binder
         if binder is None or config.interpret or record_module.ACTIVE:
             return None
         try:
             key, values = binder(*args, **kwargs)
-            entry = self._fast[key, num_warps, num_stages]
+            entry = plain[key] if plain is not None else self._fast[key, num_warps, num_stages]
         except Exception:
             return None
         for scope, name, value in entry.globals:
@@ -357,6 +360,8 @@ class JITFunction:
 
             entry.torch_stream = torch_stream_getter(tensors[0].device.index)
         self._fast[key, num_warps, num_stages] = entry
+        if num_warps is None and num_stages is None:
+            self._fast_plain[key] = entry
 
     def _option_arguments(self, args: tuple, kwargs: dict, **options) -> dict:
         kwargs = dict(kwargs)

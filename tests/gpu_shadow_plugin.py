@@ -10,8 +10,10 @@ Atomics that return old values from repeated addresses may legitimately differ i
 
 With GPU_SHADOW_MODE=replace the GPU's results are written into the test's arrays instead (the
 interpreter ran on copies, its bounds checks guarding the GPU from bad accesses), so every test's own
-assertions against its NumPy reference judge the GPU; kernels the GPU cannot run (CuPy has no fp8
-arrays, strided views, non-power-of-two shapes) keep the interpreter's results and are counted.
+assertions against its NumPy reference judge the GPU. Arrays of dtypes CuPy lacks (fp8, bf16) travel as
+their bits, and strided views travel with the memory they view. Kernels the GPU cannot run keep the
+interpreter's results and are counted: non-power-of-two shapes, which the NVPTX back end refuses (as
+Triton does).
 """
 
 from __future__ import annotations
@@ -69,14 +71,54 @@ def _compare(host: np.ndarray, device: np.ndarray) -> bool:
     return bool(np.array_equal(host, device))
 
 
-def _scratch(a):
-    """A copy for the interpreter to run on, read-only where the test's array is (stores into it must
-    still be refused)."""
-    if not isinstance(a, np.ndarray):
-        return a
-    copy = a.copy(order="K")
+def _root(a: np.ndarray):
+    """The array owning `a`'s memory, or None when that is not a C-contiguous ndarray."""
+    base = a
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return base if base.flags.c_contiguous else None
+
+
+def _clone(a: np.ndarray) -> np.ndarray:
+    """`a` again over a copy of the memory it views (a strided view stays the same view), read-only
+    where `a` is (stores into it must still be refused)."""
+    base = _root(a)
+    if base is None or base is a:
+        copy = a.copy(order="K")
+    else:
+        raw = base.view(np.uint8).reshape(-1).copy()
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        copy = np.ndarray(a.shape, a.dtype, buffer=raw, offset=offset, strides=a.strides)
     copy.flags.writeable = a.flags.writeable
     return copy
+
+
+def _scratch(a):
+    return _clone(a) if isinstance(a, np.ndarray) else a
+
+
+# dtypes CuPy has no arrays of: they travel as their bits
+_BITS = {"bfloat16": np.uint16, "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8}
+
+
+def _device(a, param):
+    """(GPU argument, fetch) for a host argument: an array's memory (the whole of what a strided view
+    views, so the kernel's strides hold) goes to the GPU, `fetch()` brings the view back; a 0-d array
+    for a scalar parameter is its value."""
+    import cupy
+
+    if not isinstance(a, np.ndarray):
+        return a, None
+    if a.ndim == 0 and not isinstance(param.type, PointerType):
+        return a[()], None
+    base = _root(a)
+    if base is None:
+        raise ValueError("an array over memory that is not a C-contiguous ndarray")
+    dtype = np.dtype(_BITS.get(a.dtype.name, a.dtype))
+    device_base = cupy.asarray(base.view(np.uint8).reshape(-1))
+    offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    view = cupy.ndarray(a.shape, dtype, memptr=device_base.data + offset, strides=a.strides)
+    return view, lambda: view.get().view(a.dtype)
 
 
 def _copy_into(targets, sources) -> None:
@@ -86,14 +128,8 @@ def _copy_into(targets, sources) -> None:
 
 
 def shadow_run(func, args, grid, arg_names=None, **kwargs):
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
-    # a strided view's copy is contiguous, but the kernel's strides are the view's: such kernels run
-    # in the interpreter only, on the test's own arrays
-    if not all(a.flags.c_contiguous or a.flags.f_contiguous for a in arrays):
-        RESULTS["interpreter only: strided array"] += 1
-        return _original_run(func, args, grid, arg_names, **kwargs)
     replace = MODE == "replace"
-    inputs = [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args]
+    inputs = [_clone(a) if isinstance(a, np.ndarray) else a for a in args]
     # replace mode: the interpreter runs on scratch copies (its bounds checks still raise, so no test
     # sends an out-of-bounds access to the GPU), and the GPU's results go into the test's arrays
     ran_on = [_scratch(a) for a in args] if replace else args
@@ -117,19 +153,21 @@ def shadow_run(func, args, grid, arg_names=None, **kwargs):
         import cupy
 
         kernel = _kernel(func)
-        device_args = [cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in inputs]
+        moved = [_device(a, param) for a, param in zip(inputs, func.args)]
+        device_args = [value for value, _ in moved]
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         kernel.launch(grid3, device_args)
         kernel.synchronize()
+        results = [fetch() if fetch is not None else a for a, (_, fetch) in zip(inputs, moved)]
     except Exception as error:  # reported, not raised: the test itself is about the interpreter
         DETAILS.append((name, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"))
         return fall_back("GPU error")
     if replace:
-        _copy_into(args, [d.get() if hasattr(d, "get") else d for d in device_args])
+        _copy_into(args, results)
         RESULTS["GPU result checked by the test"] += 1
         return result
-    for index, (host, device) in enumerate(zip(args, device_args)):
-        if isinstance(host, np.ndarray) and not _compare(np.asarray(host), device.get()):
+    for index, (host, device) in enumerate(zip(args, results)):
+        if isinstance(host, np.ndarray) and not _compare(np.asarray(host), device):
             RESULTS["MISMATCH"] += 1
             DETAILS.append((name, f"argument {index} differs"))
             return result

@@ -64,9 +64,11 @@ def test_unary_math(rng, name, dtype):
     out = poisoned(N, dtype)
     math1_kernel[(1,)](x, out, FN=fn, N=N)
     want = ref(x.astype(np.float64))
-    # the result is rounded to `dtype`; transcendental functions may be a few ulps off (fp32 and up)
+    # the result is rounded to `dtype`; transcendental functions may be a few ulps off (fp32 and up).
+    # On a GPU, log/log2/sin/cos take Triton's fast path (lg2/sin/cos.approx), whose error is bounded in
+    # absolute terms: near log's zero at 1 a relative bound fails (seen: 3.5e-4 relative at 8e-6 rtol).
     rtol = RTOL[np.dtype(dtype)] * (1 if np.dtype(dtype).itemsize == 2 else 4)
-    assert_close(out, want, rtol=rtol, atol=rtol if name in ("sin", "cos", "erf") else 0)
+    assert_close(out, want, rtol=rtol, atol=rtol if name in ("sin", "cos", "erf", "log", "log2") else 0)
 
 
 def test_abs_of_integers(rng):

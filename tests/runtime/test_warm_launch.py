@@ -7,6 +7,7 @@ errors."""
 
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
@@ -188,11 +189,19 @@ def test_zero_grid_launches_nothing(fake_gpu):
     assert len(cuda.launches) == count
 
 
-def test_binder_keys_split_calls_as_the_full_key_does(fake_gpu):
-    """Two calls share a binder key exactly when they share the full path's specialization key."""
+@pytest.mark.parametrize("inline", [False, True], ids=["table", "inlined-tensor-branch"])
+def test_binder_keys_split_calls_as_the_full_key_does(fake_gpu, monkeypatch, inline):
+    """Two calls share a binder key exactly when they share the full path's specialization key. With
+    `inline`, the stand-in arrays take the binder's inlined branch for torch tensors."""
+    if inline:
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=DeviceArray))
     fn = scale_kernel
     bind, runtime = binder.make_binder(fn.arg_names, fn.constexpr_names, fn.defaults, fn.do_not_specialize,
                                        fn.no_align)
+    host = DeviceArray(64)
+    host.is_cuda = False
+    with pytest.raises(binder.NotFast):  # a host tensor is left to the full path
+        bind(host, DeviceArray(128), 5, 1.0, None, BLOCK=64)
     assert runtime == ["x_ptr", "out_ptr", "n", "alpha", "bias_ptr"]
     rng = np.random.default_rng()
     calls = []

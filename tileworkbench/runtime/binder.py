@@ -136,8 +136,10 @@ def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_n
     runtime = [n for n in arg_names if n not in constexprs]
     params, lines, key, values = [], [], [], []
     # the kernel's own parameter names (keywords bind by name); the binder's names start with _tw_
+    torch = sys.modules.get("torch")
     scope = {"_tw_SPECIALIZE": SPECIALIZE, "_tw_OPTIONS": BACKEND_OPTIONS, "_tw_na": _no_alignment,
-             "_tw_ns": _no_specialization}
+             "_tw_ns": _no_specialization, "_tw_TORCH": TORCH_KINDS, "_tw_I32": _I32, "_tw_I32_16": _I32_16,
+             "_tw_I32_ONE": _I32_ONE, "_tw_Tensor": torch.Tensor if torch is not None else NotFast}
     for i, name in enumerate(arg_names):
         if name in defaults:
             scope[f"_tw_d{i}"] = defaults[name]
@@ -147,7 +149,15 @@ def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_n
         if name in constexprs:
             key += [name, f"{name}.__class__"]  # 1 and True are equal but specialize apart
             continue
-        lines.append(f"    _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})")
+        # the two commonest kinds inline (a call per argument is a good part of the warm path's cost)
+        lines += [f"    if {name}.__class__ is _tw_Tensor and {name}.is_cuda:",
+                  f"        _tw_v{i} = {name}.data_ptr()",
+                  f"        _tw_k{i} = _tw_TORCH[{name}.dtype][_tw_v{i} & 15 != 0]",
+                  f"    elif {name}.__class__ is int and -0x80000000 <= {name} <= 0x7FFFFFFF:",
+                  f"        _tw_v{i} = {name}",
+                  f"        _tw_k{i} = _tw_I32_ONE if {name} == 1 else _tw_I32_16 if {name} & 15 == 0 else _tw_I32",
+                  "    else:",
+                  f"        _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})"]
         if name in do_not_specialize:
             lines.append(f"    _tw_k{i} = _tw_ns(_tw_k{i})")
         elif name in no_align:

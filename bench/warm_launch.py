@@ -37,7 +37,7 @@ def main() -> None:
     entry = next(iter(OURS.tiny_kernel._fast.values()))  # the driver call alone, same kernel and block
     cuda, params = entry.cuda, entry.cuda._params
     values = OURS.tiny_kernel._binder(x, 128, BLOCK=128)[1]
-    params.pack(values if entry.pick is None else entry.pick(values))
+    params.pack_into(params.buffer, 0, *(values if entry.pick is None else entry.pick(values)))
     launches["driver_cuLaunchKernel"] = lambda: cuda._launch_kernel(
         cuda._function_address, 1, 1, 1, cuda._threads, 1, 1, cuda.shared, 0, params.params_address, 0)
     samples = {name: [] for name in launches}

@@ -129,7 +129,7 @@ def _copy_into(targets, sources) -> None:
 
 def shadow_run(func, args, grid, arg_names=None, **kwargs):
     replace = MODE == "replace"
-    inputs = [_clone(a) if isinstance(a, np.ndarray) else a for a in args]
+    inputs = [_scratch(a) for a in args]
     # replace mode: the interpreter runs on scratch copies (its bounds checks still raise, so no test
     # sends an out-of-bounds access to the GPU), and the GPU's results go into the test's arrays
     ran_on = [_scratch(a) for a in args] if replace else args

@@ -315,8 +315,8 @@ class ParamBuffer:
         codes = [_SLOT_CODES["u64"] if k.startswith("*") else _SLOT_CODES[k] for k in self.kinds]
         self._codes = codes
         self._struct = struct.Struct("<" + "".join(codes))
-        self._buffer = bytearray(max(self._struct.size, 8))
-        self._view = (ctypes.c_char * len(self._buffer)).from_buffer(self._buffer)
+        self.buffer = bytearray(max(self._struct.size, 8))
+        self._view = (ctypes.c_char * len(self.buffer)).from_buffer(self.buffer)
         base = ctypes.addressof(self._view)
         count = len(self.kinds)
         self._addresses = (ctypes.c_void_p * max(count, 1))(*[base + 8 * i for i in range(count)])
@@ -330,7 +330,6 @@ class ParamBuffer:
         self.converted = bool(self._converted)
         # the warm path writes already-converted values itself: pack_into(buffer, 0, *values)
         self.pack_into = self._struct.pack_into
-        self.buffer = self._buffer
         # with one GPU a CuPy array needs no device check: read its pointer directly
         self._fast_type = _cupy_ndarray_type() if device_id is None else None
         # and a CUDA torch tensor: its pointer without building __cuda_array_interface__ (a dict)
@@ -362,14 +361,9 @@ class ParamBuffer:
         for index, convert in self._converted:
             values[index] = convert(values[index])
         try:
-            self._struct.pack_into(self._buffer, 0, *values)
+            self._struct.pack_into(self.buffer, 0, *values)
         except (struct.error, TypeError, OverflowError, ValueError):
             self._explain(args)
-
-    def pack(self, values: Sequence[object]) -> None:
-        """Write values that are already addresses and plain scalars (the warm path's); raises
-        struct.error when a scalar does not fit. Hold `lock` from here to the launch."""
-        self.pack_into(self.buffer, 0, *values)
 
     def _explain(self, args: Sequence[object]) -> None:
         """Raise the LaunchError that says which scalar argument did not fit."""
@@ -388,4 +382,4 @@ class ParamBuffer:
 
     def values(self) -> tuple:
         """The values now in the buffer, one per parameter (for tests and debugging)."""
-        return self._struct.unpack_from(self._buffer, 0)
+        return self._struct.unpack_from(self.buffer, 0)

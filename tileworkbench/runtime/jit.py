@@ -467,11 +467,10 @@ class _FastLaunch:
     """What the warm path needs of one bound kernel: its CUDA kernel and which of the binder's values
     (one per runtime parameter) are this specialization's parameters (a None argument is not one)."""
 
-    __slots__ = ("kernel", "compiled", "cuda", "pick", "globals", "torch_stream")
+    __slots__ = ("compiled", "cuda", "pick", "globals", "torch_stream")
 
     def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int):
         self.torch_stream = None  # torch's current-stream getter, where the arguments are torch tensors
-        self.kernel = kernel
         self.compiled = kernel.compiled
         self.cuda = kernel.cuda
         self.globals = tuple(kernel.used_globals)  # (scope, name, value) the kernel read at compile time
@@ -485,7 +484,7 @@ class _FastLaunch:
 
 
 _MISSING = object()
-_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "stream", "grid"})
+_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "stream"})
 
 
 def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> None:

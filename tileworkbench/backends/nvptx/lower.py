@@ -231,9 +231,9 @@ class Lowering:
         """A static shared array of its own for one use outside loops (a reduction's partials): no
         other use overlaps it, so writing it needs no barrier after the previous use of shared memory
         (Triton's reductions all start at offset 0 and pay that barrier)."""
-        index = self._cache["private_smem"] = self._cache.get("private_smem", -1) + 1
+        offset = self.static_smem_bytes  # unique per array: the static bytes before it
         self.static_smem_bytes += (max(nbytes, 1) + 15) // 16 * 16
-        array = ir.GlobalVariable(self.module, ir.ArrayType(I8, max(nbytes, 1)), f"scratch_smem_{index}",
+        array = ir.GlobalVariable(self.module, ir.ArrayType(I8, max(nbytes, 1)), f"scratch_smem_{offset}",
                                   addrspace=3)
         array.linkage = "internal"
         array.align = 16

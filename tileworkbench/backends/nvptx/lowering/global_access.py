@@ -38,8 +38,7 @@ def qualifiers(op, store: bool) -> str:
 
 def supports(etype: ir.Type, vec: int) -> bool:
     """Whether an access of `vec` elements of `etype` travels as words (pointers do not)."""
-    return etype != GLOBAL_PTR and _bits(etype) * vec in (8, 16, 32, 64, 128, 256) and \
-        _bits(etype) * vec <= 128
+    return etype != GLOBAL_PTR and _bits(etype) * vec in (8, 16, 32, 64, 128)
 
 
 def _bits(t: ir.Type) -> int:

@@ -80,9 +80,7 @@ def _zero(t: ir.Type) -> ir.Constant:
 
 
 def _masked(lw, mask, emit, fallback):
-    """`emit()` where `mask` holds, else `fallback` (a phi merges them); no branch if always true."""
-    if mask is None or global_access.is_constant_true(mask):
-        return emit()
+    """`emit()` where `mask` holds, else `fallback` (a phi merges them): a branch around the access."""
     b = lw.builder
     before = b.block
     with b.if_then(mask, likely=True):

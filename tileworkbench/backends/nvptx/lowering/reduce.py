@@ -41,11 +41,8 @@ def lower_reduce(lw, op) -> None:
         elems = [s.vals[r] for s in srcs]
         accs[o] = elems if accs[o] is None else combine(lw, op.combine, accs[o], elems)
     # 2. Across the lanes that hold other positions along the axis.
-    for j, basis in enumerate(layout.lanes):
-        if basis[axis]:
-            for o, acc in enumerate(accs):
-                other = [lw.shuffle_xor(v, 1 << j) for v in acc]
-                accs[o] = combine(lw, op.combine, acc, other)
+    lane_bits = [j for j, basis in enumerate(layout.lanes) if basis[axis]]
+    accs = [_butterfly(lw, op, acc, lane_bits) for acc in accs]
     # 3. Across warps, through shared memory.
     warp_bits = [j for j, basis in enumerate(layout.warps) if basis[axis]]
     if warp_bits:
@@ -106,7 +103,8 @@ def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) 
         acc = None
         for w in range(n_warps):
             slot = b.add(thread, ir.Constant(I32, weight(coords) + w))
-            acc = _combine_or_first(lw, op, acc, _load_partial(lw, smem, bases, sizes, slot, accs[o]))
+            elems = _load_partial(lw, smem, bases, sizes, slot, accs[o])
+            acc = elems if acc is None else combine(lw, op.combine, acc, elems)
         out.append(acc)
     return out
 
@@ -121,12 +119,15 @@ def _shuffle_partials(lw, op, smem, bases, sizes, thread, weight, out_layout, ac
     out = []
     for o, coords in enumerate(out_layout.all_reg_coords()):
         slot = b.add(b.add(thread, ir.Constant(I32, weight(coords))), lane_part)
-        acc = _load_partial(lw, smem, bases, sizes, slot, accs[o])
-        for j in range(k):
-            other = [lw.shuffle_xor(v, 1 << j) for v in acc]
-            acc = combine(lw, op.combine, acc, other)
-        out.append(acc)
+        out.append(_butterfly(lw, op, _load_partial(lw, smem, bases, sizes, slot, accs[o]), range(k)))
     return out
+
+
+def _butterfly(lw, op, acc: list, lane_bits) -> list:
+    """`acc` combined with the copies held by the lanes that differ in `lane_bits` (shfl.sync.bfly)."""
+    for j in lane_bits:
+        acc = combine(lw, op.combine, acc, [lw.shuffle_xor(v, 1 << j) for v in acc])
+    return acc
 
 
 def _load_partial(lw, smem, bases, sizes, slot, like: list) -> list:
@@ -138,10 +139,6 @@ def _load_partial(lw, smem, bases, sizes, slot, like: list) -> list:
         load.align = size
         elems.append(_narrow(lw, load, like[i].type))
     return elems
-
-
-def _combine_or_first(lw, op, acc, elems):
-    return elems if acc is None else combine(lw, op.combine, acc, elems)
 
 
 def _stored_type(t):

@@ -4,10 +4,12 @@ beside torch and CuPy where they have the op. Prints a table of ratios and write
     PYTHONPATH=. python bench/run.py [--quick] [--out bench/results/NAME.json]
 
 Kernels are timed as CUDA graphs of one launch per buffer set (enough sets to span 4x the L2, so data
-comes from memory), replayed over tens of ms, ours / Triton's / torch's in alternating rounds; the
-ratio is of the rounds' medians. Contenders read the same inputs and write the same output buffers
-(re-allocating moved the ratio of identical kernels by +-1%). Triton's `do_bench` (events around one launch after an L2 flush) is
-recorded beside it: at 5 us kernels its event resolution (0.5 us) moved ratios by 10% between runs.
+comes from memory), replayed over tens of ms. Each round captures every contender's graph afresh and
+times them in a shuffled order; the ratio is of the rounds' medians. Contenders read the same inputs
+and write the same output buffers (re-allocating moved the ratio of identical kernels by +-1%). Triton's
+kernel also runs as a contender of its own (`triton_control`): its ratio to Triton, the A/A column,
+is the method's noise on that shape. Triton's `do_bench` (events around one launch after an L2 flush)
+is recorded beside it: at 5 us kernels its event resolution (0.5 us) moved ratios by 10% between runs.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
-ROUNDS = 5
+ROUNDS = 7
 L2_BYTES = 50 * 2**20  # H200
 
 
@@ -64,28 +66,33 @@ def buffer_sets(nbytes: int) -> int:
     return int(min(16, max(2, -(-4 * L2_BYTES // nbytes))))
 
 
+def _capture(fns) -> torch.cuda.CUDAGraph:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture (first launches may compile)
+        for fn in fns:
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for fn in fns:
+            fn()
+    return graph
+
+
 def bench_graphs(launchers: dict) -> tuple[dict, dict]:
     """ms per launch from CUDA graph replays: `launchers[who]` is one launch per buffer set, captured
     back to back in one graph. Event timing of a 5 us kernel is at the events' 0.5 us resolution and
     drifts from run to run; a graph of many launches is timed over tens of ms, without host launch
-    gaps. Contenders alternate, ROUNDS times."""
-    graphs = {}
-    for who, fns in launchers.items():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for fn in fns:
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for fn in fns:
-                fn()
-        graphs[who] = (graph, len(fns))
-    torch.cuda.synchronize()
-    samples = {who: [] for who in graphs}
+    gaps. Each round captures every contender's graph afresh and times them in a shuffled order: two
+    graphs of the same kernel, kept for all rounds in a fixed order, differed by up to 1% (the A/A
+    control of `measure` shows what is left)."""
+    order = np.random.default_rng(ROUNDS)
+    samples = {who: [] for who in launchers}
     for _ in range(ROUNDS):
-        for who, (graph, count) in graphs.items():
+        for who in order.permutation(list(launchers)):
+            graph = _capture(launchers[who])
+            count = len(launchers[who])
             graph.replay()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -99,6 +106,7 @@ def bench_graphs(launchers: dict) -> tuple[dict, dict]:
             end.record()
             end.synchronize()
             samples[who].append(start.elapsed_time(end) / (reps * count))
+            del graph
     return {k: float(np.median(v)) for k, v in samples.items()}, samples
 
 
@@ -120,6 +128,9 @@ def row(workload, shape, dtype, nbytes, times, errors, rounds, do_bench_times, d
         out[f"{who}_ms"] = ms
         out[f"{who}_TBps"] = nbytes / (ms * 1e-3) / 1e12
     out["ratio_vs_triton"] = times["triton"] / times["tileworkbench"]
+    if CONTROL in times:  # the same Triton kernel timed as a contender of its own (1.0 but for noise)
+        out["control_ratio"] = times["triton"] / times[CONTROL]
+        out["control_ratio_per_round"] = [t / c for t, c in zip(rounds["triton"], rounds[CONTROL])]
     # Triton's own method too (do_bench: one launch between events after an L2 flush)
     out["do_bench_ms"] = do_bench_times
     out["do_bench_ratio_vs_triton"] = do_bench_times["triton"] / do_bench_times["tileworkbench"]
@@ -131,6 +142,7 @@ def row(workload, shape, dtype, nbytes, times, errors, rounds, do_bench_times, d
 
 
 CONTENDERS = (("tileworkbench", OURS), ("triton", THEIRS))
+CONTROL = "triton_control"
 
 
 def measure(workload, shape, dtype, nbytes, make_set, reference, tol, torch_op, cupy_op=None) -> dict:
@@ -154,6 +166,7 @@ def measure(workload, shape, dtype, nbytes, make_set, reference, tol, torch_op, 
     launchers = {who: [(lambda launch=launch, out=out, mod=mod: launch(mod, out))
                        for (_, _, launch), out in zip(sets, shared_outs)] for who, mod in CONTENDERS}
     launchers["torch"] = [lambda inputs=inputs: torch_op(inputs) for inputs, _, _ in sets]
+    launchers[CONTROL] = launchers["triton"]  # A/A: Triton against itself shows the method's noise
     db_times, db_rounds = bench_interleaved({who: launchers[who][0] for who, _ in CONTENDERS})
     try:
         times, rounds = bench_graphs(launchers)
@@ -248,16 +261,24 @@ def layer_norm(shapes):
     return rows
 
 
-def warm_launch(count: int = 2000) -> dict:
-    """Host time per launch of a tiny kernel (the launch path, not the kernel), in a fresh process: in
+def warm_launch(count: int = 2000, processes: int = 5) -> dict:
+    """Host time per launch of a tiny kernel (the launch path, not the kernel), in fresh processes: in
     this one, after gigabytes of buffers and CUDA graphs, every contender's launch (CuPy's aside) read
-    2-4 us slower than in a clean process. The contenders alternate over rounds; the driver's own
-    cuLaunchKernel of our kernel, called directly, is the floor under everyone."""
-    done = subprocess.run([sys.executable, str(HERE / "warm_launch.py"), str(count)], capture_output=True,
-                          text=True, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
-    if done.returncode != 0:
-        raise RuntimeError(f"warm launch timing failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    2-4 us slower than in a clean process, and fresh processes differ by up to 1.5x among themselves
+    (the host's speed; the driver call alone moves with it). So several processes are run; the figure
+    is the median over them, with the slowest and fastest beside it. Within a process the contenders
+    alternate over rounds; the driver's own cuLaunchKernel of our kernel, called directly, is the floor
+    under everyone."""
+    runs = []
+    for _ in range(processes):
+        done = subprocess.run([sys.executable, str(HERE / "warm_launch.py"), str(count)], capture_output=True,
+                              text=True, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+        if done.returncode != 0:
+            raise RuntimeError(f"warm launch timing failed:\n{done.stderr[-3000:]}")
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out = {who: float(np.median([r[who] for r in runs])) for who in runs[0]}
+    out["per_process"] = runs
+    return out
 
 
 _COMPILE_SNIPPET = r'''
@@ -321,16 +342,21 @@ def compile_times() -> dict:
 
 def print_table(results: dict) -> None:
     print(f"\n{'workload':<12}{'shape':<16}{'dtype':<6}{'ours TB/s':>10}{'triton':>9}{'torch':>8}"
-          f"{'ratio':>8}  rounds (min-max)  do_bench ratio")
+          f"{'ratio':>8}  rounds (min-max)  do_bench ratio   A/A")
     for r in results["kernels"]:
         spread = r.get("ratio_spread", [0, 0])
         print(f"{r['workload']:<12}{'x'.join(map(str, r['shape'])):<16}{r['dtype']:<6}"
               f"{r['tileworkbench_TBps']:>10.2f}{r['triton_TBps']:>9.2f}{r.get('torch_TBps', 0):>8.2f}"
               f"{r['ratio_vs_triton']:>8.3f}  {spread[0]:.3f}-{spread[1]:.3f}"
-              f"{r['do_bench_ratio_vs_triton']:>10.3f}{'' if r['correct'] else '  WRONG'}")
+              f"{r['do_bench_ratio_vs_triton']:>10.3f}{r.get('control_ratio', float('nan')):>10.3f}"
+              f"{'' if r['correct'] else '  WRONG'}")
     for name, error in results["errors"].items():
         print(f"{name}: FAILED {error}")
-    print("\nwarm launch (host us/launch):", {k: round(v, 2) for k, v in results["warm_launch_us"].items()})
+    launch = results["warm_launch_us"]
+    print("\nwarm launch (host us/launch, median over fresh processes [min-max]):")
+    for who in (k for k in launch if k != "per_process"):
+        each = [r[who] for r in launch.get("per_process", [])] or [launch[who]]
+        print(f"  {who:<24}{launch[who]:>7.2f}  [{min(each):.2f}-{max(each):.2f}]")
     print("compile (s):", json.dumps(results["compile"], indent=1))
 
 

@@ -219,3 +219,52 @@ def test_binder_keys_split_calls_as_the_full_key_does(fake_gpu, monkeypatch, inl
         assert values[0] == x.address and values[2] == n
         assert values[4] == (None if bias is None else bias.address)
     assert sorted(map(sorted, full.values())) == sorted(map(sorted, fast.values()))
+
+
+@tw.jit
+def offset_kernel(x_ptr, out_ptr, n, shift=3, BLOCK: tl.constexpr = 64):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK) + tl.program_id(1) * n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + shift, mask=offs < n)
+
+
+def test_generated_launcher_binds_as_python_does(fake_gpu):
+    """Keywords in any order, defaults left out, 2-D grids: all warm, all packing the full path's values."""
+    offset_kernel.clear_cache()
+    rng = np.random.default_rng()
+    x, out = DeviceArray(4096 * int(rng.integers(1, 999))), DeviceArray(4096 * int(rng.integers(1, 999)))
+    n = int(rng.integers(1, 1 << 20)) * 16 + 5
+    compiled = offset_kernel[(3, 2)](x, out, n)
+    cuda = next(e.cuda for e in offset_kernel._fast.values() if e.compiled is compiled)
+    full = cuda.launches[-1]
+    assert full[0] == (3, 2, 1) and full[1] == (x.address, out.address, n, 3)
+    calls = [lambda: offset_kernel[(3, 2)](x, out, n),
+             lambda: offset_kernel[(3, 2)](n=n, out_ptr=out, x_ptr=x),
+             lambda: offset_kernel[(3, 2, 1)](x, out_ptr=out, n=n, shift=3, BLOCK=64),
+             lambda: offset_kernel[lambda meta: (3, meta["shift"] - 1)](x, out, n)]
+    for call in calls:
+        cuda.launches.clear()
+        assert call() is compiled
+        assert cuda.launches == [full]
+    assert fake_gpu == ["offset_kernel"]  # one full run, for the first call only
+    shift = int(rng.integers(2, 100)) * 2 + 1  # odd and not 1: the same specialization as 3
+    offset_kernel[(1,)](x, out, n, shift)  # another runtime value of a defaulted parameter: same kernel
+    assert cuda.launches[-1][1][3] == shift and fake_gpu == ["offset_kernel"]
+
+
+def test_generated_launcher_hands_bad_calls_to_the_full_path(fake_gpu):
+    offset_kernel.clear_cache()
+    x, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    offset_kernel[(1,)](x, out, 100)
+    with pytest.raises(LaunchError, match="takes 5 arguments, got 6"):
+        offset_kernel[(1,)](x, out, 100, 3, 64, 7)
+    with pytest.raises(LaunchError, match="missing the argument 'n'"):
+        offset_kernel[(1,)](x, out, shift=2)
+    with pytest.raises(LaunchError, match="cannot pass a list"):
+        offset_kernel[(1,)](x, out, [100])
+    with pytest.raises(LaunchError, match="grid"):
+        offset_kernel[(1, 2, 3, 4)](x, out, 100)
+    # a launch option still goes through `run`, and is warm there after its first call
+    runs = len(fake_gpu)
+    offset_kernel[(1,)](x, out, 100, num_warps=2)
+    offset_kernel[(1,)](x, out, 100, num_warps=2)
+    assert len(fake_gpu) == runs + 1

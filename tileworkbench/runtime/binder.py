@@ -21,6 +21,9 @@ class NotFast(Exception):
     """This call needs the full launch path."""
 
 
+MISSING = object()  # a parameter the call did not give (the launcher's default for required ones)
+
+
 def _kinds(dtype, framework: str) -> tuple[tuple, tuple]:
     """(key when the address is 16-byte aligned, key otherwise) for arrays of `dtype`; the framework is
     part of the key because torch tensors launch on torch's stream."""
@@ -124,6 +127,57 @@ def _no_specialization(part: str) -> str:
     return part.replace(":16", "").replace(":1", "")
 
 
+def _argument_code(arg_names: list[str], constexprs: set[str], do_not_specialize: set[str],
+                   no_align: set[str], scope: dict) -> tuple[list[str], list[str], list[str]]:
+    """The per-argument lines shared by the binder and the launcher: each runtime argument `name` sets
+    `_tw_k<i>` (its key part) and `_tw_v<i>` (the value to pack); a constexpr is its own key part.
+    Returns (lines, key parts, values); `scope` gets the names the lines use."""
+    torch = sys.modules.get("torch")
+    scope.update({"_tw_SPECIALIZE": SPECIALIZE, "_tw_na": _no_alignment, "_tw_ns": _no_specialization,
+                  "_tw_TORCH": TORCH_KINDS, "_tw_I32": _I32, "_tw_I32_16": _I32_16, "_tw_I32_ONE": _I32_ONE,
+                  "_tw_Tensor": torch.Tensor if torch is not None else NotFast})
+    lines, key, values = [], [], []
+    for i, name in enumerate(arg_names):
+        if name in constexprs:
+            key += [name, f"{name}.__class__"]  # 1 and True are equal but specialize apart
+            continue
+        # the two commonest kinds inline (a call per argument is a good part of the warm path's cost)
+        lines += [f"if {name}.__class__ is _tw_Tensor and {name}.is_cuda:",
+                  f"    _tw_v{i} = {name}.data_ptr()",
+                  f"    _tw_k{i} = _tw_TORCH[{name}.dtype][_tw_v{i} & 15 != 0]",
+                  f"elif {name}.__class__ is int and -0x80000000 <= {name} <= 0x7FFFFFFF:",
+                  f"    _tw_v{i} = {name}",
+                  f"    _tw_k{i} = _tw_I32_ONE if {name} == 1 else _tw_I32_16 if {name} & 15 == 0 else _tw_I32",
+                  "else:",
+                  f"    _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})"]
+        if name in do_not_specialize:
+            lines.append(f"_tw_k{i} = _tw_ns(_tw_k{i})")
+        elif name in no_align:
+            lines.append(f"_tw_k{i} = _tw_na(_tw_k{i})")
+        key.append(f"_tw_k{i}")
+        values.append(f"_tw_v{i}")
+    return lines, key, values
+
+
+def _indent(lines: list[str], depth: int) -> list[str]:
+    return [" " * (4 * depth) + line for line in lines]
+
+
+def _parameters(arg_names: list[str], defaults: dict, scope: dict, missing: object = None) -> list[str]:
+    """The kernel's own parameter list (keywords bind by name); defaults come from `scope`. With
+    `missing`, a parameter without a default defaults to it, so the caller can report the omission."""
+    params = []
+    for i, name in enumerate(arg_names):
+        if name in defaults:
+            scope[f"_tw_d{i}"] = defaults[name]
+            params.append(f"{name}=_tw_d{i}")
+        elif missing is not None:
+            params.append(f"{name}=_tw_MISSING")
+        else:
+            params.append(name)
+    return params
+
+
 def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_not_specialize: set[str],
                 no_align: set[str]) -> tuple[Callable, list[str]]:
     """The generated binder and the names of the runtime parameters, in the order of its values.
@@ -133,43 +187,75 @@ def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_n
     """
     from .jit import BACKEND_OPTIONS
 
-    runtime = [n for n in arg_names if n not in constexprs]
-    params, lines, key, values = [], [], [], []
-    # the kernel's own parameter names (keywords bind by name); the binder's names start with _tw_
-    torch = sys.modules.get("torch")
-    scope = {"_tw_SPECIALIZE": SPECIALIZE, "_tw_OPTIONS": BACKEND_OPTIONS, "_tw_na": _no_alignment,
-             "_tw_ns": _no_specialization, "_tw_TORCH": TORCH_KINDS, "_tw_I32": _I32, "_tw_I32_16": _I32_16,
-             "_tw_I32_ONE": _I32_ONE, "_tw_Tensor": torch.Tensor if torch is not None else NotFast}
-    for i, name in enumerate(arg_names):
-        if name in defaults:
-            scope[f"_tw_d{i}"] = defaults[name]
-            params.append(f"{name}=_tw_d{i}")
-        else:
-            params.append(name)
-        if name in constexprs:
-            key += [name, f"{name}.__class__"]  # 1 and True are equal but specialize apart
-            continue
-        # the two commonest kinds inline (a call per argument is a good part of the warm path's cost)
-        lines += [f"    if {name}.__class__ is _tw_Tensor and {name}.is_cuda:",
-                  f"        _tw_v{i} = {name}.data_ptr()",
-                  f"        _tw_k{i} = _tw_TORCH[{name}.dtype][_tw_v{i} & 15 != 0]",
-                  f"    elif {name}.__class__ is int and -0x80000000 <= {name} <= 0x7FFFFFFF:",
-                  f"        _tw_v{i} = {name}",
-                  f"        _tw_k{i} = _tw_I32_ONE if {name} == 1 else _tw_I32_16 if {name} & 15 == 0 else _tw_I32",
-                  "    else:",
-                  f"        _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})"]
-        if name in do_not_specialize:
-            lines.append(f"    _tw_k{i} = _tw_ns(_tw_k{i})")
-        elif name in no_align:
-            lines.append(f"    _tw_k{i} = _tw_na(_tw_k{i})")
-        key.append(f"_tw_k{i}")
-        values.append(f"_tw_v{i}")
+    scope = {"_tw_OPTIONS": BACKEND_OPTIONS}
+    lines, key, values = _argument_code(arg_names, constexprs, do_not_specialize, no_align, scope)
     source = "\n".join([
-        f"def bind({', '.join(params + ['**_tw_extra'])}):",
+        f"def bind({', '.join(_parameters(arg_names, defaults, scope) + ['**_tw_extra'])}):",
         "    if _tw_extra and not _tw_extra.keys() <= _tw_OPTIONS:",
         "        raise TypeError('unknown keyword')",
-        *lines,
+        *_indent(lines, 1),
         f"    return ({', '.join(key)},), ({', '.join(values)},)",
     ])
     exec(compile(source, "<tileworkbench binder>", "exec"), scope)
-    return scope["bind"], runtime
+    return scope["bind"], [n for n in arg_names if n not in constexprs]
+
+
+def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], defaults: dict,
+                  do_not_specialize: set[str], no_align: set[str], table: dict, slow: Callable,
+                  grid3: Callable, config, record) -> Callable:
+    """The warm launch as one generated function, `launcher(grid, *args, **kwargs)`, which
+    `kernel[grid]` binds to its grid: the binder's work, the lookup of the key in `table` (filled by
+    the JIT with `_FastLaunch` entries), the grid check, the packing and the driver call, with no
+    Python call in between (each call layer cost about 0.1-0.3 us of a 7 us launch).
+
+    Anything else goes to `slow(grid, named, extra, more)`: `named` the arguments by parameter name
+    (an omitted one is MISSING), `extra` the other keywords (Triton backend options, which are
+    ignored, stay on the warm path), `more` surplus positional arguments. So do calls while `config.interpret` or `record.ACTIVE` is set (the interpreter is on, or
+    launches are being recorded).
+    """
+    from .jit import BACKEND_OPTIONS
+
+    scope = {"_tw_OPTIONS": BACKEND_OPTIONS, "_tw_table": table, "_tw_slow": slow, "_tw_grid3": grid3, "_tw_config": config,
+             "_tw_record": record,
+             "_tw_MISSING": MISSING, "_tw_dict_get": dict.get}
+    lines, key, values = _argument_code(arg_names, constexprs, do_not_specialize, no_align, scope)
+    params = _parameters(arg_names, defaults, scope, missing=MISSING)
+    named = "{" + ", ".join(f"{n!r}: {n}" for n in arg_names) + "}"
+    required = [n for n in arg_names if n not in defaults]
+    omitted = " or ".join(f"{n} is _tw_MISSING" for n in required) or "False"
+    slow_call = f"return _tw_slow(_tw_grid, {named}, _tw_extra, _tw_more)"
+    source = "\n".join([
+        f"def {kernel_name}(_tw_grid, {', '.join(params)}, *_tw_more, **_tw_extra):",
+        f"    if (_tw_extra and not _tw_extra.keys() <= _tw_OPTIONS) or _tw_more or {omitted} or _tw_config.interpret or _tw_record.ACTIVE:",
+        f"        {slow_call}",
+        "    try:",
+        *_indent(lines, 2),
+        f"        _tw_e = _tw_table[({', '.join(key)},)]",
+        "    except Exception:",
+        f"        {slow_call}",
+        "    for _tw_scope, _tw_name, _tw_value in _tw_e.globals:  # a global the kernel read has changed",
+        "        if _tw_dict_get(_tw_scope, _tw_name, _tw_MISSING) is not _tw_value:",
+        f"            {slow_call}",
+        "    if _tw_grid.__class__ is tuple and len(_tw_grid) == 1:",
+        "        _tw_gx = _tw_grid[0]",
+        "        _tw_gy = _tw_gz = 1",
+        "    else:",
+        f"        _tw_gx, _tw_gy, _tw_gz = _tw_grid3(_tw_grid, {named})",
+        "    if not (0 < _tw_gx <= _tw_e.max_x and 0 < _tw_gy <= _tw_e.max_y and 0 < _tw_gz <= _tw_e.max_z):",
+        f"        {slow_call}  # it launches nothing for an empty grid, or explains",
+        f"    _tw_values = ({', '.join(values)},)",
+        "    if _tw_e.pick is not None:",
+        "        _tw_values = _tw_e.pick(_tw_values)",
+        "    with _tw_e.lock:",
+        "        try:  # a float grid or an out-of-range scalar raises here, before the launch",
+        "            _tw_e.pack(_tw_e.buffer, 0, *_tw_values)",
+        "            _tw_e.launch(_tw_e.function, _tw_gx, _tw_gy, _tw_gz, _tw_e.threads, 1, 1, _tw_e.shared,",
+        "                         _tw_e.stream(), _tw_e.params, 0)",
+        "            return _tw_e.compiled",
+        "        except Exception:",
+        "            pass",
+        f"    {slow_call}  # the full path explains, or retries through CuPy",
+    ])
+    exec(compile(source, f"<tileworkbench launcher of {kernel_name}>", "exec"), scope)
+    return scope[kernel_name]
+

@@ -21,6 +21,7 @@ from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
 )
+from . import binder as binder_module
 from . import record as record_module
 from .compiler import CompiledKernel, compile
 
@@ -191,7 +192,10 @@ class JITFunction:
         self._binder = None
         self._runtime_names: list[str] = []
         self._fast: dict[tuple, _FastLaunch] = {}
-        self._fast_plain: dict[tuple, _FastLaunch] = {}  # the same, for calls without launch options
+        # the same for calls without launch options, keyed by the binder's key alone; the generated
+        # launcher (binder.make_launcher) looks calls up here
+        self._fast_plain: dict[tuple, _FastLaunch] = {}
+        self._launcher = None
         # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
         self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
 
@@ -203,6 +207,9 @@ class JITFunction:
                            "or call it from another @jit kernel")
 
     def __getitem__(self, grid) -> Callable:
+        launcher = self._launcher
+        if launcher is not None:  # the generated warm launcher, bound to this grid
+            return functools.partial(launcher, grid)
         launch = self._launch
         return lambda *args, **kwargs: launch(grid, args, kwargs)
 
@@ -273,25 +280,34 @@ class JITFunction:
         return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream)
 
     def _launch(self, grid, args: tuple, kwargs: dict):
-        """`kernel[grid](*args, **kwargs)`: launch options in the keywords go through `run`."""
+        """`kernel[grid](*args, **kwargs)` on the full path (the generated launcher takes warm calls
+        without launch options): launch options in the keywords go through `run`."""
         if kwargs and not kwargs.keys().isdisjoint(_RUN_OPTIONS):
             return self.run(*args, grid=grid, **kwargs)
-        done = self._warm(grid, args, kwargs, None, None, None, self._fast_plain)
-        if done is not None:
-            return done
         return self._run(args, kwargs, grid, False, None, None, None)
 
-    def _warm(self, grid, args: tuple, kwargs: dict, num_warps, num_stages, stream, plain=None):
-        """The warm path, or None where it does not apply: the generated binder makes the key and the
-        values in one pass; an argument it cannot take, a key not seen yet or a changed global leaves
-        it to the full path, which files the kernel for next time. `plain`: the table for calls
-        without launch options (keyed by the binder's key alone)."""
+    def _launch_unwarmed(self, grid, named: dict, extra: dict, more: tuple):
+        """Where the generated launcher hands a call over: the arguments as the caller gave them,
+        as far as they can be told apart (leading ones positional, the rest by name)."""
+        values = list(named.values())
+        if more:  # every parameter was given positionally, and more besides
+            return self._launch(grid, (*values, *more), extra)
+        given = next((i for i, v in enumerate(values) if v is binder_module.MISSING), len(values))
+        kwargs = {n: v for n, v in list(named.items())[given:] if v is not binder_module.MISSING}
+        kwargs.update(extra)
+        return self._launch(grid, tuple(values[:given]), kwargs)
+
+    def _warm(self, grid, args: tuple, kwargs: dict, num_warps, num_stages, stream):
+        """The warm path of `run` (calls with launch options), or None where it does not apply: the
+        generated binder makes the key and the values in one pass; an argument it cannot take, a key
+        not seen yet or a changed global leaves it to the full path, which files the kernel for next
+        time."""
         binder = self._binder
         if binder is None or config.interpret or record_module.ACTIVE:
             return None
         try:
             key, values = binder(*args, **kwargs)
-            entry = plain[key] if plain is not None else self._fast[key, num_warps, num_stages]
+            entry = self._fast[key, num_warps, num_stages]
         except Exception:
             return None
         for scope, name, value in entry.globals:
@@ -339,7 +355,7 @@ class JITFunction:
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, num_warps, num_stages) -> None:
         """File `kernel` for the warm path under this call's binder key, when the warm path can launch
         it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise."""
-        from .binder import NotFast, make_binder, register_array_types
+        from .binder import NotFast, make_binder, make_launcher, register_array_types
 
         if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
             return
@@ -347,6 +363,9 @@ class JITFunction:
         if self._binder is None:
             self._binder, self._runtime_names = make_binder(
                 self.arg_names, self.constexpr_names, self.defaults, self.do_not_specialize, self.no_align)
+            self._launcher = make_launcher(
+                self.fn.__name__, self.arg_names, self.constexpr_names, self.defaults, self.do_not_specialize,
+                self.no_align, self._fast_plain, self._launch_unwarmed, _grid, config, record_module)
         try:
             key, values = self._binder(*args, **kwargs)
             positions = [self._runtime_names.index(name) for name in kernel.names]
@@ -354,11 +373,12 @@ class JITFunction:
             return
         torch = sys.modules.get("torch")
         tensors = [v for v in (*args, *kwargs.values()) if torch is not None and isinstance(v, torch.Tensor)]
-        entry = _FastLaunch(kernel, positions, len(self._runtime_names))
+        stream = None
         if tensors:  # the binder's key tells torch tensors from other arrays, so this holds for the key
             from .launcher import torch_stream_getter
 
-            entry.torch_stream = torch_stream_getter(tensors[0].device.index)
+            stream = torch_stream_getter(tensors[0].device.index)
+        entry = _FastLaunch(kernel, positions, len(self._runtime_names), stream)
         self._fast[key, num_warps, num_stages] = entry
         if num_warps is None and num_stages is None:
             self._fast_plain[key] = entry
@@ -464,13 +484,15 @@ class _BoundKernel:
 
 
 class _FastLaunch:
-    """What the warm path needs of one bound kernel: its CUDA kernel and which of the binder's values
-    (one per runtime parameter) are this specialization's parameters (a None argument is not one)."""
+    """What the warm paths need of one bound kernel: its CUDA kernel, which of the binder's values (one
+    per runtime parameter) are this specialization's parameters (a None argument is not one), and the
+    launch's parts as plain attributes for the generated launcher (binder.make_launcher)."""
 
-    __slots__ = ("compiled", "cuda", "pick", "globals", "torch_stream")
+    __slots__ = ("compiled", "cuda", "pick", "globals", "torch_stream", "stream", "launch", "function",
+                 "threads", "shared", "max_x", "max_y", "max_z", "pack", "buffer", "params", "lock")
 
-    def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int):
-        self.torch_stream = None  # torch's current-stream getter, where the arguments are torch tensors
+    def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int, torch_stream=None):
+        self.torch_stream = torch_stream  # torch's current-stream getter, where the arguments are torch tensors
         self.compiled = kernel.compiled
         self.cuda = kernel.cuda
         self.globals = tuple(kernel.used_globals)  # (scope, name, value) the kernel read at compile time
@@ -481,6 +503,11 @@ class _FastLaunch:
             self.pick = lambda values: (values[index],)
         else:
             self.pick = operator.itemgetter(*positions) if positions else (lambda values: ())
+        self.stream = torch_stream or kernel.cuda.current_stream_address
+        self.launch, self.function, self.threads, self.shared, max_grid, params = kernel.cuda.launch_parts()
+        self.max_x, self.max_y, self.max_z = max_grid
+        self.pack, self.buffer, self.params, self.lock = (params.pack_into, params.buffer, params.params_address,
+                                                          params.lock)
 
 
 _MISSING = object()

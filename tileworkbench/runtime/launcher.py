@@ -229,6 +229,17 @@ class CudaKernel:
         params = self._params
         return params is not None and not self._check_current and not params.converted
 
+    def launch_parts(self) -> tuple:
+        """What a generated launcher (binder.make_launcher) needs to launch this kernel itself: the
+        driver's launch call, the function handle, threads per block, dynamic shared memory, the grid
+        limit and the parameter buffer. Only for kernels `fast_launch_ok` accepts."""
+        return (self._launch_kernel, self._function_address, self._threads, self.shared, self._max_grid,
+                self._params)
+
+    def current_stream_address(self) -> int:
+        """CuPy's current stream, as a raw handle (where launches on CuPy arrays go)."""
+        return self._current_stream().ptr
+
     def launch_values(self, grid3: tuple, values: tuple, stream=None) -> bool:
         """The warm launch: `values` are already device addresses and scalars, in parameter order (the
         JIT's binder made them). Returns False, launching nothing, when a scalar does not fit its

@@ -67,6 +67,11 @@ def test_softmax_reduces_with_shuffles_and_ex2(compiled):
     assert len(_lines(ptx, r"bar\.sync")) == 2
     assert len(_lines(ptx, r"\.shared \.align 16 \.b8 scratch_smem_\d+\[16\]")) == 2  # 4 warps' fp32
     assert kernel.metadata.shared == 32 and kernel.metadata.dynamic_shared == 0
+    # Triton's NVPTX settings: shared memory addressed with 32-bit registers, the row's base address
+    # as one mad.wide (base + row * stride * 4), which ptxas keeps on the uniform datapath
+    shared_accesses = _lines(ptx, r"(ld|st)\.shared")
+    assert shared_accesses and all(re.search(r"\[%r\d+\]", line) for line in shared_accesses)
+    assert len(_lines(ptx, r"mad\.wide\.s32")) == 2  # the input row and the output row
 
 
 def test_math_uses_approx_instructions(compiled):

@@ -33,6 +33,12 @@ def _binding():
 
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # The NVPTX back end's settings Triton compiles with (process-wide LLVM options that no other target
+    # reads): 32-bit shared-memory addresses, as our data layout (p3:32) already declares, and
+    # mad.wide.s32 for base + index * size, which LLVM turned off by default in 2025. The kernel's
+    # row address then fits ptxas's uniform datapath (ULEA) instead of two IMAD.WIDE per thread.
+    llvm.set_option("tileworkbench", "--nvptx-short-ptr")
+    llvm.set_option("tileworkbench", "--nvptx-mad-wide-opt")
     return llvm
 
 

@@ -49,8 +49,9 @@ class RecordingKernel(launcher.CudaKernel):
         self._block = (self._threads, 1, 1)
         self._params = arguments.ParamBuffer(param_kinds, param_names, kernel_name, None)
         self.launches = []
-        self._launch_kernel = lambda fn, gx, gy, gz, *rest: self.launches.append(
-            ((gx, gy, gz), self._params.values()))
+        # the values the driver would read through kernelParams (the 10th argument)
+        self._launch_kernel = lambda fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra: (
+            self.launches.append(((gx, gy, gz), self._params.values_at(params))))
         stream = types.SimpleNamespace(ptr=0)
         self._current_stream = lambda: stream
 
@@ -268,3 +269,55 @@ def test_generated_launcher_hands_bad_calls_to_the_full_path(fake_gpu):
     offset_kernel[(1,)](x, out, 100, num_warps=2)
     offset_kernel[(1,)](x, out, 100, num_warps=2)
     assert len(fake_gpu) == runs + 1
+
+
+@tw.jit
+def constants_only_kernel(BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK > 0)
+
+
+def test_kernel_without_runtime_parameters_goes_warm(fake_gpu):
+    constants_only_kernel.clear_cache()
+    first = constants_only_kernel[(2,)](BLOCK=8)
+    assert constants_only_kernel[(2,)](BLOCK=8) is first and fake_gpu == ["constants_only_kernel"]
+    cuda = next(iter(constants_only_kernel._fast.values())).cuda
+    assert cuda.launches == [((2, 1, 1), ())] * 2
+
+
+def test_launches_from_several_threads_pack_their_own_values(fake_gpu):
+    """The launcher fills its own parameter block in the thread that filed it; other threads take the
+    locked path on the kernel's shared block. Every recorded launch must carry the values of its call."""
+    import threading
+
+    offset_kernel.clear_cache()
+    out = DeviceArray(1 << 24)
+    offset_kernel[(1,)](DeviceArray(1 << 20), out, 16 * 3 + 5)
+    cuda = next(iter(offset_kernel._fast.values())).cuda
+    cuda.launches.clear()
+    errors = []
+
+    def launch_many(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            for _ in range(300):
+                k = int(rng.integers(1, 1 << 16))
+                # x's address encodes n, so each launch's pair can be checked afterwards
+                offset_kernel[(1,)](DeviceArray(k << 8), out, 16 * k + 5)
+        except Exception as error:  # reported below; a thread's exception would otherwise vanish
+            errors.append(error)
+
+    threads = [threading.Thread(target=launch_many, args=(seed,)) for seed in range(3)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so a race between packing and launching shows
+    try:
+        for thread in threads:
+            thread.start()
+        launch_many(99)  # the owner thread at the same time
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    assert len(cuda.launches) == 4 * 300 and fake_gpu == ["offset_kernel"]
+    for _, (x, out_address, n, shift) in cuda.launches:
+        assert n == 16 * (x >> 8) + 5 and out_address == out.address and shift == 3

@@ -287,13 +287,28 @@ _SLOT_CODES = {
 }
 
 
+class ParamBlock:
+    """One parameter block: an 8-byte slot per parameter (`buffer`) and the fixed array of the slots'
+    addresses that `cuLaunchKernel` takes as `kernelParams` (at `params_address`)."""
+
+    __slots__ = ("buffer", "_view", "_addresses", "params_address")
+
+    def __init__(self, size: int, count: int):
+        self.buffer = bytearray(max(size, 8))
+        self._view = (ctypes.c_char * len(self.buffer)).from_buffer(self.buffer)
+        base = ctypes.addressof(self._view)
+        self._addresses = (ctypes.c_void_p * max(count, 1))(*[base + 8 * i for i in range(count)])
+        self.params_address = ctypes.addressof(self._addresses) if count else 0
+
+
 class ParamBuffer:
     """The parameter block `cuLaunchKernel` reads, refilled in place at every launch.
 
     One 8-byte slot per parameter and a fixed array of the slots' addresses (`kernelParams`); a
     launch packs all values with one `struct.pack_into`, which also range-checks the scalars. The
     driver copies the values during the launch call, so the buffer is free again when it returns;
-    `lock` keeps two threads from filling it at once.
+    `lock` keeps two threads from filling it at once. `new_block()` gives a block of the same layout
+    to a user of its own (the JIT's warm launcher, which only its own thread fills).
 
     Args:
         param_kinds, param_names, kernel_name, device_id: as for `make_arg_packer`.
@@ -315,12 +330,9 @@ class ParamBuffer:
         codes = [_SLOT_CODES["u64"] if k.startswith("*") else _SLOT_CODES[k] for k in self.kinds]
         self._codes = codes
         self._struct = struct.Struct("<" + "".join(codes))
-        self.buffer = bytearray(max(self._struct.size, 8))
-        self._view = (ctypes.c_char * len(self.buffer)).from_buffer(self.buffer)
-        base = ctypes.addressof(self._view)
         count = len(self.kinds)
-        self._addresses = (ctypes.c_void_p * max(count, 1))(*[base + 8 * i for i in range(count)])
-        self.params_address = ctypes.addressof(self._addresses) if count else 0
+        self._block = self.new_block()
+        self.buffer, self.params_address = self._block.buffer, self._block.params_address
         self._pointer_indices = tuple(i for i, k in enumerate(self.kinds) if k.startswith("*"))
         self._converted = tuple(
             (i, _bits_converter(k, self.names[i], kernel_name))
@@ -380,6 +392,18 @@ class ParamBuffer:
                 ) from None
         raise LaunchError(f"the arguments of {self.kernel_name} do not fit its parameters")
 
+    def new_block(self) -> ParamBlock:
+        return ParamBlock(self._struct.size, len(self.kinds))
+
     def values(self) -> tuple:
         """The values now in the buffer, one per parameter (for tests and debugging)."""
         return self._struct.unpack_from(self.buffer, 0)
+
+    def values_at(self, params_address: int) -> tuple:
+        """The values a `kernelParams` array of this layout points at, one per parameter: what a
+        launch given `params_address` passed (for tests and debugging)."""
+        if not self.kinds:
+            return ()
+        slots = ctypes.cast(params_address, ctypes.POINTER(ctypes.c_void_p))
+        return tuple(struct.unpack("<" + code, ctypes.string_at(slots[i], struct.calcsize(code)))[0]
+                     for i, code in enumerate(self._codes))

@@ -12,6 +12,7 @@ keyword) raises, and the caller takes the full path, which gives the proper erro
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Callable
 
 import numpy as np
@@ -159,6 +160,11 @@ def _argument_code(arg_names: list[str], constexprs: set[str], do_not_specialize
     return lines, key, values
 
 
+def _tuple(items: list[str]) -> str:
+    """Python source of a tuple of `items` (also for none or one)."""
+    return "(" + "".join(f"{item}, " for item in items) + ")"
+
+
 def _indent(lines: list[str], depth: int) -> list[str]:
     return [" " * (4 * depth) + line for line in lines]
 
@@ -194,7 +200,7 @@ def make_binder(arg_names: list[str], constexprs: set[str], defaults: dict, do_n
         "    if _tw_extra and not _tw_extra.keys() <= _tw_OPTIONS:",
         "        raise TypeError('unknown keyword')",
         *_indent(lines, 1),
-        f"    return ({', '.join(key)},), ({', '.join(values)},)",
+        f"    return {_tuple(key)}, {_tuple(values)}",
     ])
     exec(compile(source, "<tileworkbench binder>", "exec"), scope)
     return scope["bind"], [n for n in arg_names if n not in constexprs]
@@ -217,7 +223,7 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
 
     scope = {"_tw_OPTIONS": BACKEND_OPTIONS, "_tw_table": table, "_tw_slow": slow, "_tw_grid3": grid3, "_tw_config": config,
              "_tw_record": record,
-             "_tw_MISSING": MISSING, "_tw_dict_get": dict.get}
+             "_tw_MISSING": MISSING, "_tw_dict_get": dict.get, "_tw_get_ident": threading.get_ident}
     lines, key, values = _argument_code(arg_names, constexprs, do_not_specialize, no_align, scope)
     params = _parameters(arg_names, defaults, scope, missing=MISSING)
     named = "{" + ", ".join(f"{n!r}: {n}" for n in arg_names) + "}"
@@ -230,7 +236,7 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
         f"        {slow_call}",
         "    try:",
         *_indent(lines, 2),
-        f"        _tw_e = _tw_table[({', '.join(key)},)]",
+        f"        _tw_e = _tw_table[{_tuple(key)}]",
         "    except Exception:",
         f"        {slow_call}",
         "    for _tw_scope, _tw_name, _tw_value in _tw_e.globals:  # a global the kernel read has changed",
@@ -243,17 +249,18 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
         f"        _tw_gx, _tw_gy, _tw_gz = _tw_grid3(_tw_grid, {named})",
         "    if not (0 < _tw_gx <= _tw_e.max_x and 0 < _tw_gy <= _tw_e.max_y and 0 < _tw_gz <= _tw_e.max_z):",
         f"        {slow_call}  # it launches nothing for an empty grid, or explains",
-        f"    _tw_values = ({', '.join(values)},)",
-        "    if _tw_e.pick is not None:",
-        "        _tw_values = _tw_e.pick(_tw_values)",
-        "    with _tw_e.lock:",
-        "        try:  # a float grid or an out-of-range scalar raises here, before the launch",
-        "            _tw_e.pack(_tw_e.buffer, 0, *_tw_values)",
-        "            _tw_e.launch(_tw_e.function, _tw_gx, _tw_gy, _tw_gz, _tw_e.threads, 1, 1, _tw_e.shared,",
-        "                         _tw_e.stream(), _tw_e.params, 0)",
-        "            return _tw_e.compiled",
-        "        except Exception:",
-        "            pass",
+        "    if _tw_get_ident() != _tw_e.owner:",
+        f"        {slow_call}  # another thread: the parameter block is the owner's",
+        "    try:  # a float grid or an out-of-range scalar raises here, before the launch",
+        "        if _tw_e.pick is None:",
+        f"            _tw_e.pack(_tw_e.buffer, 0, {''.join(v + ', ' for v in values)})",
+        "        else:",
+        f"            _tw_e.pack(_tw_e.buffer, 0, *_tw_e.pick({_tuple(values)}))",
+        "        _tw_e.launch(_tw_e.function, _tw_gx, _tw_gy, _tw_gz, _tw_e.threads, 1, 1, _tw_e.shared,",
+        "                     _tw_e.stream(), _tw_e.params, 0)",
+        "        return _tw_e.compiled",
+        "    except Exception:",
+        "        pass",
         f"    {slow_call}  # the full path explains, or retries through CuPy",
     ])
     exec(compile(source, f"<tileworkbench launcher of {kernel_name}>", "exec"), scope)

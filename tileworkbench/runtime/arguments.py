@@ -291,7 +291,7 @@ class ParamBlock:
     """One parameter block: an 8-byte slot per parameter (`buffer`) and the fixed array of the slots'
     addresses that `cuLaunchKernel` takes as `kernelParams` (at `params_address`)."""
 
-    __slots__ = ("buffer", "_view", "_addresses", "params_address")
+    __slots__ = ("_addresses", "_view", "buffer", "params_address")
 
     def __init__(self, size: int, count: int):
         self.buffer = bytearray(max(size, 8))

@@ -210,20 +210,22 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
                   do_not_specialize: set[str], no_align: set[str], table: dict, slow: Callable,
                   grid3: Callable, config, record) -> Callable:
     """The warm launch as one generated function, `launcher(grid, *args, **kwargs)`, which
-    `kernel[grid]` binds to its grid: the binder's work, the lookup of the key in `table` (filled by
-    the JIT with `_FastLaunch` entries), the grid check, the packing and the driver call, with no
-    Python call in between (each call layer cost about 0.1-0.3 us of a 7 us launch).
+    `kernel[grid]` binds to its grid. It does the binder's work, looks the key up in `table` (filled
+    by the JIT with `_FastLaunch` entries), checks the grid, packs the values into the entry's own
+    parameter block and calls the driver, with no Python call in between: each call layer cost
+    0.1-0.3 us of a 5-7 us launch.
 
     Anything else goes to `slow(grid, named, extra, more)`: `named` the arguments by parameter name
     (an omitted one is MISSING), `extra` the other keywords (Triton backend options, which are
-    ignored, stay on the warm path), `more` surplus positional arguments. So do calls while `config.interpret` or `record.ACTIVE` is set (the interpreter is on, or
-    launches are being recorded).
+    ignored, stay on the warm path), `more` surplus positional arguments. So do calls while
+    `config.interpret` or `record.ACTIVE` is set, and calls from a thread other than the entry's
+    `owner` (only the owner writes the entry's parameter block, so no lock is needed).
     """
     from .jit import BACKEND_OPTIONS
 
-    scope = {"_tw_OPTIONS": BACKEND_OPTIONS, "_tw_table": table, "_tw_slow": slow, "_tw_grid3": grid3, "_tw_config": config,
-             "_tw_record": record,
-             "_tw_MISSING": MISSING, "_tw_dict_get": dict.get, "_tw_get_ident": threading.get_ident}
+    scope = {"_tw_OPTIONS": BACKEND_OPTIONS, "_tw_table": table, "_tw_slow": slow, "_tw_grid3": grid3,
+             "_tw_config": config, "_tw_record": record, "_tw_MISSING": MISSING, "_tw_dict_get": dict.get,
+             "_tw_get_ident": threading.get_ident}
     lines, key, values = _argument_code(arg_names, constexprs, do_not_specialize, no_align, scope)
     params = _parameters(arg_names, defaults, scope, missing=MISSING)
     named = "{" + ", ".join(f"{n!r}: {n}" for n in arg_names) + "}"
@@ -232,7 +234,8 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     slow_call = f"return _tw_slow(_tw_grid, {named}, _tw_extra, _tw_more)"
     source = "\n".join([
         f"def {kernel_name}(_tw_grid, {', '.join(params)}, *_tw_more, **_tw_extra):",
-        f"    if (_tw_extra and not _tw_extra.keys() <= _tw_OPTIONS) or _tw_more or {omitted} or _tw_config.interpret or _tw_record.ACTIVE:",
+        f"    if ((_tw_extra and not _tw_extra.keys() <= _tw_OPTIONS) or _tw_more or {omitted}",
+        "            or _tw_config.interpret or _tw_record.ACTIVE):",
         f"        {slow_call}",
         "    try:",
         *_indent(lines, 2),

@@ -46,3 +46,9 @@ class OutOfBoundsError(InterpreterError):
 
 class LaunchError(TileworkbenchError):
     """A launch was refused before it ran (bad argument, grid or resources) or failed on the device."""
+
+
+class ArgumentBindingError(LaunchError, TypeError):
+    """The call's arguments do not match the kernel's parameters (too many, missing, unknown, given
+    twice). A TypeError too, as for any Python call: the warm launcher's own binding raises CPython's
+    TypeError for an argument given twice, and both are caught alike."""

@@ -321,3 +321,24 @@ def test_launches_from_several_threads_pack_their_own_values(fake_gpu):
     assert len(cuda.launches) == 4 * 300 and fake_gpu == ["offset_kernel"]
     for _, (x, out_address, n, shift) in cuda.launches:
         assert n == 16 * (x >> 8) + 5 and out_address == out.address and shift == 3
+
+
+def test_an_argument_given_twice_is_a_type_error_warm_or_cold(fake_gpu):
+    """Cold, the full path binds and raises ArgumentBindingError (a LaunchError and a TypeError); warm,
+    CPython's own binding of the generated launcher raises TypeError. Both name the kernel and the
+    parameter, and `except TypeError` catches both."""
+
+    @tw.jit
+    def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr = 64):  # never launched before this test
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    x, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    with pytest.raises(tw.ArgumentBindingError, match=r"copy_kernel got two values for 'n'"):
+        copy_kernel[(1,)](x, out, 100, n=100)
+    copy_kernel[(1,)](x, out, 100)  # now warm
+    assert copy_kernel._launcher is not None
+    with pytest.raises(TypeError, match=r"copy_kernel\(\) got multiple values for argument 'n'"):
+        copy_kernel[(1,)](x, out, 100, n=100)
+    with pytest.raises(TypeError, match="missing the argument 'n'"):  # the full path's, via the launcher
+        copy_kernel[(1,)](x, out)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import config
-from ..errors import LaunchError
+from ..errors import ArgumentBindingError, LaunchError
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
@@ -242,20 +242,21 @@ class JITFunction:
 
     def _bind_slow(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         if len(args) > len(self.arg_names):
-            raise LaunchError(f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}")
+            raise ArgumentBindingError(
+                f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}")
         bound = dict(zip(self.arg_names, args))
         for name, value in kwargs.items():
             if name in BACKEND_OPTIONS and name not in self.signature.parameters:
                 continue  # a Triton backend option with no meaning here (see BACKEND_OPTIONS)
             if name not in self.signature.parameters:
-                raise LaunchError(f"{self.fn.__name__} has no parameter {name!r}")
+                raise ArgumentBindingError(f"{self.fn.__name__} has no parameter {name!r}")
             if name in bound:
-                raise LaunchError(f"{self.fn.__name__} got two values for {name!r}")
+                raise ArgumentBindingError(f"{self.fn.__name__} got two values for {name!r}")
             bound[name] = value
         for name in self.arg_names:
             if name not in bound:
                 if name not in self.defaults:
-                    raise LaunchError(f"{self.fn.__name__} is missing the argument {name!r}")
+                    raise ArgumentBindingError(f"{self.fn.__name__} is missing the argument {name!r}")
                 bound[name] = self.defaults[name]
         return {name: bound[name] for name in self.arg_names}
 

@@ -182,21 +182,18 @@ def _checked_axes(pointer: block_pointer, boundary_check) -> tuple[int, ...]:
     return axes
 
 
+def _block_pointer_tile(cg, pointer: block_pointer, checked) -> tuple[tensor, tensor | None]:
+    return _block_tile(cg, pointer.base, pointer.shape, pointer.strides, pointer.offsets,
+                       pointer.block_shape, checked)
+
+
 def block_load(cg, pointer: block_pointer, boundary_check, padding_option) -> tensor:
     """`tl.load` of a block pointer (calls.load dispatches here)."""
     padding = unwrap(padding_option) or "zero"
     if padding not in ("zero", "nan"):
         raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
     checked = _checked_axes(pointer, boundary_check)
-    pointers, mask = _block_tile(
-        cg,
-        pointer.base,
-        pointer.shape,
-        pointer.strides,
-        pointer.offsets,
-        pointer.block_shape,
-        checked,
-    )
+    pointers, mask = _block_pointer_tile(cg, pointer, checked)
     if mask is None:
         return cg.sem.load(pointers)
     return cg.sem.load(pointers, mask, float("nan") if padding == "nan" else 0)
@@ -211,13 +208,5 @@ def block_store(cg, pointer: block_pointer, value, boundary_check) -> None:
             f"a block pointer store takes a tile of its block shape "
             f"{list(pointer.block_shape)}, got {list(value.shape)}"
         )
-    pointers, mask = _block_tile(
-        cg,
-        pointer.base,
-        pointer.shape,
-        pointer.strides,
-        pointer.offsets,
-        pointer.block_shape,
-        checked,
-    )
+    pointers, mask = _block_pointer_tile(cg, pointer, checked)
     cg.sem.store(pointers, value, mask)

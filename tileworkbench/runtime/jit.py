@@ -328,8 +328,8 @@ class JITFunction:
             grid3 = (grid[0], 1, 1)
         else:
             grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
-        if stream is None and entry.torch_stream is not None:
-            stream = entry.torch_stream()
+        if stream is None:
+            stream = entry.stream()
         if entry.cuda.launch_values(grid3, values if entry.pick is None else entry.pick(values), stream):
             return entry.compiled
         return None
@@ -503,11 +503,10 @@ class _FastLaunch:
     (`owner`): with no other writer, it needs no lock (a lock cost 0.16 us of a 1.1 us launch path).
     Other threads take `launch_values`, which locks the kernel's shared block."""
 
-    __slots__ = ("compiled", "cuda", "pick", "globals", "torch_stream", "stream", "launch", "function",
-                 "threads", "shared", "max_x", "max_y", "max_z", "pack", "block", "buffer", "params", "owner")
+    __slots__ = ("compiled", "cuda", "pick", "globals", "stream", "launch", "function", "threads", "shared",
+                 "max_x", "max_y", "max_z", "pack", "block", "buffer", "params", "owner")
 
     def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int, torch_stream=None):
-        self.torch_stream = torch_stream  # torch's current-stream getter, where the arguments are torch tensors
         self.compiled = kernel.compiled
         self.cuda = kernel.cuda
         self.globals = tuple(kernel.used_globals)  # (scope, name, value) the kernel read at compile time
@@ -518,6 +517,7 @@ class _FastLaunch:
             self.pick = lambda values: (values[index],)
         else:
             self.pick = operator.itemgetter(*positions) if positions else (lambda values: ())
+        # the stream launches go to: torch's current one where the arguments are torch tensors, else CuPy's
         self.stream = torch_stream or kernel.cuda.current_stream_address
         self.launch, self.function, self.threads, self.shared, max_grid, params = kernel.cuda.launch_parts()
         self.max_x, self.max_y, self.max_z = max_grid

@@ -361,11 +361,16 @@ def print_table(results: dict) -> None:
 
 
 def main() -> None:
+    global ROUNDS
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer shapes")
     parser.add_argument("--out", default=None)
     parser.add_argument("--skip", default="", help="comma list of parts to skip: add,softmax,layernorm,launch,compile")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="timing rounds per kernel (median taken)")
+    parser.add_argument("--softmax-shapes", default=None, help="e.g. 4096x1024,4096x4096 (default: all four)")
+    parser.add_argument("--softmax-dtypes", default="fp32,fp16")
     args = parser.parse_args()
+    ROUNDS = args.rounds
     skip = set(filter(None, args.skip.split(",")))
     results = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -373,16 +378,20 @@ def main() -> None:
         "versions": {"triton": triton.__version__, "torch": torch.__version__, "cupy": cp.__version__,
                      "tileworkbench": tw.__version__},
         "kernels": [],
+        "rounds": args.rounds,
     }
     sizes = [2**20, 2**24] if args.quick else [2**20, 2**24, 2**28]
     shapes = [(4096, 1024), (4096, 4096)] if args.quick else [(4096, 1024), (4096, 4096), (4096, 16384),
                                                               (16384, 1000)]
+    if args.softmax_shapes:
+        shapes = [tuple(int(d) for d in s.split("x")) for s in args.softmax_shapes.split(",")]
+    dtypes = [{"fp32": torch.float32, "fp16": torch.float16}[d] for d in args.softmax_dtypes.split(",")]
     results["errors"] = {}
     out = Path(args.out) if args.out else HERE / "results" / f"h200-{results['date'][:10]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     parts = [
         ("add", "kernels", lambda: vector_add(sizes)),
-        ("softmax", "kernels", lambda: softmax(shapes, [torch.float32, torch.float16])),
+        ("softmax", "kernels", lambda: softmax(shapes, dtypes)),
         ("layernorm", "kernels", lambda: layer_norm([(4096, 1024), (4096, 4096), (4096, 8192)])),
         ("launch", "warm_launch_us", warm_launch),
         ("compile", "compile", compile_times),

@@ -214,7 +214,7 @@ def test_binder_keys_split_calls_as_the_full_key_does(fake_gpu, monkeypatch, inl
     full, fast = {}, {}
     for i, (x, out, n, alpha, bias, block) in enumerate(calls):
         bound = dict(zip(fn.arg_names, (x, out, n, alpha, bias, block)))
-        full.setdefault(fn._key(bound, "cuda", 4, 3), set()).add(i)
+        full.setdefault(fn._key(bound, "cuda", 4, 3, True), set()).add(i)
         key, values = bind(x, out, n, alpha, bias, BLOCK=block)
         fast.setdefault(key, set()).add(i)
         assert values[0] == x.address and values[2] == n

@@ -39,6 +39,7 @@ class KernelMetadata:
     target: str
     num_warps: int = 4
     num_stages: int = 3
+    enable_fp_fusion: bool = True
     shared: int = 0  # bytes of shared memory per block, static and dynamic (Triton's `shared`)
     dynamic_shared: int = 0  # the part a launch asks for
     n_regs: int | None = None
@@ -176,7 +177,7 @@ class CompiledKernel:
                               "@jit function instead")
         md = self.metadata
         return functools.partial(self.jit_function.run, grid=grid, num_warps=md.num_warps,
-                                 num_stages=md.num_stages)
+                                 num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion)
 
     def _init_handles(self) -> None:
         """Triton loads the binary here and learns n_regs and n_spills. GPU kernels are loaded when
@@ -304,7 +305,8 @@ def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
 
 def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             constexprs: dict[str, Any] | None = None, target: str | None = None, num_warps: int = 4,
-            num_stages: int = 3, use_cache: bool = True) -> CompiledKernel:
+            num_stages: int = 3, enable_fp_fusion: bool = True,
+            use_cache: bool = True) -> CompiledKernel:
     """Compile a kernel for one specialization.
 
     Args:
@@ -314,6 +316,8 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         constexprs: values of the `tl.constexpr` parameters, e.g. {"BLOCK": 1024}.
         target: "interpreter", "cuda" (the current GPU), or an arch such as "sm_90" (no GPU needed).
         num_warps, num_stages: launch and pipelining options (GPU targets).
+        enable_fp_fusion: float `a * b + c` may become one FMA on GPU targets (Triton's default);
+            False rounds every multiply and add on its own, as the interpreter does.
 
     Returns:
         A CompiledKernel with every stage in `.asm` and the pass snapshots in `.passes`.
@@ -335,13 +339,14 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), fingerprint,
                         [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
-                        num_warps, num_stages, target)
+                        num_warps, num_stages, bool(enable_fp_fusion), target)
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs)
             if cached is not None:
                 return cached
-    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages)
+    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
+                            bool(enable_fp_fusion))
     if key is not None:
         if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
             kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
@@ -370,7 +375,8 @@ def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]
     return func, passes, tile_lines, print_ir_lines(func, locs=True)
 
 
-def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> CompiledKernel:
+def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
+                   fp_fusion=True) -> CompiledKernel:
     source = get_source(py_fn)
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
@@ -378,12 +384,12 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> Co
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
                 "tile-opt": _line_map(func, [loc for _, loc in opt_lines])}
     metadata = KernelMetadata(name=py_fn.__name__, target=target, num_warps=num_warps,
-                              num_stages=num_stages, signature=[a.key for a in args],
+                              num_stages=num_stages, enable_fp_fusion=fp_fusion, signature=[a.key for a in args],
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()})
     ir = func
     if target != "interpreter":
         ir = None  # the GPU passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
-        result = _nvptx(func, target, num_warps, num_stages)
+        result = _nvptx(func, target, num_warps, num_stages, fp_fusion)
         passes += result.passes
         asm.update({"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx})
         line_map.update(result.line_maps)
@@ -397,16 +403,17 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages) -> Co
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, regenerate=regenerate)
     if target == "interpreter":
         kernel._gpu_model = functools.partial(_compile_fresh, py_fn, args, constexprs, MODEL_ARCH, num_warps,
-                                              num_stages)
+                                              num_stages, fp_fusion)
     else:
         kernel._assemble_in_background(target)
     return kernel
 
 
-def _nvptx(func, target, num_warps, num_stages):
+def _nvptx(func, target, num_warps, num_stages, fp_fusion):
     from ..backends.nvptx import compile_nvptx
 
-    return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages, assemble=False)
+    return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
+                         enable_fp_fusion=fp_fusion, assemble=False)
 
 
 _ASSEMBLER: list[ThreadPoolExecutor] = []

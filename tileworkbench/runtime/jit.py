@@ -42,7 +42,7 @@ _NAME_CACHE: dict = {}
 # program, no register cap, no AMD matrix-instruction choice), so Triton code passes them unchanged.
 BACKEND_OPTIONS = frozenset({
     "num_ctas", "maxnreg", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "allow_flush_denorm",
-    "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl", "debug", "sanitize_overflow",
+    "launch_cooperative_grid", "launch_pdl", "debug", "sanitize_overflow",
 })
 
 
@@ -189,7 +189,8 @@ class JITFunction:
         # (name, plain): plain runtime parameters take the fast path of _key.
         special = self.constexpr_names | self.do_not_specialize | self.no_align
         self._param_modes = [(n, n not in special) for n in self.arg_names]
-        # the warm path (binder.py): made at the first GPU launch; (key, num_warps, num_stages) -> _FastLaunch
+        # the warm path (binder.py): made at the first GPU launch; (key, options) -> _FastLaunch, where
+        # options are the call's (num_warps, num_stages, enable_fp_fusion) as given (None: not given)
         self._binder = None
         self._runtime_names: list[str] = []
         self._fast: dict[tuple, _FastLaunch] = {}
@@ -260,7 +261,8 @@ class JITFunction:
                 bound[name] = self.defaults[name]
         return {name: bound[name] for name in self.arg_names}
 
-    def _key(self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int) -> tuple:
+    def _key(self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int,
+             fp_fusion: bool) -> tuple:
         parts = []
         append = parts.append
         for name, plain in self._param_modes:
@@ -274,17 +276,19 @@ class JITFunction:
                 if name in self.do_not_specialize:
                     div16 = one = False
                 append((kind, div16 and name not in self.no_align, one))
-        return (tuple(parts), target, num_warps, num_stages)
+        return (tuple(parts), target, num_warps, num_stages, fp_fusion)
 
     # -- launch ------------------------------------------------------------------------------------------------
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
-            num_stages: int | None = None, stream=None, **kwargs):
-        """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel."""
+            num_stages: int | None = None, enable_fp_fusion: bool | None = None, stream=None, **kwargs):
+        """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel.
+        `enable_fp_fusion` (default True, as Triton's) lets float `a * b + c` become one FMA."""
+        options = (num_warps, num_stages, enable_fp_fusion)
         if not warmup:
-            done = self._warm(grid, args, kwargs, num_warps, num_stages, stream)
+            done = self._warm(grid, args, kwargs, options, stream)
             if done is not None:
                 return done
-        return self._run(args, kwargs, grid, warmup, num_warps, num_stages, stream)
+        return self._run(args, kwargs, grid, warmup, options, stream)
 
     def _launch(self, grid, args: tuple, kwargs: dict):
         """`kernel[grid](*args, **kwargs)` where the generated launcher does not take the call: launch
@@ -292,10 +296,10 @@ class JITFunction:
         the locked warm path; anything else the full path."""
         if kwargs and not kwargs.keys().isdisjoint(_RUN_OPTIONS):
             return self.run(*args, grid=grid, **kwargs)
-        done = self._warm(grid, args, kwargs, None, None, None)
+        done = self._warm(grid, args, kwargs, _NO_OPTIONS, None)
         if done is not None:
             return done
-        return self._run(args, kwargs, grid, False, None, None, None)
+        return self._run(args, kwargs, grid, False, _NO_OPTIONS, None)
 
     def _launch_unwarmed(self, grid, named: dict, extra: dict, more: tuple):
         """Where the generated launcher hands a call over: the arguments as the caller gave them,
@@ -308,7 +312,7 @@ class JITFunction:
         kwargs.update(extra)
         return self._launch(grid, tuple(values[:given]), kwargs)
 
-    def _warm(self, grid, args: tuple, kwargs: dict, num_warps, num_stages, stream):
+    def _warm(self, grid, args: tuple, kwargs: dict, options: tuple, stream):
         """The warm path of `run` (calls with launch options), or None where it does not apply: the
         generated binder makes the key and the values in one pass; an argument it cannot take, a key
         not seen yet or a changed global leaves it to the full path, which files the kernel for next
@@ -318,7 +322,7 @@ class JITFunction:
             return None
         try:
             key, values = binder(*args, **kwargs)
-            entry = self._fast[key, num_warps, num_stages]
+            entry = self._fast[key, options]
         except Exception:
             return None
         for scope, name, value in entry.globals:
@@ -339,22 +343,23 @@ class JITFunction:
             kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=kernel.compiled.target,
             relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
 
-    def _run(self, args, kwargs, grid, warmup, num_warps, num_stages, stream):
+    def _run(self, args, kwargs, grid, warmup, options: tuple, stream):
         """The full launch path: bind and check the arguments, specialize, compile when new, launch."""
-        given_warps, given_stages = num_warps, num_stages
+        num_warps, num_stages, fp_fusion = options
         if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
         target = _default_target()
         num_warps = num_warps or 4
         num_stages = num_stages or 3
-        key = self._key(bound, target, num_warps, num_stages)
+        fp_fusion = fp_fusion is None or bool(fp_fusion)
+        key = self._key(bound, target, num_warps, num_stages, fp_fusion)
         kernel = self.cache.get(key)
         if kernel is None or not kernel.globals_unchanged():
-            kernel = self._compile(key, bound, target, num_warps, num_stages)
+            kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion)
             self.cache[key] = kernel
         if kernel.cuda is not None:
-            self._file_fast(kernel, args, kwargs, given_warps, given_stages)
+            self._file_fast(kernel, args, kwargs, options)
         if warmup:
             return kernel.compiled
         grid3 = _grid(grid, bound)
@@ -363,7 +368,7 @@ class JITFunction:
             self._record(kernel, grid3, bound, stream)
         return kernel.compiled
 
-    def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, num_warps, num_stages) -> None:
+    def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
         """File `kernel` for the warm path under this call's binder key, when the warm path can launch
         it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise."""
         from .binder import NotFast, make_binder, make_launcher, register_array_types
@@ -390,8 +395,8 @@ class JITFunction:
 
             stream = torch_stream_getter(tensors[0].device.index)
         entry = _FastLaunch(kernel, positions, len(self._runtime_names), stream)
-        self._fast[key, num_warps, num_stages] = entry
-        if num_warps is None and num_stages is None:
+        self._fast[key, options] = entry
+        if options == _NO_OPTIONS:
             self._fast_plain[key] = entry
 
     def _option_arguments(self, args: tuple, kwargs: dict, **options) -> dict:
@@ -402,7 +407,7 @@ class JITFunction:
                 kwargs[name] = given
         return kwargs
 
-    def _compile(self, key, bound, target, num_warps, num_stages) -> _BoundKernel:
+    def _compile(self, key, bound, target, num_warps, num_stages, fp_fusion) -> _BoundKernel:
         from .compiler import dependencies
 
         specs, constexprs = [], {}
@@ -413,7 +418,7 @@ class JITFunction:
                 specs.append(ArgSpec(name, part[0], part[1], part[2]))
         compile_target = target if target == "interpreter" else None
         compiled = compile(self.fn, specs, constexprs, target=compile_target, num_warps=num_warps,
-                           num_stages=num_stages)
+                           num_stages=num_stages, enable_fp_fusion=fp_fusion)
         compiled.jit_function = self
         _, used_globals = dependencies(self.fn)
         return _BoundKernel(compiled, specs, used_globals)
@@ -528,7 +533,8 @@ class _FastLaunch:
 
 
 _MISSING = object()
-_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "stream"})
+_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream"})
+_NO_OPTIONS = (None, None, None)  # a call that gives no launch option
 
 
 def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> None:

@@ -27,6 +27,7 @@ class MagicOptions:
     target: str | None = None
     num_warps: int | None = None
     num_stages: int | None = None
+    no_fp_fusion: bool = False
     stages: str | None = None
     ref: str | None = None
     out: str | None = None
@@ -129,6 +130,7 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
         options.num_warps,
         options.num_stages,
         force=options.force,
+        fp_fusion=not options.no_fp_fusion,
     )
     return [report_for_compiled(compiled, report_options(shell, options))]
 

@@ -54,8 +54,10 @@ def compile_kernel(
     num_warps: int | None = None,
     num_stages: int | None = None,
     force: bool = False,
+    fp_fusion: bool = True,
 ) -> Any:
-    """`tileworkbench.compile` with parsed options; `force` bypasses the compile cache."""
+    """`tileworkbench.compile` with parsed options; `force` bypasses the compile cache, `fp_fusion`
+    False compiles with `enable_fp_fusion=False`."""
     kwargs: dict[str, Any] = {
         "signature": parse_signature(signature),
         "constexprs": parse_constexprs(constexprs),
@@ -68,6 +70,8 @@ def compile_kernel(
         kwargs["num_stages"] = num_stages
     if force:
         kwargs["use_cache"] = False
+    if not fp_fusion:
+        kwargs["enable_fp_fusion"] = False
     return _compile_function()(kernel, **kwargs)
 
 

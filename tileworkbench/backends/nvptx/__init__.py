@@ -34,7 +34,7 @@ class NvptxResult:
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
-                  assemble: bool = True) -> NvptxResult:
+                  enable_fp_fusion: bool = True, assemble: bool = True) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
@@ -42,6 +42,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         arch: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100" (or "sm_100a").
         num_warps: warps per program (a power of two); the block has 32*num_warps threads.
         num_stages: software-pipelining depth (not used yet: no pipelining pass exists).
+        enable_fp_fusion: let float `a * b + c` contract into one FMA (Triton's default); False keeps
+            every multiply and add rounded on its own, as the interpreter computes them.
         assemble: run ptxas (cubin, resource report) and nvdisasm/cuobjdump (SASS) where installed.
 
     Returns:
@@ -65,7 +67,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
-    lowering = Lowering(func, arch, num_warps, axis_info(func))
+    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion)
     module = lowering.run()
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
     llvm_text = str(optimized)

@@ -42,12 +42,15 @@ def kernel_param_type(t) -> ir.Type:
 class Lowering:
     """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes)."""
 
-    def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis):
+    def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True):
         self.func = func
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
         self.num_warps = num_warps
         self.axis = axis
+        # float add/sub/mul may contract into FMA (Triton's enable_fp_fusion, on by default); without
+        # `contract` LLVM keeps each op and writes `.rn`, which stops ptxas fusing them too
+        self.fp_flags = ("contract",) if fp_fusion else ()
         self.values: dict[int, object] = {}
         self.smem_bytes = 0  # dynamic shared memory (the launch's)
         self.static_smem_bytes = 0  # static shared arrays (private_shared_memory)

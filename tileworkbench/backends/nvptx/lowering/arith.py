@@ -55,7 +55,7 @@ def lower_int_binary(lw, op, lhs, rhs) -> ir.Value:
 
 @elementwise(*_FLOAT_BINARY)
 def lower_float_binary(lw, op, lhs, rhs) -> ir.Value:
-    return getattr(lw.builder, _FLOAT_BINARY[type(op)])(lhs, rhs)
+    return getattr(lw.builder, _FLOAT_BINARY[type(op)])(lhs, rhs, flags=lw.fp_flags)
 
 
 @elementwise(arith.DivFOp)

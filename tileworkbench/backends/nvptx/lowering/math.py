@@ -37,7 +37,7 @@ def lower_exp(lw, op, x) -> ir.Value:
     def f32(v):
         if isinstance(v.type, ir.DoubleType):
             return lw.libdevice("__nv_exp", F64, [v])
-        scaled = lw.builder.fmul(v, ir.Constant(F32, 1.0 / pymath.log(2.0)))
+        scaled = lw.builder.fmul(v, ir.Constant(F32, 1.0 / pymath.log(2.0)), flags=lw.fp_flags)
         return _approx(lw, "ex2.approx.f32", scaled)
     return _in_f32(lw, x, f32)
 
@@ -48,7 +48,8 @@ def lower_log(lw, op, x) -> ir.Value:
     def f32(v):
         if isinstance(v.type, ir.DoubleType):
             return lw.libdevice("__nv_log", F64, [v])
-        return lw.builder.fmul(_approx(lw, "lg2.approx.f32", v), ir.Constant(F32, pymath.log(2.0)))
+        return lw.builder.fmul(_approx(lw, "lg2.approx.f32", v), ir.Constant(F32, pymath.log(2.0)),
+                               flags=lw.fp_flags)
     return _in_f32(lw, x, f32)
 
 

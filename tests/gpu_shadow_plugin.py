@@ -14,6 +14,9 @@ assertions against its NumPy reference judge the GPU. Arrays of dtypes CuPy lack
 their bits, and strided views travel with the memory they view. Kernels the GPU cannot run keep the
 interpreter's results and are counted: non-power-of-two shapes, which the NVPTX back end refuses (as
 Triton does).
+
+Kernels are compiled with enable_fp_fusion=False, the interpreter's rounding of every op, which some
+tests assert exactly; GPU_SHADOW_FP_FUSION=1 compiles them as launches do by default (a*b+c as one FMA).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ BUDGET_S = float(os.environ.get("GPU_SHADOW_SECONDS", "150"))
 # "compare": GPU results compared with the interpreter's; "replace": the GPU's results replace the
 # interpreter's in the test's arrays, so each test's own NumPy reference checks the GPU
 MODE = os.environ.get("GPU_SHADOW_MODE", "compare")
+FP_FUSION = os.environ.get("GPU_SHADOW_FP_FUSION", "0") == "1"
 _START = time.perf_counter()
 _original_run = interpreter.run
 _compiled: dict[int, object] = {}
@@ -56,7 +60,8 @@ def _kernel(func):
     hit = _compiled.get(id(func))
     if hit is not None and hit[0] is func:
         return hit[1]
-    result = compile_nvptx(copy.deepcopy(func), arch=device_properties().arch, num_warps=4, assemble=False)
+    result = compile_nvptx(copy.deepcopy(func), arch=device_properties().arch, num_warps=4,
+                           enable_fp_fusion=FP_FUSION, assemble=False)
     kinds = [_kind(a.type) for a in func.args]
     kernel = CudaKernel(result.ptx, result.kernel_name, num_warps=4, shared=result.shared, param_kinds=kinds)
     _compiled[id(func)] = (func, kernel)
@@ -189,6 +194,7 @@ executor.run = shadow_run
 
 def pytest_sessionfinish(session):
     what = "GPU results checked by the tests" if MODE == "replace" else "GPU vs interpreter"
+    what += f" (enable_fp_fusion={FP_FUSION})"
     print(f"\n{what}, per kernel launch:", dict(RESULTS))
     seen = set()
     for name, detail in DETAILS:
@@ -198,5 +204,5 @@ def pytest_sessionfinish(session):
     path = os.environ.get("GPU_SHADOW_JSON")
     if path:
         with open(path, "w") as f:
-            json.dump({"mode": MODE, "results": dict(RESULTS), "details": DETAILS[:200],
-                       "failed_tests": FAILED}, f, indent=1)
+            json.dump({"mode": MODE, "fp_fusion": FP_FUSION, "results": dict(RESULTS),
+                       "details": DETAILS[:200], "failed_tests": FAILED}, f, indent=1)

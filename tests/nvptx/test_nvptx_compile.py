@@ -74,6 +74,19 @@ def test_softmax_reduces_with_shuffles_and_ex2(compiled):
     assert len(_lines(ptx, r"mad\.wide\.s32")) == 2  # the input row and the output row
 
 
+@pytest.mark.parametrize("name", ["add", "softmax"])
+def test_thread_offset_is_one_shift_of_tid(compiled, name):
+    """The lane and warp bits of a row-major blocked layout are tid.x's bits with doubling weights:
+    the thread's first element is `tid.x << 2` (4 fp32 per thread and access), with no lane/warp
+    split (and 31, shr 5) on the way to the first load."""
+    ptx = compiled(name).asm["ptx"]
+    before_load = ptx[:ptx.index("ld.global")]
+    tid = re.search(r"mov\.u32\s+(%r\d+), %tid\.x;", before_load).group(1)
+    users = [line.strip() for line in before_load.splitlines() if re.search(rf"{tid}\b", line)
+             and "%tid.x" not in line]
+    assert len(users) == 1 and re.fullmatch(rf"shl\.b32\s+%r\d+, {tid}, 2;", users[0]), users
+
+
 def test_math_uses_approx_instructions(compiled):
     ptx = compiled("math").asm["ptx"]
     for instruction in ("ex2.approx.f32", "lg2.approx.f32", "sqrt.approx.f32", "rsqrt.approx.f32",

@@ -157,23 +157,26 @@ class Lowering:
 
     def thread_offset(self, layout: LinearLayout, weight) -> ir.Value:
         """sum over lane/warp bits of bit * weight(basis): a linear function of this thread's elements'
-        coordinates (one coordinate, or a flat index). Consecutive bits with doubling weights fold
-        into one shift-and-mask."""
-        lane_w = tuple(weight(b) for b in layout.lanes)
-        warp_w = tuple(weight(b) for b in layout.warps)
-        key = ("offset", lane_w, warp_w)
+        coordinates (one coordinate, or a flat index). tid.x is warp * 32 + lane, so the lane bits and
+        then the warp bits are tid.x's bits: consecutive bits with doubling weights, across the lane/warp
+        boundary too, fold into one shift-and-mask of tid.x, and a run up to the top bit needs no mask
+        (`.reqntid` bounds tid.x). A row-per-thread layout is then `tid.x * 8`, where lane and warp
+        terms took four instructions on the path to the first load."""
+        weights = tuple(weight(b) for b in layout.lanes) + tuple(weight(b) for b in layout.warps)
+        key = ("offset", weights)
         if key in self._cache:
             return self._cache[key]
-        lane, warp = self.lane_and_warp()
+        tid = self.sreg("tid.x")
+        thread_bits = (WARP_SIZE * self.num_warps).bit_length() - 1
+        assert len(layout.lanes) == 5 and len(layout.warps) == thread_bits - 5, layout
         b = self.entry_builder
         total = None
-        for src, weights in ((lane, lane_w), (warp, warp_w)):
-            for start, length, w in _runs(weights):
-                term = b.lshr(src, ir.Constant(I32, start)) if start else src
-                if start + length < 32:
-                    term = b.and_(term, ir.Constant(I32, (1 << length) - 1))
-                term = b.mul(term, ir.Constant(I32, w)) if w != 1 else term
-                total = term if total is None else b.add(total, term)
+        for start, length, w in _runs(weights):
+            term = b.lshr(tid, ir.Constant(I32, start)) if start else tid
+            if start + length < thread_bits:
+                term = b.and_(term, ir.Constant(I32, (1 << length) - 1))
+            term = b.mul(term, ir.Constant(I32, w)) if w != 1 else term
+            total = term if total is None else b.add(total, term)
         total = total if total is not None else ir.Constant(I32, 0)
         self._cache[key] = total
         return total

@@ -333,11 +333,12 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
     key = None
     if target != "interpreter" and use_cache:
+        from ..backends.nvptx.ptxas import tools_identity
         from .cache import KernelCache, cache_key
 
         fingerprint, _ = dependencies(py_fn)
-        key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), fingerprint,
-                        [a.key for a in args], [a.name for a in args],
+        key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), tools_identity(),
+                        fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
                         num_warps, num_stages, bool(enable_fp_fusion), target)
         entry = KernelCache().get(key)

@@ -10,6 +10,8 @@ import ast
 import functools
 import hashlib
 import json
+import os
+import shutil
 import threading
 import types
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -236,6 +238,21 @@ def compiler_fingerprint() -> str:
     return _COMPILER_HASH
 
 
+def tools_identity() -> tuple:
+    """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing. Part
+    of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is not served
+    once the tools change. (Here, not beside the ptxas driver: a cache hit must not import subprocess.)"""
+    out = []
+    for tool in ("ptxas", "nvdisasm", "cuobjdump"):
+        path = shutil.which(tool)
+        if path is None:
+            out.append(None)
+            continue
+        stat = os.stat(path)
+        out.append((os.path.realpath(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(out)
+
+
 def dependencies(fn: Callable) -> tuple[str, list[tuple[dict, str, Any]]]:
     """A fingerprint of `fn`'s source, of every `@jit` function it reaches, and of the global values they
     read; plus the (globals dict, name, value) triples that a later launch checks for redefinition."""
@@ -333,7 +350,6 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
     key = None
     if target != "interpreter" and use_cache:
-        from ..backends.nvptx.ptxas import tools_identity
         from .cache import KernelCache, cache_key
 
         fingerprint, _ = dependencies(py_fn)

@@ -20,21 +20,6 @@ _CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 
 
-def tools_identity() -> tuple:
-    """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing. Part
-    of the compile cache's key, so an entry made without ptxas (no cubin, no SASS) or by another version
-    is not served once the tools change."""
-    out = []
-    for tool in ("ptxas", "nvdisasm", "cuobjdump"):
-        path = shutil.which(tool)
-        if path is None:
-            out.append(None)
-            continue
-        stat = Path(path).stat()
-        out.append((str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns))
-    return tuple(out)
-
-
 def parse_resources(text: str) -> dict:
     """Everything `ptxas -v` says about the kernel, as numbers."""
     out: dict = {"ptxas_output": text.strip()}

@@ -131,6 +131,18 @@ def test_ptx_stage_compile_only(real_shell):
     assert ".entry" in reports[0].asm["ptx"] and reports[0].resources is not None
 
 
+def test_no_fp_fusion_option(real_shell):
+    """`--no-fp-fusion` compiles as `enable_fp_fusion=False`: x + y * 3 stays a rounded multiply and a
+    rounded add; by default it is one FMA (a power of two would become y + y)."""
+    real_shell.run_cell("SCALE = tl.constexpr(3.0)")
+    cell = ADD_CELL.split("rng =")[0]
+    options = "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' --constexprs BLOCK=256 --target sm_90"
+    fused = run(real_shell, options, cell)[0].asm["ptx"]
+    separate = run(real_shell, options + " --no-fp-fusion", cell)[0].asm["ptx"]
+    assert "fma.rn.f32" in fused and "mul.rn.f32" not in fused
+    assert "fma.rn.f32" not in separate and "mul.rn.f32" in separate and "add.rn.f32" in separate
+
+
 AUTOTUNE_CELL = """
 import numpy as np
 import tileworkbench as tw

@@ -8,7 +8,6 @@ What remains is our launch path (binder, key lookup, grid check, parameter packi
 import sys, time, types
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "bench"))
-import numpy as np
 import torch
 import tileworkbench.runtime.jit as jit
 import tileworkbench.runtime.arguments as arguments

@@ -8,7 +8,7 @@ from llvmlite import ir
 
 from ....ir.ops import tt
 from ....ir.types import PointerType, ScalarType, element_type
-from ..llvm_types import GLOBAL_PTR, I1, I8, I32, byte_size, llvm_type, memory_type
+from ..llvm_types import GLOBAL_PTR, I8, I32, byte_size, llvm_type, memory_type
 from ..lower import TVal
 from . import elementwise, global_access, lowers
 from .common import scalar_type

@@ -6,6 +6,8 @@ string with `put` (host NumPy array -> an array the target launches on) and `get
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -40,3 +42,21 @@ def target(request, monkeypatch, tmp_path) -> Target:
     else:
         monkeypatch.setattr(config, "interpret", True)
     return Target(request.param)
+
+
+@pytest.fixture
+def wait_for_cache_entries(monkeypatch, tmp_path):
+    """Gives the test an empty compile cache, and is `wait(count)`: wait until the cache holds `count`
+    entries (an entry is written once ptxas is done, in the background)."""
+    from tileworkbench.config import config
+    from tileworkbench.runtime.cache import KernelCache
+
+    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
+
+    def wait(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(list(KernelCache().keys())) < count:
+            assert time.monotonic() < deadline, "the compile cache was not written"
+            time.sleep(0.01)
+
+    return wait

@@ -4,7 +4,6 @@ which keeps both operations rounded on their own (as the interpreter computes th
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ from nvptx_support import needs_ptxas, run_ptxas
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.config import config
 
 
 @tw.jit
@@ -38,23 +36,9 @@ def _count(ptx: str, op: str) -> int:
     return len(re.findall(rf"\b{op}\b", ptx))
 
 
-def _wait_for_entries(count: int) -> None:
-    from tileworkbench.runtime.cache import KernelCache
-
-    deadline = time.monotonic() + 30
-    while len(list(KernelCache().keys())) < count:
-        assert time.monotonic() < deadline, "the compile cache was not written"
-        time.sleep(0.01)
-
-
-@pytest.fixture
-def fresh_cache(monkeypatch, tmp_path):
-    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
-
-
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("dtype", sorted(SUFFIX))
-def test_multiply_add_contracts_unless_disabled(dtype, arch, fresh_cache, tmp_path):
+def test_multiply_add_contracts_unless_disabled(dtype, arch, wait_for_cache_entries):
     t = SUFFIX[dtype]
     fused = _compile(dtype, arch)
     separate = _compile(dtype, arch, enable_fp_fusion=False)  # the cache must not hand back `fused`
@@ -71,7 +55,7 @@ def test_multiply_add_contracts_unless_disabled(dtype, arch, fresh_cache, tmp_pa
         assert _count(ptx, rf"mul\.rn\.{t}") == 2 and _count(ptx, rf"add\.rn\.{t}") == 2, ptx
         assert not re.search(r"\bfma\.", ptx)
     # a cache hit keeps the option it was compiled with (entries are written once ptxas is done)
-    _wait_for_entries(2)
+    wait_for_cache_entries(2)
     again = _compile(dtype, arch, enable_fp_fusion=False)
     assert again.metadata.cache_hit and again.asm["ptx"] == separate.asm["ptx"]
 

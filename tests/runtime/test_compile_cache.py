@@ -4,14 +4,12 @@ tools (ptxas installed or removed) is not, so an entry made without a cubin neve
 from __future__ import annotations
 
 import shutil
-import time
 
 import pytest
 
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config
-from tileworkbench.runtime.cache import KernelCache
 
 
 @tw.jit
@@ -27,19 +25,11 @@ def _compile():
     return tw.compile(scale_kernel, signature=SIGNATURE, constexprs={"BLOCK": 256}, target="sm_90")
 
 
-def _wait_for_entries(count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(list(KernelCache().keys())) < count:  # written once ptxas is done
-        assert time.monotonic() < deadline, "the compile cache was not written"
-        time.sleep(0.01)
-
-
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not installed")
-def test_cache_entry_follows_the_tools(monkeypatch, tmp_path):
-    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
+def test_cache_entry_follows_the_tools(wait_for_cache_entries, monkeypatch, tmp_path):
     with_tools = _compile()
     assert not with_tools.metadata.cache_hit and with_tools.cubin is not None
-    _wait_for_entries(1)
+    wait_for_cache_entries(1)
     again = _compile()
     assert again.metadata.cache_hit and again.cubin == with_tools.cubin
     assert again.metadata.n_regs == with_tools.metadata.n_regs
@@ -49,7 +39,7 @@ def test_cache_entry_follows_the_tools(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(empty))  # ptxas gone: the entry with a cubin is not this compile's
     without = _compile()
     assert not without.metadata.cache_hit and without.cubin is None and "sass" not in without.asm
-    _wait_for_entries(2)
+    wait_for_cache_entries(2)
     assert _compile().metadata.cache_hit
     monkeypatch.undo()  # the tools are back: the first entry again, cubin and all
     monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")

@@ -346,6 +346,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
     args = _parse_signature(py_fn, signature)
     constexprs = dict(constexprs or {})
     target = resolve_target(target)
+    enable_fp_fusion = bool(enable_fp_fusion)
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
     key = None
@@ -356,14 +357,13 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), tools_identity(),
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
-                        num_warps, num_stages, bool(enable_fp_fusion), target)
+                        num_warps, num_stages, enable_fp_fusion, target)
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs)
             if cached is not None:
                 return cached
-    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
-                            bool(enable_fp_fusion))
+    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, enable_fp_fusion)
     if key is not None:
         if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
             kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
@@ -392,8 +392,7 @@ def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]
     return func, passes, tile_lines, print_ir_lines(func, locs=True)
 
 
-def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
-                   fp_fusion=True) -> CompiledKernel:
+def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion) -> CompiledKernel:
     source = get_source(py_fn)
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
@@ -401,7 +400,8 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
                 "tile-opt": _line_map(func, [loc for _, loc in opt_lines])}
     metadata = KernelMetadata(name=py_fn.__name__, target=target, num_warps=num_warps,
-                              num_stages=num_stages, enable_fp_fusion=fp_fusion, signature=[a.key for a in args],
+                              num_stages=num_stages, enable_fp_fusion=fp_fusion,
+                              signature=[a.key for a in args],
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()})
     ir = func
     if target != "interpreter":

@@ -29,21 +29,15 @@ def kernel_file(tmp_path):
     return path
 
 
+def compile_cli(kernel_file, stage: str, target: str, block: int = 64,
+                signature: str = SIGNATURE) -> int:
+    """`tileworkbench compile FILE::scale_kernel -s SIGNATURE -c BLOCK=.. --stage .. --target ..`."""
+    return main(["compile", f"{kernel_file}::scale_kernel", "--signature", signature,
+                 "--constexprs", f"BLOCK={block}", "--stage", stage, "--target", target])
+
+
 def test_compile_prints_tile_opt(kernel_file, capsys):
-    rc = main(
-        [
-            "compile",
-            f"{kernel_file}::scale_kernel",
-            "--signature",
-            SIGNATURE,
-            "--constexprs",
-            "BLOCK=128",
-            "--stage",
-            "tile-opt",
-            "--target",
-            "interpreter",
-        ]
-    )
+    rc = compile_cli(kernel_file, "tile-opt", "interpreter", 128)
     out = capsys.readouterr().out
     assert rc == 0
     assert out.startswith("tt.func @scale_kernel(") and "tensor<128xf32>" in out
@@ -51,101 +45,29 @@ def test_compile_prints_tile_opt(kernel_file, capsys):
 
 
 def test_compile_ptx_for_sm90(kernel_file, capsys):
-    rc = main(
-        [
-            "compile",
-            f"{kernel_file}::scale_kernel",
-            "--signature",
-            SIGNATURE,
-            "--constexprs",
-            "BLOCK=256",
-            "--stage",
-            "ptx",
-            "--target",
-            "sm_90",
-        ]
-    )
+    rc = compile_cli(kernel_file, "ptx", "sm_90", 256)
     out = capsys.readouterr().out
     assert rc == 0 and ".target sm_90" in out and ".entry scale_kernel" in out
 
 
 def test_compile_all_stages_and_passes(kernel_file, capsys):
-    assert (
-        main(
-            [
-                "compile",
-                f"{kernel_file}::scale_kernel",
-                "-s",
-                SIGNATURE,
-                "-c",
-                "BLOCK=64",
-                "--stage",
-                "all",
-                "--target",
-                "interpreter",
-            ]
-        )
-        == 0
-    )
+    assert compile_cli(kernel_file, "all", "interpreter", 64) == 0
     out = capsys.readouterr().out
     for stage in ("source", "tile", "tile-opt"):
         assert f"// ===== {stage} =====" in out
-    assert (
-        main(
-            [
-                "compile",
-                f"{kernel_file}::scale_kernel",
-                "-s",
-                SIGNATURE,
-                "-c",
-                "BLOCK=64",
-                "--stage",
-                "passes",
-                "--target",
-                "interpreter",
-            ]
-        )
-        == 0
-    )
+    assert compile_cli(kernel_file, "passes", "interpreter", 64) == 0
     assert "// ----- after cse -----" in capsys.readouterr().out
 
 
 def test_compile_errors_are_one_clear_message(kernel_file, capsys):
-    assert (
-        main(
-            [
-                "compile",
-                f"{kernel_file}::scale_kernel",
-                "-s",
-                "x_ptr=*fp33",
-                "-c",
-                "BLOCK=64",
-                "--target",
-                "interpreter",
-            ]
-        )
-        == 1
-    )
+    assert compile_cli(kernel_file, "ptx", "interpreter", 64, signature="x_ptr=*fp33") == 1
     assert "unknown type 'fp33' in the signature" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="defines no 'nope'"):
         main(["compile", f"{kernel_file}::nope", "-s", SIGNATURE])
     with pytest.raises(SystemExit, match="expected FILE.py::kernel"):
         main(["compile", str(kernel_file), "-s", SIGNATURE])
     with pytest.raises(SystemExit, match="is not available for target interpreter"):
-        main(
-            [
-                "compile",
-                f"{kernel_file}::scale_kernel",
-                "-s",
-                SIGNATURE,
-                "-c",
-                "BLOCK=64",
-                "--stage",
-                "ptx",
-                "--target",
-                "interpreter",
-            ]
-        )
+        compile_cli(kernel_file, "ptx", "interpreter", 64)
 
 
 def test_demo_on_the_interpreter_writes_a_checked_report(tmp_path, capsys):

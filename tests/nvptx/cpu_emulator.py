@@ -24,10 +24,15 @@ from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
 
+from mma_standin import MMA_FORMS as _MMA_FORMS
+from mma_standin import mma_body as _mma_body
+from mma_standin import mma_fragment
+
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
 _SHFL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
                          ctypes.c_int32)
+_MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class _Block:
@@ -36,26 +41,30 @@ class _Block:
     def __init__(self, threads: int, ctaid, nctaid):
         self.barrier = threading.Barrier(threads)
         self.slots = np.zeros(threads, dtype=np.int32)
+        self.mma_slots = np.zeros((threads, 14), dtype=np.uint32)
         self.ctaid, self.nctaid = ctaid, nctaid
 
 
 class Emulator:
-    def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4):
+    def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
+                 tensor_cores: bool = False):
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
-        self._setup(func, num_warps)
+        self._setup(func, num_warps, tensor_cores)
 
     @classmethod
-    def from_func(cls, func, num_warps: int = 4) -> Emulator:
+    def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False) -> Emulator:
         """An emulator of `tile-opt` IR `func` (changed in place by the GPU passes)."""
         emulator = cls.__new__(cls)
-        emulator._setup(func, num_warps)
+        emulator._setup(func, num_warps, tensor_cores)
         return emulator
 
-    def _setup(self, func, num_warps: int) -> None:
+    def _setup(self, func, num_warps: int, tensor_cores: bool = False) -> None:
         from tileworkbench.backends.nvptx import check_shapes
 
         check_shapes(func)
         func.num_warps = num_warps
+        if tensor_cores:  # dots on mma.sync (sm_89: fp8 too), run by the warp-level stand-in below
+            func.tensor_core_sm = 89
         run_passes(func, TILE_GPU)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func))
         text = _replace_asm(str(lowering.run()))
@@ -87,10 +96,23 @@ class Emulator:
             block.barrier.wait()
             return out
 
+        def mma(code, inputs, outputs):
+            block = local.block
+            slots = block.mma_slots
+            n_in, n_out = _MMA_FORMS[code][1:3]
+            slots[local.tid, :n_in] = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(
+                ctypes.c_uint32)), (n_in,))
+            block.barrier.wait()
+            warp = local.tid // 32
+            out = mma_fragment(_MMA_FORMS[code][0], slots[warp * 32:warp * 32 + 32], local.tid % 32)
+            np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
+                                  (n_out,))[:] = out
+            block.barrier.wait()
+
         def assert_fail(*_):
             raise AssertionError("device_assert failed in the emulated kernel")
 
-        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl),
+        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):
@@ -218,6 +240,8 @@ def _replace_asm(text: str) -> str:
     declared = set(re.findall(r'declare \S+ @"?([\w.]+)"?\(', text))
     needed = {"llvm.exp2.f32", "llvm.log2.f32", "llvm.sqrt.f32", "llvm.sin.f32", "llvm.cos.f32"}
     decls = [f"declare float @{n}(float)" for n in sorted(needed - declared)]
+    if any("@emu_mma" in d for d in defs):
+        decls.append("declare void @emu_mma(i32, ptr, ptr)")
     return "\n".join(lines + decls + defs)
 
 
@@ -300,6 +324,11 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
         return head + "  %r = fdiv float %a0, %a1\n  ret float %r\n}"
     if "ld.global" in asm or "st.global" in asm:
         return head + _global_access_body(ret, asm, arg_types)
+    if op == "cvt.rna.tf32.f32":  # round to nearest, ties away, keeping 10 mantissa bits
+        return head + ("  %b = bitcast float %a0 to i32\n  %r = add i32 %b, 4096\n"
+                       "  %t = and i32 %r, -8192\n  ret i32 %t\n}")
+    if op.startswith("mma.sync"):
+        return head + _mma_body(op, ret, arg_types)
     m = re.search(r"atom\.\w+\.\w+\.global\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
     if m is None:
         raise ValueError(f"the CPU emulator cannot run inline PTX {asm!r}")

@@ -1,7 +1,8 @@
 """`coalesce`: chooses a blocked layout for every global load, store and atomic so that consecutive lanes
 touch consecutive addresses and each thread moves up to 16 bytes at a time, then lays out every other
 tensor around those anchors (`layouts.assign_layouts`). Needs `axis_info`; reads the warp count from
-`func.num_warps` (set by the NVPTX driver; 4 when absent). After it, every tensor type has an encoding.
+`func.num_warps` (set by the NVPTX driver; 4 when absent) and, for `tt.dot`, `func.tensor_core_sm`
+(the SM number when tensor cores may be used; absent: every dot on the FMA path). After it, every tensor type has an encoding.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from ..ir.ops.ttg import blocked_for
 from ..ir.types import PointerType, TensorType
 from .axis_info import axis_info
 from .layouts import assign_layouts, dot_result_encoding, is_tensor
+from .mma import dot_encoding
 
 _MEMORY = (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
 
@@ -49,12 +51,19 @@ def coalesce(func: tt.FuncOp) -> bool:
         key = (op.ptr.type.shape, order)
         choices[id(op)] = key
         choices[key] = max(choices.get(key, 1), vec)
+    # tensor cores where the target has them (the NVPTX driver sets the SM number)
+    sm = getattr(func, "tensor_core_sm", 0)
+    users: dict[int, list] = {}
+    for op in func.walk():
+        for v in op.operands:
+            users.setdefault(id(v), []).append(op)
     anchors = []
     for op in func.walk():
         if id(op) in choices:
             shape, order = choices[id(op)]
             anchors.append((op, blocked_for(shape, num_warps, choices[(shape, order)], order)))
         elif isinstance(op, tt.DotOp) and isinstance(op.result.type, TensorType):
-            anchors.append((op, dot_result_encoding(op.result.type.shape, num_warps)))
+            mma = dot_encoding(op, num_warps, sm, users) if sm else None
+            anchors.append((op, mma or dot_result_encoding(op.result.type.shape, num_warps)))
     assign_layouts(func, num_warps, anchors)
     return True

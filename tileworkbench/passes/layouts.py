@@ -13,12 +13,12 @@ from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import (
     BlockedEncoding,
     ConvertLayoutOp,
-    DotOperandEncoding,
     SliceEncoding,
     blocked_for,
 )
 from ..ir.types import TensorType
 from ..ir.values import BlockArgument, OpResult, Value
+from .mma import operand_encoding
 
 # Ops whose result may take any layout its users want, passing the want on to its operands.
 _LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
@@ -197,7 +197,8 @@ class LayoutAssigner:
             return [(0, SliceEncoding(op.axis, encoding_of(op.result)))]
         if isinstance(op, tt.DotOp):
             enc = encoding_of(op.result)
-            return [(0, DotOperandEncoding(0, enc)), (1, DotOperandEncoding(1, enc)), (2, enc)]
+            return [(0, operand_encoding(0, enc, op.a.type)), (1, operand_encoding(1, enc, op.b.type)),
+                    (2, enc)]
         if isinstance(op, (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)):
             enc = encoding_of(op.ptr)
             return [(i, enc) for i in range(len(ops))]
@@ -249,8 +250,8 @@ def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, 
         if isinstance(op, tt.DotOp):
             set_encoding(op.result, enc)
             assigner.want(op.c, enc)
-            assigner.want(op.a, DotOperandEncoding(0, enc))
-            assigner.want(op.b, DotOperandEncoding(1, enc))
+            assigner.want(op.a, operand_encoding(0, enc, op.a.type))
+            assigner.want(op.b, operand_encoding(1, enc, op.b.type))
             continue
         for res in op.results:
             set_encoding(res, enc)

@@ -64,6 +64,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, not {num_warps}")
     check_shapes(func)
     func.num_warps = num_warps
+    func.tensor_core_sm = codegen.sm_number(arch)
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"

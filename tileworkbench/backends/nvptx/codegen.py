@@ -27,6 +27,11 @@ def check_arch(arch: str) -> str:
     return arch
 
 
+def sm_number(arch: str) -> int:
+    """90 for "sm_90" and "sm_90a": the compute capability as a number."""
+    return int("".join(ch for ch in check_arch(arch)[3:] if ch.isdigit()))
+
+
 @cache
 def _binding():
     import llvmlite.binding as llvm

@@ -1,4 +1,5 @@
-"""The `ttg` dialect: GPU layout encodings (blocked, slice, dot-operand) and `ttg.convert_layout`.
+"""The `ttg` dialect: GPU layout encodings (blocked, slice, mma, dot-operand, shared) and the ops that
+move tiles between them (`ttg.convert_layout`, `ttg.local_alloc`, `ttg.local_load`).
 
 An encoding says which thread holds which element of a tensor. Every encoding turns, for a given
 shape and warp count, into a `LinearLayout`: the coordinates of an element are the sum of basis
@@ -128,23 +129,118 @@ class SliceEncoding:
 
 
 @dataclass(frozen=True)
+class MmaEncoding:
+    """The result layout of tensor-core `mma.sync` (version 2): each warp computes 16x8 tiles of the
+    output (`instr_shape`), a lane holding two adjacent columns of row g and g+8 (g = lane / 4, the
+    columns 2 * (lane % 4)); `warps_per_cta` warps tile M and N; the warp tile repeats over the shape.
+    The last two dimensions are M and N; a leading batch dimension is repeated per thread."""
+
+    version: int
+    warps_per_cta: tuple[int, ...]
+    instr_shape: tuple[int, int] = (16, 8)
+
+    def __str__(self) -> str:
+        return (f"#mma<{{versionMajor={self.version}, versionMinor=0, warpsPerCTA="
+                f"{_fmt(self.warps_per_cta)}, instrShape={_fmt(self.instr_shape)}}}>")
+
+    @property
+    def num_warps(self) -> int:
+        n = 1
+        for w in self.warps_per_cta:
+            n *= w
+        return n
+
+    def warp_bases(self) -> list[tuple[int, int]]:
+        """(dimension, stride) per warp-id bit, low bit first: N's warps, then M's (row-major warps)."""
+        rank = len(self.warps_per_cta)
+        m, n = rank - 2, rank - 1
+        out = [(n, self.instr_shape[1] << k) for k in range(_log2(self.warps_per_cta[n]))]
+        return out + [(m, self.instr_shape[0] << k) for k in range(_log2(self.warps_per_cta[m]))]
+
+    def linear(self, shape: tuple[int, ...]) -> LinearLayout:
+        rank = len(shape)
+        m, n = rank - 2, rank - 1
+
+        def u(dim, value):
+            return _unit(rank, dim, value, shape)
+        regs = [u(n, 1), u(m, 8)]
+        lanes = (u(n, 2), u(n, 4), u(m, 1), u(m, 2), u(m, 4))
+        warps = tuple(u(d, s) for d, s in self.warp_bases())
+        tile_m = 16 * self.warps_per_cta[m]
+        tile_n = 8 * self.warps_per_cta[n]
+        regs += [u(n, tile_n << k) for k in range(_log2(max(1, shape[n] // tile_n)))]
+        regs += [u(m, tile_m << k) for k in range(_log2(max(1, shape[m] // tile_m)))]
+        for d in range(rank - 2):
+            regs += [u(d, 1 << k) for k in range(_log2(shape[d]))]
+        return LinearLayout(tuple(shape), tuple(b for b in regs if any(b)), lanes, warps)
+
+
+@dataclass(frozen=True)
 class DotOperandEncoding:
-    """An FMA `tt.dot` operand: rows (op 0) or columns (op 1) as the `parent` result layout holds them,
-    with the whole K dimension in each thread's registers."""
+    """A `tt.dot` operand (op 0: A, M x K; op 1: B, K x N) for the result layout `parent`.
+
+    With a blocked parent (CUDA-core FMA dot): rows or columns as the parent holds them, with the
+    whole K dimension in each thread's registers. With an `#mma` parent: the register fragments of
+    `mma.sync`, `k_width` consecutive K elements per 32-bit register (2 for 16-bit types, 4 for
+    8-bit, 1 for tf32): for A, lane holds rows g, g+8 and K columns kw*(lane % 4) + (0, 4kw); for
+    B, column g and the same K rows. Warps along the other operand's dimension hold copies."""
 
     op_idx: int
     parent: object
+    k_width: int = 0
 
     def __str__(self) -> str:
-        return f"#dot_op<{{opIdx={self.op_idx}, parent={self.parent}}}>"
+        k_width = f", kWidth={self.k_width}" if self.k_width else ""
+        return f"#dot_op<{{opIdx={self.op_idx}, parent={self.parent}{k_width}}}>"
 
     def linear(self, shape: tuple[int, ...]) -> LinearLayout:
+        if isinstance(self.parent, MmaEncoding):
+            return self._mma_linear(tuple(shape))
         rank = len(shape)
         k_dim = rank - 1 if self.op_idx == 0 else rank - 2
         parent_shape = tuple(1 if d == k_dim else s for d, s in enumerate(shape))
         base = self.parent.linear(parent_shape)
         k_regs = tuple(_unit(rank, k_dim, 1 << k, shape) for k in range(_log2(shape[k_dim])))
         return LinearLayout(tuple(shape), k_regs + base.regs, base.lanes, base.warps)
+
+    def _mma_linear(self, shape: tuple[int, ...]) -> LinearLayout:
+        rank = len(shape)
+        kw = self.k_width
+        k = rank - 1 if self.op_idx == 0 else rank - 2
+        other = rank - 2 if self.op_idx == 0 else rank - 1  # M for A, N for B
+        parent_other = rank - 2 if self.op_idx == 0 else rank - 1
+
+        def u(dim, value):
+            return _unit(rank, dim, value, shape)
+        regs = [u(k, 1 << j) for j in range(_log2(kw))]
+        if self.op_idx == 0:
+            regs.append(u(other, 8))
+        regs.append(u(k, 4 * kw))
+        lanes = (u(k, kw), u(k, 2 * kw), u(other, 1), u(other, 2), u(other, 4))
+        warps = tuple(u(other, s) if d == parent_other else tuple([0] * rank)
+                      for d, s in self.parent.warp_bases())
+        tile_other = (16 if self.op_idx == 0 else 8) * self.parent.warps_per_cta[parent_other]
+        regs += [u(k, 8 * kw << j) for j in range(_log2(max(1, shape[k] // (8 * kw))))]
+        regs += [u(other, tile_other << j) for j in range(_log2(max(1, shape[other] // tile_other)))]
+        for d in range(rank - 2):
+            regs += [u(d, 1 << j) for j in range(_log2(shape[d]))]
+        return LinearLayout(tuple(shape), tuple(b for b in regs if any(b)), lanes, warps)
+
+
+@dataclass(frozen=True)
+class SharedEncoding:
+    """A tile in shared memory, rows along `order[0]` contiguous, with Triton's XOR swizzle: the
+    `vec`-element chunk index of row r is XORed with (r // per_phase) % max_phase, so that the
+    8 rows one `ldmatrix` reads fall in 8 different 16-byte bank groups."""
+
+    vec: int
+    per_phase: int
+    max_phase: int
+    order: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return (f"#shared<{{vec={self.vec}, perPhase={self.per_phase}, maxPhase={self.max_phase}, "
+                f"order={_fmt(self.order)}}}>")
 
 
 def linear_layout(encoding, shape: tuple[int, ...]) -> LinearLayout:

@@ -3,7 +3,8 @@
 When both operands come straight from a conversion to the dot-operand layout (the usual case), the
 conversion is deferred: the dot writes A and B to shared memory once and, for each k, loads the column
 of A and the row of B its elements need, so registers hold the accumulators plus one k-slice, not all
-of K. Otherwise the operands arrive in registers whole along K. Tensor cores are a separate issue."""
+of K. Otherwise the operands arrive in registers whole along K. Dots with an `#mma` result run on
+tensor cores (`mma.py`)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ....ir.ops import tt
-from ....ir.ops.ttg import ConvertLayoutOp, DotOperandEncoding
+from ....ir.ops.ttg import ConvertLayoutOp, DotOperandEncoding, MmaEncoding
 from ....ir.types import element_type
 from ..llvm_types import I32, byte_size, llvm_type
 from ..lower import TVal
 from . import lowers
 from .arith import resize_float
 from .exchange import _from_shared, _shared_type, remap, strides, write_shared
+from .mma import lower_mma
 
 
 @dataclass
@@ -32,8 +34,9 @@ class DeferredOperand:
 
 
 def defer_conversion(lw, op: ConvertLayoutOp) -> bool:
-    """Defer `op` when its result is a dot operand used by dots only."""
-    if not isinstance(op.result.type.encoding, DotOperandEncoding):
+    """Defer `op` when its result is an FMA dot operand used by dots only."""
+    encoding = op.result.type.encoding
+    if not isinstance(encoding, DotOperandEncoding) or isinstance(encoding.parent, MmaEncoding):
         return False
     users = lw.users.get(id(op.result), [])
     if not users or not all(isinstance(u, tt.DotOp) and u.c is not op.result for u in users):
@@ -53,6 +56,8 @@ def _materialize(lw, x):
 @lowers(tt.DotOp)
 def lower_dot(lw, op) -> None:
     a, b, c = lw.get(op.a), lw.get(op.b), lw.get(op.c)
+    if isinstance(op.result.type.encoding, MmaEncoding):
+        return lower_mma(lw, op, a, b, c)
     if isinstance(a, DeferredOperand) and isinstance(b, DeferredOperand):
         return _dot_from_shared(lw, op, a, b, c)
     a, b = _materialize(lw, a), _materialize(lw, b)

@@ -26,13 +26,14 @@ from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
-from mma_standin import mma_fragment
+from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
 _SHFL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
                          ctypes.c_int32)
 _MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+_CP_ASYNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 
 
 class _Block:
@@ -42,29 +43,32 @@ class _Block:
         self.barrier = threading.Barrier(threads)
         self.slots = np.zeros(threads, dtype=np.int32)
         self.mma_slots = np.zeros((threads, 14), dtype=np.uint32)
+        self.addresses = np.zeros(threads, dtype=np.uint64)
         self.ctaid, self.nctaid = ctaid, nctaid
 
 
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
-                 tensor_cores: bool = False):
+                 tensor_cores: bool = False, num_stages: int = 1):
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
-        self._setup(func, num_warps, tensor_cores)
+        self._setup(func, num_warps, tensor_cores, num_stages)
 
     @classmethod
-    def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False) -> Emulator:
+    def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,
+                  num_stages: int = 1) -> Emulator:
         """An emulator of `tile-opt` IR `func` (changed in place by the GPU passes)."""
         emulator = cls.__new__(cls)
-        emulator._setup(func, num_warps, tensor_cores)
+        emulator._setup(func, num_warps, tensor_cores, num_stages)
         return emulator
 
-    def _setup(self, func, num_warps: int, tensor_cores: bool = False) -> None:
+    def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1) -> None:
         from tileworkbench.backends.nvptx import check_shapes
 
         check_shapes(func)
         func.num_warps = num_warps
         if tensor_cores:  # dots on mma.sync (sm_89: fp8 too), run by the warp-level stand-in below
             func.tensor_core_sm = 89
+        func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
         run_passes(func, TILE_GPU)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func))
         text = _replace_asm(str(lowering.run()))
@@ -109,10 +113,31 @@ class Emulator:
                                   (n_out,))[:] = out
             block.barrier.wait()
 
+        def ldmatrix(code, address, outputs):
+            block = local.block
+            block.addresses[local.tid] = address
+            block.barrier.wait()
+            warp = local.tid // 32
+            count, trans = code & 7, bool(code & 8)
+
+            def read(at):
+                return ctypes.c_uint16.from_address(at).value
+            out = ldmatrix_rows(block.addresses[warp * 32:warp * 32 + 32], local.tid % 32, count,
+                                trans, read)
+            np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
+                                  (count,))[:] = out
+            block.barrier.wait()
+
+        def cp_async(dst, src, size, src_size):
+            ctypes.memset(dst, 0, size)
+            if src_size:
+                ctypes.memmove(dst, src, src_size)
+
         def assert_fail(*_):
             raise AssertionError("device_assert failed in the emulated kernel")
 
         callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
+                     "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):
@@ -227,6 +252,9 @@ def _replace_asm(text: str) -> str:
         call = f'call {ret} @"{bodies[key]}"({args}){dbg or ""}'
         lines[i] = line[:m.start()] + call
     defs = [_asm_function(name, *key) for key, name in bodies.items()]
+    text, async_defs = replace_async_intrinsics("\n".join(lines))
+    lines = text.split("\n")
+    defs += async_defs
     # libdevice's __nv_<name> is the C library's <name> (expf, erf, ...), which the host JIT finds
     lines = [re.sub(r'@"?__nv_(\w+)"?', r'@"\1"', line) for line in lines]
     for name, ty in (("rsqrt", "double"), ("rsqrtf", "float")):  # not in the C library

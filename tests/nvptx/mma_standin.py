@@ -10,6 +10,8 @@ consecutive K elements, the lowest K in the low bits.
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 
@@ -94,3 +96,73 @@ def mma_body(op: str, ret: str, arg_types: tuple) -> str:
         lines.append(f"  %r{i} = insertvalue {ret} {acc}, {out_type} {value}, {i}")
         acc = f"%r{i}"
     return "\n".join(lines) + f"\n  ret {ret} {acc}\n}}"
+
+
+# -- ldmatrix and cp.async ---------------------------------------------------------------------------
+
+_LDMATRIX = re.compile(r'@"llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x(\d)(\.trans)?\.b16"')
+_CP_ASYNC = re.compile(r'@"llvm\.nvvm\.cp\.async\.(ca|cg)\.shared\.global\.(\d+)\.s"')
+
+
+def ldmatrix_rows(addresses: np.ndarray, lane: int, count: int, trans: bool, read) -> np.ndarray:
+    """This lane's `count` registers of `ldmatrix`: matrix j's 8 rows start at addresses[8j..8j+7]
+    (16 bytes each); without .trans a lane gets row lane/4, columns 2(lane%4)+{0,1}, with .trans
+    rows 2(lane%4)+{0,1} of column lane/4. `read(address)` gives the 16-bit word there."""
+    out = np.zeros(count, dtype=np.uint32)
+    g, t = lane // 4, lane % 4
+    for j in range(count):
+        rows = addresses[8 * j:8 * j + 8]
+        if trans:
+            words = [read(int(rows[2 * t + e]) + 2 * g) for e in range(2)]
+        else:
+            words = [read(int(rows[g]) + 2 * (2 * t + e)) for e in range(2)]
+        out[j] = words[0] | (words[1] << 16)
+    return out
+
+
+def replace_async_intrinsics(text: str) -> tuple[str, list[str]]:
+    """ldmatrix and cp.async intrinsic calls become calls of host-callback wrappers; returns the
+    text and the wrapper definitions."""
+    defs = []
+    for count, trans in sorted(set(_LDMATRIX.findall(text))):
+        name = f"emu_ldmatrix_x{count}{'_trans' if trans else ''}"
+        code = int(count) | (8 if trans else 0)
+        ret = "{" + ", ".join(["i32"] * int(count)) + "}"
+        body = [f'define internal {ret} @"{name}"(ptr addrspace(3) %p) {{',
+                "  %g = addrspacecast ptr addrspace(3) %p to ptr",
+                f"  %out = alloca [{count} x i32]",
+                f"  call void @emu_ldmatrix(i32 {code}, ptr %g, ptr %out)"]
+        acc = "undef"
+        for i in range(int(count)):
+            body += [f"  %q{i} = getelementptr [{count} x i32], ptr %out, i32 0, i32 {i}",
+                     f"  %v{i} = load i32, ptr %q{i}",
+                     f"  %r{i} = insertvalue {ret} {acc}, i32 %v{i}, {i}"]
+            acc = f"%r{i}"
+        defs.append("\n".join(body + [f"  ret {ret} {acc}", "}"]))
+        pattern = f'@"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16"'
+        text = _drop_declaration(text, pattern).replace(pattern, f'@"{name}"')
+    for kind, size in sorted(set(_CP_ASYNC.findall(text))):
+        name = f"emu_cp_async_{kind}_{size}"
+        defs.append(f'define internal void @"{name}"(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n) {{\n'
+                    "  %gd = addrspacecast ptr addrspace(3) %d to ptr\n"
+                    "  %gs = addrspacecast ptr addrspace(1) %s to ptr\n"
+                    f"  call void @emu_cp_async(ptr %gd, ptr %gs, i32 {size}, i32 %n)\n  ret void\n}}")
+        pattern = f'@"llvm.nvvm.cp.async.{kind}.shared.global.{size}.s"'
+        text = _drop_declaration(text, pattern).replace(pattern, f'@"{name}"')
+    for intrinsic in ("llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group"):
+        # copies complete at once on the host: committing and waiting do nothing
+        pattern = f'@"{intrinsic}"'
+        if pattern in text:
+            name = "emu_" + intrinsic.rsplit(".", 2)[-2] + "_" + intrinsic.rsplit(".", 1)[-1]
+            params = "i32 %n" if intrinsic.endswith("wait.group") else ""
+            defs.append(f'define internal void @"{name}"({params}) {{\n  ret void\n}}')
+            text = _drop_declaration(text, pattern).replace(pattern, f'@"{name}"')
+    if defs:
+        defs += ["declare void @emu_ldmatrix(i32, ptr, ptr)",
+                 "declare void @emu_cp_async(ptr, ptr, i32, i32)"]
+    return text, defs
+
+
+def _drop_declaration(text: str, pattern: str) -> str:
+    return "\n".join(line for line in text.split("\n")
+                     if not (line.startswith("declare") and pattern in line))

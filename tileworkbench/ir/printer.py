@@ -13,6 +13,7 @@ from .ops.arith import ConstantOp
 from .ops.base import Op
 from .ops.scf import ForOp, IfOp, WhileOp
 from .ops.tt import FuncOp
+from .types import MemDescType
 from .values import Block, Value
 
 
@@ -105,6 +106,8 @@ class _Printer:
         if encoding is None or encoding not in self.aliases:
             return str(t)
         dims = "x".join(str(d) for d in t.shape)
+        if isinstance(t, MemDescType):
+            return f"!ttg.memdesc<{dims}x{t.element}, {self.aliases[encoding]}, mutable>"
         return f"tensor<{dims}x{t.element}, {self.aliases[encoding]}>"
 
     def emit(self, indent: int, text: str, loc: Loc | None) -> None:

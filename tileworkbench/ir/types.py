@@ -112,7 +112,29 @@ class TensorType:
         return f"tensor<{dims}x{self.element}{enc}>"
 
 
-Type = ScalarType | PointerType | TensorType
+@dataclass(frozen=True)
+class MemDescType:
+    """A tile in shared memory (`!ttg.memdesc`), made by the GPU passes: `shape` may have a leading
+    ring dimension (one slot per pipeline stage); `encoding` is a `#shared` layout."""
+
+    shape: tuple[int, ...]
+    element: ScalarType
+    encoding: object | None = None
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        dims = "x".join(str(d) for d in self.shape)
+        enc = f", {self.encoding}" if self.encoding is not None else ""
+        return f"!ttg.memdesc<{dims}x{self.element}{enc}, mutable>"
+
+
+Type = ScalarType | PointerType | TensorType | MemDescType
 
 i1, i8, i16, i32, i64 = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64"))
 u8, u16, u32, u64 = (ScalarType(n) for n in ("u8", "u16", "u32", "u64"))

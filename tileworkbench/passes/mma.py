@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.ops import tt
-from ..ir.ops.ttg import DotOperandEncoding, MmaEncoding
+from ..ir.ops.ttg import DotOperandEncoding, MmaEncoding, SharedEncoding
 from ..ir.types import element_type
 
 
@@ -103,3 +103,15 @@ def operand_encoding(op_idx: int, parent, element) -> DotOperandEncoding:
         bits = element_type(element).bitwidth
         return DotOperandEncoding(op_idx, parent, max(1, 32 // bits))
     return DotOperandEncoding(op_idx, parent)
+
+
+def shared_for_operand(shape: tuple[int, ...], element, order: tuple[int, ...]) -> SharedEncoding:
+    """The `#shared` swizzle of an operand tile whose `order[0]` dimension is contiguous: 16-byte
+    chunks, XORed by row so that the 8 rows an `ldmatrix` (or a warp's stores) touch hit 8 different
+    bank groups, as Triton's mma v2 swizzle."""
+    elem_bytes = max(1, element_type(element).bitwidth // 8)
+    row_bytes = shape[order[0]] * elem_bytes
+    vec = max(1, 16 // elem_bytes)
+    per_phase = max(1, 128 // row_bytes)
+    max_phase = max(1, min(8 // per_phase, row_bytes // 16))
+    return SharedEncoding(vec, per_phase, max_phase, tuple(order))

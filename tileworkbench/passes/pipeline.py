@@ -17,6 +17,8 @@ from .cse import cse
 from .dce import dce
 from .licm import licm
 from .remove_layout_conversions import remove_layout_conversions
+from .software_pipeline import pipeline
+from .stage_operands import stage_dot_operands
 
 Pass = Callable[[FuncOp], bool]
 
@@ -42,6 +44,11 @@ TILE_GPU: list[Pass] = [
     coalesce,
     # then remove, fold or rematerialize the ttg.convert_layout ops coalesce had to insert.
     remove_layout_conversions,
+    # tensor-core operands that still need a conversion go through shared memory explicitly
+    # (local_alloc + local_load), after the conversions that move no data are gone.
+    stage_dot_operands,
+    # then the staged loads of loops become cp.async copies into rings of `num_stages` slots.
+    pipeline,
 ]
 
 

@@ -41,7 +41,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         func: the kernel after the target-independent passes; changed in place by the GPU passes.
         arch: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100" (or "sm_100a").
         num_warps: warps per program (a power of two); the block has 32*num_warps threads.
-        num_stages: software-pipelining depth (not used yet: no pipelining pass exists).
+        num_stages: software-pipelining depth of the loads that feed tensor-core dots in loops.
         enable_fp_fusion: let float `a * b + c` contract into one FMA (Triton's default); False keeps
             every multiply and add rounded on its own, as the interpreter computes them.
         assemble: run ptxas (cubin, resource report) and nvdisasm/cuobjdump (SASS) where installed.
@@ -65,6 +65,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     check_shapes(func)
     func.num_warps = num_warps
     func.tensor_core_sm = codegen.sm_number(arch)
+    func.num_stages = num_stages
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"

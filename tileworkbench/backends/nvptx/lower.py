@@ -77,9 +77,14 @@ class Lowering:
             for v in op.operands:
                 self.users.setdefault(id(v), []).append(op)
         self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
+        self.alloc_offsets: dict[int, int] = {}  # local_alloc -> its byte offset (lowering/shared.py)
+        self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:
+        from .lowering.shared import assign_shared_offsets
+
+        assign_shared_offsets(self, self.func)
         for arg, param in zip(self.func.args, self.function.args):
             param.name = arg.name_hint or f"arg{arg.index}"
             if isinstance(arg.type, ScalarType) and arg.type.is_bool:
@@ -221,9 +226,21 @@ class Lowering:
         return self.call_intrinsic(symbol, ret, args)
 
     def shared_memory(self, nbytes: int) -> ir.Value:
-        """The dynamic shared-memory array (`extern .shared`), at least `nbytes` long for this use.
-        Every use starts at offset 0 and is fenced by barriers, so the size is the largest use."""
-        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+        """Scratch in the dynamic shared memory, at least `nbytes` long for this use. Every use starts
+        at the same offset (after the `local_alloc` tiles) and is fenced by barriers, so the size is
+        the largest use."""
+        self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
+        base = self.shared_base()
+        if not self.smem_base:
+            return base
+        key = ("scratch",)
+        if key not in self._cache:
+            self._cache[key] = self.entry_builder.gep(base, [ir.Constant(I32, self.smem_base)],
+                                                      source_etype=I8)
+        return self._cache[key]
+
+    def shared_base(self) -> ir.Value:
+        """The dynamic shared-memory array (`extern .shared`), offset 0."""
         if self._smem is None:
             self._smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem",
                                            addrspace=3)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..values import Value
-from .base import Op, operand
+from .base import Op, attribute, operand
 
 WARP_SIZE = 32
 
@@ -275,3 +275,51 @@ class ConvertLayoutOp(Op, name="ttg.convert_layout", pure=True):
     """The same tensor in another layout (through shared memory where threads must exchange data)."""
 
     src: Value = operand()
+
+
+@dataclass(eq=False)
+class LocalAllocOp(Op, name="ttg.local_alloc"):
+    """A shared-memory buffer (`!ttg.memdesc`), written with `src` when given: a dot operand staged for
+    `ldmatrix`, or (no `src`) a ring of `num_stages` slots that async copies fill."""
+
+    src: Value | None = operand(optional=True)
+
+
+@dataclass(eq=False)
+class LocalLoadOp(Op, name="ttg.local_load", pure=True):
+    """The tile in shared memory read into registers in the result's layout (`ldmatrix` for the
+    16-bit `#dot_op` fragments of `mma.sync`)."""
+
+    src: Value = operand()
+
+
+@dataclass(eq=False)
+class MemDescIndexOp(Op, name="ttg.memdesc_index", pure=True):
+    """Slot `index` of a ring buffer: the memdesc without its leading dimension."""
+
+    src: Value = operand()
+    index: Value = operand()
+
+
+@dataclass(eq=False)
+class AsyncCopyGlobalToLocalOp(Op, name="ttg.async_copy_global_to_local"):
+    """`cp.async` of the tile at `ptr` into the shared slot `dst`; lanes where `mask` is false (or
+    `pred`, the whole copy, is false) fill zeros and read nothing."""
+
+    ptr: Value = operand()
+    dst: Value = operand()
+    mask: Value | None = operand(optional=True)
+    pred: Value | None = operand(optional=True)
+
+
+@dataclass(eq=False)
+class AsyncCommitGroupOp(Op, name="ttg.async_commit_group"):
+    """Closes the group of async copies issued since the last commit."""
+
+
+@dataclass(eq=False)
+class AsyncWaitOp(Op, name="ttg.async_wait"):
+    """Waits until at most `num` committed groups are still in flight, then a barrier, so the slots
+    they filled are visible to every thread of the program."""
+
+    num: int = attribute(0)

@@ -1,0 +1,244 @@
+"""`pipeline`: software pipelining of the loads that feed tensor-core dots in a loop (`num_stages`).
+
+A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` (a dot
+operand staged by `stage_dot_operands`) becomes a `cp.async` copy into a ring of `num_stages`
+shared slots. The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
+copies of iterations 0..S-2 are issued, each its own commit group; iteration i waits until the
+group of iteration i is complete (`ttg.async_wait {num = S-2}`, which ends in a barrier), reads
+slot i % S, computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1
+read (the barrier ordered those reads first). Copies for iterations past the end are skipped.
+
+The ops that compute the loads' pointers and masks (the "address slice": pointer increments
+carried by the loop, masks from the induction variable) run S-1 iterations ahead: their carried
+values start S-1 iterations in. Loops where the rest of the body uses a value of the address
+slice, or where the slice reads something else the loop carries, are left alone. Needs
+`stage_dot_operands`; reads `func.num_stages` (set by the NVPTX driver; 1 = no pipelining).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ..ir.ops import arith, scf, tt
+from ..ir.ops.ttg import (
+    AsyncCommitGroupOp,
+    AsyncCopyGlobalToLocalOp,
+    AsyncWaitOp,
+    LocalAllocOp,
+    LocalLoadOp,
+    MemDescIndexOp,
+)
+from ..ir.types import MemDescType, ScalarType
+from ..ir.values import BlockArgument, OpResult, Value
+
+i32 = ScalarType("i32")
+i1 = ScalarType("i1")
+
+
+def pipeline(func: tt.FuncOp) -> bool:
+    """Pipeline every eligible loop with `func.num_stages` stages. Returns whether any changed."""
+    stages = getattr(func, "num_stages", 1)
+    if stages < 2:
+        return False
+    changed = False
+    for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
+        changed |= _pipeline_loop(loop, stages)
+    return changed
+
+
+# -- analysis -----------------------------------------------------------------------------------------
+
+
+def _is_zero(v: Value | None) -> bool:
+    return v is None or (isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp)
+                         and v.op.value in (0, 0.0))
+
+
+def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
+    """(load, its local_alloc) for loads whose only use is one local_alloc read only by local_loads,
+    with a zero or absent `other` and at least 4 contiguous bytes per thread (cp.async's least)."""
+    uses: dict[int, list] = {}
+    for op in body.walk():
+        for v in op.operands:
+            uses.setdefault(id(v), []).append(op)
+    found = []
+    for op in body.ops:
+        if not isinstance(op, tt.LoadOp) or op.is_volatile or not _is_zero(op.other):
+            continue
+        users = uses.get(id(op.result), [])
+        if len(users) != 1 or not isinstance(users[0], LocalAllocOp) or users[0].parent is not body:
+            continue
+        alloc = users[0]
+        readers = uses.get(id(alloc.result), [])
+        if not readers or not all(isinstance(r, LocalLoadOp) for r in readers):
+            continue
+        enc = op.result.type.encoding
+        contiguous = enc.size_per_thread[enc.order[0]] * max(1, op.result.type.element.bitwidth // 8)
+        if contiguous < 4:
+            continue
+        found.append((op, alloc))
+    return found
+
+
+def _address_slice(body, loads, loop) -> tuple[list, set[int]] | None:
+    """The body ops that the loads' pointers and masks need, in order, and the indices of the carried
+    values they read; None when the slice is not closed (see the module docstring)."""
+    args = body.args
+    in_slice: set[int] = set()
+    carried: set[int] = set()
+    work = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
+    yield_op = body.ops[-1]
+    while work:
+        v = work.pop()
+        if isinstance(v, BlockArgument) and v.block is body:
+            if v.index > 0 and v.index - 1 not in carried:
+                carried.add(v.index - 1)
+                work.append(yield_op.operands[v.index - 1])
+            continue
+        if not isinstance(v, OpResult) or v.op.parent is not body or id(v.op) in in_slice:
+            continue
+        if not v.op.pure or v.op.regions:
+            return None
+        in_slice.add(id(v.op))
+        work.extend(v.op.operands)
+    ops = [op for op in body.ops if id(op) in in_slice]
+    # the rest of the body must not read the slice or the carried address values (they run ahead)
+    slice_values = {id(r) for op in ops for r in op.results}
+    slice_values |= {id(args[i + 1]) for i in carried}
+    load_ids = {id(load) for load in loads}
+    for op in body.ops:
+        if id(op) in in_slice or id(op) in load_ids:
+            continue
+        if op is yield_op:
+            rest = [v for i, v in enumerate(op.operands) if i not in carried]
+        else:
+            rest = op.operands
+        if any(id(v) in slice_values for v in rest):
+            return None
+    return ops, carried
+
+
+# -- rewriting ----------------------------------------------------------------------------------------
+
+
+class _Emitter:
+    """Inserts new ops into a block before a given op (or at the end)."""
+
+    def __init__(self, block, before=None):
+        self.block = block
+        self.before = before
+
+    def add(self, op, result_types=(), loc=None, names=()):
+        op.results = [OpResult(t, op, i, n) for i, (t, n) in
+                      enumerate(zip(result_types, list(names) + [None] * len(result_types)))]
+        op.loc = loc if loc is not None else op.loc
+        index = self.block.ops.index(self.before) if self.before is not None else len(self.block.ops)
+        self.block.insert(index, op)
+        return op.results[0] if op.results else op
+
+    def const(self, value: int, t=i32, loc=None):
+        return self.add(arith.ConstantOp(value=value), [t], loc)
+
+
+def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
+    """Clone `ops` (in order) through `emit`, reading operands through `mapping` (updated)."""
+    for op in ops:
+        clone = copy.copy(op)
+        for name, value in vars(op).items():
+            if isinstance(value, list) and name != "results":
+                setattr(clone, name, list(value))
+        for v in op.operands:
+            if id(v) in mapping:
+                clone.replace_operand(v, mapping[id(v)])
+        emit.add(clone, [r.type for r in op.results], op.loc, [r.name_hint for r in op.results])
+        for old, new in zip(op.results, clone.results):
+            mapping[id(old)] = new
+
+
+def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
+    body = loop.body.block
+    if body.args[0].type != i32:
+        return False
+    found = _staged_loads(body)
+    if not found:
+        return False
+    loads = [load for load, _ in found]
+    sliced = _address_slice(body, loads, loop)
+    if sliced is None:
+        return False
+    slice_ops, carried = sliced
+    carried = sorted(carried)
+    parent = loop.parent
+    loc = loop.loc
+    iv, yield_op = body.args[0], body.ops[-1]
+    outside = _Emitter(parent, loop)
+
+    # the rings, one per load
+    rings = []
+    for load, alloc in found:
+        t = alloc.result.type
+        ring_type = MemDescType((stages, *t.shape), t.element, t.encoding)
+        rings.append(outside.add(LocalAllocOp(), [ring_type], alloc.loc, [alloc.result.name_hint]))
+
+    def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
+        """Clone the address slice for iteration `iv_value` and copy its tiles into `slot`;
+        returns the slice's next carried values."""
+        mapping = {id(iv): iv_value}
+        mapping.update({id(body.args[i + 1]): carried_values[i] for i in carried})
+        _clone_slice(emit, slice_ops, mapping)
+        in_range = emit.add(arith.CmpIOp(predicate="slt", lhs=iv_value, rhs=loop.upper), [i1], loc)
+        for (load, _), ring in zip(found, rings):
+            view = emit.add(MemDescIndexOp(src=ring, index=slot),
+                            [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
+                            load.loc)
+            mask = mapping.get(id(load.mask), load.mask) if load.mask is not None else None
+            emit.add(AsyncCopyGlobalToLocalOp(ptr=mapping.get(id(load.ptr), load.ptr), dst=view,
+                                              mask=mask, pred=in_range), (), load.loc)
+        emit.add(AsyncCommitGroupOp(), (), loc)
+        return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
+
+    # prologue: iterations 0..S-2
+    ahead = {i: loop.init_args[i] for i in carried}
+    for s in range(stages - 1):
+        offset = outside.add(arith.MulIOp(lhs=loop.step, rhs=outside.const(s, loc=loc)), [i32], loc)
+        iv_s = outside.add(arith.AddIOp(lhs=loop.lower, rhs=offset), [i32], loc)
+        ahead = issue(outside, iv_s, ahead, outside.const(s, loc=loc))
+    for i in carried:
+        loop.init_args[i] = ahead[i]
+
+    # the loop carries the slot it reads next
+    loop.init_args.append(outside.const(0, loc=loc))
+    read_slot = body.add_arg(i32, "slot")
+    loop.results.append(OpResult(i32, loop, len(loop.results), "slot"))
+
+    first = body.ops[0]
+    top = _Emitter(body, first)
+    top.add(AsyncWaitOp(num=stages - 2), (), loc)
+    for (load, alloc), ring in zip(found, rings):
+        view = top.add(MemDescIndexOp(src=ring, index=read_slot),
+                       [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
+                       alloc.loc, [alloc.result.name_hint])
+        for op in list(body.walk()):
+            op.replace_operand(alloc.result, view)
+    for op in [op for pair in found for op in pair] + slice_ops:
+        body.remove(op)
+
+    # issue iteration i + S - 1 at the end of iteration i, into the slot iteration i - 1 read
+    end = _Emitter(body, yield_op)
+    span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
+    iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
+    size = end.const(stages, loc=loc)
+    write_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
+        lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    nxt = issue(end, iv_next, {i: body.args[i + 1] for i in carried}, write_slot)
+    for i in carried:
+        yield_op.values[i] = nxt[i]
+    next_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
+        lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    yield_op.values.append(next_slot)
+
+    # nothing may still write the rings once the loop is done (the skipped copies commit empty groups)
+    after = _Emitter(parent, parent.ops[parent.ops.index(loop) + 1])
+    after.add(AsyncWaitOp(num=0), (), loc)
+    return True
+

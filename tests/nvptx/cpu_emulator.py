@@ -160,6 +160,8 @@ class Emulator:
             f'@"global_smem" = addrspace(3) global [{self.smem_size} x i8] zeroinitializer, align 16')
         for symbol, callback in self._callbacks.items():
             llvm.add_symbol(symbol, ctypes.cast(callback, ctypes.c_void_p).value)
+        if "bfloat" in text:  # x86 computes bfloat in float and rounds back with a library call
+            text += _TRUNC_TO_BF16
         if re.search(r"@\"?llvm\.\w+\.(f16|bf16)\"?\(", text):
             raise ValueError("half-precision intrinsics need the GPU (no host library has them)")
         for symbol in re.findall(r'^declare [^@]*@"?([\w.]+)"?\(', text, flags=re.MULTILINE):
@@ -211,6 +213,22 @@ _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i
            "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
            "u64": ctypes.c_uint64, "i1": ctypes.c_int32, "f32": ctypes.c_float, "f64": ctypes.c_double,
            "fp32": ctypes.c_float, "fp64": ctypes.c_double}
+
+
+# compiler-rt's float -> bfloat (round to nearest even), which the JIT has no library for
+_TRUNC_TO_BF16 = """
+define bfloat @__truncsfbf2(float %x) {
+  %b = bitcast float %x to i32
+  %odd = lshr i32 %b, 16
+  %lsb = and i32 %odd, 1
+  %bias = add i32 %b, 32767
+  %r = add i32 %bias, %lsb
+  %h = lshr i32 %r, 16
+  %t = trunc i32 %h to i16
+  %f = bitcast i16 %t to bfloat
+  ret bfloat %f
+}
+"""
 
 
 def _kind(t) -> str:

@@ -71,6 +71,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
     lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion)
     module = lowering.run()
+    check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages)
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
     llvm_text = str(optimized)
     ptx = codegen.emit_ptx(optimized, arch)
@@ -86,6 +87,26 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         result.n_regs, result.n_spills = assembly.n_regs, assembly.n_spills
         result.line_maps.update(assembly.line_maps)
     return result
+
+
+# The most shared memory one block may opt in to, per compute capability (CUDA's
+# sharedMemPerBlockOptin): A100 164 KiB, consumer Ampere and Ada 99 KiB, Hopper and Blackwell 227 KiB.
+MAX_SHARED_PER_BLOCK = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448}
+
+
+def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int) -> None:
+    """Raise OutOfResources (at compile time, naming what to lower) when the kernel needs more shared
+    memory than a block of `arch` can have."""
+    from ...errors import OutOfResources
+    from .codegen import sm_number
+
+    limit = MAX_SHARED_PER_BLOCK[sm_number(arch)]
+    if nbytes > limit:
+        rings = [op.result.type for op in func.walk() if op.name == "ttg.local_alloc"]
+        detail = ", ".join(f"{'x'.join(map(str, t.shape))} {t.element}" for t in rings)
+        name = (f"shared memory of {func.sym_name} on {arch} ({detail or 'scratch'}; "
+                f"num_stages={num_stages})")
+        raise OutOfResources(nbytes, limit, name)
 
 
 @dataclass

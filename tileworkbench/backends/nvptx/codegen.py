@@ -14,8 +14,8 @@ from ...errors import CompilationError
 
 # PTX ISA version per architecture: the lowest that has every instruction we emit there.
 ARCHS = {
-    "sm_80": ("sm_80", "+ptx78"), "sm_86": ("sm_86", "+ptx78"), "sm_89": ("sm_89", "+ptx78"),
-    "sm_90": ("sm_90", "+ptx80"), "sm_90a": ("sm_90a", "+ptx80"), "sm_100": ("sm_100", "+ptx86"),
+    "sm_80": ("sm_80", "+ptx78"), "sm_86": ("sm_86", "+ptx78"), "sm_89": ("sm_89", "+ptx84"),
+    "sm_90": ("sm_90", "+ptx84"), "sm_90a": ("sm_90a", "+ptx84"), "sm_100": ("sm_100", "+ptx86"),
     "sm_100a": ("sm_100a", "+ptx86"),
 }
 

@@ -18,8 +18,12 @@ def constant(lw, t, value) -> ir.Value:
         if isinstance(value, float):
             value = int(value)
         return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
-    if scalar_type_is_fp8(t):
-        raise lw.error(lw.current_op, "fp8 constants are not supported by the NVPTX back end")
+    if scalar_type_is_fp8(t):  # the byte of the value rounded to fp8 (zero for a masked load's other)
+        import ml_dtypes
+        import numpy as np
+
+        fp8 = ml_dtypes.float8_e4m3fn if t.name == "f8e4nv" else ml_dtypes.float8_e5m2
+        return ir.Constant(ty, int(np.array(float(value), dtype=fp8).view(np.uint8)))
     return ir.Constant(ty, float(value))
 
 

@@ -31,7 +31,7 @@ def _index(layout) -> dict[tuple[int, ...], int]:
 
 def lower_mma(lw, op, a: TVal, b: TVal, c) -> None:
     """`op`'s result (an `#mma` tensor) = a @ b + c, tile by tile."""
-    kind = mma_kind(op, lw.sm)
+    kind = mma_kind(op, getattr(lw.func, "tensor_core_sm", lw.sm))  # as the layout pass chose
     layout = lw.layout(op.result)
     c_vals = list(c.vals) if isinstance(c, TVal) else [c] * layout.num_regs
     a_reg, b_reg, c_reg = _index(a.layout), _index(b.layout), _index(layout)
@@ -84,11 +84,23 @@ def _pack(lw, kind: MmaKind, values) -> ir.Value:
     b = lw.builder
     if kind.k_width == 1:
         return values[0]  # fp32, rounded to tf32 per use (`_tf32`)
-    elem = values[0].type
-    vec = ir.Constant(ir.VectorType(elem, len(values)), None)
+    # integer shifts rather than a <2 x bfloat> vector: hosts without bfloat (the emulator's x86)
+    # would convert through float; on NVPTX both fold into one mov.b32 {lo, hi}
+    bits = 32 // len(values)
+    word = None
     for i, v in enumerate(values):
-        vec = b.insert_element(vec, v, ir.Constant(I32, i))
-    return b.bitcast(vec, I32)
+        part = b.zext(v if isinstance(v.type, ir.IntType) else b.bitcast(v, ir.IntType(bits)), I32)
+        part = b.shl(part, ir.Constant(I32, i * bits)) if i else part
+        word = part if word is None else b.or_(word, part)
+    return word
+
+
+def unpack_halves(lw, word: ir.Value, elem: ir.Type) -> list[ir.Value]:
+    """The two 16-bit values of a 32-bit register, low half first, as `elem` (half or bfloat)."""
+    b = lw.builder
+    low = b.trunc(word, ir.IntType(16))
+    high = b.trunc(b.lshr(word, ir.Constant(I32, 16)), ir.IntType(16))
+    return [b.bitcast(low, elem), b.bitcast(high, elem)]
 
 
 def _tf32(lw, reg, kind: MmaKind) -> ir.Value:
@@ -115,11 +127,7 @@ def _mma(lw, kind: MmaKind, a_regs, b_regs, acc) -> list:
         text += "{$0,$1}, {$2,$3,$4,$5}, {$6,$7}, {$8,$9};"
         out = lw.asm(text, "=r,=r,r,r,r,r,r,r,0,1", ir.LiteralStructType([I32, I32]),
                      [*a_regs, *b_regs, *c_regs])
-        result = []
-        for i in range(2):
-            pair = b.bitcast(b.extract_value(out, i), ir.VectorType(F16, 2))
-            result += [b.extract_element(pair, ir.Constant(I32, j)) for j in range(2)]
-        return result
+        return [half for i in range(2) for half in unpack_halves(lw, b.extract_value(out, i), F16)]
     reg = "f" if kind.cd == "f32" else "r"
     elem = F32 if kind.cd == "f32" else I32
     text += "{$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"

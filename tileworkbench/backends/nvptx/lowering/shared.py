@@ -19,6 +19,7 @@ from ....ir.types import MemDescType
 from ..llvm_types import I32, byte_size, llvm_type
 from ..lower import TVal
 from . import lowers
+from .mma import unpack_halves
 
 
 @dataclass
@@ -236,10 +237,10 @@ def _ldmatrix_operand(lw, tile: SharedTile, enc: DotOperandEncoding, layout: Lin
     for group in groups:
         regs = _ldmatrix(lw, tile, layout, group, other, trans)
         for (c0, c1), reg in zip(group, regs):
-            pair = lw.builder.bitcast(reg, ir.VectorType(llvm_type(tile.type.element), 2))
+            halves = unpack_halves(lw, reg, llvm_type(tile.type.element))
             for e in range(2):
                 key = (c0, c1 + e) if op_idx == 0 else (c0 + e, c1)
-                vals[index[key]] = lw.builder.extract_element(pair, ir.Constant(I32, e))
+                vals[index[key]] = halves[e]
     return vals
 
 

@@ -3,9 +3,9 @@
     python tools/run_triton_tutorials.py --dir /path/to/triton/python/tutorials
     TRITON_TUTORIALS_DIR=... python tools/run_triton_tutorials.py 02 06
 
-Each tutorial's kernels and wrappers run in the interpreter (or on the GPU where there is one) at small
-sizes, through the tutorial's own test function where it has one, and are compared with torch in
-float64. The tutorial files are not part of this repository. The work is in tests/tutorials/.
+Each tutorial's kernels and wrappers run in the interpreter on CPU tensors (or, with --gpu, compiled
+for the GPU on CUDA tensors) at small sizes, through the tutorial's own test function where it has
+one, and are compared with torch in float64. The tutorial files are not part of this repository. The work is in tests/tutorials/.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "tutorials"))
 
-from tutorial_checks import AUTOTUNE_CONFIGS_ENV, TutorialResult, run_tutorial
+from tutorial_checks import AUTOTUNE_CONFIGS_ENV, TutorialResult, gpu_missing, run_tutorial
 from tutorial_loader import ENV_VAR, TUTORIALS
 
 
@@ -32,13 +32,15 @@ def _row(result: TutorialResult) -> list[str]:
         checks,
         f"{result.max_error:.3g}" if result.comparisons else "-",
         f"{worst:.3f}" if result.comparisons else "-",
+        ", ".join(result.targets) or "-",
         "pass" if result.passed else "FAIL",
         f"{result.seconds:.1f}",
     ]
 
 
 def print_table(results: list[TutorialResult]) -> None:
-    header = ["tutorial", "kernels run", "checks ok", "max error", "worst err/tol", "result", "s"]
+    header = ["tutorial", "kernels run", "checks ok", "max error", "worst err/tol", "ran on", "result",
+              "s"]
     rows = [header] + [_row(r) for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for index, row in enumerate(rows):
@@ -74,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gpu",
         action="store_true",
-        help="launch on the GPU where there is one (default: always the interpreter)",
+        help="compile for the GPU and run on CUDA tensors (default: the interpreter, CPU tensors)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="list every comparison")
     args = parser.parse_args(argv)
     if not args.dir or not Path(args.dir).is_dir():
         parser.error(f"give the folder of Triton's tutorials with --dir or {ENV_VAR}")
+    if args.gpu and gpu_missing():
+        parser.error(f"--gpu: {gpu_missing()}")
     if args.autotune_configs:
         os.environ[AUTOTUNE_CONFIGS_ENV] = str(args.autotune_configs)
     chosen = [

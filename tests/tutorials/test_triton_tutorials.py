@@ -1,5 +1,6 @@
 """Triton's tutorials 01-06 (python/tutorials of triton-lang/triton), with only their imports changed,
-run in the interpreter on CPU torch tensors and match torch.
+run in the interpreter on CPU torch tensors and (marked gpu) compiled for the GPU on CUDA torch
+tensors, and match torch.
 
 The tutorial files are not in this repository: set TRITON_TUTORIALS_DIR to a folder holding
 01-vector-add.py ... 06-fused-attention.py (e.g. a Triton 3.6 checkout's python/tutorials). Without it
@@ -15,13 +16,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tutorial_checks import run_tutorial
+from tutorial_checks import gpu_missing, run_tutorial
 from tutorial_loader import ENV_VAR, TUTORIALS, tutorials_dir
 
 
+@pytest.mark.parametrize("on_gpu", [False, pytest.param(True, marks=pytest.mark.gpu)],
+                         ids=["interpreter", "gpu"])
 @pytest.mark.parametrize("name", TUTORIALS)
-def test_tutorial_matches_torch(name):
+def test_tutorial_matches_torch(name, on_gpu):
     pytest.importorskip("torch", reason="Triton's tutorials use torch tensors")
+    if on_gpu and gpu_missing():
+        pytest.skip(gpu_missing())
     folder = tutorials_dir()
     if folder is None:
         pytest.skip(
@@ -29,6 +34,6 @@ def test_tutorial_matches_torch(name):
         )
     if not (folder / name).is_file():
         pytest.skip(f"{name} is not in {ENV_VAR}={folder}")
-    result = run_tutorial(folder, name)
+    result = run_tutorial(folder, name, interpret=not on_gpu)
     assert result.passed, f"{name} failed:\n" + "\n".join(result.failures())
     assert result.comparisons, f"{name}: the check compared nothing"

@@ -75,17 +75,18 @@ def _kept(source: str) -> list[str]:
 def test_selection_drops_demos_and_benchmarks_and_keeps_what_wrappers_use():
     kept = _kept("""\
         import numpy as np
+        import tabulate
         DEVICE = "cpu"
         SCALE = 3
         helper_value = 7
         unused = 8
         a = np.ones(4)
         def wrapper(a):
-            b = a * helper_value
+            b = np.asarray(a) * helper_value
             return b
         class Thing:
             pass
-        print(wrapper(a))
+        print(tabulate.tabulate(wrapper(a)))
         result = wrapper(a)
         @perf_report(configs)
         def bench(n):

@@ -1,4 +1,6 @@
-"""The correctness checks of Triton's tutorials 01-06, run at small sizes on CPU torch tensors.
+"""The correctness checks of Triton's tutorials 01-06, run at small sizes: in the interpreter on CPU
+torch tensors, or (GPU mode) compiled for the GPU on CUDA torch tensors, so each tutorial kernel's
+GPU lowering is checked against torch too.
 
 Each check calls the tutorial's own wrappers (and, where the tutorial has one, its own test function)
 and compares with torch computed in float64. Outputs that the wrappers allocate with `torch.empty` /
@@ -46,6 +48,7 @@ class TutorialResult:
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    targets: list[str] = field(default_factory=list)  # where the kernels ran ("interpreter", ...)
 
     @property
     def passed(self) -> bool:
@@ -349,9 +352,27 @@ def interpreted(on: bool) -> Iterator[None]:
         config.interpret = saved
 
 
+def gpu_missing() -> str | None:
+    """Why the GPU mode cannot run here (no CUDA torch, no GPU for tileworkbench), or None."""
+    import torch
+
+    from tileworkbench.runtime.device import gpu_available
+
+    if not torch.cuda.is_available():
+        return "torch has no CUDA device (a CPU-only torch, or no GPU)"
+    if not gpu_available():
+        return "tileworkbench sees no GPU (CuPy or a CUDA device is missing)"
+    return None
+
+
+def ran_on_gpu(launch) -> bool:
+    """Whether a recorded launch ran compiled for the GPU (the one place that reads its target)."""
+    return launch.target != "interpreter"
+
+
 def run_tutorial(folder: Path, name: str, interpret: bool = True) -> TutorialResult:
     """Load tutorial `name` from `folder`, run its check (in the interpreter unless `interpret` is
-    False), and say what ran and how close it came."""
+    False: then on the GPU, on CUDA tensors), and say what ran, where, and how close it came."""
     from tileworkbench.runtime.record import record_launches
 
     result = TutorialResult(name)
@@ -375,8 +396,12 @@ def run_tutorial(folder: Path, name: str, interpret: bool = True) -> TutorialRes
         text = f"{type(error).__name__}: {error}".strip()
         result.error = (f"{place}: {text}" if place else text)[:2000]
     result.kernels = sorted({launch.compiled.name for launch in launches})
+    result.targets = sorted({launch.target for launch in launches})
     missing = EXPECTED_KERNELS[name] - set(result.kernels)
     if missing and result.error is None:
         result.error = f"these kernels were never launched: {', '.join(sorted(missing))}"
+    interpreted_kernels = sorted({lc.compiled.name for lc in launches if not ran_on_gpu(lc)})
+    if not interpret and interpreted_kernels and result.error is None:
+        result.error = f"ran in the interpreter, not on the GPU: {', '.join(interpreted_kernels)}"
     result.seconds = time.perf_counter() - begin
     return result

@@ -140,12 +140,15 @@ def _used(node: ast.stmt) -> set[str]:
 
 
 def select_statements(tree: ast.Module) -> list[ast.stmt]:
-    """The module-level statements to run: imports, kernels, wrappers, classes (not benchmarks), and
-    every assignment, `if` or `for` that defines a name they use (transitively); no bare expression
-    statements (prints, demo calls, `benchmark.run`) and no `if __name__ == "__main__":`."""
+    """The module-level statements to run: kernels, wrappers, classes (not benchmarks), every
+    assignment, `if` or `for` that defines a name they use (transitively), and the imports of names
+    they use; no bare expression statements (prints, demo calls, `benchmark.run`), no
+    `if __name__ == "__main__":`, and no import only those used (04's `tabulate`: a module the
+    machine may not have)."""
     body = tree.body
-    always = (ast.Import, ast.ImportFrom, ast.Try, ast.FunctionDef, ast.ClassDef)
+    always = (ast.Try, ast.FunctionDef, ast.ClassDef)
     keep = [isinstance(n, always) and not _is_benchmark(n) for n in body]
+    imports = [isinstance(n, (ast.Import, ast.ImportFrom)) for n in body]
     optional = [
         isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.If, ast.For))
         and not _is_main_guard(n)
@@ -170,6 +173,8 @@ def select_statements(tree: ast.Module) -> list[ast.stmt]:
                 keep[index] = True
                 needed |= _used(node)
                 changed = True
+    for index, node in enumerate(body):  # imports that only the left-out demo code used go too
+        keep[index] = keep[index] or (imports[index] and bool(_defined(node) & needed))
     return [node for node, kept in zip(body, keep) if kept]
 
 

@@ -196,9 +196,10 @@ class AxisInfoAnalysis:
         elif op.regions:
             for r in op.regions:
                 self._block(r.block)
+        # Always (re)computed: a loop body is analyzed again with weaker facts for its carried
+        # values, and a result kept from an earlier pass would claim what only held for the init.
         for i, res in enumerate(op.results):
-            if id(res) not in self.facts:
-                self._set(res, self._transfer(op) if i == 0 else unknown(res))
+            self._set(res, self._transfer(op) if i == 0 else unknown(res))
 
     def _for(self, op: scf.ForOp) -> None:
         body = op.body.block

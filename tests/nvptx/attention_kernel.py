@@ -1,0 +1,88 @@
+"""A flash-attention forward kernel shaped like the forward of Triton's tutorial 06 (online softmax
+over key blocks, tensor descriptors made in the kernel, K read through `.T`, a constexpr-bounded
+loop when not causal, and an off-band then on-band pass when causal), with its NumPy float64
+reference. Used by the emulated and GPU attention tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row, qk_scale, lo, hi, rows, cols,
+                BLOCK_N: tl.constexpr, ON_BAND: tl.constexpr):
+    """Folds the key/value blocks lo..hi into the running (acc, row_sum, row_max)."""
+    for start in tl.range(lo, hi, BLOCK_N):
+        start = tl.multiple_of(start, BLOCK_N)
+        scores = tl.dot(q, k_desc.load([first_row + start, 0]).T)
+        if ON_BAND:
+            visible = rows[:, None] >= start + cols[None, :]
+            scores = scores * qk_scale + tl.where(visible, 0.0, -1.0e6)
+            new_max = tl.maximum(row_max, tl.max(scores, 1))
+            scores -= new_max[:, None]
+        else:
+            new_max = tl.maximum(row_max, tl.max(scores, 1) * qk_scale)
+            scores = scores * qk_scale - new_max[:, None]
+        p = tl.math.exp2(scores)
+        rescale = tl.math.exp2(row_max - new_max)
+        acc = acc * rescale[:, None]
+        acc = tl.dot(p.to(tl.float16), v_desc.load([first_row + start, 0]), acc)
+        row_sum = row_sum * rescale + tl.sum(p, 1)
+        row_max = new_max
+    return acc, row_sum, row_max
+
+
+@tw.jit
+def attention_forward(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale,
+                      N_CTX: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """o = softmax(q k^T * sm_scale) v per (batch, head), q, k, v, o of shape [batch*heads*N_CTX,
+    HEAD_DIM] in fp16; lse gets the base-2 log-sum-exp of each row. Grid: (N_CTX // BLOCK_M, batch*heads).
+    Causal needs BLOCK_M a multiple of BLOCK_N (the on-band pass covers BLOCK_M keys), as in the tutorial."""
+    block_m_index = tl.program_id(0)
+    head = tl.program_id(1)
+    total_rows = tl.num_programs(1) * N_CTX
+    q_desc = tl.make_tensor_descriptor(q_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    k_desc = tl.make_tensor_descriptor(k_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    v_desc = tl.make_tensor_descriptor(v_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
+    o_desc = tl.make_tensor_descriptor(o_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    first_row = head * N_CTX
+    rows = block_m_index * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    row_max = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    row_sum = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = q_desc.load([first_row + block_m_index * BLOCK_M, 0])
+    if CAUSAL:
+        acc, row_sum, row_max = _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row,
+                                            qk_scale, 0, block_m_index * BLOCK_M,
+                                            rows, cols, BLOCK_N, False)
+        acc, row_sum, row_max = _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row,
+                                            qk_scale, block_m_index * BLOCK_M,
+                                            (block_m_index + 1) * BLOCK_M, rows, cols, BLOCK_N, True)
+    else:
+        acc, row_sum, row_max = _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row,
+                                            qk_scale, 0, N_CTX, rows, cols, BLOCK_N, False)
+    tl.store(lse_ptr + head * N_CTX + rows, row_max + tl.math.log2(row_sum))
+    o_desc.store([first_row + block_m_index * BLOCK_M, 0], (acc / row_sum[:, None]).to(tl.float16))
+
+
+SIGNATURE = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
+             "lse_ptr": "*fp32", "sm_scale": "fp32"}
+
+
+def reference(q, k, v, sm_scale: float, causal: bool):
+    """(o, base-2 log-sum-exp) of one head in float64; q, k, v of shape [N_CTX, HEAD_DIM]."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    scores = q @ k.T * sm_scale
+    if causal:
+        n = scores.shape[0]
+        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+    top = scores.max(1, keepdims=True)
+    weights = np.exp(scores - top)
+    total = weights.sum(1, keepdims=True)
+    lse = (top + np.log(total))[:, 0] / np.log(2.0)
+    return weights @ v / total, lse

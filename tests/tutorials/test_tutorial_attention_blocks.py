@@ -1,0 +1,93 @@
+"""The forward kernel of Triton's tutorial 06 (`_attn_fwd`, its tensor descriptors made inside the
+kernel from plain tensors) launched directly at chosen block sizes, causal and not, against torch in
+float64: on the GPU (marked gpu) at the configurations that were wrong before the axis-info fix, and
+once in the interpreter so the harness runs without a GPU. Needs TRITON_TUTORIALS_DIR (the tutorial
+files are not in this repository)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tutorial_checks import gpu_missing, interpreted, ran_on_gpu
+from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
+
+from tileworkbench.runtime.record import record_launches
+
+TUTORIAL = "06-fused-attention.py"
+SM_SCALE = 0.5
+# (BLOCK_M, BLOCK_N, num_warps): those the issue found wrong on the H200, and the tutorial's own.
+GPU_BLOCKS = [(32, 16, 4), (16, 32, 4), (32, 32, 4), (64, 32, 4), (64, 32, 1), (128, 64, 4),
+              (64, 64, 8)]
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch", reason="Triton's tutorials use torch tensors")
+
+
+def _forward_kernel(module):
+    """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
+    from tileworkbench.runtime.jit import JITFunction
+
+    kernel = module._attn_fwd
+    while not isinstance(kernel, JITFunction):
+        kernel = kernel.fn
+    return kernel
+
+
+def _load(on_gpu: bool):
+    folder = tutorials_dir()
+    if folder is None or not (folder / TUTORIAL).is_file():
+        pytest.skip(f"{ENV_VAR} does not name a folder holding {TUTORIAL} (not in this repo)")
+    if on_gpu and gpu_missing():
+        pytest.skip(gpu_missing())
+    with interpreted(not on_gpu):
+        return load_tutorial(folder / TUTORIAL)
+
+
+def check_forward(torch, on_gpu, block_m, block_n, num_warps, causal, n_ctx=128, head_dim=64):
+    if causal and block_m < block_n:
+        pytest.skip("the tutorial's causal on-band pass needs BLOCK_M >= BLOCK_N (its autotuner "
+                    "prunes these configs; the interpreter gives the same wrong answer)")
+    module = _load(on_gpu)
+    device = "cuda" if on_gpu else "cpu"
+    z, h = 1, 2
+    generator = torch.Generator().manual_seed(block_m * 1000 + block_n * 10 + num_warps + causal)
+    q, k, v = (torch.empty((z, h, n_ctx, head_dim)).normal_(0.0, 0.5, generator=generator)
+               .to(device=device, dtype=torch.float16) for _ in range(3))
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((z, h, n_ctx), float("nan"), device=device, dtype=torch.float32)
+    with interpreted(not on_gpu), record_launches() as launches:
+        _forward_kernel(module)[(n_ctx // block_m, z * h, 1)](
+            SM_SCALE, lse, z, h, q, k, v, o, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
+            BLOCK_N=block_n, FP8_OUTPUT=False, STAGE=3 if causal else 1, warp_specialize=False,
+            IS_HOPPER=False, num_warps=num_warps)
+    assert [ran_on_gpu(launch) for launch in launches] == [on_gpu]
+    scores = q.cpu().double() @ k.cpu().double().transpose(2, 3) * SM_SCALE
+    if causal:
+        scores = scores.masked_fill(torch.ones(n_ctx, n_ctx).tril() == 0, float("-inf"))
+    want = torch.softmax(scores, dim=-1) @ v.cpu().double()
+    want_lse = torch.logsumexp(scores, dim=-1) / math.log(2.0)  # the kernel's M is in base 2
+    error = (o.cpu().double() - want).abs()
+    bad = int((~(error <= 1e-2)).sum())  # NaN (an unwritten element) counts as bad
+    assert bad == 0, f"{bad} of {error.numel()} outputs off, max error {error.max():.3g}"
+    lse_error = (lse.cpu().double() - want_lse).abs().max()
+    assert lse_error <= 1e-3, f"log-sum-exp off by {lse_error:.3g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
+@pytest.mark.parametrize("block_m, block_n, num_warps", GPU_BLOCKS)
+def test_tutorial_attention_forward_on_gpu(torch, block_m, block_n, num_warps, causal):
+    check_forward(torch, True, block_m, block_n, num_warps, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
+def test_tutorial_attention_forward_in_the_interpreter(torch, causal):
+    check_forward(torch, False, 32, 16, 4, causal, n_ctx=64, head_dim=16)

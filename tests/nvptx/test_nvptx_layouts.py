@@ -75,7 +75,7 @@ def test_matmul_pointer_math_needs_no_conversions(compiled):
     # only the two dot operands move, through shared memory (local_alloc + ldmatrix's local_load);
     # index math is rematerialized
     assert "ttg.convert_layout" not in text
-    loads = re.findall(r"ttg\.local_load .* -> tensor<[^,]*, (#[a-z_]+)\d*", text)
+    loads = re.findall(r"ttg\.local_load .* : tensor<[^,]*, (#[a-z_]+)\d*", text)
     assert loads == ["#dot_op", "#dot_op"], text
 
 

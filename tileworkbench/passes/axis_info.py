@@ -110,6 +110,13 @@ def _div_like(a: AxisInfo, b: AxisInfo, rem: bool) -> AxisInfo:
                 if aligned:
                     const[d] = max(const[d], gcd(a.contiguity[d], c))
                 div[d] = max(1, a.elem_div(d) // c)
+    elif rem:
+        # x % n for a runtime n divisible by g: a run of x of g values starting at a multiple of g
+        # crosses no multiple of n, so it stays contiguous (tutorial 03's `offs % M`)
+        for d in range(n):
+            g = gcd(a.contiguity[d], b.divisibility[d])
+            contig[d] = g if a.divisibility[d] % g == 0 else 1
+            div[d] = gcd(a.divisibility[d], b.divisibility[d])
     return AxisInfo(tuple(contig), tuple(div), tuple(const))
 
 

@@ -56,8 +56,8 @@ def fits(op: tt.DotOp, kind: MmaKind) -> bool:
 
 def warps_per_cta(shape: tuple[int, ...], num_warps: int, chained: bool) -> tuple[int, ...]:
     """Warps over (M, N), as Triton's `warpsPerTileV2`: double the dimension with more 16x8 tiles
-    left per warp. A dot whose result feeds another dot's A (attention) puts every warp on M, so
-    the result's rows are the next dot's A rows in the same warp and no data crosses warps."""
+    left per warp. Chained dots (attention) put every warp on M, so the first's result rows are
+    the next dot's A rows in the same warp and no data crosses warps."""
     m, n = shape[-2], shape[-1]
     batch = (1,) * (len(shape) - 2)
     if chained and m >= 16 * num_warps:
@@ -88,13 +88,32 @@ def _feeds_dot(op: tt.DotOp, users: dict[int, list]) -> bool:
     return False
 
 
+def _fed_by_dot(op: tt.DotOp) -> bool:
+    """Whether the dot's A operand comes from another dot's result through elementwise ops."""
+    seen, work = set(), [op.a]
+    while work:
+        v = work.pop()
+        producer = getattr(v, "op", None)
+        if producer is None or id(producer) in seen:
+            continue
+        seen.add(id(producer))
+        if isinstance(producer, tt.DotOp):
+            return True
+        if producer.elementwise and not producer.regions:
+            work.extend(producer.operands)
+    return False
+
+
 def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list]) -> MmaEncoding | None:
     """The `#mma` layout of `op`'s result, or None for the FMA path."""
     kind = mma_kind(op, sm)
     if kind is None or not fits(op, kind):
         return None
     shape = op.result.type.shape
-    return MmaEncoding(2, warps_per_cta(shape, num_warps, _feeds_dot(op, users)))
+    # both dots of a chain (attention: p = f(q @ k), p @ v) put every warp on M, so the first's
+    # result is the second's A operand in the same threads and needs no exchange
+    chained = _feeds_dot(op, users) or _fed_by_dot(op)
+    return MmaEncoding(2, warps_per_cta(shape, num_warps, chained))
 
 
 def operand_encoding(op_idx: int, parent, element) -> DotOperandEncoding:

@@ -49,7 +49,14 @@ def pipeline(func: tt.FuncOp) -> bool:
 # -- analysis -----------------------------------------------------------------------------------------
 
 
+_VALUE_PRESERVING = (tt.SplatOp, arith.TruncFOp, arith.ExtFOp, arith.SIToFPOp, arith.UIToFPOp)
+
+
 def _is_zero(v: Value | None) -> bool:
+    """Whether a load's `other` is absent or zero (the zero fill of cp.async), seen through splats
+    and conversions of a constant (bf16's 0.0 is a truncf of an f32 constant)."""
+    while isinstance(v, OpResult) and isinstance(v.op, _VALUE_PRESERVING):
+        v = v.op.operands[0]
     return v is None or (isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp)
                          and v.op.value in (0, 0.0))
 

@@ -352,7 +352,7 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
         return head + "  %r = fdiv float %a0, %a1\n  ret float %r\n}"
     if "ld.global" in asm or "st.global" in asm:
         return head + _global_access_body(ret, asm, arg_types)
-    m = re.search(r"atom\.\w+\.\w+\.global\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
+    m = re.search(r"atom\.global\.\w+\.\w+\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
     if m is None:
         raise ValueError(f"the CPU emulator cannot run inline PTX {asm!r}")
     kind, suffix, _ = m.groups()

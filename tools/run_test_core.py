@@ -282,6 +282,25 @@ class Counter:
     def device(self):
         return "cuda" if self.gpu else "cpu"
 
+    @__import__("pytest").fixture
+    def with_allocator(self):
+        """Triton's: scratch memory for device-side tensor descriptors, from torch."""
+        import tileworkbench as tw
+
+        if hasattr(tw, "set_allocator"):
+            import torch
+
+            tw.set_allocator(lambda size, align, stream: torch.empty(
+                size, dtype=torch.int8, device="cuda" if self.gpu else "cpu"))
+        yield
+
+    @__import__("pytest").fixture
+    def fresh_triton_cache(self, tmp_path, monkeypatch):
+        from tileworkbench.config import config
+
+        monkeypatch.setattr(config, "cache_dir", tmp_path)
+        yield str(tmp_path)
+
     @__import__("pytest").hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
         def expire(*_):

@@ -160,8 +160,6 @@ class Emulator:
             f'@"global_smem" = addrspace(3) global [{self.smem_size} x i8] zeroinitializer, align 16')
         for symbol, callback in self._callbacks.items():
             llvm.add_symbol(symbol, ctypes.cast(callback, ctypes.c_void_p).value)
-        if "bfloat" in text:  # x86 computes bfloat in float and rounds back with a library call
-            text += _TRUNC_TO_BF16
         if re.search(r"@\"?llvm\.\w+\.(f16|bf16)\"?\(", text):
             raise ValueError("half-precision intrinsics need the GPU (no host library has them)")
         for symbol in re.findall(r'^declare [^@]*@"?([\w.]+)"?\(', text, flags=re.MULTILINE):
@@ -213,22 +211,6 @@ _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i
            "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
            "u64": ctypes.c_uint64, "i1": ctypes.c_int32, "f32": ctypes.c_float, "f64": ctypes.c_double,
            "fp32": ctypes.c_float, "fp64": ctypes.c_double}
-
-
-# compiler-rt's float -> bfloat (round to nearest even), which the JIT has no library for
-_TRUNC_TO_BF16 = """
-define bfloat @__truncsfbf2(float %x) {
-  %b = bitcast float %x to i32
-  %odd = lshr i32 %b, 16
-  %lsb = and i32 %odd, 1
-  %bias = add i32 %b, 32767
-  %r = add i32 %bias, %lsb
-  %h = lshr i32 %r, 16
-  %t = trunc i32 %h to i16
-  %f = bitcast i16 %t to bfloat
-  ret bfloat %f
-}
-"""
 
 
 def _kind(t) -> str:
@@ -283,12 +265,64 @@ def _replace_asm(text: str) -> str:
                         f"  %r = fdiv {ty} 1.0, %s\n  ret {ty} %r\n}}")
             if ty == "double" and "llvm.sqrt.f64" not in text:
                 defs.append("declare double @llvm.sqrt.f64(double)")
+    defs.append(_SOFT_FLOAT)
+    if not re.search(r"declare double @\"?llvm\.fabs\.f64", text):
+        defs.append("declare double @llvm.fabs.f64(double)")
     declared = set(re.findall(r'declare \S+ @"?([\w.]+)"?\(', text))
     needed = {"llvm.exp2.f32", "llvm.log2.f32", "llvm.sqrt.f32", "llvm.sin.f32", "llvm.cos.f32"}
     decls = [f"declare float @{n}(float)" for n in sorted(needed - declared)]
     if any("@emu_mma" in d for d in defs):
         decls.append("declare void @emu_mma(i32, ptr, ptr)")
     return "\n".join(lines + decls + defs)
+
+
+# The conversions the host back end calls as library functions (compiler-rt's, absent from this
+# process, so a call would jump to address 0): bf16 from float by round-to-nearest-even on the bits, and
+# from double through a float rounded to odd, which makes the second rounding exact (24 >= 2 * 8 + 2
+# bits; 24 >= 2 * 11 + 2 for half, whose float -> half step is F16C's vcvtps2ph).
+_SOFT_FLOAT = """
+define bfloat @__truncsfbf2(float %x) {
+  %b = bitcast float %x to i32
+  %hi = lshr i32 %b, 16
+  %lsb = and i32 %hi, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %b, %bias
+  %rounded = lshr i32 %sum, 16
+  %quiet = or i32 %hi, 64
+  %nan = fcmp uno float %x, %x
+  %bits = select i1 %nan, i32 %quiet, i32 %rounded
+  %short = trunc i32 %bits to i16
+  %r = bitcast i16 %short to bfloat
+  ret bfloat %r
+}
+define internal float @emu_round_to_odd(double %x) {
+  %f = fptrunc double %x to float
+  %back = fpext float %f to double
+  %fa = call double @llvm.fabs.f64(double %back)
+  %xa = call double @llvm.fabs.f64(double %x)
+  %over = fcmp ogt double %fa, %xa
+  %b = bitcast float %f to i32
+  %down = sub i32 %b, 1
+  %t = select i1 %over, i32 %down, i32 %b
+  %tf = bitcast i32 %t to float
+  %tback = fpext float %tf to double
+  %inexact = fcmp une double %tback, %x
+  %odd = or i32 %t, 1
+  %bits = select i1 %inexact, i32 %odd, i32 %t
+  %r = bitcast i32 %bits to float
+  ret float %r
+}
+define bfloat @__truncdfbf2(double %x) {
+  %f = call float @emu_round_to_odd(double %x)
+  %r = call bfloat @__truncsfbf2(float %f)
+  ret bfloat %r
+}
+define half @__truncdfhf2(double %x) {
+  %f = call float @emu_round_to_odd(double %x)
+  %r = fptrunc float %f to half
+  ret half %r
+}
+"""
 
 
 def _split_args(args: str) -> list[str]:
@@ -375,7 +409,7 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
                        "  %t = and i32 %r, -8192\n  ret i32 %t\n}")
     if op.startswith("mma.sync"):
         return head + _mma_body(op, ret, arg_types)
-    m = re.search(r"atom\.\w+\.\w+\.global\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
+    m = re.search(r"atom\.global\.\w+\.\w+\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
     if m is None:
         raise ValueError(f"the CPU emulator cannot run inline PTX {asm!r}")
     kind, suffix, _ = m.groups()

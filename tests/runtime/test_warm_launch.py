@@ -342,3 +342,84 @@ def test_an_argument_given_twice_is_a_type_error_warm_or_cold(fake_gpu):
         copy_kernel[(1,)](x, out, 100, n=100)
     with pytest.raises(TypeError, match="missing the argument 'n'"):  # the full path's, via the launcher
         copy_kernel[(1,)](x, out)
+
+
+@tw.jit
+def parameterless_kernel():
+    x = tl.arange(0, 16)
+    tl.static_assert(x.shape[0] == 16)
+    tl.device_assert(tl.sum(x) == 120, "the sum of 0..15")
+
+
+@tw.jit
+def failing_parameterless_kernel():
+    tl.device_assert(tl.sum(tl.arange(0, 16)) == 121, "never true")
+
+
+def test_kernel_without_any_parameter_goes_warm(fake_gpu):
+    """Issue 15: the warm launcher of `def kernel():` was generated as `def kernel(_tw_grid, , ...)`,
+    a SyntaxError at the first launch (Triton's test_shapes_as_params, test_tensor_member)."""
+    parameterless_kernel.clear_cache()
+    first = parameterless_kernel[(3,)]()
+    assert parameterless_kernel._launcher is not None
+    assert parameterless_kernel[(3,)]() is first and fake_gpu == ["parameterless_kernel"]
+    cuda = next(iter(parameterless_kernel._fast.values())).cuda
+    assert cuda.launches == [((3, 1, 1), ())] * 2
+
+
+@pytest.mark.parametrize("names, constexprs", [([], set()), (["N"], {"N"}), (["x", "N"], {"N"}),
+                                               (["x"], set())])
+def test_generated_launcher_compiles_for_any_parameter_list(names, constexprs):
+    """The generator itself, without a GPU: every parameter list gives valid Python, and a call while
+    the interpreter is on goes to the full path with the arguments by name."""
+    calls = []
+
+    def slow(grid, named, extra, more):
+        calls.append((grid, named, extra, more))
+        return "slow"
+
+    cfg = types.SimpleNamespace(interpret=True)
+    rec = types.SimpleNamespace(ACTIVE=False)
+    launch = binder.make_launcher("k", names, constexprs, {}, set(), set(), {}, slow, None, cfg, rec)
+    bind, runtime = binder.make_binder(names, constexprs, {}, set(), set())
+    values = {name: i + 7 for i, name in enumerate(names)}
+    assert launch((2,), **values) == "slow"
+    assert calls == [((2,), values, {}, ())]
+    key, packed = bind(**values)
+    assert runtime == [n for n in names if n not in constexprs]
+    assert packed == tuple(values[n] for n in runtime)
+
+
+def test_kernel_without_any_parameter_runs_in_the_interpreter(monkeypatch):
+    monkeypatch.setattr(config, "interpret", True)
+    parameterless_kernel[(2,)]()
+    with pytest.raises(Exception, match="never true"):  # the kernel body really ran
+        failing_parameterless_kernel[(1,)]()
+
+
+def test_kernel_without_any_parameter_assembles(tmp_path):
+    ptxas = pytest.importorskip("shutil").which("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas is not installed")
+    import subprocess
+
+    compiled = tw.compile(parameterless_kernel, signature={}, target="sm_90")
+    assert ".entry parameterless_kernel()" in compiled.asm["ptx"]
+    src = tmp_path / "k.ptx"
+    src.write_text(compiled.asm["ptx"])
+    done = subprocess.run([ptxas, "-arch", "sm_90", "-o", str(tmp_path / "k.cubin"), str(src)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.gpu
+def test_kernel_without_any_parameter_launches_on_the_gpu(monkeypatch):
+    from tileworkbench.runtime.device import gpu_available
+
+    if not gpu_available():
+        pytest.skip("no GPU visible")
+    monkeypatch.setattr(config, "interpret", False)
+    parameterless_kernel.clear_cache()
+    first = parameterless_kernel[(4,)]()
+    assert parameterless_kernel[(4,)]() is first  # the second launch through the generated launcher
+    assert parameterless_kernel._launcher is not None

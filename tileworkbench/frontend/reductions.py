@@ -216,16 +216,22 @@ def associative_scan(cg, input, axis, combine_fn, reverse=False):
     return tuple(results) if is_tuple else results[0]
 
 
+def _bf16_to_fp32(cg, input: tensor) -> tensor:
+    """Scans of bf16 combine in fp32 and return fp32, as Triton's cumsum/cumprod: rounding to bf16 at
+    every step of a long scan loses a few percent (issue 15)."""
+    return cg.sem.cast(input, core.float32) if input.dtype.is_bf16() else input
+
+
 @impl("cumsum")
 def cumsum(cg, input, axis=0, reverse=False, dtype=None):
-    input = cg.sem.to_tensor(input)
+    input = _bf16_to_fp32(cg, cg.sem.to_tensor(input))
     input = cg.sem.cast(input, _sum_dtype(input.dtype, dtype))
     return build_scan(cg, [input], axis, _binary_combine("add"), reverse)[0]
 
 
 @impl("cumprod")
 def cumprod(cg, input, axis=0, reverse=False):
-    input = cg.sem.to_tensor(input)
+    input = _bf16_to_fp32(cg, cg.sem.to_tensor(input))
     input = cg.sem.cast(input, _sum_dtype(input.dtype, None))
     return build_scan(cg, [input], axis, _binary_combine("mul"), reverse)[0]
 

@@ -36,6 +36,25 @@ def set_encoding(v: Value, enc) -> None:
     v.type = TensorType(v.type.shape, v.type.element, enc)
 
 
+def set_operand(op, index: int, new: Value) -> None:
+    """Point operand `index` of `op` (numbered as `op.operands`) at `new`. Other uses of the same value
+    keep it: `tt.dot %a, %a` needs %a converted to operand A's layout in one place and B's in the other
+    (`Op.replace_operand` would move both)."""
+    position = 0
+    for name, kind in op._field_kinds():
+        if kind == "operand" and getattr(op, name) is not None:
+            if position == index:
+                return setattr(op, name, new)
+            position += 1
+        elif kind == "operands":
+            values = getattr(op, name)
+            if index < position + len(values):
+                values[index - position] = new
+                return None
+            position += len(values)
+    raise IndexError(f"{op.name} has no operand {index}")
+
+
 def dot_result_encoding(shape: tuple[int, ...], num_warps: int) -> BlockedEncoding:
     """A blocked layout for an FMA dot result: a small square of outputs per thread for reuse."""
     rank = len(shape)
@@ -223,7 +242,7 @@ class LayoutAssigner:
                 value = op.operands[index]
                 if enc is None or not is_tensor(value) or encoding_of(value) == enc:
                     continue
-                op.replace_operand(value, self.convert(value, enc, op))
+                set_operand(op, index, self.convert(value, enc, op))
 
     def convert(self, value: Value, enc, user) -> Value:
         key = (id(value), enc)

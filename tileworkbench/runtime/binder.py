@@ -233,7 +233,7 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     omitted = " or ".join(f"{n} is _tw_MISSING" for n in required) or "False"
     slow_call = f"return _tw_slow(_tw_grid, {named}, _tw_extra, _tw_more)"
     source = "\n".join([
-        f"def {kernel_name}(_tw_grid, {', '.join(params)}, *_tw_more, **_tw_extra):",
+        f"def {kernel_name}({', '.join(['_tw_grid', *params, '*_tw_more', '**_tw_extra'])}):",
         f"    if ((_tw_extra and not _tw_extra.keys() <= _tw_OPTIONS) or _tw_more or {omitted}",
         "            or _tw_config.interpret or _tw_record.ACTIVE):",
         f"        {slow_call}",

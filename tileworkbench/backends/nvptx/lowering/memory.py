@@ -235,11 +235,15 @@ def _atom_type(kind: str, t: ScalarType) -> tuple[str, str]:
 
 
 def _atomic_asm(op, body: str, n_args: int) -> str:
-    """`atom{.sem}{.scope}.global.<body>` under the predicate passed as operand `$n_args`."""
+    """`atom.global` with the op's memory order and scope, then `<body>`, under the predicate passed
+    as operand `$n_args`. The PTX ISA writes `atom{.sem}{.scope}{.space}`, and ptxas takes the
+    qualifiers in any order; we print Triton's orders, `atom.global.gpu.acq_rel.add` for read-modify-
+    write and `atom.global.acq_rel.gpu.cas`, which its tests (and users comparing PTX) look for."""
     sem = _SEM.get(op.sem, ".acq_rel")
     scope = _SCOPE.get(op.scope, ".gpu")
+    qualifiers = f"{sem}{scope}" if isinstance(op, tt.AtomicCASOp) else f"{scope}{sem}"
     return ("{ .reg .pred %p; setp.ne.b32 %p, $" + str(n_args + 1) + ", 0; "
-            f"@%p atom{sem}{scope}.global.{body}; }}")
+            f"@%p atom.global{qualifiers}.{body}; }}")
 
 
 def _pred_i32(lw, pred) -> ir.Value:
@@ -267,9 +271,44 @@ def _float_minmax(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
     return b.bitcast(b.select(negative, results[1], results[0]), llvm_type(t))
 
 
+def _needs_cas_loop(lw, kind: str, t: ScalarType) -> bool:
+    """PTX has no `atom.exch.b16`, and `atom.add.bf16` needs sm_90."""
+    return (kind == "xchg" and t.bitwidth == 16) or (kind == "fadd" and t.name == "bf16" and lw.sm < 90)
+
+
+def _cas_loop(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
+    """A 16-bit read-modify-write as a loop of `atom.cas.b16` (as LLVM and Triton expand the ones PTX
+    lacks): guess the old value, swap in the update of the guess, and retry with the value the
+    compare-and-swap saw until the guess was right."""
+    b = lw.builder
+    bits = ir.IntType(16)
+    start = b.block
+    loop = b.append_basic_block("atomic_cas_loop")
+    done = b.append_basic_block("atomic_cas_done")
+    b.cbranch(pred, loop, done)
+    b.position_at_end(loop)
+    guess = b.phi(bits)
+    guess.add_incoming(ir.Constant(bits, 0), start)
+    if op.kind == "xchg":
+        new = b.bitcast(val, bits)
+    else:
+        new = b.bitcast(b.fadd(b.bitcast(guess, val.type), val), bits)
+    text = _atomic_asm(op, "cas.b16 $0, [$1], $2, $3", 3)
+    seen = lw.asm(text, "=h,l,h,h,r", bits, [ptr, guess, new, ir.Constant(I32, 1)], side_effect=True)
+    guess.add_incoming(seen, b.block)
+    b.cbranch(b.icmp_unsigned("==", seen, guess), done, loop)
+    b.position_at_end(done)
+    old = b.phi(bits)
+    old.add_incoming(ir.Constant(bits, 0), start)
+    old.add_incoming(seen, loop)
+    return b.bitcast(old, llvm_type(t))
+
+
 def _rmw_one(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
     if op.kind in ("fmax", "fmin"):
         return _float_minmax(lw, op, ptr, val, pred, t)
+    if _needs_cas_loop(lw, op.kind, t):
+        return _cas_loop(lw, op, ptr, val, pred, t)
     suffix, reg = _atom_type(op.kind, t)
     if not suffix or not reg:
         raise lw.error(op, f"atomic `{op.kind}` on {t} is not supported by the NVPTX back end")

@@ -1,0 +1,81 @@
+"""Differential fuzzing (issue 14): hypothesis-generated kernels run on every target available
+(targets.TARGETS: the interpreter and the NVPTX lowering run on the host today, the `cpu` backend
+when it is registered, CUDA marked `gpu`), each checked against the NumPy float64 oracle with an
+error bound and against the others.
+
+CI runs a bounded, derandomized sample (FUZZ_EXAMPLES, default 6 per family); a longer run:
+
+    FUZZ_EXAMPLES=2000 pytest tests/differential -m gpu -p no:cacheprovider
+
+A disagreement prints the kernel's source; each one found becomes a named test in test_found.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from compare import against_reference, between
+from generate import dot_programs, tile_programs
+from hypothesis import HealthCheck, Phase, given, settings
+from programs import Program
+from targets import TARGETS, Unsupported, host_targets
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
+# No shrinking: every example compiles kernels, and the failure message prints the kernel source.
+FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+                print_blob=True, suppress_health_check=list(HealthCheck),
+                phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+
+def run_everywhere(program: Program, targets) -> None:
+    """Run `program` on `targets` and fail with every disagreement found."""
+    kernel = program.kernel()
+    outputs, problems = {}, []
+    out_index = next(i for i, a in enumerate(program.args) if a.output)
+    poison = program.args[out_index].data
+    for target in targets:
+        arrays = [a.data.copy() if isinstance(a.data, np.ndarray) else a.data for a in program.args]
+        try:
+            target.run(program, kernel, arrays)
+        except Unsupported:
+            continue
+        got = arrays[out_index]
+        outputs[target.name] = got
+        problems += [f"{target.name}: {p}" for p in against_reference(program, got, poison)]
+    names = list(outputs)
+    for other in names[1:]:
+        problems += [f"{names[0]} vs {other}: {p}" for p in between(program, outputs[names[0]],
+                                                                     outputs[other])]
+    assert not problems, "\n".join(problems) + "\n" + program.describe()
+
+
+@FUZZ
+@given(program=tile_programs())
+def test_tile_programs_agree(program):
+    run_everywhere(program, host_targets())
+
+
+@FUZZ
+@given(program=dot_programs())
+def test_dots_agree(program):
+    run_everywhere(program, host_targets())
+
+
+@pytest.mark.gpu
+@FUZZ
+@given(program=tile_programs())
+def test_tile_programs_agree_on_the_gpu(program):
+    if not TARGETS["cuda"].available():
+        pytest.skip("no GPU visible")
+    run_everywhere(program, [TARGETS["interpreter"], TARGETS["cuda"]])
+
+
+@pytest.mark.gpu
+@FUZZ
+@given(program=dot_programs())
+def test_dots_agree_on_the_gpu(program):
+    if not TARGETS["cuda"].available():
+        pytest.skip("no GPU visible")
+    run_everywhere(program, [TARGETS["interpreter"], TARGETS["cuda"]])

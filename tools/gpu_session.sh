@@ -1,16 +1,39 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (device time is scarce): the GPU tests, the benchmark and the notebooks'
-# recorded data, each under its own time limit, logs and JSON under $OUT.
+# One call on the GPU machine (device time is scarce): the GPU tests, Triton's tutorials on the
+# GPU, the benchmark and the notebooks' recorded data, each under its own time limit (0 skips a
+# step), logs and JSON under $OUT. A command may run 600 s: lower the limits to fit.
+#
+# Triton's tutorials are not in this repository. To run them, copy python/tutorials/0[1-6]-*.py
+# into an ignored folder (e.g. `.tutorials/`, listed in .git/info/exclude), name it in the device
+# call's `carry`, and point TRITON_TUTORIALS_DIR at it (default .tutorials); else the step skips.
 set -u
 export PYTHONPATH=. PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu_tests.log"
-timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
-  --ignore=tests/workbench/test_browser.py 2>&1 | tail -n 60 >> "$OUT/gpu_tests.log"
-tail -n 25 "$OUT/gpu_tests.log"
-timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
-tail -n 45 "$OUT/bench.log"
+if [ "${TEST_LIMIT:-170}" != 0 ]; then
+  timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
+    --ignore=tests/workbench/test_browser.py --ignore=tests/tutorials 2>&1 | tail -n 60 >> "$OUT/gpu_tests.log"
+  tail -n 25 "$OUT/gpu_tests.log"
+fi
+TUTORIALS=${TRITON_TUTORIALS_DIR:-.tutorials}
+if [ "${TUTORIAL_LIMIT:-200}" != 0 ]; then
+  if ls "$TUTORIALS"/0[1-6]-*.py > /dev/null 2>&1; then
+    # each tutorial's wrappers on CUDA tensors against torch, and tutorial 06's forward at several
+    # block sizes, causal and not (tests/tutorials, marked gpu); -rA lists every outcome
+    TRITON_TUTORIALS_DIR=$(cd "$TUTORIALS" && pwd) timeout "${TUTORIAL_LIMIT:-200}" \
+      python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rA --durations=8 tests/tutorials \
+      2>&1 | tail -n 80 > "$OUT/tutorials_gpu.log"
+  else
+    echo "tutorials: skipped, no 0[1-6]-*.py in $TUTORIALS (set TRITON_TUTORIALS_DIR, carry it)" \
+      > "$OUT/tutorials_gpu.log"
+  fi
+  tail -n 40 "$OUT/tutorials_gpu.log"
+fi
+if [ "${BENCH_LIMIT:-230}" != 0 ]; then
+  timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
+  tail -n 45 "$OUT/bench.log"
+fi
 if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
   # every kernel of the language suite on the GPU: "replace" (default) puts the GPU's results in the tests'
   # arrays, so each test's NumPy reference judges them; "compare" compares them with the interpreter's

@@ -5,7 +5,8 @@
 
 Each tutorial's kernels and wrappers run in the interpreter on CPU tensors (or, with --gpu, compiled
 for the GPU on CUDA tensors) at small sizes, through the tutorial's own test function where it has
-one, and are compared with torch in float64. The tutorial files are not part of this repository. The work is in tests/tutorials/.
+one, and are compared with torch in float64. The tutorial files are not part of this repository.
+The work is in tests/tutorials/.
 """
 
 from __future__ import annotations

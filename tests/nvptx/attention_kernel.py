@@ -38,16 +38,18 @@ def _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row, qk_scale, l
 def attention_forward(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale,
                       N_CTX: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                       BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    """o = softmax(q k^T * sm_scale) v per (batch, head), q, k, v, o of shape [batch*heads*N_CTX,
-    HEAD_DIM] in fp16; lse gets the base-2 log-sum-exp of each row. Grid: (N_CTX // BLOCK_M, batch*heads).
-    Causal needs BLOCK_M a multiple of BLOCK_N (the on-band pass covers BLOCK_M keys), as in the tutorial."""
+    """o = softmax(q k^T * sm_scale) v per (batch, head); q, k, v, o of shape
+    [batch*heads*N_CTX, HEAD_DIM] in fp16; lse gets each row's base-2 log-sum-exp. Grid:
+    (N_CTX // BLOCK_M, batch*heads). Causal needs BLOCK_M a multiple of BLOCK_N (the on-band pass
+    covers BLOCK_M keys), as in the tutorial."""
     block_m_index = tl.program_id(0)
     head = tl.program_id(1)
     total_rows = tl.num_programs(1) * N_CTX
-    q_desc = tl.make_tensor_descriptor(q_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
-    k_desc = tl.make_tensor_descriptor(k_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    v_desc = tl.make_tensor_descriptor(v_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    o_desc = tl.make_tensor_descriptor(o_ptr, [total_rows, HEAD_DIM], [HEAD_DIM, 1], [BLOCK_M, HEAD_DIM])
+    shape, strides = [total_rows, HEAD_DIM], [HEAD_DIM, 1]
+    q_desc = tl.make_tensor_descriptor(q_ptr, shape, strides, [BLOCK_M, HEAD_DIM])
+    k_desc = tl.make_tensor_descriptor(k_ptr, shape, strides, [BLOCK_N, HEAD_DIM])
+    v_desc = tl.make_tensor_descriptor(v_ptr, shape, strides, [BLOCK_N, HEAD_DIM])
+    o_desc = tl.make_tensor_descriptor(o_ptr, shape, strides, [BLOCK_M, HEAD_DIM])
     first_row = head * N_CTX
     rows = block_m_index * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
@@ -62,7 +64,8 @@ def attention_forward(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale,
                                             rows, cols, BLOCK_N, False)
         acc, row_sum, row_max = _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row,
                                             qk_scale, block_m_index * BLOCK_M,
-                                            (block_m_index + 1) * BLOCK_M, rows, cols, BLOCK_N, True)
+                                            (block_m_index + 1) * BLOCK_M, rows, cols, BLOCK_N,
+                                            True)
     else:
         acc, row_sum, row_max = _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row,
                                             qk_scale, 0, N_CTX, rows, cols, BLOCK_N, False)

@@ -5,9 +5,9 @@ to a barrier at host speed and can hide such races; this check reads them off th
 
 Per path since the last barrier, the kinds of access (read, write) made to each shared array
 (`@global_smem`, a reduction's private `@scratch_smem_N`, or unknown -> all) are tracked over the
-control-flow graph to a fixpoint. An access through a pointer value the thread used since the barrier
-is a thread updating its own element and is not reported. Inline asm that reads (`ldmatrix`, `ld.shared`) or writes
-(`cp.async`, `st.shared`) shared memory counts as an access of unknown array.
+control-flow graph to a fixpoint. An access through a pointer value the thread used since the
+barrier is a thread updating its own element and is not reported. Inline asm that reads (`ldmatrix`,
+`ld.shared`) or writes (`cp.async`, `st.shared`) shared memory counts as an access of unknown array.
 """
 
 from __future__ import annotations
@@ -116,14 +116,15 @@ def _conflicts(array: str, other: str) -> bool:
 
 
 def find_hazards(llvm_text: str) -> list[Hazard]:
-    """Every shared-memory access some path reaches with a conflicting access since the last barrier."""
+    """Every shared-memory access that some path reaches with a conflicting access pending."""
     lines = llvm_text.split("\n")
     blocks, order = _blocks(lines)
     bases = _bases(lines)
     successors = {}
     for name, indices in blocks.items():
         last = lines[indices[-1]] if indices else ""
-        successors[name] = _TARGETS.findall(last) if last.strip().startswith(("br ", "switch ")) else []
+        branches = last.strip().startswith(("br ", "switch "))
+        successors[name] = _TARGETS.findall(last) if branches else []
     entry_state: dict[str, frozenset] = {name: frozenset() for name in order}
     hazards: dict[int, Hazard] = {}
     work = list(order)
@@ -145,7 +146,8 @@ def find_hazards(llvm_text: str) -> list[Hazard]:
             own = any(k == against and p == pointer for k, _, p in pending)
             for other_kind, other, _ in pending:
                 if other_kind == against and _conflicts(array, other) and not own:
-                    hazards.setdefault(i, Hazard("RAW" if kind == "R" else "WAR", array, i + 1, line))
+                    kind_name = "RAW" if kind == "R" else "WAR"
+                    hazards.setdefault(i, Hazard(kind_name, array, i + 1, line))
             pending.add(access)
         for succ in successors[name]:
             merged = entry_state[succ] | pending
@@ -155,7 +157,8 @@ def find_hazards(llvm_text: str) -> list[Hazard]:
     return sorted(hazards.values(), key=lambda h: h.line)
 
 
-def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4, arch: str = "sm_80") -> str:
+def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4,
+                 arch: str = "sm_80") -> str:
     """The kernel's LLVM module as the NVPTX lowering builds it (before O3)."""
     from tileworkbench.backends.nvptx.lower import Lowering
     from tileworkbench.passes.axis_info import axis_info

@@ -1,7 +1,7 @@
-"""The attention forward (tutorial 06's shape) lowered for the GPU and run on the CPU emulator, against
-NumPy float64. Before the axis-info fix, `acc * rescale[:, None]` inside the key loop was computed
-once per run of columns (axis info kept the constancy of the loop's zero init for the carried `acc`),
-so every block configuration was wrong from the second key block on."""
+"""The attention forward (tutorial 06's shape) lowered for the GPU and run on the CPU emulator,
+against NumPy float64. Before the axis-info fix, `acc * rescale[:, None]` in the key loop was
+computed once per run of columns (axis info kept the constancy of the loop's zero init for the
+carried `acc`), so every block configuration was wrong from the second key block on."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ def test_attention_forward_is_fenced_before_and_after_o3(causal):
     before = lowered_llvm(attention_forward, SIGNATURE, constexprs)
     assert before.count("addrspace(3)") > 50  # the dots and conversions do go through shared memory
     assert find_hazards(before) == []
-    after = tw.compile(attention_forward, signature=SIGNATURE, constexprs=constexprs, target="sm_80")
+    after = tw.compile(attention_forward, signature=SIGNATURE, constexprs=constexprs,
+                       target="sm_80")
     assert find_hazards(after.asm["llvm"]) == []
 
 

@@ -34,7 +34,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
     flat = [part for a in args for part in expand_arg(a)]  # a host descriptor is several parameters
     types = [parse_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
-    func.body.add_block(Block([t.to_ir() for t in types], [a.name for a in flat]))
+    func.body.add_block(Block([_param_ir_type(fn, a, t) for a, t in zip(flat, types)], [a.name for a in flat]))
     func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
     block_args = iter(zip(func.body.block.args, types))
@@ -72,6 +72,14 @@ def _descriptor_param(arg: ArgSpec, block_args) -> tensor_descriptor:
     parts = [tensor(value, ty) for value, ty in (next(block_args) for _ in range(2 * len(block)))]
     rank = len(block)
     return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding)
+
+
+def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
+    """The IR type of a parameter; a dtype without one (tl.float8e4b15) is refused naming the argument."""
+    try:
+        return ty.to_ir()
+    except CompilationError as exc:
+        raise CompilationError(f"{fn.__name__}: argument {arg.name!r}: {exc}", hint=exc.hint) from None
 
 
 def _arg_attrs(arg: ArgSpec) -> dict:

@@ -368,6 +368,31 @@ class constexpr:
     def __call__(self, *args, **kwargs):
         return self.value(*args, **kwargs)
 
+    @property
+    def type(self) -> constexpr_type:
+        return constexpr_type(self.value)
+
+
+class constexpr_type:
+    """The type of a compile-time constant: `tl.constexpr(5).type == constexpr_type(5)` (Triton's)."""
+
+    def __init__(self, value: Any):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, constexpr_type) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(("constexpr_type", repr(self.value)))
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value!r}]"
+
+
+class const:
+    """`ptr: tl.const` marks a pointer parameter as read-only data (Triton's annotation). Accepted; the
+    store check Triton makes through it is not made here."""
+
 
 class tensor:
     """A value inside a kernel being compiled: an SSA `handle` of the Tile IR and its language `type`

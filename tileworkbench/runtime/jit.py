@@ -23,6 +23,7 @@ from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
 )
 from . import binder as binder_module
+from .arguments import argument_error
 from . import record as record_module
 from .compiler import CompiledKernel, compile
 
@@ -268,17 +269,20 @@ class JITFunction:
              fp_fusion: bool) -> tuple:
         parts = []
         append = parts.append
-        for name, plain in self._param_modes:
-            value = bound[name]
-            if plain and value is not None:
-                append(arg_spec_key(value))
-            elif value is None or name in self.constexpr_names:
-                append(("c", _hashable(value)))
-            else:
-                kind, div16, one = arg_spec_key(value)
-                if name in self.do_not_specialize:
-                    div16 = one = False
-                append((kind, div16 and name not in self.no_align, one))
+        try:
+            for name, plain in self._param_modes:
+                value = bound[name]
+                if plain and value is not None:
+                    append(arg_spec_key(value))
+                elif value is None or name in self.constexpr_names:
+                    append(("c", _hashable(value)))
+                else:
+                    kind, div16, one = arg_spec_key(value)
+                    if name in self.do_not_specialize:
+                        div16 = one = False
+                    append((kind, div16 and name not in self.no_align, one))
+        except LaunchError as error:
+            raise argument_error(error, name, value, self.fn.__name__) from None
         return (tuple(parts), target, num_warps, num_stages, fp_fusion)
 
     # -- launch ------------------------------------------------------------------------------------------------

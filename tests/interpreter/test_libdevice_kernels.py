@@ -1,6 +1,6 @@
 """The float `tl.extra.libdevice` functions (those with fp32 and fp64 versions), called from a real
 kernel in fp32 and fp64, resolve to interpreter implementations that match float64 NumPy references.
-The integer, conversion, rounding-mode and Bessel functions: test_libdevice_more.py."""
+The integer, conversion, rounding-mode and Bessel functions: tests/frontend/test_libdevice_more.py."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import special_more
+from .dtypes import unsigned_dtype
 from .rounding import EXACT_FUNCTIONS
 from .special import erf, erfc, erfinv
 
@@ -130,8 +131,8 @@ def _norm(*values):
 
 
 def _popcount(x):
-    x = np.asarray(x).astype(np.uint64)
-    return np.bitwise_count(x).astype(np.int32)
+    x = np.asarray(x)
+    return np.bitwise_count(x.view(unsigned_dtype(x.dtype))).astype(np.int32)  # its own width
 
 
 def _bit_reverse(bits: int) -> Callable:

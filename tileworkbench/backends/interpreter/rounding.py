@@ -35,6 +35,10 @@ def round_to(ftype, approx: float, compare: Callable[[Fraction], int], mode: str
         return candidate
     lo, hi = (np.nextafter(candidate, ftype(-np.inf)), candidate) if side > 0 else \
         (candidate, np.nextafter(candidate, ftype(np.inf)))
+    while compare(Fraction(float(lo))) > 0:  # a guard: `approx` was off by more than an ulp
+        lo, hi = np.nextafter(lo, ftype(-np.inf)), lo
+    while compare(Fraction(float(hi))) < 0:
+        lo, hi = hi, np.nextafter(hi, ftype(np.inf))
     if mode == "rd":
         return lo
     if mode == "ru":
@@ -59,6 +63,14 @@ def _overflow(ftype, approx: float, mode: str):
     if mode == "rn" or (mode == "ru" and positive) or (mode == "rd" and not positive):
         return ftype(approx)  # inf (or the nearest of a finite overshoot)
     return ftype(largest if positive else -largest)
+
+
+def _nearest_double(exact: Fraction) -> float:
+    """The double nearest to `exact` (Fraction -> float rounds correctly), or an infinity past it."""
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.copysign(math.inf, exact)
 
 
 def _rational(ftype, mode: str, approx: float, exact: Fraction):
@@ -98,7 +110,7 @@ def _arith(op: str, ftype, mode: str) -> Callable:
             x = Fraction(values[0])
             return round_to(ftype, approx, lambda f: -1 if f <= 0 else _sign(x * f * f - 1), mode)
         exact = _EXACT[op](*(Fraction(v) for v in values))
-        return _rational(ftype, mode, approx, exact)
+        return _rational(ftype, mode, _nearest_double(exact), exact)
 
     return _elementwise(one, ftype)
 
@@ -117,7 +129,7 @@ def _to_float(ftype, mode: str) -> Callable:
         if isinstance(value, (np.floating, float)) and not math.isfinite(float(value)):
             return ftype(value)
         exact = Fraction(int(value)) if isinstance(value, (np.integer, int)) else Fraction(float(value))
-        return _rational(ftype, mode, float(exact), exact)
+        return _rational(ftype, mode, _nearest_double(exact), exact)
 
     return _elementwise(one, ftype)
 

@@ -21,9 +21,10 @@ from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
-def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> tt.FuncOp:
+def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
+             num_warps: int = 4) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
-    be in `constexprs` or have a default."""
+    be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -34,7 +35,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
     flat = [part for a in args for part in expand_arg(a)]  # a host descriptor is several parameters
     types = [parse_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
-    func.body.add_block(Block([_param_ir_type(fn, a, t) for a, t in zip(flat, types)], [a.name for a in flat]))
+    ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
+    func.body.add_block(Block(ir_types, [a.name for a in flat]))
     func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
     block_args = iter(zip(func.body.block.args, types))
@@ -52,7 +54,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
             raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
                                    "signature (a runtime argument) or in constexprs")
     builder = Builder(func.body.block)
-    generator = CodeGenerator(source, builder, scope, fn.__name__)
+    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps)
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:

@@ -340,6 +340,32 @@ def inline_asm_elementwise(cg, asm, constraints, args, dtype, is_pure, pack):
     return results if many else results[0]
 
 
+# -- tl.extra.cuda ----------------------------------------------------------------------------------------
+# PTX special-register reads; the interpreter evaluates these exact strings (eval_math.KNOWN_ASM).
+GLOBALTIMER_ASM = "mov.u64 $0, %globaltimer;"
+SMID_ASM = "mov.u32 $0, %smid;"
+
+
+@impl("globaltimer")
+def globaltimer(cg):
+    return inline_asm_elementwise(cg, GLOBALTIMER_ASM, "=l", [], core.int64, False, 1)
+
+
+@impl("smid")
+def smid(cg):
+    return inline_asm_elementwise(cg, SMID_ASM, "=r", [], core.int32, True, 1)
+
+
+@impl("num_warps")
+def num_warps(cg):
+    return cg.num_warps
+
+
+@impl("num_threads")
+def num_threads(cg):
+    return 32 * cg.num_warps
+
+
 # -- Python builtins inside kernels ----------------------------------------------------------------------
 
 

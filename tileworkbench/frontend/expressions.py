@@ -41,8 +41,9 @@ TENSOR_METHODS = {
     "sigmoid": "sigmoid", "softmax": "softmax", "floor": "floor", "ceil": "ceil", "erf": "erf",
     "rsqrt": "rsqrt", "squeeze": "squeeze", "unsqueeze": "unsqueeze", "gather": "gather",
     "histogram": "histogram", "topk": "topk", "cast": "cast", "item": "item", "store": "store",
-    "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min", "atomic_and": "atomic_and",
-    "atomic_or": "atomic_or", "atomic_xor": "atomic_xor", "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
+    "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min",
+    "atomic_and": "atomic_and", "atomic_or": "atomic_or", "atomic_xor": "atomic_xor",
+    "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
     "logical_and": "logical_and", "logical_or": "logical_or", "cdiv": "cdiv", "sqrt_rn": "sqrt_rn",
     "advance": "advance",
 }
@@ -364,7 +365,8 @@ class ExpressionsMixin:
         scope = {name: unwrap(value) for name, value in bound.arguments.items()}
         source = get_source(fn)
         call_site = self.loc(node) if node is not None else self.builder.loc
-        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1)
+        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
+                              self.num_warps)
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")
 

@@ -45,7 +45,8 @@ def _hankel(n: int, x: float) -> tuple[float, float]:
         k += 1
     phase = x - (n / 2.0 + 0.25) * math.pi
     scale = math.sqrt(2.0 / (math.pi * x))
-    return scale * (p * math.cos(phase) - q * math.sin(phase)), scale * (p * math.sin(phase) + q * math.cos(phase))
+    cos, sin = math.cos(phase), math.sin(phase)
+    return scale * (p * cos - q * sin), scale * (p * sin + q * cos)
 
 
 def _jn_one(n, x) -> float:

@@ -180,3 +180,18 @@ def store_n_kernel(x_ptr, n, N: tl.constexpr):
 def test_a_str_argument_names_its_parameter():
     with pytest.raises(LaunchError, match="argument 'n' of store_n_kernel \\(got str 'hello'\\)"):
         store_n_kernel[(1,)](np.zeros(4, np.int32), "hello", 4)
+
+
+@tw.jit
+def const_pointer_kernel(in_ptr: tl.const, out_ptr, c_out: tl.const, USE_CONST: tl.constexpr):
+    offs = tl.arange(0, 8)
+    target = c_out if USE_CONST else out_ptr
+    tl.store(target + offs, tl.load(in_ptr + offs))
+
+
+def test_tl_const_pointers_are_read_only(rng):
+    x, out = randn(rng, 8), poisoned((8,), np.float32)
+    const_pointer_kernel[(1,)](x, out, out, False)
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(CompilationError, match=f"{HERE}:.*Cannot store to a constant pointer"):
+        const_pointer_kernel[(1,)](x, out, out, True)

@@ -10,7 +10,8 @@ from ..ir import tt
 from ..ir.builder import Builder
 from ..ir.location import Loc
 from ..ir.values import Block
-from ..language.core import tensor
+from ..language import core
+from ..language.core import pointer_type, tensor
 from ..language.descriptor import tensor_descriptor
 from . import calls, descriptors, math_calls, reductions, shape_calls  # noqa: F401  (register the builtins)
 from .codegen import CodeGenerator
@@ -45,6 +46,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
             scope[name] = _descriptor_param(by_name[name], block_args)
         elif name in by_name:
             arg, ty = next(block_args)
+            if ty.is_ptr() and _is_const_annotation(param.annotation):  # `ptr: tl.const`: read-only
+                ty = pointer_type(ty.element_ty, const=True)
             scope[name] = 1 if by_name[name].equal_1 else tensor(arg, ty)
         elif name in constexprs:
             scope[name] = constexprs[name]
@@ -74,6 +77,11 @@ def _descriptor_param(arg: ArgSpec, block_args) -> tensor_descriptor:
     parts = [tensor(value, ty) for value, ty in (next(block_args) for _ in range(2 * len(block)))]
     rank = len(block)
     return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding)
+
+
+def _is_const_annotation(annotation) -> bool:
+    return annotation is core.const or (isinstance(annotation, str) and annotation.replace(" ", "")
+                                         in ("tl.const", "const", "triton.language.const"))
 
 
 def _param_ir_type(fn: Callable, arg: ArgSpec, ty):

@@ -414,6 +414,9 @@ class Semantics:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise TileTypeError(f"tl.store needs a pointer, got {ptr.dtype}")
+        if ptr.dtype.const:
+            raise TileTypeError("Cannot store to a constant pointer (a parameter annotated tl.const)",
+                                hint="drop the tl.const annotation, or store through another pointer")
         elem = ptr.dtype.element_ty
         value = self.to_tensor(unwrap(value))
         if value.shape and not ptr.shape:

@@ -390,8 +390,8 @@ class constexpr_type:
 
 
 class const:
-    """`ptr: tl.const` marks a pointer parameter as read-only data (Triton's annotation). Accepted; the
-    store check Triton makes through it is not made here."""
+    """`ptr: tl.const` marks a pointer parameter as read-only data (Triton's annotation): a tl.store
+    through it (or a pointer computed from it) is a compile error."""
 
 
 class tensor:

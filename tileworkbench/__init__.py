@@ -50,8 +50,15 @@ def reinterpret(array, dtype):
     if hasattr(array, "view") and hasattr(array, "data_ptr") and not isinstance(array, np.ndarray):
         import torch  # torch tensors: view with torch's dtype of the same width
 
-        return array.view(getattr(torch, {"bf16": "bfloat16", "fp8e5": "float8_e5m2",
-                                          "fp8e4nv": "float8_e4m3fn"}.get(name, np_dtype.name)))
+        from .runtime.tensor_wrapper import TensorWrapper
+
+        if isinstance(array, TensorWrapper):
+            array = array.base
+        torch_name = {"bf16": "bfloat16", "fp8e5": "float8_e5m2",
+                      "fp8e4nv": "float8_e4m3fn"}.get(name, np_dtype.name)
+        if not hasattr(torch, torch_name):  # fp8e4b15: a wrapper, as Triton's reinterpret gives
+            return TensorWrapper(array, tl_dtype(name))
+        return array.view(getattr(torch, torch_name))
     if np.dtype(array.dtype).itemsize != np_dtype.itemsize:
         raise ValueError(f"cannot reinterpret {array.dtype} as {name}: element sizes differ")
     return array.view(np_dtype)
@@ -62,6 +69,8 @@ def _numpy_dtype(name: str):
     import numpy as np
 
     table = {"bf16": ml_dtypes.bfloat16, "fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2,
+             "fp8e4b8": ml_dtypes.float8_e4m3fnuz,
+             "fp8e5b16": ml_dtypes.float8_e5m2fnuz,
              "fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int1": np.bool_, "i1": np.bool_}
     if name in table:
         return np.dtype(table[name])

@@ -10,7 +10,8 @@ from ..ir import tt
 from ..ir.builder import Builder
 from ..ir.location import Loc
 from ..ir.values import Block
-from ..language.core import tensor
+from ..language import core
+from ..language.core import pointer_type, tensor
 from ..language.descriptor import tensor_descriptor
 from . import calls, descriptors, math_calls, reductions, shape_calls  # noqa: F401  (register the builtins)
 from .codegen import CodeGenerator
@@ -21,9 +22,10 @@ from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
-def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> tt.FuncOp:
+def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
+             num_warps: int = 4) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
-    be in `constexprs` or have a default."""
+    be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -34,7 +36,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
     flat = [part for a in args for part in expand_arg(a)]  # a host descriptor is several parameters
     types = [parse_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
-    func.body.add_block(Block([t.to_ir() for t in types], [a.name for a in flat]))
+    ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
+    func.body.add_block(Block(ir_types, [a.name for a in flat]))
     func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
     block_args = iter(zip(func.body.block.args, types))
@@ -43,6 +46,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
             scope[name] = _descriptor_param(by_name[name], block_args)
         elif name in by_name:
             arg, ty = next(block_args)
+            if ty.is_ptr() and _is_const_annotation(param.annotation):  # `ptr: tl.const`: read-only
+                ty = pointer_type(ty.element_ty, const=True)
             scope[name] = 1 if by_name[name].equal_1 else tensor(arg, ty)
         elif name in constexprs:
             scope[name] = constexprs[name]
@@ -52,7 +57,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
             raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
                                    "signature (a runtime argument) or in constexprs")
     builder = Builder(func.body.block)
-    generator = CodeGenerator(source, builder, scope, fn.__name__)
+    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps)
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:
@@ -72,6 +77,19 @@ def _descriptor_param(arg: ArgSpec, block_args) -> tensor_descriptor:
     parts = [tensor(value, ty) for value, ty in (next(block_args) for _ in range(2 * len(block)))]
     rank = len(block)
     return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding)
+
+
+def _is_const_annotation(annotation) -> bool:
+    return annotation is core.const or (isinstance(annotation, str) and annotation.replace(" ", "")
+                                         in ("tl.const", "const", "triton.language.const"))
+
+
+def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
+    """The IR type of a parameter; a dtype without one (tl.float8e4b15) is refused naming the argument."""
+    try:
+        return ty.to_ir()
+    except CompilationError as exc:
+        raise CompilationError(f"{fn.__name__}: argument {arg.name!r}: {exc}", hint=exc.hint) from None
 
 
 def _arg_attrs(arg: ArgSpec) -> dict:

@@ -139,6 +139,27 @@ def cast(cg, input, dtype, fp_downcast_rounding=None, bitcast=False):
     return cg.sem.cast(input, as_dtype(dtype), bitcast=bool(unwrap(bitcast)))
 
 
+@impl("item")
+def item(cg, input):
+    """`x.item()`: the one element of a tile with a single element, as a scalar (Triton's unsplat)."""
+    x = cg.sem.to_tensor(input)
+    if x.numel != 1:
+        raise TileTypeError(f"x.item() needs a tile with one element, got shape {shape_str(x.shape)}",
+                            hint="reduce it first, e.g. tl.sum(x) or tl.max(x)")
+    return cg.sem.reshape(x, ())
+
+
+@impl("logical_and")
+def logical_and(cg, input, other):
+    """`x.logical_and(y)`: elementwise `and` of the two (each nonzero is true), an int1 tile."""
+    return cg.sem.logical("and", input, other)
+
+
+@impl("logical_or")
+def logical_or(cg, input, other):
+    return cg.sem.logical("or", input, other)
+
+
 @impl("to_tensor")
 def to_tensor(cg, x):
     return cg.sem.to_tensor(x)
@@ -319,6 +340,32 @@ def inline_asm_elementwise(cg, asm, constraints, args, dtype, is_pure, pack):
     return results if many else results[0]
 
 
+# -- tl.extra.cuda ----------------------------------------------------------------------------------------
+# PTX special-register reads; the interpreter evaluates these exact strings (eval_math.KNOWN_ASM).
+GLOBALTIMER_ASM = "mov.u64 $0, %globaltimer;"
+SMID_ASM = "mov.u32 $0, %smid;"
+
+
+@impl("globaltimer")
+def globaltimer(cg):
+    return inline_asm_elementwise(cg, GLOBALTIMER_ASM, "=l", [], core.int64, False, 1)
+
+
+@impl("smid")
+def smid(cg):
+    return inline_asm_elementwise(cg, SMID_ASM, "=r", [], core.int32, True, 1)
+
+
+@impl("num_warps")
+def num_warps(cg):
+    return cg.num_warps
+
+
+@impl("num_threads")
+def num_threads(cg):
+    return 32 * cg.num_warps
+
+
 # -- Python builtins inside kernels ----------------------------------------------------------------------
 
 
@@ -343,6 +390,10 @@ def python_builtin(cg, fn, args, kwargs) -> tuple[bool, Any]:
         return True, None
     if fn is py.isinstance:
         return True, isinstance(values[0], tuple(values[1]) if isinstance(values[1], list) else values[1])
+    if fn is py.hasattr and values and isinstance(values[0], tensor):
+        from .expressions import TENSOR_ATTRIBUTES, TENSOR_METHODS
+
+        return True, values[1] in TENSOR_ATTRIBUTES or values[1] in TENSOR_METHODS
     if fn is py.len and values and isinstance(values[0], tensor):
         if not values[0].shape:
             raise TileTypeError("len() of a scalar")

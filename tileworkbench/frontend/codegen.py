@@ -36,8 +36,9 @@ ALLOWED_PY_BUILTINS = {
 
 class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
     def __init__(self, source: FunctionSource, builder: Builder, scope: dict[str, Any], kernel_name: str,
-                 call_site: Loc | None = None, depth: int = 0):
+                 call_site: Loc | None = None, depth: int = 0, num_warps: int = 4):
         self.source = source
+        self.num_warps = num_warps  # the launch's, for tl.extra.cuda.num_warps()
         self.builder = builder
         self.sem = Semantics(builder)
         self.scope = scope

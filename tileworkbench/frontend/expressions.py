@@ -40,8 +40,17 @@ TENSOR_METHODS = {
     "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "abs": "abs", "cos": "cos", "sin": "sin",
     "sigmoid": "sigmoid", "softmax": "softmax", "floor": "floor", "ceil": "ceil", "erf": "erf",
     "rsqrt": "rsqrt", "squeeze": "squeeze", "unsqueeze": "unsqueeze", "gather": "gather",
-    "histogram": "histogram", "topk": "topk",
+    "histogram": "histogram", "topk": "topk", "cast": "cast", "item": "item", "store": "store",
+    "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min",
+    "atomic_and": "atomic_and", "atomic_or": "atomic_or", "atomic_xor": "atomic_xor",
+    "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
+    "logical_and": "logical_and", "logical_or": "logical_or", "cdiv": "cdiv", "sqrt_rn": "sqrt_rn",
+    "advance": "advance",
 }
+
+
+# Attributes of a tensor that are not methods (tensor_attribute).
+TENSOR_ATTRIBUTES = frozenset({"dtype", "shape", "type", "numel", "T"})
 
 
 class BoundMethod:
@@ -109,6 +118,10 @@ class ExpressionsMixin:
         try:
             return getattr(base, name)
         except AttributeError:
+            if is_number(base) and name in TENSOR_ATTRIBUTES:
+                # `value = 1; value.dtype`: Triton makes an assigned number a tensor; here it stays a
+                # number, and reads the type it would have as one (int32, int64, fp32, int1)
+                return self.tensor_attribute(self.sem.to_tensor(base), name)
             if is_number(base) and not isinstance(base, bool) and name in TENSOR_METHODS:
                 # `n.to(tl.int64)` where the launch specialized n == 1 into a constant: Triton fails
                 # here (its issue #2939); the number becomes a scalar tensor instead.
@@ -211,8 +224,19 @@ class ExpressionsMixin:
         for branch in (node.body, node.orelse):
             block = Block()
             with self.builder.at_end(block):
-                values.append(self.sem.to_tensor(self.visit(branch)))
+                values.append(unwrap(self.visit(branch)))
             blocks.append(block)
+        if values[0] is None and values[1] is None:  # `tl.store(...) if c else tl.store(...)`: effects only
+            for block in blocks:
+                with self.builder.at_end(block):
+                    self.builder.create(scf.YieldOp, values=[])
+            self.builder.create(scf.IfOp, [], condition=condition.handle,
+                                then_region=Region([blocks[0]]), else_region=Region([blocks[1]]))
+            return None
+        if values[0] is None or values[1] is None:
+            raise self.error("one side of the if-expression has no value (a tl.store?) and the other has one",
+                             hint="give both sides a value, or write an if statement")
+        values = [self._branch_tensor(block, value) for block, value in zip(blocks, values)]
         a, b = values
         if a.type != b.type:
             raise self.error(f"the two sides of the if-expression differ: {a.type!r} and {b.type!r}")
@@ -222,6 +246,10 @@ class ExpressionsMixin:
         op = self.builder.create(scf.IfOp, [a.handle.type], condition=condition.handle,
                                  then_region=Region([blocks[0]]), else_region=Region([blocks[1]]))
         return tensor(op.result, a.type)
+
+    def _branch_tensor(self, block: Block, value: Any) -> tensor:
+        with self.builder.at_end(block):
+            return self.sem.to_tensor(value)
 
     # -- subscripts -----------------------------------------------------------------------------------------
     def visit_Subscript(self, node: ast.Subscript) -> Any:
@@ -247,7 +275,8 @@ class ExpressionsMixin:
             elif isinstance(item, slice) and item == slice(None, None, None):
                 dim += 1
             else:
-                raise self.error(f"tiles can only be indexed with `:` and `None`, not {item!r}",
+                raise self.error(f"unsupported tensor index: {item!r}; tiles can only be indexed with `:` "
+                                 "and `None`",
                                  hint="load the element you need with tl.load, or use tl.where / tl.sum")
         return value  # trailing dimensions not mentioned are kept, as in NumPy
 
@@ -336,7 +365,8 @@ class ExpressionsMixin:
         scope = {name: unwrap(value) for name, value in bound.arguments.items()}
         source = get_source(fn)
         call_site = self.loc(node) if node is not None else self.builder.loc
-        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1)
+        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
+                              self.num_warps)
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")
 

@@ -3,13 +3,16 @@ umulhi, libdevice calls and extern_elementwise, registered by name like every bu
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import TileTypeError
 from ..ir import arith, math, tt
 from ..language import core
 from ..language.core import block_type, tensor
 from ..language.extra.libdevice import FUNCTIONS as LIBDEVICE_FUNCTIONS
-from ..language.extra.libdevice import PREDICATES as LIBDEVICE_PREDICATES
+from ..language.extra.libdevice import SIGNATURES as LIBDEVICE_SIGNATURES
 from .calls import impl
+from .promotion import computation_type
 from .semantics import is_number, unwrap
 
 
@@ -118,30 +121,64 @@ def _libdevice(name: str):
     def fn(cg, *args):
         if len(args) != LIBDEVICE_FUNCTIONS[name]:
             raise TileTypeError(f"libdevice.{name} takes {LIBDEVICE_FUNCTIONS[name]} argument(s)")
-        values = _float_operands(cg, list(args), f"extra.libdevice.{name}")
-        original = values[0].dtype
-        compute = original if original in (core.float32, core.float64) else core.float32
-        values = [cg.sem.cast(v, compute) for v in values]
-        base = "fabs" if name == "abs" else name
-        if name in ("finitef", "isfinited"):
-            base = "finitef" if compute == core.float32 else "isfinited"
-            symbol = f"__nv_{base}"
-        elif name == "div_rn":
-            symbol = "__nv_fdiv_rn" if compute == core.float32 else "__nv_ddiv_rn"
-        elif name in ("isnan", "isinf", "signbit"):
-            symbol = f"__nv_{name}{'f' if compute == core.float32 else 'd'}"
-        elif name.startswith("fast_"):
-            if compute != core.float32:
-                raise TileTypeError(f"libdevice.{name} is fp32 only")
-            symbol = f"__nv_{name}"
-        else:
-            symbol = f"__nv_{base}{'f' if compute == core.float32 else ''}"
-        out_dt = core.int1 if name in LIBDEVICE_PREDICATES else compute
-        out = block_type(out_dt, values[0].shape) if values[0].shape else out_dt
-        result = cg.sem.make(tt.ExternElementwiseOp, out, symbol=symbol, args=[v.handle for v in values])
-        return result if out_dt == core.int1 or compute == original else cg.sem.cast(result, original)
+        values = [unwrap(a) for a in args]
+        tensors = [cg.sem.to_tensor(v) for v in values]
+        overload, widened = _pick_overload(name, values, tensors)
+        types, symbol, result = overload
+        shape = ()
+        for t in tensors:
+            shape = cg.sem.broadcast_shape(shape, t.shape)
+        operands = [cg.sem.broadcast_to(cg.sem.cast(t, core.dtype(ty)), shape)
+                    for t, ty in zip(tensors, types.split(","))]
+        out_dt = core.dtype(result)
+        out = block_type(out_dt, shape) if shape else out_dt
+        value = cg.sem.make(tt.ExternElementwiseOp, out, symbol=symbol, args=[t.handle for t in operands])
+        # fp16/bf16 arguments were computed in fp32: a float result goes back to their type
+        return cg.sem.cast(value, widened) if widened is not None and out_dt.is_floating() else value
 
     impl(f"libdevice.{name}")(fn)
+
+
+def _pick_overload(name: str, values: list, tensors: list[tensor]) -> tuple[tuple[str, str, str], Any]:
+    """The overload of libdevice `name` that fits the arguments: exact types first, then Python numbers
+    and narrow integers converted, fp16/bf16/fp8 computed in fp32, then the arguments' common type (as
+    Triton's arithmetic promotion). Returns (overload, the low float type widened to fp32 or None)."""
+    overloads = LIBDEVICE_SIGNATURES[name]
+    have = [t.dtype for t in tensors]
+    for overload in overloads:
+        if [core.dtype(ty) for ty in overload[0].split(",")] == have:
+            return overload, None
+    low = next((d for d in have if d.is_floating() and d.primitive_bitwidth < 32), None)
+    for overload in overloads:
+        wants = [core.dtype(ty) for ty in overload[0].split(",")]
+        if all(_converts(v, d, w) for v, d, w in zip(values, have, wants)):
+            return overload, low
+    common = have[0]
+    for v, d in zip(values[1:], have[1:]):
+        common = computation_type(common, False, d, False, False)
+    if common.is_floating() and common.primitive_bitwidth < 32:
+        common = core.float32
+    for overload in overloads:
+        if all(core.dtype(ty) == common for ty in overload[0].split(",")):
+            return overload, low
+    accepted = "; ".join(f"({types})" for types, _, _ in overloads)
+    raise TileTypeError(f"libdevice.{name} has no version for arguments of type "
+                        f"({', '.join(str(d) for d in have)}); it takes {accepted}",
+                        hint="cast the arguments with .to(...)")
+
+
+def _converts(value, have: core.dtype, want: core.dtype) -> bool:
+    """Whether an argument of type `have` may be converted to `want` when picking an overload."""
+    if have == want:
+        return True
+    if is_number(value):  # a Python constant takes the parameter's type (of the same kind)
+        return want.is_floating() or (want.is_int() and not isinstance(value, float))
+    if have.is_floating():
+        return want.is_fp32() and have.primitive_bitwidth < 32
+    if have.is_int() and want.is_int():  # int8/int16/bool widen to the 32-bit type of their signedness
+        return have.int_bitwidth < 32 and want.int_bitwidth == 32 and (
+            have.is_int_signed() == want.is_int_signed() or have.is_int1())
+    return False
 
 
 for _name in LIBDEVICE_FUNCTIONS:

@@ -69,6 +69,7 @@ def computation_type(a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, d
         return core.float16
     if div_or_mod and a.is_int_signed() != b.is_int_signed() and not (a.is_int1() or b.is_int1()):
         raise TileTypeError(
-            f"cannot use /, // or % with {a} and {b}: they differ in signedness",
+            f"Cannot use /, // or % with {a!r} and {b!r} because they have different signedness "
+            "(Triton's wording): the result is unlikely to be useful",
             hint="cast one side with .to(...) so both are signed or both unsigned")
     return integer_promote(a, b)

@@ -115,10 +115,15 @@ def _arg_combine(which: str, tie_break_left: bool) -> Combine:
             tie = cg.sem.logical("and", cg.sem.compare("==", v1, v2), cg.sem.compare("<", i1, i2))
             better = cg.sem.logical("or", better, tie)
         if v1.dtype.is_floating():
-            # NaN wins, as in torch.argmax: a NaN on the left is kept, one on the right is taken.
-            left_nan = cg.sem.compare("!=", v1, v1)
-            right_nan = cg.sem.compare("!=", v2, v2)
-            better = cg.sem.logical("or", left_nan, cg.sem.logical("and", better, cg.sem.not_(right_nan)))
+            # NaN is skipped, as by tl.max and Triton's argmax: the largest (smallest) number wins, and
+            # only an all-NaN reduction gives NaN (at its first index).
+            sem = cg.sem
+            left_nan, right_nan = sem.compare("!=", v1, v1), sem.compare("!=", v2, v2)
+            better = sem.logical("and", sem.not_(left_nan), sem.logical("or", right_nan, better))
+            both_nan = sem.logical("and", left_nan, right_nan)
+            if tie_break_left:
+                both_nan = sem.logical("and", both_nan, sem.compare("<", i1, i2))
+            better = sem.logical("or", better, both_nan)
         return [cg.sem.where(better, v1, v2), cg.sem.where(better, i1, i2)]
 
     return combine
@@ -251,9 +256,8 @@ def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     if a.shape[-1] != b.shape[-2] or (rank == 3 and a.shape[0] != b.shape[0]):
         raise TileTypeError(f"tl.dot shapes do not match: {a.shape} @ {b.shape} (inner dimensions differ)",
                             hint="the first tile is M x K and the second K x N")
-    if any(d < 16 for d in (*a.shape[-2:], b.shape[-1])):
-        raise TileTypeError(f"tl.dot needs every dimension >= 16, got {a.shape} @ {b.shape}",
-                            hint="make BLOCK_M, BLOCK_N and BLOCK_K at least 16 and mask the tails")
+    # No minimum size: the interpreter and the CUDA-core (FMA) lowering take any power-of-two shape, as
+    # Triton's interpreter does (Triton's GPU back ends want 16 or more for their tensor-core paths).
     if a.dtype.name not in _DOT_INPUTS or b.dtype.name not in _DOT_INPUTS:
         raise TileTypeError(f"tl.dot does not support {a.dtype} x {b.dtype}")
     if a.dtype != b.dtype:

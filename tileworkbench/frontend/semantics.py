@@ -277,8 +277,11 @@ class Semantics:
     def _bitwise_operands(self, a, b, what: str):
         ta, tb = self.to_tensor(unwrap(a)), self.to_tensor(unwrap(b))
         for t in (ta, tb):
-            if not t.dtype.is_int():
-                raise TileTypeError(f"`{what}` needs integer operands, got {t.dtype}")
+            if not t.dtype.is_int():  # Triton's wording first: code matches on "invalid operands of type"
+                raise TileTypeError(f"invalid operands of type {ta.type!r} and {tb.type!r}: `{what}` needs "
+                                    f"integer operands, got {t.dtype}",
+                                    hint="bitwise operators take integers; use .to(tl.int32, bitcast=True) to "
+                                         "work on a float's bits")
         # Triton promotes as for arithmetic: a Python int meeting an int1 tile makes an int32 result.
         a_scalar, b_scalar = is_number(unwrap(a)), is_number(unwrap(b))
         common = computation_type(ta.dtype, a_scalar, tb.dtype, b_scalar, False)
@@ -299,8 +302,15 @@ class Semantics:
         return self._build(arith.ShLIOp, *self._bitwise_operands(a, b, "<<")[:2])
 
     def shr(self, a, b) -> tensor:
+        # As Triton's tensor.__rshift__: arithmetic when the left operand's own type is signed, even if
+        # promotion made the operands unsigned (int32 >> uint32); a Python int on the left follows the
+        # right tile (__rrshift__).
+        operand = unwrap(a) if isinstance(unwrap(a), tensor) else unwrap(b)
+        arithmetic = isinstance(operand, tensor) and operand.dtype.is_int_signed()
         a, b, common = self._bitwise_operands(a, b, ">>")
-        return self._build(arith.ShRSIOp if common.is_int_signed() else arith.ShRUIOp, a, b)
+        if not isinstance(unwrap(a), tensor) and not isinstance(unwrap(b), tensor):
+            arithmetic = common.is_int_signed()
+        return self._build(arith.ShRSIOp if arithmetic else arith.ShRUIOp, a, b)
 
     def compare(self, op: str, a, b) -> tensor:
         a, b = unwrap(a), unwrap(b)
@@ -404,6 +414,9 @@ class Semantics:
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
             raise TileTypeError(f"tl.store needs a pointer, got {ptr.dtype}")
+        if ptr.dtype.const:
+            raise TileTypeError("Cannot store to a constant pointer (a parameter annotated tl.const)",
+                                hint="drop the tl.const annotation, or store through another pointer")
         elem = ptr.dtype.element_ty
         value = self.to_tensor(unwrap(value))
         if value.shape and not ptr.shape:

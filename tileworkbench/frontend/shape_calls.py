@@ -30,9 +30,20 @@ def expand_dims(cg, input, axis):
     axes = unwrap(axis)
     axes = [axes] if not isinstance(axes, (tuple, list)) else list(axes)
     rank = len(input.shape) + len(axes)
-    for a in sorted(constexpr_int(a, "axis") % rank for a in axes):
+    normalized = [wrap_axis(constexpr_int(a, "axis"), rank) for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise TileTypeError(f"expand_dims received duplicate axes, normalized axes = {normalized}",
+                            hint="name each new axis once")
+    for a in sorted(normalized):
         input = cg.sem.expand_dims(input, a)
     return input
+
+
+def wrap_axis(axis: int, rank: int) -> int:
+    """`axis` in 0..rank-1 (negative counts from the end); Triton's wording when out of range."""
+    if not -rank <= axis < rank:
+        raise TileTypeError(f"invalid axis {axis}. Expected {-rank} <= axis < {rank}")
+    return axis % rank
 
 
 @impl("unsqueeze")
@@ -110,12 +121,21 @@ def interleave(cg, a, b):
 
 
 @impl("cat")
-def cat(cg, input, other, can_reorder=False):
+def cat(cg, input, other, can_reorder=False, dim=0):
     a, b = cg.sem.to_tensor(input), cg.sem.to_tensor(other)
     if a.type != b.type:
         raise TileTypeError(f"tl.cat needs tiles of one type, got {a.type!r} and {b.type!r}")
-    shape = (a.shape[0] * 2,) + a.shape[1:]
-    return cg.sem.make(tt.CatOp, block_type(a.dtype, shape), lhs=a.handle, rhs=b.handle)
+    dim = wrap_axis(constexpr_int(dim, "dim"), len(a.shape))
+    if dim == 0 or unwrap(can_reorder):
+        shape = (a.shape[0] * 2,) + a.shape[1:]
+        return cg.sem.make(tt.CatOp, block_type(a.dtype, shape), lhs=a.handle, rhs=b.handle)
+    # as Triton: join adds a minor axis of 2; move it in front of `dim` and merge the two
+    rank = len(a.shape)
+    order = list(range(rank))
+    order.insert(dim, rank)
+    joined = permute(cg, join(cg, a, b), tuple(order))
+    shape = a.shape[:dim] + (2 * a.shape[dim],) + a.shape[dim + 1:]
+    return cg.sem.reshape(joined, shape)
 
 
 @impl("gather")

@@ -99,10 +99,21 @@ def retyped(t: tensor, handle) -> tensor:
 class StatementsMixin:
     # -- blocks ------------------------------------------------------------------------------------------
     def visit_body(self, stmts: list[ast.stmt]) -> None:
-        for stmt in normalize_returns(stmts):
-            if self.returned:
-                break
-            self.visit(stmt)
+        stmts = normalize_returns(stmts)
+        while stmts and not self.returned:
+            stmt, stmts = stmts[0], stmts[1:]
+            if not isinstance(stmt, ast.If):
+                self.visit(stmt)
+                continue
+            with self.at(stmt):
+                condition = self.visit(stmt.test)
+            if isinstance(condition, tensor):
+                with self.at(stmt):
+                    self.runtime_if(stmt, condition)
+                continue
+            # A compile-time `if` is spliced into the statement list, so a runtime `if ... return` in
+            # the branch taken takes the statements after it into its other branch (normalize_returns).
+            stmts = normalize_returns(list(stmt.body if condition else stmt.orelse) + stmts)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         # Only nested definitions get here (bodies of kernels and callees are visited directly); running
@@ -169,6 +180,8 @@ class StatementsMixin:
         self.runtime_if(node, condition)
 
     def scalar_condition(self, condition: tensor, what: str) -> tensor:
+        if condition.shape and condition.numel == 1:  # a one-element tile is a scalar here, as in Triton
+            condition = self.sem.reshape(condition, ())
         if condition.shape:
             raise self.error(f"the condition of a runtime `{what}` must be a scalar, not a tile of shape "
                              f"{condition.shape}", hint="reduce it first (tl.max(mask) > 0), or use tl.where")

@@ -184,8 +184,8 @@ def interleave(a, b):
 
 
 @builtin
-def cat(input, other, can_reorder=False):
-    """`input` and `other` concatenated along dimension 0."""
+def cat(input, other, can_reorder=False, dim=0):
+    """`input` and `other` (tiles of one shape) concatenated along `dim`."""
 
 
 @builtin

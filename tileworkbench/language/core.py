@@ -14,11 +14,14 @@ from ..errors import CompilationError
 _IR_NAMES = {
     "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "fp8e4nv": "f8e4nv", "fp8e5": "f8e5", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
+    "fp8e4nv": "f8e4nv", "fp8e5": "f8e5", "fp8e4b15": None, "fp8e4b8": "f8e4b8", "fp8e5b16": "f8e5b16",
+    "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
 }
 _ALIASES = {"i1": "int1", "bool": "int1", "float16": "fp16", "float32": "fp32", "float64": "fp64",
             "bfloat16": "bf16", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8_e4m3fn": "fp8e4nv",
-            "float8_e5m2": "fp8e5", "half": "fp16", "float": "fp32", "double": "fp64"}
+            "float8_e5m2": "fp8e5", "float8e4b15": "fp8e4b15", "float8e4b8": "fp8e4b8",
+            "float8e5b16": "fp8e5b16", "float8_e4m3fnuz": "fp8e4b8",
+            "float8_e5m2fnuz": "fp8e5b16", "float8e4m3fn": "fp8e4nv", "half": "fp16", "float": "fp32", "double": "fp64"}
 for _n in ("8", "16", "32", "64"):
     _ALIASES[f"i{_n}"] = f"int{_n}"
     _ALIASES[f"u{_n}"] = f"uint{_n}"
@@ -33,7 +36,7 @@ class dtype:
 
     SINT_TYPES = ("int8", "int16", "int32", "int64")
     UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP_TYPES = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")
+    FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
     OTHER_TYPES = ("void",)
 
@@ -54,13 +57,22 @@ class dtype:
 
     # -- predicates (Triton's) ----------------------------------------------------------------------
     def is_fp8(self) -> bool:
-        return self.name in ("fp8e4nv", "fp8e5")
+        return self.name.startswith("fp8")
 
     def is_fp8e4nv(self) -> bool:
         return self.name == "fp8e4nv"
 
     def is_fp8e5(self) -> bool:
         return self.name == "fp8e5"
+
+    def is_fp8e4b15(self) -> bool:
+        return self.name == "fp8e4b15"
+
+    def is_fp8e4b8(self) -> bool:
+        return self.name == "fp8e4b8"
+
+    def is_fp8e5b16(self) -> bool:
+        return self.name == "fp8e5b16"
 
     def is_fp16(self) -> bool:
         return self.name == "fp16"
@@ -125,7 +137,66 @@ class dtype:
 
     @property
     def fp_mantissa_width(self) -> int:
-        return {"fp8e4nv": 3, "fp8e5": 2, "fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}[self.name]
+        return _FLOAT_FORMATS[self.name][0]
+
+    @property
+    def exponent_bias(self) -> int:
+        """The IEEE-style exponent bias of a float type (Triton's `dtype.exponent_bias`)."""
+        if not self.is_floating():
+            raise AttributeError(f"{self!r} is not a floating-point type and has no exponent_bias")
+        return _FLOAT_FORMATS[self.name][1]
+
+    def is_int8(self) -> bool:
+        return self.name == "int8"
+
+    def is_int16(self) -> bool:
+        return self.name == "int16"
+
+    def is_int32(self) -> bool:
+        return self.name == "int32"
+
+    def is_int64(self) -> bool:
+        return self.name == "int64"
+
+    def is_uint8(self) -> bool:
+        return self.name == "uint8"
+
+    def is_uint16(self) -> bool:
+        return self.name == "uint16"
+
+    def is_uint32(self) -> bool:
+        return self.name == "uint32"
+
+    def is_uint64(self) -> bool:
+        return self.name == "uint64"
+
+    def get_int_max_value(self) -> int:
+        if self.is_int_signed():
+            return 2 ** (self.int_bitwidth - 1) - 1
+        if self.is_int_unsigned():
+            return 2**self.int_bitwidth - 1
+        raise TypeError(f"{self!r} is not an integer type")
+
+    def get_int_min_value(self) -> int:
+        if self.is_int_signed():
+            return -(2 ** (self.int_bitwidth - 1))
+        if self.is_int_unsigned():
+            return 0
+        raise TypeError(f"{self!r} is not an integer type")
+
+    @staticmethod
+    def is_dtype(type_str: str) -> bool:
+        return _ALIASES.get(type_str, type_str) in _IR_NAMES
+
+    def is_const(self) -> bool:
+        return False
+
+    @property
+    def cache_key_part(self) -> str:
+        return self.name
+
+    def codegen_name(self) -> str:
+        return self.name
 
     @property
     def scalar(self) -> dtype:
@@ -133,7 +204,15 @@ class dtype:
 
     @property
     def ir_name(self) -> str:
-        return _IR_NAMES[self.name]
+        ir_name = _IR_NAMES[self.name]
+        if ir_name is None:
+            from ..errors import TileTypeError
+
+            raise TileTypeError(
+                f"tl.{_PUBLIC_NAMES[self.name]} is not supported by tileworkbench: no NumPy or GPU format "
+                "has an fp8 with 4 exponent bits of bias 15 (Triton, too, refuses it on sm_90 and later)",
+                hint="use tl.float8e4nv (e4m3, bias 7) or tl.float8e4b8 (e4m3fnuz, bias 8)")
+        return ir_name
 
     def to_ir(self):
         from ..ir.types import ScalarType
@@ -235,13 +314,19 @@ class block_type(dtype):
         return f"block_type({self.element_ty!r}, {list(self.shape)})"
 
 
-_PUBLIC_NAMES = {"int1": "int1", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16",
+# float type -> (mantissa bits, exponent bias); the b15/b8/b16 fp8 types are Triton's (ml_dtypes' e4m3b11fnuz,
+# e4m3fnuz, e5m2fnuz)
+_FLOAT_FORMATS = {"fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15), "fp8e5b16": (2, 16),
+                  "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023)}
+_PUBLIC_NAMES = {"int1": "int1", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp8e4b15": "float8e4b15",
+                 "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16", "fp16": "float16",
                  "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
 
 int1 = dtype("int1")
 int8, int16, int32, int64 = (dtype(f"int{n}") for n in (8, 16, 32, 64))
 uint8, uint16, uint32, uint64 = (dtype(f"uint{n}") for n in (8, 16, 32, 64))
 float8e4nv, float8e5 = dtype("fp8e4nv"), dtype("fp8e5")
+float8e4b15, float8e4b8, float8e5b16 = dtype("fp8e4b15"), dtype("fp8e4b8"), dtype("fp8e5b16")
 float16, bfloat16, float32, float64 = dtype("fp16"), dtype("bf16"), dtype("fp32"), dtype("fp64")
 void = dtype("void")
 pi32_t = pointer_type(int32)
@@ -282,6 +367,31 @@ class constexpr:
 
     def __call__(self, *args, **kwargs):
         return self.value(*args, **kwargs)
+
+    @property
+    def type(self) -> constexpr_type:
+        return constexpr_type(self.value)
+
+
+class constexpr_type:
+    """The type of a compile-time constant: `tl.constexpr(5).type == constexpr_type(5)` (Triton's)."""
+
+    def __init__(self, value: Any):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, constexpr_type) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(("constexpr_type", repr(self.value)))
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value!r}]"
+
+
+class const:
+    """`ptr: tl.const` marks a pointer parameter as read-only data (Triton's annotation): a tl.store
+    through it (or a pointer computed from it) is a compile error."""
 
 
 class tensor:

@@ -71,6 +71,9 @@ class block_pointer(NamedTuple):
     block_shape: tuple[int, ...]
     order: tuple[int, ...]
 
+    # `ptr.advance(offsets)` is `tl.advance(ptr, offsets)` (a plain class attribute, not a field)
+    __tile_methods__ = {"advance": "advance"}
+
     @property
     def dtype(self) -> dtype:
         from .core import pointer_type

@@ -148,6 +148,17 @@ def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
     return convert
 
 
+def argument_error(error: LaunchError, name: str, value: object, kernel: str) -> LaunchError:
+    """`error` (raised for one argument's value) restated with the parameter it was given for."""
+    return LaunchError(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
+                       f"{error}")
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _scalar_error(value: object, kind: str, name: str, kernel: str) -> LaunchError:
     return LaunchError(
         f"argument {name!r} of {kernel} has kind {kind}; got {value!r} ({type(value).__name__})"

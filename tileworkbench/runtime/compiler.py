@@ -381,11 +381,11 @@ def _store(key: str, kernel: CompiledKernel) -> None:
         kernel._cache_error = error
 
 
-def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]):
+def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4):
     """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines)."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs)
+    func = generate(py_fn, args, constexprs, num_warps)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
@@ -394,7 +394,7 @@ def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]
 
 def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion) -> CompiledKernel:
     source = get_source(py_fn)
-    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs)
+    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),

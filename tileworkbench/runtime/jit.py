@@ -23,6 +23,7 @@ from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
 )
 from . import binder as binder_module
+from .arguments import argument_error
 from . import record as record_module
 from .compiler import CompiledKernel, compile
 
@@ -31,7 +32,10 @@ _DTYPE_NAMES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
     "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "fp16", "float32": "fp32",
     "float64": "fp64", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-    "half": "fp16", "float": "fp32", "double": "fp64",
+    "half": "fp16", "float": "fp32", "double": "fp64", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
+    # tl dtypes' own names (a TensorWrapper's dtype)
+    "int1": "i1", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5", "fp8e4b15": "fp8e4b15", "fp8e4b8": "fp8e4b8",
+    "fp8e5b16": "fp8e5b16", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "fp64": "fp64",
 }
 
 
@@ -87,7 +91,7 @@ def _pointer_reader(kind: type):
     module = kind.__module__.split(".")[0]
     if module == "cupy":
         return _cupy_pointer
-    if module == "torch":
+    if module == "torch" or getattr(kind, "__tile_tensor_wrapper__", False):
         return _torch_pointer
     if hasattr(kind, "__cuda_array_interface__") or hasattr(kind, "__array_interface__"):
         return _interface_pointer
@@ -265,17 +269,20 @@ class JITFunction:
              fp_fusion: bool) -> tuple:
         parts = []
         append = parts.append
-        for name, plain in self._param_modes:
-            value = bound[name]
-            if plain and value is not None:
-                append(arg_spec_key(value))
-            elif value is None or name in self.constexpr_names:
-                append(("c", _hashable(value)))
-            else:
-                kind, div16, one = arg_spec_key(value)
-                if name in self.do_not_specialize:
-                    div16 = one = False
-                append((kind, div16 and name not in self.no_align, one))
+        try:
+            for name, plain in self._param_modes:
+                value = bound[name]
+                if plain and value is not None:
+                    append(arg_spec_key(value))
+                elif value is None or name in self.constexpr_names:
+                    append(("c", _hashable(value)))
+                else:
+                    kind, div16, one = arg_spec_key(value)
+                    if name in self.do_not_specialize:
+                        div16 = one = False
+                    append((kind, div16 and name not in self.no_align, one))
+        except LaunchError as error:
+            raise argument_error(error, name, value, self.fn.__name__) from None
         return (tuple(parts), target, num_warps, num_stages, fp_fusion)
 
     # -- launch ------------------------------------------------------------------------------------------------
@@ -543,7 +550,9 @@ def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> 
 
     host_args, copy_back = [], []
     for value in args:
-        if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy
+        if getattr(value, "__tile_tensor_wrapper__", False):  # runtime/tensor_wrapper.py
+            host_args.append(value.host_array())
+        elif hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy
             host = value.get()
             copy_back.append((value, host))
             host_args.append(host)
@@ -562,7 +571,8 @@ def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> 
 
 # torch dtypes NumPy lacks: viewed as same-width integers, then as ml_dtypes (sharing memory).
 _TORCH_ML_DTYPES = {"bfloat16": ("int16", "bfloat16"), "float8_e5m2": ("uint8", "float8_e5m2"),
-                    "float8_e4m3fn": ("uint8", "float8_e4m3fn")}
+                    "float8_e4m3fn": ("uint8", "float8_e4m3fn"), "float8_e4m3fnuz": ("uint8", "float8_e4m3fnuz"),
+                    "float8_e5m2fnuz": ("uint8", "float8_e5m2fnuz")}
 
 
 def _torch_host_array(tensor) -> np.ndarray:

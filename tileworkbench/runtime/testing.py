@@ -372,3 +372,8 @@ def perf_report(benchmarks: Benchmark | list[Benchmark]) -> Callable[[Callable[.
         return Mark(fn, benchmarks)
 
     return decorator
+
+
+from .device_limits import (  # noqa: E402,F401  (Triton's triton.testing names that need the GPU)
+    do_bench_cudagraph, get_dram_gbps, get_max_simd_tflops, get_max_tensorcore_tflops,
+)

@@ -22,6 +22,8 @@ _NUMPY = {
     "u64": np.dtype(np.uint64),
     "f8e4nv": np.dtype(ml_dtypes.float8_e4m3fn),
     "f8e5": np.dtype(ml_dtypes.float8_e5m2),
+    "f8e4b8": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "f8e5b16": np.dtype(ml_dtypes.float8_e5m2fnuz),
     "f16": np.dtype(np.float16),
     "bf16": np.dtype(ml_dtypes.bfloat16),
     "f32": np.dtype(np.float32),
@@ -32,7 +34,9 @@ POINTER = np.dtype(np.int64)  # pointers are int64 virtual byte addresses
 F32 = np.dtype(np.float32)
 # Float types NumPy has no native arithmetic for: math runs in float32 and rounds back per op.
 LOW_FLOATS = frozenset(
-    np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
+    np.dtype(t)
+    for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+              ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz)
 )
 _SIGNED = {
     1: np.dtype(np.int8),

@@ -44,6 +44,11 @@ def llvm_type(t) -> ir.Type:
         return GLOBAL_PTR
     if t.is_int:
         return ir.IntType(t.bitwidth)
+    if t.name not in _FLOATS:  # AMD's fnuz fp8 formats (tl.float8e4b8, tl.float8e5b16), as in Triton
+        from ...errors import TileTypeError
+
+        raise TileTypeError(f"{t.name} is not supported on NVIDIA GPUs (Triton has it on AMD CDNA3 only)",
+                            hint="use tl.float8e4nv or tl.float8e5, or run in the interpreter")
     return _FLOATS[t.name]
 
 

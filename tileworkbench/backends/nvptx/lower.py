@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...errors import CompilationError
+from ...errors import CompilationError, TileTypeError
 from ...ir.ops import tt
 from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import ScalarType, TensorType
@@ -116,7 +116,12 @@ class Lowering:
             rule = LOWERINGS.get(type(op))
             if rule is None:
                 raise self.error(op, f"the NVPTX back end cannot lower `{op.name}` yet")
-            rule(self, op)
+            try:
+                rule(self, op)
+            except TileTypeError as exc:  # a type the target lacks (llvm_types): give it the op's place
+                error = self.error(op, str(exc))
+                error.hint = exc.hint
+                raise error from None
         return []
 
     def error(self, op, message: str) -> CompilationError:

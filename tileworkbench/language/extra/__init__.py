@@ -1,5 +1,6 @@
-"""`tl.extra`: device-library functions (`from tileworkbench.language.extra import libdevice`)."""
+"""`tl.extra`: device-library functions (`from tileworkbench.language.extra import libdevice`) and
+`tl.extra.cuda` (special registers, launch configuration)."""
 
-from . import libdevice
+from . import cuda, libdevice
 
-__all__ = ["libdevice"]
+__all__ = ["cuda", "libdevice"]

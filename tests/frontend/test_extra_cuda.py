@@ -1,0 +1,50 @@
+"""`tl.extra.cuda`: globaltimer/smid (PTX special registers; the interpreter reads the host clock and
+gives SM 0), num_threads/num_warps as compile-time constants of the launch; PTX assembles."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.language.extra import cuda
+from tileworkbench.language.extra.cuda import libdevice
+
+
+@tw.jit
+def cuda_extras_kernel(out_ptr, stamps_ptr):
+    start = cuda.globaltimer()
+    offs = tl.arange(0, cuda.num_threads())  # a constexpr: usable as a tile size
+    tl.store(out_ptr + offs, offs + cuda.num_warps() * 1000 + cuda.smid() + libdevice.popc(offs))
+    tl.store(stamps_ptr, start)
+    tl.store(stamps_ptr + 1, cuda.globaltimer())
+
+
+@pytest.mark.parametrize("num_warps", [1, 2])
+def test_cuda_extras_in_the_interpreter(num_warps):
+    threads = 32 * num_warps
+    out, stamps = np.full(threads, -1, np.int32), np.zeros(2, np.int64)
+    before = time.time_ns()
+    cuda_extras_kernel[(1,)](out, stamps, num_warps=num_warps)
+    offs = np.arange(threads)
+    want = offs + num_warps * 1000 + np.array([bin(v).count("1") for v in offs])
+    assert np.array_equal(out, want)
+    assert before <= stamps[0] <= stamps[1] <= time.time_ns()
+
+
+def test_cuda_extras_assemble(tmp_path):
+    import subprocess
+    import shutil
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not installed")
+    compiled = tw.compile(cuda_extras_kernel, signature={"out_ptr": "*i32", "stamps_ptr": "*i64"},
+                          num_warps=2, target="sm_90")
+    assert "%globaltimer" in compiled.asm["ptx"] and "%smid" in compiled.asm["ptx"]
+    (tmp_path / "k.ptx").write_text(compiled.asm["ptx"])
+    result = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,29 @@
+"""`tl.extra.cuda` (Triton's `triton.language.extra.cuda`): libdevice, and reads of the GPU's special
+registers and launch configuration: `globaltimer()`, `smid()`, `num_threads()`, `num_warps()`."""
+
+from __future__ import annotations
+
+from ...core import builtin
+from . import libdevice  # noqa: F401
+
+
+@builtin
+def globaltimer():
+    """The GPU's nanosecond global timer (`%globaltimer`) as an int64 scalar; the interpreter reads the
+    host's `time.time_ns()`."""
+
+
+@builtin
+def smid():
+    """The id of the streaming multiprocessor running this program (`%smid`), an int32 scalar; 0 in the
+    interpreter."""
+
+
+@builtin
+def num_threads():
+    """The number of threads of a program (32 * num_warps), a compile-time constant."""
+
+
+@builtin
+def num_warps():
+    """The launch's `num_warps`, a compile-time constant."""

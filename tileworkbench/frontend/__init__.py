@@ -21,9 +21,9 @@ from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
-def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> tt.FuncOp:
+def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], debug: bool = False) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
-    be in `constexprs` or have a default."""
+    be in `constexprs` or have a default. `tl.device_assert` makes a `tt.assert` only when `debug`."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -52,7 +52,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]) -> t
             raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
                                    "signature (a runtime argument) or in constexprs")
     builder = Builder(func.body.block)
-    generator = CodeGenerator(source, builder, scope, fn.__name__)
+    generator = CodeGenerator(source, builder, scope, fn.__name__, debug=debug)
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:

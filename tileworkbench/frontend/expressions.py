@@ -336,7 +336,8 @@ class ExpressionsMixin:
         scope = {name: unwrap(value) for name, value in bound.arguments.items()}
         source = get_source(fn)
         call_site = self.loc(node) if node is not None else self.builder.loc
-        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1)
+        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
+                              debug=self.debug)
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")
 

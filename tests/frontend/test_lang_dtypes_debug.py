@@ -137,12 +137,20 @@ def assert_kernel(x_ptr, N: tl.constexpr):
     tl.device_assert(x > 0, "x must be positive")
 
 
-def test_device_assert_raises_in_the_interpreter():
-    assert_kernel[(1,)](np.ones(8, np.float32), N=8)
+def test_device_assert_raises_in_the_interpreter_in_debug_mode():
+    assert_kernel[(1,)](np.ones(8, np.float32), N=8, debug=True)
     x = np.ones(8, np.float32)
     x[3] = -1
     with pytest.raises(InterpreterError, match="x must be positive"):
-        assert_kernel[(1,)](x, N=8)
+        assert_kernel[(1,)](x, N=8, debug=True)
+
+
+def test_device_assert_is_compiled_out_without_debug_as_in_triton():
+    x = np.ones(8, np.float32)
+    x[3] = -1
+    assert_kernel[(1,)](x, N=8)  # no check, no cost: Triton drops tl.device_assert unless debug
+    assert "tt.assert" not in assert_kernel.warmup(x, N=8, grid=(1,)).asm["tile"]
+    assert "tt.assert" in assert_kernel.warmup(x, N=8, grid=(1,), debug=True).asm["tile"]
 
 
 @tw.jit

@@ -181,7 +181,8 @@ class CompiledKernel:
                               "@jit function instead")
         md = self.metadata
         return functools.partial(self.jit_function.run, grid=grid, num_warps=md.num_warps,
-                                 num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion)
+                                 num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion,
+                                 debug=md.debug)
 
     def _init_handles(self) -> None:
         """Triton loads the binary here and learns n_regs and n_spills. GPU kernels are loaded when
@@ -325,7 +326,7 @@ def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
 def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             constexprs: dict[str, Any] | None = None, target: str | None = None, num_warps: int = 4,
             num_stages: int = 3, enable_fp_fusion: bool = True,
-            use_cache: bool = True, debug: bool = False) -> CompiledKernel:
+            use_cache: bool = True, debug: bool | None = None) -> CompiledKernel:
     """Compile a kernel for one specialization.
 
     Args:
@@ -339,7 +340,8 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             False rounds every multiply and add on its own, as the interpreter does.
         debug: `tl.device_assert` is compiled in (as Triton, it is dropped otherwise) and, on GPU
             targets, every load, store and atomic is checked against its array (hidden parameters;
-            see backends/nvptx/lowering/bounds.py). `TILEWORKBENCH_DEBUG=1` turns it on everywhere.
+            see backends/nvptx/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
+            `TILEWORKBENCH_DEBUG=1` turns it on everywhere.
 
     Returns:
         A CompiledKernel with every stage in `.asm` and the pass snapshots in `.passes`.
@@ -352,7 +354,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
     constexprs = dict(constexprs or {})
     target = resolve_target(target)
     enable_fp_fusion = bool(enable_fp_fusion)
-    debug = bool(debug) or config.debug
+    debug = bool(getattr(fn, "debug", None) if debug is None else debug) or config.debug
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
     key = None

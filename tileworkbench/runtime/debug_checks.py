@@ -117,7 +117,8 @@ class DebugChecks:
             what = f"device_assert failed: {site['message']}" if site["message"] else "device_assert failed"
             failing = tuple(int(i) for i in np.unravel_index(value, site["shape"])) if site["shape"] else ()
             index = f", failing index {failing}" if failing else ""
-            return DeviceAssertionError(f"{what} in kernel '{self.kernel}' at {where}\n  program id {pid}{index}")
+            return DeviceAssertionError(
+                f"{what} in kernel '{self.kernel}' at {where}\n  program id {pid}{index}")
         return self._access_error(site, value, where, pid, args)
 
     def _access_error(self, site: dict, address: int, where: str, pid: tuple, args) -> Exception:

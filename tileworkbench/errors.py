@@ -41,7 +41,12 @@ class InterpreterError(TileworkbenchError):
 
 
 class OutOfBoundsError(InterpreterError):
-    """An unmasked load or store fell outside the array its pointer came from."""
+    """An unmasked load or store fell outside the array its pointer came from (in the interpreter, or on
+    the GPU in debug mode)."""
+
+
+class DeviceAssertionError(InterpreterError):
+    """A `tl.device_assert` failed on the GPU in a kernel compiled with `debug=True`."""
 
 
 class LaunchError(TileworkbenchError):

@@ -14,8 +14,7 @@ from cpu_emulator import Emulator
 from debug_kernels import KERNELS, SIGNATURES, line_of, where
 
 import tileworkbench as tw
-from tileworkbench.errors import OutOfBoundsError
-from tileworkbench.runtime.debug_checks import DeviceAssertionError
+from tileworkbench.errors import DeviceAssertionError, OutOfBoundsError
 
 RNG = np.random.default_rng(14)
 BLOCK = 32

@@ -206,3 +206,14 @@ def test_array_byte_range_follows_strides():
     assert array_byte_range(base[:, ::-2]) == (start + 4, start + 3 * 24 + 5 * 4 + 4)
     assert array_byte_range(base[::-1]) == (start, start + base.nbytes)
     assert array_byte_range(base[:0]) == (start, start)
+
+
+def test_an_unchecked_access_is_noted_when_the_kernel_loads(monkeypatch):
+    from debug_kernels import int_pointer_kernel
+
+    from tileworkbench.runtime.debug_checks import DebugChecks, DebugModeWarning
+
+    compiled = tw.compile(int_pointer_kernel, signature={"x_ptr": "*fp32:16", "out_ptr": "*fp32:16"},
+                          constexprs={"BLOCK": BLOCK}, target="sm_90", use_cache=False, debug=True)
+    with pytest.warns(DebugModeWarning, match="UNCHECKED LOAD|load not bounds-checked"):
+        DebugChecks(compiled.metadata.debug_checks, compiled.name, ["x_ptr", "out_ptr"])

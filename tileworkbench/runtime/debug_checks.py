@@ -9,19 +9,20 @@ lanes, the one reported is one of them, not necessarily the lowest offset or pro
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InterpreterError, OutOfBoundsError
+from ..errors import DeviceAssertionError, OutOfBoundsError
 from ..ir.location import Loc
 from ..ir.types import ScalarType
 
 _WORDS_USED = 6  # claimed flag, site, value, ctaid.x, ctaid.y, ctaid.z
 
 
-class DeviceAssertionError(InterpreterError):
-    """A `tl.device_assert` failed in a kernel compiled with `debug=True` (on the GPU)."""
+class DebugModeWarning(UserWarning):
+    """Debug mode cannot check an access (its pointer's origin is unknown)."""
 
 
 def array_byte_range(value) -> tuple[int, int]:
@@ -75,6 +76,8 @@ class DebugChecks:
         self.sites: list[dict] = info["sites"]
         self.words: int = info["record_words"]
         self._buffer = None
+        for note in info["unchecked"]:  # the compile-time notes, shown once per compiled kernel
+            warnings.warn(f"kernel '{kernel}' in debug mode: {note}", DebugModeWarning, stacklevel=2)
 
     def hidden_kinds(self) -> list[str]:
         return ["u64"] * (2 * len(self.pointer_params)) + ["*u64"]

@@ -182,3 +182,15 @@ def test_pointer_from_two_arguments():
         emulate("pick", (1,), a, b, out, 1, 1 << 26)
     message = str(info.value)
     assert where("PICK LOAD") in message and "note: the pointer may come from" in message
+
+
+def test_a_vector_access_reports_its_first_bad_element():
+    signature = {**SIGNATURES["masked_add"], "n": "i32:16"}  # n % 16 == 0: 16-byte vector accesses
+    emulator = Emulator(KERNELS["masked_add"], signature, {"BLOCK": 128}, num_warps=1, debug=True)
+    assert [site["vector"] for site in emulator.checks.sites] == [4, 4, 4]
+    n = 256
+    x, y, out = randn(n - 2), randn(n), np.full(n, np.nan, np.float32)  # x two elements short
+    with pytest.raises(OutOfBoundsError) as info:
+        emulator.launch((2,), x, y, out, n)
+    assert f"argument 'x_ptr' (float32[{n - 2}]) accessed at element offset {n - 2} " in str(info.value)
+    assert "program id (1, 0, 0)" in str(info.value)

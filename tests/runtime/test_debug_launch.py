@@ -122,10 +122,17 @@ def test_decorator_and_environment_turn_debug_on(target, monkeypatch):
 
 # -- the launcher's debug path without a GPU: CudaKernel replaced by the CPU emulator ------------------
 class _HostBuffer(np.ndarray):
-    """The error buffer in host memory, with CuPy's `get`."""
+    """The error buffer in host memory, with CuPy's `get` and `device`."""
 
     def get(self) -> np.ndarray:
         return np.array(self)
+
+    @property
+    def device(self):
+        return self  # its `synchronize` has nothing to wait for
+
+    def synchronize(self) -> None:
+        pass
 
 
 class _EmulatedCuda:

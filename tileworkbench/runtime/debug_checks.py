@@ -107,6 +107,7 @@ class DebugChecks:
         record = self._buffer.get()
         if record[0]:
             self._buffer.fill(0)
+            self._buffer.device.synchronize()  # cleared before a launch on any stream sees it
             raise self.error(record, args)
 
     # -- the message ---------------------------------------------------------------------------------

@@ -27,6 +27,10 @@ class TileTypeError(CompilationError):
         super().__init__(message, hint=hint)
 
 
+class CompileTimeAssertionFailure(TileTypeError):
+    """A `tl.static_assert` failed (Triton's name); raised when the kernel compiles, debug mode or not."""
+
+
 class OutOfResources(TileworkbenchError):
     """The kernel needs more of a resource (shared memory, registers, grid size) than the device has."""
 

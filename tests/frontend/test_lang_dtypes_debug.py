@@ -188,3 +188,21 @@ def test_inline_asm_compiles_but_the_interpreter_refuses_it():
     assert "mov.b32" in tile
     with pytest.raises(InterpreterError, match="inline_asm_elementwise runs only on the GPU"):
         inline_asm_kernel[(1,)](np.arange(8, dtype=np.int32), poisoned(8, np.int32), N=8)
+
+
+@tw.jit
+def static_assert_kernel(x_ptr, N: tl.constexpr):
+    tl.static_assert(N % 8 == 0, "N must be a multiple of 8")  # STATIC ASSERT
+    tl.store(x_ptr + tl.arange(0, N), tl.zeros((N,), tl.float32))
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_static_assert_fails_at_compile_time_in_either_mode(debug):
+    from tileworkbench.errors import CompilationError, CompileTimeAssertionFailure
+
+    static_assert_kernel.warmup(np.ones(16, np.float32), N=16, grid=(1,), debug=debug)
+    with pytest.raises(CompileTimeAssertionFailure) as info:  # Triton's class, a CompilationError
+        static_assert_kernel.warmup(np.ones(4, np.float32), N=4, grid=(1,), debug=debug)
+    assert isinstance(info.value, CompilationError)
+    message = str(info.value)
+    assert "static_assert failed: N must be a multiple of 8" in message and "# STATIC ASSERT" in message

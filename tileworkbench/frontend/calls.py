@@ -12,7 +12,7 @@ import builtins as py
 import inspect
 from typing import Any, Callable
 
-from ..errors import TileTypeError
+from ..errors import CompileTimeAssertionFailure, TileTypeError
 from ..ir import tt
 from ..language import core
 from ..language.core import block_type, dtype, tensor
@@ -241,7 +241,7 @@ def static_assert(cg, cond, msg=""):
     if isinstance(cond, tensor):
         raise TileTypeError("tl.static_assert needs a compile-time condition", hint="use tl.device_assert")
     if not cond:
-        raise TileTypeError(f"static_assert failed: {unwrap(msg)}")
+        raise CompileTimeAssertionFailure(f"static_assert failed: {unwrap(msg)}")
 
 
 @impl("static_print")

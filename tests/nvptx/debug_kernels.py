@@ -67,6 +67,14 @@ def int_pointer_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(source + offs))  # UNCHECKED LOAD
 
 
+@tw.jit
+def misaligned_kernel(bytes_ptr, out_ptr, shift, BLOCK: tl.constexpr):
+    """Reads float32 words from a byte array at a byte offset: misaligned unless it is a multiple of 4."""
+    offs = tl.arange(0, BLOCK)
+    words = (bytes_ptr + shift).to(tl.pointer_type(tl.float32), bitcast=True)
+    tl.store(out_ptr + offs, tl.load(words + offs))  # MISALIGNED LOAD
+
+
 SIGNATURES = {
     "shifted_copy": {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "shift": "i32"},
     "histogram": {"idx_ptr": "*i32:16", "counts_ptr": "*i32:16", "n": "i32"},
@@ -76,11 +84,12 @@ SIGNATURES = {
     "pick": {"a_ptr": "*fp32:16", "b_ptr": "*fp32:16", "out_ptr": "*fp32:16", "use_a": "i32",
              "shift": "i32"},
     "int_pointer": {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16"},
+    "misaligned": {"bytes_ptr": "*u8:16", "out_ptr": "*fp32:16", "shift": "i32"},
 }
 KERNELS = {
     "shifted_copy": shifted_copy_kernel, "histogram": histogram_kernel, "rows": rows_kernel,
     "masked_add": masked_add_kernel, "positive": positive_kernel, "pick": pick_kernel,
-    "int_pointer": int_pointer_kernel,
+    "int_pointer": int_pointer_kernel, "misaligned": misaligned_kernel,
 }
 
 

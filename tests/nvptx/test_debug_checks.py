@@ -194,3 +194,17 @@ def test_a_vector_access_reports_its_first_bad_element():
         emulator.launch((2,), x, y, out, n)
     assert f"argument 'x_ptr' (float32[{n - 2}]) accessed at element offset {n - 2} " in str(info.value)
     assert "program id (1, 0, 0)" in str(info.value)
+
+
+def test_a_misaligned_access_is_caught():
+    data = RNG.standard_normal(BLOCK + 1).astype(np.float32)
+    raw, out = data.view(np.uint8), np.full(BLOCK, np.nan, np.float32)
+    emulate("misaligned", (1,), raw, out, 4)
+    np.testing.assert_array_equal(out, data[1:])
+    with pytest.raises(OutOfBoundsError) as info:
+        emulate("misaligned", (1,), raw, out, 2)
+    message = str(info.value)
+    assert message.startswith("misaligned load in kernel 'misaligned_kernel' at ")
+    assert where("MISALIGNED LOAD") in message.splitlines()[0]
+    assert f"argument 'bytes_ptr' (uint8[{4 * BLOCK + 4}]) accessed at byte offset " in message
+    assert "not a multiple of the float32 element size 4" in message

@@ -108,6 +108,20 @@ def test_device_assert(target):
     assert "program id (2, 0, 0)" in str(info.value) and "failing index (9,)" in str(info.value)
 
 
+def test_misaligned_load(target):
+    from debug_kernels import misaligned_kernel
+
+    data = randn(BLOCK + 1)
+    raw, out = target.put(data.view(np.uint8)), target.put(np.full(BLOCK, np.nan, np.float32))
+    misaligned_kernel[(1,)](raw, out, 4, BLOCK=BLOCK, debug=True)
+    np.testing.assert_array_equal(target.get(out), data[1:])
+    with pytest.raises(OutOfBoundsError) as info:
+        misaligned_kernel[(1,)](raw, out, 2, BLOCK=BLOCK, debug=True)
+    assert first_line(info).startswith("misaligned load in kernel 'misaligned_kernel' at ")
+    assert where("MISALIGNED LOAD") in first_line(info)
+    assert "not a multiple of the float32 element size 4" in str(info.value)
+
+
 def test_decorator_and_environment_turn_debug_on(target, monkeypatch):
     x, out = target.put(randn(2 * BLOCK)), target.put(np.full(2 * BLOCK, np.nan, np.float32))
     decorated = tw.jit(debug=True)(shifted_copy_kernel.fn)

@@ -238,3 +238,19 @@ def test_an_unchecked_access_is_noted_when_the_kernel_loads(monkeypatch):
                           constexprs={"BLOCK": BLOCK}, target="sm_90", use_cache=False, debug=True)
     with pytest.warns(DebugModeWarning, match="UNCHECKED LOAD|load not bounds-checked"):
         DebugChecks(compiled.metadata.debug_checks, compiled.name, ["x_ptr", "out_ptr"])
+
+
+@pytest.mark.gpu
+def test_torch_tensors_on_a_torch_stream(target):
+    """The launch goes to torch's current stream; debug mode waits on that stream before reading."""
+    torch = pytest.importorskip("torch")
+    if target != "cuda" or not torch.cuda.is_available():
+        pytest.skip("needs torch with CUDA")
+    x = torch.randn(2 * BLOCK, device="cuda")
+    out = torch.full((2 * BLOCK,), float("nan"), device="cuda")
+    with torch.cuda.stream(torch.cuda.Stream()):
+        torch.cuda._sleep(10_000_000)  # keeps the stream busy, so reading too early would miss the record
+        with pytest.raises(OutOfBoundsError, match="element offset 64 "):
+            shifted_copy_kernel[(2,)](x, out, 1, BLOCK=BLOCK, debug=True)
+        shifted_copy_kernel[(2,)](x, out, 0, BLOCK=BLOCK, debug=True)
+    torch.testing.assert_close(out, x)

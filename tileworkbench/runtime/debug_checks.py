@@ -94,6 +94,17 @@ class DebugChecks:
         return out
 
     # -- the GPU's error buffer ----------------------------------------------------------------------
+    def launch(self, cuda, grid, args: Sequence[object], stream=None) -> None:
+        """Launch `cuda` (a launcher.CudaKernel) with the hidden arguments, wait for it on the stream it
+        ran on, and raise what it recorded."""
+        from .launcher import torch_stream
+
+        if stream is None:
+            stream = torch_stream(args)  # where CudaKernel.launch sends it: torch's stream, else CuPy's
+        cuda.launch(grid, [*args, *self.ranges(args), self.buffer()], stream)
+        cuda.synchronize(stream)
+        self.check_gpu(args)
+
     def buffer(self):
         """The kernel's error buffer on the current GPU (zeroed; reset after each reported failure)."""
         if self._buffer is None:

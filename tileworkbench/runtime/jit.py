@@ -512,9 +512,7 @@ class _BoundKernel:
             args = [part for name in self.names for part in
                     (flatten_descriptor(bound[name]) if name in self.descriptors else [bound[name]])]
         if self.checks is not None:
-            self.cuda.launch(grid, [*args, *self.checks.ranges(args), self.checks.buffer()], stream)
-            self.cuda.synchronize(stream)
-            self.checks.check_gpu(args)
+            self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
         elif self.cuda is not None:
             self.cuda.launch(grid, args, stream)
         else:

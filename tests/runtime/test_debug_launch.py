@@ -243,8 +243,10 @@ def test_an_unchecked_access_is_noted_when_the_kernel_loads(monkeypatch):
 @pytest.mark.gpu
 def test_torch_tensors_on_a_torch_stream(target):
     """The launch goes to torch's current stream; debug mode waits on that stream before reading."""
+    if target != "cuda":
+        pytest.skip("torch CUDA tensors need the GPU target")
     torch = pytest.importorskip("torch")
-    if target != "cuda" or not torch.cuda.is_available():
+    if not torch.cuda.is_available():
         pytest.skip("needs torch with CUDA")
     x = torch.randn(2 * BLOCK, device="cuda")
     out = torch.full((2 * BLOCK,), float("nan"), device="cuda")

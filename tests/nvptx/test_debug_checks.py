@@ -208,3 +208,9 @@ def test_a_misaligned_access_is_caught():
     assert where("MISALIGNED LOAD") in message.splitlines()[0]
     assert f"argument 'bytes_ptr' (uint8[{4 * BLOCK + 4}]) accessed at byte offset " in message
     assert "not a multiple of the float32 element size 4" in message
+
+
+def test_an_empty_array_takes_no_access():
+    x, out = np.zeros(0, np.float32), np.full(BLOCK, np.nan, np.float32)
+    with pytest.raises(OutOfBoundsError, match=r"argument 'x_ptr' \(float32\[0\]\) accessed at element offset"):
+        emulate("shifted_copy", (1,), x, out, 0)

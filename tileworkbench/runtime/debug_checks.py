@@ -90,7 +90,10 @@ class DebugChecks:
         """The hidden range arguments for this call's arrays."""
         out: list[int] = []
         for index in self.pointer_params:
-            out += array_byte_range(args[index])
+            low, high = array_byte_range(args[index])
+            # an empty array (its pointer may be 0): a range no access fits, whose end the kernel can
+            # lower by an access's size without wrapping around
+            out += (low, high) if high > low else (2**64 - 1, 2**63)
         return out
 
     # -- the GPU's error buffer ----------------------------------------------------------------------

@@ -206,3 +206,18 @@ def test_static_assert_fails_at_compile_time_in_either_mode(debug):
     assert isinstance(info.value, CompilationError)
     message = str(info.value)
     assert "static_assert failed: N must be a multiple of 8" in message and "# STATIC ASSERT" in message
+
+
+@tw.jit
+def python_assert_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    assert x > 0, "x must be positive"
+
+
+def test_a_python_assert_on_run_time_values_is_a_device_assert():
+    x = np.ones(8, np.float32)
+    x[5] = -2
+    python_assert_kernel[(1,)](x, N=8)  # compiled out without debug, as in Triton
+    with pytest.raises(InterpreterError, match="x must be positive") as info:
+        python_assert_kernel[(1,)](x, N=8, debug=True)
+    assert "first failing index (5,)" in str(info.value)

@@ -59,7 +59,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     try:
         compiled = compile_kernel(
             kernel, args.signature, args.constexprs, args.target, args.num_warps, args.num_stages,
-            fp_fusion=not args.no_fp_fusion,
+            fp_fusion=not args.no_fp_fusion, debug=args.debug,
         )
     except (TileworkbenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
@@ -98,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--num-stages", type=int, default=None)
     comp.add_argument("--no-fp-fusion", action="store_true",
                       help="keep float a*b+c as two rounded ops (Triton's enable_fp_fusion=False)")
+    comp.add_argument("--debug", action="store_true",
+                      help="debug mode: bounds-check every load, store and atomic; compile device asserts")
     comp.set_defaults(func=cmd_compile)
     demo = sub.add_parser("demo", help="run, check and report the showcase kernels")
     demo.add_argument("--out", default="tileworkbench-demo.html", help="the HTML report to write")

@@ -12,7 +12,7 @@ import builtins as py
 import inspect
 from typing import Any, Callable
 
-from ..errors import TileTypeError
+from ..errors import CompileTimeAssertionFailure, TileTypeError
 from ..ir import tt
 from ..language import core
 from ..language.core import block_type, dtype, tensor
@@ -262,7 +262,7 @@ def static_assert(cg, cond, msg=""):
     if isinstance(cond, tensor):
         raise TileTypeError("tl.static_assert needs a compile-time condition", hint="use tl.device_assert")
     if not cond:
-        raise TileTypeError(f"static_assert failed: {unwrap(msg)}")
+        raise CompileTimeAssertionFailure(f"static_assert failed: {unwrap(msg)}")
 
 
 @impl("static_print")
@@ -284,6 +284,8 @@ def device_assert(cg, cond, msg="", mask=None):
         if not cond:
             raise TileTypeError(f"device_assert is always false: {unwrap(msg)}")
         return
+    if not cg.debug:
+        return  # as Triton: a run-time assert costs nothing unless the kernel is compiled with debug
     cond = cg.sem.cast(cond, core.int1)
     if unwrap(mask) is not None:
         cond = cg.sem.logical("or", cond, cg.sem.not_(cg.sem.cast(cg.sem.to_tensor(unwrap(mask)), core.int1)))

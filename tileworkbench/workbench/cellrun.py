@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
 from .capture import capture_c_stdout
+from .gpu_stages import add_gpu_stages
 
 
 @dataclass
@@ -214,16 +215,11 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
     groups = group_launches(records, shell.user_ns)
     checked = checked_launch([record for record, _ in groups], opts.out)
     unchecked = dataclasses.replace(opts, ref=None, out=None)
-    reports = [
-        report_for_launch(record, opts if record is checked else unchecked, count)
-        for record, count in groups
-    ]
-    if options.target not in (None, "interpreter"):
-        for report in reports:
-            report.notes.append(
-                f"--target {options.target} applies to compile-only use "
-                "(--signature); launches compile for the device they run on"
-            )
+    reports = []
+    for record, count in groups:
+        report = report_for_launch(record, opts if record is checked else unchecked, count)
+        add_gpu_stages(report, record, options.target)
+        reports.append(report)
     return reports
 
 

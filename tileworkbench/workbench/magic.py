@@ -9,7 +9,7 @@ from __future__ import annotations
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .cellrun import MagicOptions, run_tilekernel, unquote
+from .cellrun import CellFailed, MagicOptions, run_tilekernel, unquote
 
 
 @magics_class
@@ -88,9 +88,16 @@ class TileKernelMagics(Magics):
         check and the roofline. With --signature, compile the cell's kernel without launching it."""
         args = parse_argstring(self.tilekernel, line)
         options = MagicOptions(**{k: unquote(v) for k, v in vars(args).items()})
-        reports = run_tilekernel(self.shell, options, cell, self.recorder)
         from IPython.display import display
 
+        try:
+            reports = run_tilekernel(self.shell, options, cell, self.recorder)
+        except CellFailed as failed:
+            # the reports first, then the error, so Run All / nbclient stop at this cell
+            for report in failed.reports:
+                display(report)
+            self.shell.user_ns["_tilekernel_reports"] = failed.reports
+            raise failed.error_to_raise() from None
         for report in reports:
             display(report)
         self.shell.user_ns["_tilekernel_reports"] = reports

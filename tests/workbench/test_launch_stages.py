@@ -103,3 +103,24 @@ def test_gpu_target_defaults_to_sm90_without_a_gpu(monkeypatch):
     assert gpu_target(None) == "sm_90"
     assert gpu_target("interpreter") == "sm_90"
     assert gpu_target("sm_80") == "sm_80"
+
+
+def test_locations_name_the_cell_and_its_lines(real_shell, capsys):
+    """IR locations and errors say `In[N]:line` (the notebook's cell and line, the %%tilekernel line
+    counted), not IPython's temporary file name."""
+    cell = "%%tilekernel --no-roofline --target interpreter\n" + CELL.replace("N", "64", 1).lstrip()
+    result = real_shell.run_cell(cell, store_history=True)
+    assert result.success
+    count = result.execution_count
+    report = real_shell.user_ns["_tilekernel_reports"][0]
+    lines = cell.splitlines()
+    load_line = 1 + next(i for i, text in enumerate(lines) if "x = tl.load" in text)
+    assert f'loc("In[{count}]":{load_line})' in report.asm["tile-opt"]
+    assert "ipython-input" not in report.asm["tile-opt"] and "ipykernel" not in report.asm["ptx"]
+    bad = cell.replace("x + y, mask", "x + tl.arange(0, 128), mask")
+    result = real_shell.run_cell(bad, store_history=True)
+    assert not result.success
+    store_line = 1 + next(i for i, text in enumerate(lines) if "tl.store" in text)
+    text = capsys.readouterr().out
+    assert f"In[{result.execution_count}]:{store_line}:" in text
+    assert "tl.store(out_ptr + offs" in text, "the error shows the cell's line"

@@ -113,7 +113,8 @@ def test_compile_error_in_cell_names_the_kernel_line(real_shell, capsys):
     captured = capsys.readouterr()
     text = captured.out + captured.err
     assert "TileTypeError" in text and "error: shapes (1024,) and (512,)" in text
-    assert ":12:" in text and "^^^^" in text and "hint:" in text
+    # line 14 of the cell as the notebook shows it: the %%tilekernel line, a blank line, then ADD_CELL
+    assert "]:14:" in text and "^^^^" in text and "hint:" in text
     assert "Traceback" not in text
 
 

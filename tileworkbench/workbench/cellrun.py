@@ -156,16 +156,36 @@ def run_inner(shell, cell: str):
     """`shell.run_cell(cell)` without storing history, where a trailing `;` still hides the result.
 
     IPython's display hook (before 8.17) decides `;` from the last *stored* input, which is the magic
-    call itself, so the inner cell is shown to it for the duration."""
+    call itself, so the inner cell is shown to it for the duration. A comment line stands for the
+    `%%tilekernel` line (IPython drops leading blank lines), so kernel line numbers (`In[3]:5`) are the
+    lines the notebook shows."""
+    cell = "# %%tilekernel\n" + cell
     history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None)
     if history is None:
         return shell.run_cell(cell, store_history=False)
-    history.append(cell)
+    with _outer_count(shell, history):
+        history.append(cell)
+        try:
+            return shell.run_cell(cell, store_history=False)
+        finally:
+            if history and history[-1] is cell:
+                history.pop()
+
+
+@contextlib.contextmanager
+def _outer_count(shell, history: list):
+    """While the inner cell runs, the execution count of the cell that holds it: IPython counts a
+    stored cell before running it, and the inner cell's code would otherwise be named `In[N+1]`."""
+    count = getattr(shell, "execution_count", None)
+    stored = bool(history) and "tilekernel" in str(history[-1])  # the magic's own cell, stored
+    if not isinstance(count, int) or not stored or count < 2:
+        yield
+        return
+    shell.execution_count = count - 1
     try:
-        return shell.run_cell(cell, store_history=False)
+        yield
     finally:
-        if history and history[-1] is cell:
-            history.pop()
+        shell.execution_count = count
 
 
 def checked_launch(records: list, out: Any) -> Any:

@@ -42,6 +42,32 @@ def test_notebook_runs_on_cpu(path, tmp_path, monkeypatch):
     assert reports, "no workbench report was displayed"
     failed = [r for r in reports if "FAIL" in r["data"]["text/plain"]]
     assert not failed, failed[0]["data"]["text/plain"]
+    checks = [cell for cell in nb.cells if "claim-check" in cell.metadata.get("tags", [])]
+    if path.stem in CLAIM_CHECKED:
+        assert checks, f"{path.stem} has no claim-check cell"
+    for cell in checks:  # each ran to its last line (an assertion that fails stops the notebook)
+        text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        assert "checked:" in text, cell.source
+
+
+CLAIM_CHECKED = {
+    "00_start_here", "01_vector_add", "02_fused_softmax", "04_layer_norm", "05_inside_the_compiler",
+    "06_roofline",
+}
+
+
+def test_built_notebooks_match_their_builder(tmp_path):
+    """The .ipynb files in notebooks/ are what build_notebooks.py writes (edit the builder, rebuild)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_notebooks", ROOT / "notebooks" / "build_notebooks.py")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    for built in builder.build(tmp_path):
+        stored = nbformat.read(ROOT / "notebooks" / built.name, as_version=4)
+        fresh = nbformat.read(built, as_version=4)
+        assert [c.source for c in stored.cells] == [c.source for c in fresh.cells], built.name
+        assert [c.metadata for c in stored.cells] == [c.metadata for c in fresh.cells], built.name
 
 
 def test_a_failing_tilekernel_cell_stops_nbclient(tmp_path, monkeypatch):

@@ -96,7 +96,12 @@ class Recorded:
             f"{self.data.get('device')}, {self.data.get('date', '')}, "
             f"{self.data.get('versions', '')}"
         )
-        return f"<p><b>Recorded on {meta}</b></p><table><tr>{head}</tr>{body}</table>" + "".join(
+        # a wide table scrolls inside its own box instead of being cut off at the output's edge
+        table = (
+            '<div style="overflow-x:auto;max-width:100%"><table style="font-size:0.85em;'
+            f'white-space:nowrap"><tr>{head}</tr>{body}</table></div>'
+        )
+        return f"<p><b>Recorded on {meta}</b></p>{table}" + "".join(
             f"<p>{html.escape(n)}</p>" for n in self.data.get("notes", [])
         )
 

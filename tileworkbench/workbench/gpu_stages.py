@@ -65,29 +65,30 @@ def describe(specs: list[ArgSpec], constexprs: dict[str, Any]) -> str:
 
 def add_gpu_stages(report: Any, record: Any, requested: str | None = None) -> None:
     """Give `report` (of `record`'s launch) the GPU stages for `gpu_target(requested)`, compiled from
-    the launch's specialization, unless it already shows that target's. Failures become notes."""
+    the launch's specialization, unless it already shows that target's; say why `sass` is missing.
+    Failures become notes: the launch's own report stands without GPU stages."""
     target = gpu_target(requested)
-    if "ptx" in report.asm and report.target == target:
-        return
-    try:
-        specs, constexprs = launch_specialization(record)
-        gpu = _compile(record, specs, constexprs, target)
-        asm = dict(gpu.asm)
-    except Exception as exc:  # noqa: BLE001 - the launch's own report stands without GPU stages
-        report.notes.append(f"GPU stages for {target} unavailable: {type(exc).__name__}: {exc}")
-        return
-    report.asm = asm
-    report.line_map = line_map_of(gpu)
-    report.passes = list(gpu.passes)
-    report.resources = resources_of(metadata_of(gpu), target)
-    ran = "in the interpreter" if not runs_on_gpu(report.target) else f"on {report.target}"
-    report.notes.append(
-        f"ran {ran}; the tile-gpu, llvm, ptx and sass tabs are this launch's specialization "
-        f"({describe(specs, constexprs)}) compiled for {target}, not run"
-    )
-    missing = getattr(gpu.asm, "why_missing", None)
-    if "sass" not in asm and missing is not None:
-        report.notes.append(missing("sass"))
+    if "ptx" not in report.asm or report.target != target:
+        try:
+            specs, constexprs = launch_specialization(record)
+            gpu = _compile(record, specs, constexprs, target)
+            asm = dict(gpu.asm)
+        except Exception as exc:  # noqa: BLE001 - reported as a note, never hides the launch's report
+            report.notes.append(f"GPU stages for {target} unavailable: {type(exc).__name__}: {exc}")
+            return
+        report.asm = asm
+        report.line_map = line_map_of(gpu)
+        report.passes = list(gpu.passes)
+        report.resources = resources_of(metadata_of(gpu), target)
+        ran = "in the interpreter" if not runs_on_gpu(report.target) else f"on {report.target}"
+        report.notes.append(
+            f"ran {ran}; the tile-gpu, llvm, ptx and sass tabs are this launch's specialization "
+            f"({describe(specs, constexprs)}) compiled for {target}, not run"
+        )
+    if "sass" not in report.asm:
+        from ..backends.nvptx.tools import missing_for
+
+        report.notes.append(missing_for("sass") or f"no sass for {target}")
 
 
 def _compile(record: Any, specs: list[ArgSpec], constexprs: dict[str, Any], target: str) -> Any:

@@ -5,7 +5,8 @@ and build_notebooks.py find them) and ship inside the package as tileworkbench/n
 from setuptools import find_packages, setup
 
 setup(
-    packages=find_packages(include=["tileworkbench", "tileworkbench.*"]) + ["tileworkbench.notebooks"],
+    packages=find_packages(include=["tileworkbench", "tileworkbench.*"])
+    + ["tileworkbench.notebooks"],
     package_dir={"tileworkbench.notebooks": "notebooks"},
     package_data={"tileworkbench.notebooks": ["*.ipynb", "data/*.json", "images/*.png"]},
 )

@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--signature", "-s", required=True, help='e.g. "x_ptr=*fp32,n=i32"')
     comp.add_argument("--constexprs", "-c", default=None, help="e.g. BLOCK=1024,NUM=2")
     comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES,
-                      help="the stage to print; `all`: every stage, `passes`: the IR after each pass")
+                      help="the stage to print (`all`: every stage, `passes`: the IR after each)")
     comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., interpreter")
     comp.add_argument("--num-warps", type=int, default=4, help="warps per program")
     comp.add_argument("--num-stages", type=int, default=3, help="software-pipelining stages")

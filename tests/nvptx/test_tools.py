@@ -33,7 +33,9 @@ def test_a_tool_inside_nvidias_wheel_is_found(wheel_site):
 
 
 def test_a_missing_tool_is_named_with_its_install(monkeypatch):
-    monkeypatch.setattr(tools, "find_tool", lambda name: "/usr/bin/ptxas" if name == "ptxas" else None)
+    monkeypatch.setattr(
+        tools, "find_tool", lambda name: "/usr/bin/ptxas" if name == "ptxas" else None
+    )
     why = tools.missing_for("sass")
     assert "`nvdisasm` was not found" in why and 'pip install "tileworkbench[sass]"' in why
     assert "nvidia-cuda-nvdisasm" in why
@@ -53,14 +55,21 @@ def test_asm_says_why_a_stage_is_missing(monkeypatch):
     assert asm.get("sass") is None and "sass" not in asm
 
 
-@pytest.mark.skipif(tools.find_tool("nvdisasm") is None or tools.find_tool("ptxas") is None,
-                    reason="needs ptxas and nvdisasm (pip install 'tileworkbench[sass]')")
+@pytest.mark.skipif(
+    tools.find_tool("nvdisasm") is None or tools.find_tool("ptxas") is None,
+    reason="needs ptxas and nvdisasm (pip install 'tileworkbench[sass]')",
+)
 def test_sass_with_source_lines_without_a_gpu():
     import tileworkbench as tw
     from tests.kernels.canonical_kernels import add_kernel
 
     signature = "x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n_elements=i32:16"
-    compiled = tw.compile(add_kernel, signature=signature, constexprs={"BLOCK_SIZE": 1024},
-                          target="sm_90", use_cache=False)
+    compiled = tw.compile(
+        add_kernel,
+        signature=signature,
+        constexprs={"BLOCK_SIZE": 1024},
+        target="sm_90",
+        use_cache=False,
+    )
     assert "sass" in compiled.asm and '//## File "' in compiled.asm["sass"]
     assert compiled.line_map.get("sass"), "the SASS is linked to the source lines"

@@ -63,7 +63,9 @@ def test_lab_without_jupyterlab_says_how_to_install(tmp_path, capsys, monkeypatc
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "jupyterlab" else real(name, *a)
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "jupyterlab" else real(name, *a),
     )
     assert main(["lab", "--dir", str(tmp_path / "nb")]) == 1
     assert 'pip install "tileworkbench[lab]"' in capsys.readouterr().err
@@ -87,9 +89,20 @@ def test_the_wheel_ships_the_notebooks(tmp_path):
             (build / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, build / name)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(build)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(build),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     (wheel,) = (tmp_path / "dist").glob("*.whl")

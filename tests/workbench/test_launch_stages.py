@@ -45,7 +45,9 @@ def run(shell, line: str, n: int):
 
 
 def test_interpreter_launch_shows_ptx_of_its_specialization(real_shell):
-    report = run(real_shell, "--no-roofline --target interpreter --ref 'x.astype(np.float64) + y'", 4096)[0]
+    report = run(
+        real_shell, "--no-roofline --target interpreter --ref 'x.astype(np.float64) + y'", 4096
+    )[0]
     assert report.check.passed
     assert report.target == "interpreter"
     for stage in ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx"):

@@ -1,4 +1,4 @@
-"""`CompiledKernel.asm`: stage name -> text, a dict that says why a stage is absent instead of a bare
+"""`CompiledKernel.asm`: stage name -> text, a dict that says why a stage is absent, not with a bare
 KeyError (`sass` without nvdisasm, GPU stages of an interpreter kernel, a misspelt stage)."""
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ class StageTexts(dict):
 
         have = ", ".join(self)
         if stage not in STAGES:
-            return f"no stage {stage!r}: the stages are {', '.join(STAGES)} (this kernel has {have})"
+            return (
+                f"no stage {stage!r}: the stages are {', '.join(STAGES)} (this kernel has {have})"
+            )
         if self.target not in self.gpu_archs:
             return (
                 f"no {stage!r} stage: this kernel was compiled for {self.target}, which stops at "
@@ -36,4 +38,6 @@ class StageTexts(dict):
             )
         from ..backends.nvptx.tools import missing_for
 
-        return missing_for(stage) or f"no {stage!r} stage for {self.target} (this kernel has {have})"
+        return (
+            missing_for(stage) or f"no {stage!r} stage for {self.target} (this kernel has {have})"
+        )

@@ -130,7 +130,7 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
 
 
 def hint_context(report: KernelReport) -> dict[str, Any]:
-    """What the check's hints may assume about the kernel: its tt.dot input type and IR element types."""
+    """What the check's hints may assume: the kernel's tt.dot input type and IR element types."""
     text = report.asm.get("tile-opt", "")
     return {
         "dot_dtype": report.counts.dot_dtype if report.counts else None,

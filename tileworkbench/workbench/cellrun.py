@@ -156,9 +156,9 @@ def run_inner(shell, cell: str):
     """`shell.run_cell(cell)` without storing history, where a trailing `;` still hides the result.
 
     IPython's display hook (before 8.17) decides `;` from the last *stored* input, which is the magic
-    call itself, so the inner cell is shown to it for the duration. A comment line stands for the
-    `%%tilekernel` line (IPython drops leading blank lines), so kernel line numbers (`In[3]:5`) are the
-    lines the notebook shows."""
+    call itself, so the inner cell is shown to it for the duration. A comment line stands for
+    the `%%tilekernel` line (IPython drops leading blank lines), so kernel line numbers
+    (`In[3]:5`) are the lines the notebook shows."""
     cell = "# %%tilekernel\n" + cell
     history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None)
     if history is None:
@@ -334,7 +334,7 @@ def format_error(exc: BaseException) -> list[str]:
 
 
 class CellFailed(Exception):
-    """A `%%tilekernel` cell that must fail (so Run All and nbclient stop) after its reports are shown.
+    """A `%%tilekernel` cell that must fail (so Run All and nbclient stop), its reports shown first.
 
     `error` is what the cell raised; `reports` what it compiled before. The magic re-raises `error`
     itself, so the cell's error has the user's exception type, rendered as `stb` (IPython's

@@ -1,8 +1,8 @@
 """Correctness of a kernel's output against a reference: max abs/rel error, a dtype tolerance, a hint.
 
 Both arrays are compared in float64 on the host. The hint recognises errors of the size that tf32 or
-fp16 rounding leaves (only where the kernel has an fp32 tl.dot or fp16 values), and the fp32 rounding
-that Python float literals bring into a float64 kernel.
+fp16 rounding leaves (only where the kernel has an fp32 tl.dot or fp16 values), and the fp32
+rounding that Python float literals bring into a float64 kernel.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def _hint(
     norm_err = result.max_abs / scale
     if result.dtype == "float64" and norm_err < 64 * 2.0**-24:
         return (
-            "the error has the size of fp32 rounding: a Python float literal in a kernel is an fp32 "
-            "constant (Triton's rule), so `x * 0.1` multiplies by 0.1 rounded to fp32; pass the "
+            "the error has the size of fp32 rounding: a Python float literal in a kernel is an "
+            "fp32 constant (Triton's rule), so `x * 0.1` multiplies by 0.1 rounded to fp32; pass the "
             "constant as a float64 argument (np.float64(0.1)) or build it with "
             "tl.full((), 0.1, tl.float64)"
         )
@@ -152,7 +152,7 @@ def _hint(
     for name, kind in (("fp16", "f16"), ("bf16", "bf16")):
         if kind in kernel_types and norm_err < 64 * UNIT_ROUNDOFF[name]:
             return (
-                f"the error has the size of {name} rounding: the kernel holds {name} values, and an "
-                f"{name} intermediate rounds to {UNIT_ROUNDOFF[name]:.1g} relative"
+                f"the error has the size of {name} rounding: the kernel holds {name} values, and "
+                f"an {name} intermediate rounds to {UNIT_ROUNDOFF[name]:.1g} relative"
             )
     return None

@@ -2,8 +2,8 @@
 write one HTML report with every stage and the roofline.
 
 Without a GPU the kernels run in the interpreter, and each launch is also compiled for sm_90 (no GPU
-needed, `gpu_stages.py`) so the report still shows the GPU stages: tile-gpu, LLVM, PTX (and SASS where
-ptxas and nvdisasm exist).
+needed, `gpu_stages.py`) so the report still shows the GPU stages: tile-gpu, LLVM, PTX (and SASS
+where ptxas and nvdisasm exist).
 """
 
 from __future__ import annotations

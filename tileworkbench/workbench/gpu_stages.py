@@ -1,7 +1,8 @@
-"""Every stage for every launch: a launch that ran in the interpreter (or on another GPU than the one
-asked for with `--target`) is compiled again, with the launch's own specialization (argument types,
-16-divisibility, constexprs, warps), for a GPU arch, so the report has the `tile-gpu`, `llvm`, `ptx`
-and (with ptxas and nvdisasm) `sass` tabs on any machine. Nothing is launched: PTX needs no GPU.
+"""Every stage for every launch: a launch that ran in the interpreter (or on another GPU than the
+one asked for with `--target`) is compiled again, with the launch's own specialization (argument
+types, 16-divisibility, constexprs, warps), for a GPU arch, so the report has the `tile-gpu`,
+`llvm`, `ptx` and (with ptxas and nvdisasm) `sass` tabs on any machine. Nothing is launched: PTX
+needs no GPU.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def local_gpu_arch() -> str | None:
 
 
 def gpu_target(requested: str | None) -> str:
-    """The arch to show GPU stages for: `--target` when it names one, else the local GPU, else sm_90."""
+    """The arch whose stages to show: `--target` if it names one, else the local GPU, else sm_90."""
     if runs_on_gpu(requested):
         return requested
     return local_gpu_arch() or DEFAULT_ARCH
@@ -48,7 +49,9 @@ def launch_specialization(record: Any) -> tuple[list[ArgSpec], dict[str, Any]]:
     runtime = [n for n, v in record.args.items() if n not in constexpr_names and v is not None]
     keys = list(meta.signature)
     if len(keys) != len(runtime):
-        raise ValueError(f"the launch has {len(runtime)} runtime arguments, its signature {len(keys)}")
+        raise ValueError(
+            f"the launch has {len(runtime)} runtime arguments, its signature {len(keys)}"
+        )
     from ..frontend import parse_arg
 
     specs = [parse_arg(name, key) for name, key in zip(runtime, keys)]
@@ -64,9 +67,9 @@ def describe(specs: list[ArgSpec], constexprs: dict[str, Any]) -> str:
 
 
 def add_gpu_stages(report: Any, record: Any, requested: str | None = None) -> None:
-    """Give `report` (of `record`'s launch) the GPU stages for `gpu_target(requested)`, compiled from
-    the launch's specialization, unless it already shows that target's; say why `sass` is missing.
-    Failures become notes: the launch's own report stands without GPU stages."""
+    """Give `report` (of `record`'s launch) the GPU stages for `gpu_target(requested)`, compiled
+    from the launch's specialization, unless it already shows that target's; say why `sass` is
+    missing. Failures become notes: the launch's own report stands without GPU stages."""
     target = gpu_target(requested)
     if "ptx" not in report.asm or report.target != target:
         try:

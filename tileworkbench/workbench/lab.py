@@ -1,7 +1,8 @@
 """`tileworkbench lab`: copy the bundled teaching notebooks to a folder the user owns and open
 JupyterLab there on notebook 00.
 
-The notebooks ship inside the package (`tileworkbench/notebooks/`, from the repository's `notebooks/`).
+The notebooks ship inside the package (`tileworkbench/notebooks/`, from the repository's
+`notebooks/`).
 A copy the user has edited is never overwritten: a manifest in the folder records what was copied,
 so a later run updates only the files still as they were copied, and keeps every edited one.
 """
@@ -46,12 +47,15 @@ class CopyResult:
     kept: list[str] = field(default_factory=list)  # edited by the user: left as they are
 
     def lines(self) -> list[str]:
-        out = [f"notebooks in {self.folder}: {len(self.copied)} copied, "
-               f"{len(self.unchanged)} already up to date, {len(self.kept)} of yours kept"]
+        out = [
+            f"notebooks in {self.folder}: {len(self.copied)} copied, "
+            f"{len(self.unchanged)} already up to date, {len(self.kept)} of yours kept"
+        ]
         if self.kept:
             out.append(
-                "kept as you edited them (not overwritten): " + ", ".join(self.kept)
-                + f"; for fresh copies run `tileworkbench lab --dir ANOTHER_FOLDER`"
+                "kept as you edited them (not overwritten): "
+                + ", ".join(self.kept)
+                + "; for fresh copies run `tileworkbench lab --dir ANOTHER_FOLDER`"
             )
         return out
 
@@ -102,7 +106,7 @@ def lab_command(folder: Path, no_browser: bool = False) -> list[str]:
 
 
 def main_lab(folder: str, no_browser: bool = False, dry_run: bool = False) -> int:
-    """Copy the notebooks and start JupyterLab there (`dry_run`: copy and print the command only)."""
+    """Copy the notebooks and start JupyterLab there (`dry_run`: copy, print the command only)."""
     path = Path(folder).expanduser().resolve()
     try:
         result = copy_notebooks(path)
@@ -117,7 +121,7 @@ def main_lab(folder: str, no_browser: bool = False, dry_run: bool = False) -> in
     if importlib.util.find_spec("jupyterlab") is None:
         print(
             "error: JupyterLab is not installed in this environment: "
-            "pip install \"tileworkbench[lab]\" (or open the notebooks above in any Jupyter)",
+            'pip install "tileworkbench[lab]" (or open the notebooks above in any Jupyter)',
             file=sys.stderr,
         )
         return 1

@@ -40,9 +40,9 @@ class TileKernelMagics(Magics):
         "--target",
         "-t",
         default=None,
-        help="the GPU arch whose stages (tile-gpu, llvm, ptx, sass) the report shows: sm_80, sm_90, "
-        "...; default: the local GPU, else sm_90 (a launch in the interpreter is compiled for it "
-        "too, not run); `interpreter` runs the cell's launches on the CPU",
+        help="the GPU arch whose stages (tile-gpu, llvm, ptx, sass) the report shows: sm_80, "
+        "sm_90, ...; default: the local GPU, else sm_90 (a launch in the interpreter is compiled "
+        "for it too, not run); `interpreter` runs the cell's launches on the CPU",
     )
     @argument("--num-warps", type=int, default=None, help="compile only: warps per program")
     @argument("--num-stages", type=int, default=None, help="compile only: pipeline stages")

@@ -19,8 +19,8 @@ SCRIPT = "bench/record_notebook_data.py"
 
 
 def data_dirs() -> list[Path]:
-    """Where to look: ./data (a notebook's folder), ./notebooks/data, the installed package's and the
-    source checkout's."""
+    """Where to look: ./data (a notebook's folder), ./notebooks/data, the installed package's and
+    the source checkout's."""
     package = Path(__file__).resolve().parents[1]
     return [Path("data"), Path("notebooks") / "data", package / "notebooks" / "data",
             package.parent / "notebooks" / "data"]

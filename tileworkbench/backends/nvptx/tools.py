@@ -1,6 +1,6 @@
-"""Where NVIDIA's command-line tools are: `ptxas` (cubin, registers) and `nvdisasm` (SASS), on the PATH
-or inside NVIDIA's pip wheels (`nvidia/cu13/bin/...`, which pip does not put on the PATH), and what to
-tell a user whose machine lacks one.
+"""Where NVIDIA's command-line tools are: `ptxas` (cubin, registers) and `nvdisasm` (SASS), on the
+PATH or inside NVIDIA's pip wheels (`nvidia/cu13/bin/...`, which pip does not put on the PATH), and
+what to tell a user whose machine lacks one.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def how_to_get(name: str) -> str:
         return f"`{name}` was not found on the PATH"
     return (
         f"`{name}` was not found (on the PATH or in NVIDIA's wheels): "
-        f"`pip install \"tileworkbench[{extra}]\"` (NVIDIA's {wheel} wheel) or a CUDA toolkit brings it"
+        f'`pip install "tileworkbench[{extra}]"` (NVIDIA\'s {wheel} wheel) or a CUDA toolkit '
+        "brings it"
     )
 
 

@@ -1,6 +1,6 @@
 """The `tileworkbench` command.
 
-    tileworkbench lab [--dir tileworkbench-notebooks] [--no-browser] [--dry-run]
+    tileworkbench lab [--dir tileworkbench-notebooks] [--no-browser] [--dry-run] [-- JUPYTER_ARGS]
                                           copy the teaching notebooks to a folder of yours and
                                           open them in JupyterLab
     tileworkbench compile FILE.py::kernel --signature "x_ptr=*fp32,n=i32" --constexprs BLOCK=1024 \\
@@ -83,7 +83,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_lab(args: argparse.Namespace) -> int:
     from .workbench.lab import main_lab
 
-    return main_lab(args.dir, no_browser=args.no_browser, dry_run=args.dry_run)
+    extra = [a for a in args.jupyter_args if a != "--"]
+    return main_lab(args.dir, no_browser=args.no_browser, dry_run=args.dry_run, extra=extra)
 
 
 def cmd_peaks(args: argparse.Namespace) -> int:
@@ -110,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--no-browser", action="store_true", help="start JupyterLab without a browser")
     lab.add_argument("--dry-run", action="store_true",
                      help="copy the notebooks and print the JupyterLab command, do not start it")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
+                     help="after `--`: options for JupyterLab itself, e.g. -- --port 8899")
     lab.set_defaults(func=cmd_lab)
     comp = sub.add_parser(
         "compile", help="compile a kernel and print a stage (no GPU needed)", **defaults

@@ -55,7 +55,13 @@ def test_lab_dry_run_copies_and_prints_the_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "-m jupyterlab 00_start_here.ipynb --no-browser" in out
     assert (tmp_path / "nb" / "05_inside_the_compiler.ipynb").is_file()
-    assert lab_command(tmp_path)[:3] == [sys.executable, "-m", "jupyterlab"]
+    assert lab_command()[:3] == [sys.executable, "-m", "jupyterlab"]
+
+
+def test_lab_passes_options_through_to_jupyterlab(tmp_path, capsys):
+    argv = ["lab", "--dir", str(tmp_path / "nb"), "--dry-run", "--", "--port", "8899"]
+    assert main(argv) == 0
+    assert "00_start_here.ipynb --port 8899" in capsys.readouterr().out
 
 
 def test_lab_without_jupyterlab_says_how_to_install(tmp_path, capsys, monkeypatch):

@@ -97,24 +97,27 @@ def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
     return result
 
 
-def lab_command(folder: Path, no_browser: bool = False) -> list[str]:
-    """The command that starts JupyterLab in `folder` on notebook 00."""
+def lab_command(no_browser: bool = False, extra: list[str] | None = None) -> list[str]:
+    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00."""
     command = [sys.executable, "-m", "jupyterlab", FIRST_NOTEBOOK]
     if no_browser:
         command.append("--no-browser")
-    return command
+    return command + list(extra or [])
 
 
-def main_lab(folder: str, no_browser: bool = False, dry_run: bool = False) -> int:
-    """Copy the notebooks and start JupyterLab there (`dry_run`: copy, print the command only)."""
+def main_lab(
+    folder: str, no_browser: bool = False, dry_run: bool = False, extra: list[str] | None = None
+) -> int:
+    """Copy the notebooks and start JupyterLab there (`dry_run`: copy, print the command only);
+    `extra` goes to JupyterLab as it is (`--port 8899`, ...)."""
     path = Path(folder).expanduser().resolve()
     try:
         result = copy_notebooks(path)
-    except (FileNotFoundError, OSError) as exc:
+    except OSError as exc:  # FileNotFoundError too: the notebooks or the folder
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print("\n".join(result.lines()))
-    command = lab_command(path, no_browser)
+    command = lab_command(no_browser, extra)
     if dry_run:
         print(f"would run in {path}: {' '.join(command)}")
         return 0

@@ -108,8 +108,9 @@ def test_fp32_error_of_tf32_size_gets_a_hint():
     rng = np.random.default_rng(3)
     ref = rng.standard_normal((64, 64))
     out = (ref * (1 + rng.uniform(-1e-3, 1e-3, ref.shape))).astype(np.float32)
-    result = compare(out, ref)
+    result = compare(out, ref, dot_dtype="tf32")
     assert not result.passed and "tf32" in result.hint
+    assert compare(out, ref).hint is None, "no tl.dot: the tf32 hint is not earned"
     out_exact = ref.astype(np.float32)
     assert compare(out_exact, ref).passed
 

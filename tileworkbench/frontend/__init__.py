@@ -39,7 +39,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
     ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
     func.body.add_block(Block(ir_types, [a.name for a in flat]))
-    func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
+    func.loc = Loc(source.display_file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
     block_args = iter(zip(func.body.block.args, types))
     for name, param in params.items():

@@ -51,7 +51,7 @@ def check_shape(shape, what: str = "tile shape") -> tuple[int, ...]:
     for d in dims:
         if d <= 0 or d & (d - 1):
             raise TileTypeError(f"{what} {shape_str(dims)} has a dimension that is not a power of two",
-                                hint="round the block size up with triton.next_power_of_2 and mask the tail")
+                                hint="round the block size up with tw.next_power_of_2 (triton.next_power_of_2) and mask the tail")
         numel *= d
     if numel > MAX_TILE_NUMEL:
         raise TileTypeError(f"{what} {shape_str(dims)} has {numel} elements, more than the "
@@ -108,7 +108,7 @@ def arange(cg, start, end):
     size = end - start
     if size & (size - 1):
         raise TileTypeError(f"arange's range must be a power of 2, got {size} (from {start} to {end})",
-                            hint="use the next power of two (triton.next_power_of_2) and mask the tail")
+                            hint="use the next power of two, tw.next_power_of_2(n), and mask the tail")
     if start < -(2**31) or end > 2**31:
         raise TileTypeError("arange's bounds must fit in int32")
     return cg.sem.make(tt.MakeRangeOp, block_type(core.int32, (size,)), start=start, end=end)

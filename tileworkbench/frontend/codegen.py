@@ -62,7 +62,7 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
             end_col += self.source.indent
         else:
             end_col = None
-        return Loc(self.source.file, line, col, end_col, self.call_site)
+        return Loc(self.source.display_file, line, col, end_col, self.call_site)
 
     @contextmanager
     def at(self, node: ast.AST) -> Iterator[None]:

@@ -11,7 +11,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import threading
 import types
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +24,7 @@ from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
 from ..language import core
+from .stage_texts import StageTexts
 
 # The GPU an interpreter kernel's resource figures (n_regs, shared) describe; see _init_handles.
 MODEL_ARCH = "sm_90"
@@ -76,7 +76,7 @@ class CompiledKernel:
         self.fn = fn
         self.name = metadata.name
         self._metadata = metadata
-        self._asm = asm
+        self._asm = StageTexts(asm, metadata.target, GPU_ARCHS)
         self.passes = passes
         self.line_map = line_map
         self._cubin = cubin
@@ -245,9 +245,11 @@ def tools_identity() -> tuple:
     """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing. Part
     of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is not served
     once the tools change. (Here, not beside the ptxas driver: a cache hit must not import subprocess.)"""
+    from ..backends.nvptx.tools import find_tool
+
     out = []
     for tool in ("ptxas", "nvdisasm", "cuobjdump"):
-        path = shutil.which(tool)
+        path = find_tool(tool)
         if path is None:
             out.append(None)
             continue

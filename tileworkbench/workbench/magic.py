@@ -9,7 +9,7 @@ from __future__ import annotations
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .cellrun import MagicOptions, run_tilekernel, unquote
+from .cellrun import CellFailed, MagicOptions, run_tilekernel, unquote
 
 
 @magics_class
@@ -40,7 +40,9 @@ class TileKernelMagics(Magics):
         "--target",
         "-t",
         default=None,
-        help="sm_80, sm_90, ..., or interpreter (runs the cell's launches on the CPU)",
+        help="the GPU arch whose stages (tile-gpu, llvm, ptx, sass) the report shows: sm_80, "
+        "sm_90, ...; default: the local GPU, else sm_90 (a launch in the interpreter is compiled "
+        "for it too, not run); `interpreter` runs the cell's launches on the CPU",
     )
     @argument("--num-warps", type=int, default=None, help="compile only: warps per program")
     @argument("--num-stages", type=int, default=None, help="compile only: pipeline stages")
@@ -85,12 +87,21 @@ class TileKernelMagics(Magics):
     def tilekernel(self, line: str, cell: str):
         """Run the cell, record every tileworkbench kernel it launches, and show a report for each:
         every compiler stage, pass by pass, source-line linking, resources, timing, a correctness
-        check and the roofline. With --signature, compile the cell's kernel without launching it."""
+        check and the roofline. With --signature, compile the cell's kernel without launching it.
+        When the cell raises (a compile error, an out-of-bounds access), the reports are shown and
+        then the cell fails, so Run All stops there."""
         args = parse_argstring(self.tilekernel, line)
         options = MagicOptions(**{k: unquote(v) for k, v in vars(args).items()})
-        reports = run_tilekernel(self.shell, options, cell, self.recorder)
         from IPython.display import display
 
+        try:
+            reports = run_tilekernel(self.shell, options, cell, self.recorder)
+        except CellFailed as failed:
+            # the reports first, then the error, so Run All / nbclient stop at this cell
+            for report in failed.reports:
+                display(report)
+            self.shell.user_ns["_tilekernel_reports"] = failed.reports
+            raise failed.error_to_raise() from None
         for report in reports:
             display(report)
         self.shell.user_ns["_tilekernel_reports"] = reports

@@ -91,7 +91,7 @@ class Roofline:
     def bounds(self) -> list[Bound | None]:
         return [bound_of(p, self.peaks) for p in self.points]
 
-    def figure(self, size: tuple[float, float] = (9.5, 4.5)):
+    def figure(self, size: tuple[float, float] = (11.0, 5.0)):
         """A matplotlib Figure (not attached to pyplot, so nothing leaks into a notebook)."""
         from matplotlib.figure import Figure
 
@@ -171,12 +171,25 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
         bound = bound_of(point, peaks)
         marker = "o*sD^v"[i % 6]
         if point.achieved is None:
+            # kernels of equal intensity (softmax, layer norm) share an x: a dash pattern and a name
+            # at its own height along the line tell them apart
             ax.axvline(
                 point.intensity,
                 color=f"C{i % 10}",
-                ls=":",
-                lw=1.4,
+                ls=(i * 2, (2, 2 + i)),
+                lw=1.6,
                 label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed: placed by intensity)",
+            )
+            ax.text(
+                point.intensity,
+                0.04 + 0.22 * (i % 4),
+                f" {point.label}",
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="bottom",
+                fontsize=9,
+                color=f"C{i % 10}",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
             )
             continue
         label = f"{point.label}: {bound.label() if bound else ''}"
@@ -206,11 +219,11 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
     sources = _sources_note(points)
     # outside the axes, so it never hides a kernel's point
     ax.legend(
-        fontsize=7,
+        fontsize=9,
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
         title=sources,
-        title_fontsize=7,
+        title_fontsize=8,
         borderaxespad=0.0,
     )
 

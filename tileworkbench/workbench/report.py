@@ -65,6 +65,8 @@ class KernelReport:
     stages: tuple[str, ...] | None = None  # the tabs to show; None: every stage present
     notes: list[str] = field(default_factory=list)
     compiled: Any = None
+    # views beyond the stages (sections.py): what changed, sweep, check map, accesses, export
+    sections: list[Any] = field(default_factory=list)
 
     # -- derived ------------------------------------------------------------------------------------
     @property
@@ -144,6 +146,12 @@ class KernelReport:
         with open(path, "w", encoding="utf-8") as f:
             f.write(page([self]))
         return str(path)
+
+    def export(self, folder: str) -> dict[str, str]:
+        """Write a self-contained HTML page and (for a launch) a reproducer script into `folder`."""
+        from .export import export_report
+
+        return export_report(self, folder)
 
 
 def _in_kernel() -> bool:

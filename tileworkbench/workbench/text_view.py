@@ -99,4 +99,7 @@ def summary_lines(report: KernelReport) -> list[str]:
     lines.extend(
         f"note: {n}" for n in report.notes + (report.counts.notes if report.counts else [])
     )
+    for section in report.sections:
+        lines.append(f"{section.title}:")
+        lines.extend("  " + line for line in section.text())
     return lines

@@ -37,6 +37,9 @@ class MagicOptions:
     no_roofline: bool = False
     force: bool = False
     compare: str | None = None
+    # -- wbB: views beyond the stages (session.py) --
+    sweep: str | None = None
+    export: str | None = None
 
 
 def unquote(value: Any) -> Any:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .cellrun import MagicOptions, run_tilekernel, unquote
+from ..errors import TileworkbenchError
+from .cellrun import MagicOptions, error_display, run_tilekernel, show_error, unquote
 
 
 @magics_class
@@ -18,6 +19,12 @@ class TileKernelMagics(Magics):
     replaced, which is how tests feed it launches; by default it is the runtime's `record_launches`."""
 
     recorder = None
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell, **kwargs)
+        from .session import WorkbenchSession
+
+        self.session = WorkbenchSession()  # wbB: history of the cells, for "what changed"
 
     @magic_arguments()
     @argument(
@@ -81,6 +88,17 @@ class TileKernelMagics(Magics):
         choices=["triton"],
         help="also compile and time the kernel with Triton (needs Triton and a GPU)",
     )
+    # -- wbB: views beyond the stages (session.py) --
+    @argument(
+        "--sweep",
+        default=None,
+        help='run the cell once per config and compare them, e.g. "BLOCK=256,512 num_warps=4,8"',
+    )
+    @argument(
+        "--export",
+        default=None,
+        help="write each report as one HTML file and a reproducer script into this folder",
+    )
     @cell_magic
     def tilekernel(self, line: str, cell: str):
         """Run the cell, record every tileworkbench kernel it launches, and show a report for each:
@@ -89,6 +107,11 @@ class TileKernelMagics(Magics):
         args = parse_argstring(self.tilekernel, line)
         options = MagicOptions(**{k: unquote(v) for k, v in vars(args).items()})
         reports = run_tilekernel(self.shell, options, cell, self.recorder)
+        with error_display(self.shell):  # wbB: sweep, what changed, export
+            try:
+                reports = self.session.finish(self.shell, options, cell, reports, self.recorder)
+            except TileworkbenchError as exc:
+                show_error(exc)
         from IPython.display import display
 
         for report in reports:

@@ -366,9 +366,9 @@ class JITFunction:
         if warmup:
             return kernel.compiled
         grid3 = _grid(grid, bound)
-        kernel.launch(grid3, bound, stream)
-        if record_module.ACTIVE:
+        if record_module.ACTIVE:  # recorded first, so a launch that fails is there to show why
             self._record(kernel, grid3, bound, stream)
+        kernel.launch(grid3, bound, stream)
         return kernel.compiled
 
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:

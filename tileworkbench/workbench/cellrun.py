@@ -205,6 +205,7 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
     with _target_scope(options.target), force, recorder() as launches, capture_c_stdout():
         result = run_inner(shell, cell)
     if not result.success:
+        show_failure_view(result.error_in_exec, launches)  # wbB: program id, offsets gone wrong
         return []
     records = list(launches)
     if not records:
@@ -221,6 +222,13 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
         report_for_launch(record, opts if record is checked else unchecked, count)
         for record, count in groups
     ]
+    # -- wbB: mismatch map, access picture (launch_views.py) --
+    from .build import default_output
+    from .launch_views import add_launch_sections
+
+    for report, (record, _) in zip(reports, groups):
+        out = opts.out if opts.out is not None else default_output(record)
+        add_launch_sections(report, record, out if record is checked else None, opts.ref)
     if options.target not in (None, "interpreter"):
         for report in reports:
             report.notes.append(
@@ -228,6 +236,17 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
                 "(--signature); launches compile for the device they run on"
             )
     return reports
+
+
+def show_failure_view(error: BaseException | None, launches: list) -> None:
+    """wbB: after an out-of-bounds launch, show what the failing program touched."""
+    from .launch_views import failure_view
+
+    view = failure_view(error, list(launches)) if error is not None else None
+    if view is not None:
+        from IPython.display import display
+
+        display(view)
 
 
 def group_launches(records: list, namespace: dict | None = None) -> list[tuple[Any, int]]:

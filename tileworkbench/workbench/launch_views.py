@@ -17,6 +17,7 @@ ACCESS_MAP_LIMIT = 16 << 20  # bytes of arguments copied for the access picture 
 
 def add_launch_sections(report, record: Any, out: Any = None, ref: Any = None) -> None:
     """Attach the mismatch map (when the check failed) and program 0's access picture."""
+    report.record = record
     check = report.check
     if check is not None and not check.passed and check.error is None and out is not None:
         bad = mismatch_mask(out, ref, check.rtol, check.atol)

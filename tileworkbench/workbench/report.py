@@ -67,6 +67,7 @@ class KernelReport:
     compiled: Any = None
     # views beyond the stages (sections.py): what changed, sweep, check map, accesses, export
     sections: list[Any] = field(default_factory=list)
+    record: Any = None  # the LaunchRecord of a launch report (export's reproducer reruns it)
 
     # -- derived ------------------------------------------------------------------------------------
     @property

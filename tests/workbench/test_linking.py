@@ -100,3 +100,11 @@ def test_widget_opens_passes_on_first_change_and_clicks_select_lines(report):
         assert view.linker.line == line
         view.linker.line = None
         assert view.line_picker.value is None
+
+
+def test_debug_locations_are_not_changes():
+    moved = BEFORE.replace('"k.py"', '"3352607288.py"').replace(":7)", ":8)")
+    assert not changed(BEFORE, moved)
+    ptx = '.file 1 "/tmp/ipykernel_1/2260777261.py"\n.loc 1 11 30\nadd.f32 %f3, %f1, %f2;'
+    assert not changed(ptx, ptx.replace("2260777261", "99").replace("11 30", "12 30"))
+    assert changed(ptx, ptx.replace("add.f32", "mul.f32"))

@@ -26,8 +26,23 @@ class Row:
     text: str
 
 
+# Debug locations name the file and line, which change when a notebook cell is rerun (IPython's temp
+# file names) or a line is inserted above; they are compared without their numbers and names.
+DEBUG_LOCATION = [
+    (re.compile(r'\s*loc\("(?:[^"\\]|\\.)*":\d+\)'), ""),
+    (re.compile(r"^(\s*\.loc)\s+\d+\s+\d+\s+\d+.*$"), r"\1"),
+    (re.compile(r'^(\s*\.file)\s+\d+\s+".*"'), r"\1"),
+]
+
+
+def _normal(line: str) -> str:
+    for pattern, replacement in DEBUG_LOCATION:
+        line = pattern.sub(replacement, line)
+    return line
+
+
 def _shape(line: str) -> str:
-    return VALUE.sub("%", line)
+    return VALUE.sub("%", _normal(line))
 
 
 def _names(line: str) -> list[str]:
@@ -52,8 +67,8 @@ def diff_rows(before: str, after: str) -> list[Row]:
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2)):
-                renamed = VALUE.sub(lambda m: rename.get(m.group(0), m.group(0)), old[i])
-                if renamed == new[j]:
+                renamed = VALUE.sub(lambda m: _renamed(m.group(0), rename, taken), _normal(old[i]))
+                if renamed == _normal(new[j]):
                     rows.append(Row("=", new[j]))
                 else:
                     rows += [Row("-", old[i]), Row("+", new[j])]
@@ -61,6 +76,13 @@ def diff_rows(before: str, after: str) -> list[Row]:
         rows += [Row("-", line) for line in old[i1:i2]]
         rows += [Row("+", line) for line in new[j1:j2]]
     return rows
+
+
+def _renamed(name: str, rename: dict[str, str], taken: set[str]) -> str:
+    """`name` under the renaming; a name the renaming left alone that another value took is no match."""
+    if name in rename:
+        return rename[name]
+    return "%\0" + name if name in taken else name
 
 
 def changed(before: str, after: str) -> bool:

@@ -113,7 +113,8 @@ def overview_html(report, with_png: bool = True) -> str:
             f"<details><summary>ptxas says</summary><pre>{html.escape(ptxas)}</pre></details>"
         )
     for line in performance_lines(report):
-        parts.append(f"<div>{html.escape(line)}</div>")
+        css = ' class="twwarn"' if line.startswith("warning:") else ""
+        parts.append(f"<div{css}>{html.escape(line)}</div>")
     if report.check is not None:
         cls = "twpass" if report.check.passed else "twfail"
         parts.append(

@@ -121,13 +121,19 @@ class TileKernelMagics(Magics):
     @magic_arguments()
     @argument("--force", action="store_true", help="measure again even if cached")
     @argument("--device", default=None, help="show a device's datasheet ceilings (e.g. H100 SXM)")
+    @argument(  # wbB: the host CPU's measured ceilings (hostbench.py)
+        "--host", action="store_true", help="measure the host CPU instead (no GPU needed)"
+    )
     @line_magic
     def tilekernel_peaks(self, line: str):
-        """Measure (once, then cached) and show this GPU's ceilings: DRAM bandwidth, FP32 FMA and
-        tensor-core rates; without a GPU, the datasheet values of --device (default H200)."""
-        from .peaks import get_peaks
+        """Measure (once, then cached) and show this GPU's ceilings: DRAM and L2 bandwidth, FP32 FMA
+        and tensor-core rates; without a GPU, the datasheet values of --device (default H200), or with
+        --host the host CPU's measured memory, cache and BLAS rates."""
+        from .peaks import get_peaks, host_peaks
 
         args = parse_argstring(self.tilekernel_peaks, line)
+        if args.host:
+            return host_peaks(force=args.force)
         return get_peaks(unquote(args.device), measure=True, force=args.force)
 
 

@@ -152,7 +152,9 @@ class AccessSection:
 
     def html(self) -> str:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.text())
-        png = draw(self.accesses)
+        if not hasattr(self, "_png"):
+            self._png = draw(self.accesses)  # drawn once: every view of the report shows it
+        png = self._png
         image = f'<img alt="access map" src="data:image/png;base64,{png}">' if png else ""
         return f"<ul>{items}</ul>{image}"
 

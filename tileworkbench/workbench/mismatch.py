@@ -99,7 +99,9 @@ class MismatchSection:
 
     def html(self) -> str:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.text())
-        return f'<ul>{items}</ul><img alt="mismatch map" src="data:image/png;base64,{self.png()}">'
+        if not hasattr(self, "_png"):
+            self._png = self.png()  # drawn once: every view of the report shows it
+        return f'<ul>{items}</ul><img alt="mismatch map" src="data:image/png;base64,{self._png}">'
 
 
 def block_size(report) -> int | None:

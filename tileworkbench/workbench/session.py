@@ -35,7 +35,8 @@ class WorkbenchSession:
 
         if options.signature is not None:
             raise UsageError("--sweep runs the cell's launches; it does not combine with --signature")
-        timed = dataclasses.replace(options, bench=options.bench or 20)
+        # each config is timed; its roofline is left out (the sweep has its own plot)
+        timed = dataclasses.replace(options, bench=options.bench or 20, no_roofline=True)
 
         def build(record):
             # --ref and --out are evaluated again after each run: the cell makes new arrays

@@ -185,7 +185,9 @@ class SweepSection:
                 f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
             )
         parts = [f'<table class="twtable twsweep"><tr>{head}</tr>{"".join(body)}</table>']
-        png = self.plot_png()
+        if not hasattr(self, "_png"):
+            self._png = self.plot_png()  # drawn once: every view of the report shows it
+        png = self._png
         if png:
             parts.append(f'<img alt="sweep plot" src="data:image/png;base64,{png}">')
         for row in self.rows:  # every config's own stages, folded

@@ -305,3 +305,101 @@ def test_click_scrolls_ptx_sweep_table_and_rerun_diff(jupyterlab):
         changes.first.scroll_into_view_if_needed()
         changes.first.screenshot(path=str(ARTIFACTS / "rerun-diff.png"))
         browser.close()
+
+
+BUGGY_CELL = """
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def buggy_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n - 100
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+"""
+
+
+def _launch_report(tmp_path):
+    """An interpreter launch that misses its last 100 elements: a report with the mismatch map and
+    the access picture of program 0."""
+    import numpy as np
+
+    from tileworkbench.config import config
+    from tileworkbench.runtime.record import record_launches
+    from tileworkbench.workbench.build import ReportOptions, report_for_launch
+    from tileworkbench.workbench.access_map import access_map
+    from tileworkbench.workbench.launch_views import add_launch_sections
+
+    (tmp_path / "buggy.py").write_text(BUGGY_CELL)
+    namespace: dict = {}
+    exec(compile(BUGGY_CELL, str(tmp_path / "buggy.py"), "exec"), namespace)
+    rng = np.random.default_rng()
+    n = 1000
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    out = np.full(n, np.nan, np.float32)
+    saved, config.interpret = config.interpret, True
+    try:
+        with record_launches() as launches:
+            namespace["buggy_add"][(4,)](x, y, out, n, BLOCK=256)
+    finally:
+        config.interpret = saved
+    ref = x.astype(np.float64) + y
+    report = report_for_launch(launches[-1], ReportOptions(ref=ref))
+    add_launch_sections(report, launches[-1], out, ref)
+    # the last program is the one whose lanes the mask switches off
+    report.sections.append(access_map(launches[-1], (3, 0, 0)))
+    return report
+
+
+@pytest.mark.browser
+def test_static_html_scrolls_with_javascript_and_shows_the_new_views(tmp_path):
+    """The exported page with its script: a click on a source line scrolls the PTX panel; the passes
+    view opens on the first change; the access picture and mismatch map are there."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs chromium (.ci/browser-setup.sh)")
+    pytest.importorskip("playwright")
+    from playwright.sync_api import sync_playwright
+
+    from tileworkbench.workbench import inspect
+    from tileworkbench.workbench.compile_only import compile_kernel
+    from tileworkbench.workbench.html_view import page as html_page
+
+    namespace: dict = {}
+    source = CELLS[1].split("\n", 1)[1]
+    (tmp_path / "k.py").write_text(source)
+    exec(compile(source, str(tmp_path / "k.py"), "exec"), namespace)
+    compiled = compile_kernel(
+        namespace["add_kernel"], "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32", "BLOCK=1024", "sm_90"
+    )
+    linked, launched = inspect(compiled), _launch_report(tmp_path)
+    page_file = tmp_path / "views.html"
+    page_file.write_text(html_page([linked, launched]))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(page_file.as_uri())
+        first = page.locator(".twr").first
+        first.locator(".twtabs label", has_text="source").click()
+        first.locator("label.twline", has_text="x = tl.load").click()
+        line = first.locator("label.twline", has_text="x = tl.load").get_attribute("for")
+        line = line.split("-")[-1]
+        first.locator(".twtabs label", has_text="ptx").click()
+        ptx = first.locator(".twp-ptx pre.twhl")
+        page.wait_for_function(SCROLLED_TO_HIGHLIGHT, arg=[ptx.element_handle(), line], timeout=5000)
+        first.locator(".twtabs label", has_text="passes").click()
+        shown = first.locator(".twpasspanel:visible h4").inner_text()
+        assert shown == "after coalesce", shown  # the first pass that changed the IR
+        assert first.locator(".twpasslist label.twsame").count() >= 4
+        first.locator(".twp-passes").screenshot(path=str(ARTIFACTS / "passes-first-change.png"))
+        second = page.locator(".twr").nth(1)
+        access = second.locator("details.twsection", has_text="memory accesses of program (3")
+        assert "lanes masked off" in access.inner_text()
+        access.screenshot(path=str(ARTIFACTS / "access-map.png"))
+        mismatch = second.locator("details.twsection", has_text="where the check fails")
+        assert "program ids): 3" in mismatch.inner_text()
+        mismatch.screenshot(path=str(ARTIFACTS / "mismatch-map.png"))
+        browser.close()

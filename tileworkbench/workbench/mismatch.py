@@ -76,6 +76,7 @@ class MismatchSection:
 
     def png(self) -> str:
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
 
         grid = self.grid().astype(np.float64)
         bin_r = math.ceil(grid.shape[0] / MAX_CELLS)
@@ -91,6 +92,9 @@ class MismatchSection:
         binned = f", {bin_r}x{bin_c} elements per cell" if bin_r * bin_c > 1 else ""
         ax.set_title(f"mismatching elements ({what}{binned})", fontsize=9)
         ax.tick_params(labelsize=7)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("block" if self.bad.ndim == 1 and self.block else "row", fontsize=8)
+        ax.set_xlabel("element in block" if self.bad.ndim == 1 else "column", fontsize=8)
         fig.colorbar(shown, ax=ax, label="share wrong")
         fig.tight_layout()
         buffer = io.BytesIO()

@@ -73,6 +73,10 @@ def diff_rows(before: str, after: str) -> list[Row]:
                 else:
                     rows += [Row("-", old[i]), Row("+", new[j])]
             continue
+        if tag == "replace" and i2 - i1 == j2 - j1:  # line for line: each old line above its new one
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                rows += [Row("-", old[i]), Row("+", new[j])]
+            continue
         rows += [Row("-", line) for line in old[i1:i2]]
         rows += [Row("+", line) for line in new[j1:j2]]
     return rows

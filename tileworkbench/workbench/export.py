@@ -40,20 +40,40 @@ def _constexpr_names(compiled: Any) -> set[str]:
     return set(getattr(meta, "constexprs", {}) or {})
 
 
+def _written_only(report) -> set[str]:
+    """Pointer parameters the kernel stores to but never loads: the reproducer remakes them poisoned
+    (NaN), so the rerun has to write them; the others keep the data the launch left."""
+    ir = getattr(report.compiled, "ir", None)
+    if ir is None:
+        return set()
+    from .counts import memory_params
+
+    loads, stores = memory_params(ir)
+    return set(stores) - set(loads)
+
+
+def _array_line(name: str, host: np.ndarray, written: bool, saved: dict) -> str:
+    shape, dtype = tuple(host.shape), str(host.dtype)
+    if written:
+        fill = "xp.nan" if host.dtype.kind == "f" else "0"
+        return f"    {name}=xp.full({shape}, {fill}, {dtype!r}),  # output: poisoned, the kernel writes it"
+    if host.nbytes > MAX_SAVED_BYTES:
+        return f"    {name}=xp.asarray(random({shape}, {dtype!r})),  # too big to save: random data"
+    saved[name] = host
+    return f"    {name}=xp.asarray(data[{name!r}]),"
+
+
 def reproducer(report, record: Any, npz_name: str) -> tuple[str, dict[str, np.ndarray]]:
     """The script text and the arrays it loads."""
     constexprs = _constexpr_names(record.compiled)
-    arrays, lines = {}, []
+    written = _written_only(report)
+    arrays: dict[str, np.ndarray] = {}
+    lines = []
     for name, value in record.args.items():
         if name in constexprs:
             continue
         if hasattr(value, "shape") and hasattr(value, "dtype"):
-            host = host_copy(value)
-            if host.nbytes <= MAX_SAVED_BYTES:
-                arrays[name] = host
-                lines.append(f"    {name}=data[{name!r}].copy(),")
-            else:
-                lines.append(f"    {name}=random({host.shape}, {str(host.dtype)!r}),  # too big to save")
+            lines.append(_array_line(name, host_copy(value), name in written, arrays))
         else:
             lines.append(f"    {name}={value!r},")
     meta = record.compiled.metadata
@@ -63,19 +83,28 @@ def reproducer(report, record: Any, npz_name: str) -> tuple[str, dict[str, np.nd
         + [f"num_warps={getattr(meta, 'num_warps', 4)}", f"num_stages={getattr(meta, 'num_stages', 3)}"]
     )
     source = textwrap.dedent(report.asm.get("source", "")).strip()
+    stem = Path(npz_name).stem.replace("_args", "")
     script = f'''"""Reproduce the launch of {report.name} shown in a tileworkbench report.
 
-Run it with `python {Path(npz_name).stem.replace("_args", "")}_repro.py` beside {npz_name}; set
-TILEWORKBENCH_INTERPRET=1 to run it without a GPU. Names the kernel reads from its module (helper
-functions, global constexprs) must be defined above it, as they were in the notebook.
+Run `python {stem}_repro.py` beside {npz_name}: on the GPU where there is one, else (or with
+TILEWORKBENCH_INTERPRET=1) in the interpreter. Inputs are the arrays as the launch left them; outputs
+are remade full of NaN, so the kernel has to write them again. Names the kernel reads from its module
+(helper functions, global constexprs) must be defined above it, as they were in the notebook.
 """
+
+import os
 
 import numpy as np
 
 import tileworkbench as tw
 import tileworkbench.language as tl
+from tileworkbench.runtime.device import gpu_available
 
 triton = tw  # kernels written against `triton.jit` / `triton.cdiv`
+if gpu_available() and os.environ.get("TILEWORKBENCH_INTERPRET", "0") in ("", "0"):
+    import cupy as xp
+else:
+    xp = np
 
 
 def random(shape, dtype):

@@ -127,3 +127,34 @@ def test_edited_cell_shows_what_changed(real_shell):
     assert [r[0] for r in changes.number_rows()][-1] == "time (ms)"
     page = edited[0]._repr_html_()
     assert "changed since the last run of this cell" in page and "twdel" in page
+
+
+def _row(block: int, seconds: float | None):
+    from types import SimpleNamespace
+
+    from tileworkbench.workbench.peaks import get_peaks
+    from tileworkbench.workbench.roofline import RooflinePoint
+    from tileworkbench.workbench.sweep import SweepRow
+    from tileworkbench.workbench.timing import Timing
+
+    ms = (seconds or 1e-3) * 1e3
+    report = SimpleNamespace(
+        point=RooflinePoint("k", 1e6, 1.2e7, seconds),
+        peaks=get_peaks("H200"),
+        timing=Timing(ms, ms, ms, "do_bench, CUDA events" if seconds else "do_bench, host clock"),
+        counts=None,
+        check=None,
+        _repr_html_=lambda: "<div>config report</div>",
+    )
+    return SweepRow({"BLOCK": block}, report)
+
+
+def test_gpu_timed_configs_share_a_roofline_interpreter_ones_do_not():
+    from tileworkbench.workbench.sweep import SweepSection
+
+    timed = SweepSection([_row(256, 4e-6), _row(1024, 3e-6)], "GPU time")
+    page = timed.html()
+    assert 'alt="sweep roofline"' in page and 'alt="sweep plot"' in page
+    assert timed.best().config == {"BLOCK": 1024}
+    untimed = SweepSection([_row(256, None)], "interpreter, CPU time")
+    assert 'alt="sweep roofline"' not in untimed.html()

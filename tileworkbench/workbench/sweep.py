@@ -175,6 +175,22 @@ class SweepSection:
         fig.savefig(buffer, format="png", dpi=90)
         return base64.b64encode(buffer.getvalue()).decode()
 
+    def roofline_png(self) -> str | None:
+        """The GPU-timed configs together on one roofline (interpreter times are not placed)."""
+        from dataclasses import replace
+
+        from .roofline import Roofline
+
+        points, peaks = [], None
+        for row in self.rows:
+            point = getattr(row.report, "point", None)
+            if point is not None and point.seconds and row.status() == "ok":
+                points.append(replace(point, label=row.label))
+                peaks = row.report.peaks
+        if not points:
+            return None
+        return base64.b64encode(Roofline(points, peaks).to_bytes("png")).decode()
+
     def html(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers())
         best = self.best()
@@ -187,9 +203,10 @@ class SweepSection:
         parts = [f'<table class="twtable twsweep"><tr>{head}</tr>{"".join(body)}</table>']
         if not hasattr(self, "_png"):
             self._png = self.plot_png()  # drawn once: every view of the report shows it
-        png = self._png
-        if png:
-            parts.append(f'<img alt="sweep plot" src="data:image/png;base64,{png}">')
+            self._roofline = self.roofline_png()
+        for alt, png in (("sweep plot", self._png), ("sweep roofline", self._roofline)):
+            if png:
+                parts.append(f'<img alt="{alt}" src="data:image/png;base64,{png}">')
         for row in self.rows:  # every config's own stages, folded
             if row.report is not None:
                 parts.append(

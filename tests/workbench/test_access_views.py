@@ -106,3 +106,13 @@ def test_mismatch_rows_and_columns_of_2d():
     bad[5:7, 10] = True
     text = MismatchSection(bad).text()
     assert text == ["2 of 1200 elements differ", "rows: 5-6", "columns: 10"]
+
+
+def test_any_program_on_request_and_sweep_needs_launches(real_shell, capsys):
+    cell = CELL.replace("SHIFT", "0").replace("MASK", "offs < n")
+    report = run(real_shell, "--target interpreter", cell)[0]
+    last = report.access_map((3,))
+    assert last.title == "memory accesses of program (3, 0, 0)"
+    assert "768..999" in repr(last) and "24 lanes masked off" in repr(last)
+    run(real_shell, '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --sweep BLOCK=64,128', cell)
+    assert "does not combine with --signature" in capsys.readouterr().err

@@ -148,6 +148,14 @@ class KernelReport:
             f.write(page([self]))
         return str(path)
 
+    def access_map(self, pid: tuple[int, ...] = (0, 0, 0)):
+        """Which elements program `pid` of the launch loaded and stored (rerun alone, on copies)."""
+        from .access_map import access_map
+
+        if self.record is None:
+            raise ValueError(f"{self.name}: the access picture needs a launch (this report has none)")
+        return access_map(self.record, pid)
+
     def export(self, folder: str) -> dict[str, str]:
         """Write a self-contained HTML page and (for a launch) a reproducer script into `folder`."""
         from .export import export_report

@@ -114,5 +114,5 @@ def test_any_program_on_request_and_sweep_needs_launches(real_shell, capsys):
     last = report.access_map((3,))
     assert last.title == "memory accesses of program (3, 0, 0)"
     assert "768..999" in repr(last) and "24 lanes masked off" in repr(last)
-    run(real_shell, '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --sweep BLOCK=64,128', cell)
+    run(real_shell, '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --kernel shift_kernel --sweep BLOCK=64,128', cell)
     assert "does not combine with --signature" in capsys.readouterr().err

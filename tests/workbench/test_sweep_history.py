@@ -158,3 +158,9 @@ def test_gpu_timed_configs_share_a_roofline_interpreter_ones_do_not():
     assert timed.best().config == {"BLOCK": 1024}
     untimed = SweepSection([_row(256, None)], "interpreter, CPU time")
     assert 'alt="sweep roofline"' not in untimed.html()
+
+
+def test_bad_sweep_is_refused_before_the_cell_runs(real_shell, capsys):
+    real_shell.user_ns.pop("n", None)
+    run(real_shell, "--target interpreter --sweep BLOCK", cell())
+    assert "NAME=V1,V2" in capsys.readouterr().err and "n" not in real_shell.user_ns

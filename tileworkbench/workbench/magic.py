@@ -10,7 +10,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..errors import TileworkbenchError
-from .cellrun import MagicOptions, error_display, run_tilekernel, show_error, unquote
+from .cellrun import MagicOptions, run_tilekernel, show_error, unquote
 
 
 @magics_class
@@ -106,12 +106,15 @@ class TileKernelMagics(Magics):
         check and the roofline. With --signature, compile the cell's kernel without launching it."""
         args = parse_argstring(self.tilekernel, line)
         options = MagicOptions(**{k: unquote(v) for k, v in vars(args).items()})
+        try:  # wbB: a bad --sweep is refused before the cell runs
+            self.session.validate(options)
+        except TileworkbenchError as exc:
+            return show_error(exc)
         reports = run_tilekernel(self.shell, options, cell, self.recorder)
-        with error_display(self.shell):  # wbB: sweep, what changed, export
-            try:
-                reports = self.session.finish(self.shell, options, cell, reports, self.recorder)
-            except TileworkbenchError as exc:
-                show_error(exc)
+        try:  # wbB: sweep, what changed, export (session.py)
+            reports = self.session.finish(self.shell, options, cell, reports, self.recorder)
+        except TileworkbenchError as exc:
+            show_error(exc)
         from IPython.display import display
 
         for report in reports:

@@ -16,6 +16,18 @@ class WorkbenchSession:
     def __init__(self):
         self.history = RunHistory()
 
+    def validate(self, options) -> None:
+        """Refuse a malformed or misplaced --sweep before the cell runs."""
+        sweep = getattr(options, "sweep", None)
+        if not sweep:
+            return
+        from .cellrun import UsageError
+        from .sweep import parse_sweep
+
+        if options.signature is not None:
+            raise UsageError("--sweep runs the cell's launches; it does not combine with --signature")
+        parse_sweep(sweep)
+
     def finish(self, shell, options, cell: str, reports: list, recorder) -> list:
         """Sweep (--sweep), diff against the last run, export (--export); returns the reports."""
         if getattr(options, "sweep", None) and reports:
@@ -30,11 +42,9 @@ class WorkbenchSession:
 
     def _sweep(self, shell, options, cell: str, report, recorder) -> None:
         from .build import report_for_launch
-        from .cellrun import UsageError, default_recorder, report_options, run_inner
+        from .cellrun import default_recorder, report_options, run_inner
         from .sweep import run_sweep
 
-        if options.signature is not None:
-            raise UsageError("--sweep runs the cell's launches; it does not combine with --signature")
         # each config is timed; its roofline is left out (the sweep has its own plot)
         timed = dataclasses.replace(options, bench=options.bench or 20, no_roofline=True)
 

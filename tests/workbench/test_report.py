@@ -78,7 +78,7 @@ def test_static_html_has_css_tabs_with_every_stage(report):
     assert "ld" in ptx_panel and "tt.func" not in ptx_panel
     assert f"#{uid}-src-{LOAD_X_LINE}:checked ~ .twpanels .s{LOAD_X_LINE}" in page
     assert f'for="{uid}-src-{LOAD_X_LINE}"' in page  # the source line is its clickable label
-    assert "<script" not in page
+    assert page.count("<script") == 1  # progressive enhancement: scrolling; CSS alone links lines
 
 
 def test_launch_report_html_embeds_roofline_png():

@@ -360,6 +360,9 @@ class JITFunction:
 
     def _run(self, args, kwargs, grid, warmup, options: tuple, stream, debug: bool = False):
         """The full launch path: bind and check the arguments, specialize, compile when new, launch."""
+        if record_module.OVERRIDES:  # the workbench's --sweep imposes constexprs and launch options
+            args, kwargs, options = record_module.apply_overrides(
+                self.arg_names, self.constexpr_names, args, kwargs, options)
         num_warps, num_stages, fp_fusion = options
         if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)

@@ -38,6 +38,9 @@ class MagicOptions:
     no_roofline: bool = False
     force: bool = False
     compare: str | None = None
+    # -- wbB: views beyond the stages (session.py) --
+    sweep: str | None = None
+    export: str | None = None
 
 
 def unquote(value: Any) -> Any:
@@ -225,6 +228,7 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
             result = run_inner(shell, cell)
     records = list(launches)
     if not result.success:  # show what was compiled (a failed launch included), then fail the cell
+        show_failure_view(result.error_in_exec, records)  # the program id and offsets gone wrong
         raise_failure(result, caught, failed_reports(records, options))
     if not records:
         print(
@@ -241,6 +245,13 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
         report = report_for_launch(record, opts if record is checked else unchecked, count)
         add_gpu_stages(report, record, options.target)
         reports.append(report)
+    # the mismatch map and the access picture (launch_views.py)
+    from .build import default_output
+    from .launch_views import add_launch_sections
+
+    for report, (record, _) in zip(reports, groups):
+        out = opts.out if opts.out is not None else default_output(record)
+        add_launch_sections(report, record, out if record is checked else None, opts.ref)
     return reports
 
 
@@ -253,6 +264,17 @@ def failed_reports(records: list, options: MagicOptions) -> list:
         add_gpu_stages(report, record, options.target)
         reports.append(report)
     return reports
+
+
+def show_failure_view(error: BaseException | None, launches: list) -> None:
+    """wbB: after an out-of-bounds launch, show what the failing program touched."""
+    from .launch_views import failure_view
+
+    view = failure_view(error, list(launches)) if error is not None else None
+    if view is not None:
+        from IPython.display import display
+
+        display(view)
 
 
 def group_launches(records: list, namespace: dict | None = None) -> list[tuple[Any, int]]:

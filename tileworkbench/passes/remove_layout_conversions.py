@@ -3,7 +3,8 @@ encodings that place elements alike for the shape), folds chains of conversions,
 producers (ranges, splats, constants and elementwise/broadcast/expand_dims trees of them) directly in
 the wanted layout instead of converting. A conversion of an expensive value (a dot result) sinks
 through elementwise users and, at a store, the store takes the value's layout instead (its pointers
-and mask are recomputed), as Triton does. Runs after `coalesce`; removes the ops it makes dead.
+and mask are recomputed), as Triton does; a tensor-core (#mma) result keeps its conversion to the
+store's coalesced layout. Runs after `coalesce`; removes the ops it makes dead.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import copy
 
 from ..ir.ops import arith, tt
-from ..ir.ops.ttg import ConvertLayoutOp, SliceEncoding
+from ..ir.ops.ttg import ConvertLayoutOp, MmaEncoding, SliceEncoding
 from ..ir.types import TensorType
 from ..ir.values import OpResult, Value
 from .layouts import encoding_of, is_tensor
@@ -137,6 +138,10 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
     if not (isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp)):
         return False
     src = value.op.src
+    if isinstance(encoding_of(src), MmaEncoding) and len(src.type.shape) == 2:
+        # a tensor-core result is stored coalesced, through shared memory (`stage_dot_operands`):
+        # in the #mma layout a warp's store would write 4 bytes in each of 8 rows
+        return False
     rest = [v for v in (store.ptr, store.mask) if v is not None]
     if _rematerializable(src, [_MAX_REMAT]) or \
             not all(_rematerializable(v, [_MAX_REMAT]) for v in rest):

@@ -1,6 +1,8 @@
 """`stage_dot_operands`: a tensor-core dot operand that arrives in a blocked layout goes through shared
 memory explicitly: `ttg.convert_layout` to `#dot_op` becomes `ttg.local_alloc` (the tile written with
-a `#shared` swizzle) and `ttg.local_load` (read back as `mma.sync` fragments with `ldmatrix`).
+a `#shared` swizzle) and `ttg.local_load` (read back as `mma.sync` fragments with `ldmatrix`). The
+epilogue's conversion of a `#mma` result to the store's blocked layout goes the same way (pairs of
+columns written, 16-byte rows read back), so the global store is coalesced.
 
 Runs after `remove_layout_conversions`, so only conversions that really move data are staged; the
 `pipeline` pass then turns staged loads in loops into async copies.
@@ -25,10 +27,11 @@ from .mma import shared_for_operand
 def _staged(op) -> bool:
     if not isinstance(op, ConvertLayoutOp) or len(op.result.type.shape) != 2:
         return False
-    enc = op.result.type.encoding
-    return (isinstance(enc, DotOperandEncoding)
-            and isinstance(enc.parent, MmaEncoding)
-            and isinstance(op.src.type.encoding, BlockedEncoding))
+    enc, src = op.result.type.encoding, op.src.type.encoding
+    operand = (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, MmaEncoding)
+               and isinstance(src, BlockedEncoding))
+    epilogue = isinstance(src, MmaEncoding) and isinstance(enc, BlockedEncoding)
+    return operand or epilogue
 
 
 def stage_dot_operands(func: tt.FuncOp) -> bool:
@@ -37,7 +40,9 @@ def stage_dot_operands(func: tt.FuncOp) -> bool:
     for op in [o for o in func.walk() if _staged(o)]:
         src = op.src
         shape = src.type.shape
-        shared = shared_for_operand(shape, src.type.element, src.type.encoding.order)
+        blocked = src.type.encoding if isinstance(src.type.encoding, BlockedEncoding) else \
+            op.result.type.encoding  # the rows run along the blocked side's contiguous dimension
+        shared = shared_for_operand(shape, src.type.element, blocked.order)
         alloc = LocalAllocOp(src=src)
         alloc.results = [OpResult(MemDescType(shape, src.type.element, shared), alloc, 0,
                                   src.name_hint)]

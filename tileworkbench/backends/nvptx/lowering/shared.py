@@ -197,13 +197,26 @@ def _store_tile(lw, src: TVal, tile: SharedTile) -> None:
 
 
 def _load_elements(lw, tile: SharedTile, layout: LinearLayout) -> list:
-    """Each register's element by a plain shared load (8-bit and 32-bit operands, other layouts)."""
+    """Each register's element by shared loads, a vector per run of a thread's consecutive columns
+    (8-bit and 32-bit dot operands, the epilogue's blocked tile)."""
+    b = lw.builder
     reg_type = llvm_type(tile.type.element)
-    out = []
-    for coords in layout.all_reg_coords():
-        load = lw.builder.load(_address(lw, tile, layout, coords), typ=reg_type)
-        load.align = byte_size(tile.type.element)
-        out.append(load)
+    nbytes = byte_size(tile.type.element)
+    index = {c: r for r, c in enumerate(layout.all_reg_coords())}
+    col_dim = tile.type.encoding.order[0]
+    out: list = [None] * layout.num_regs
+    for first, count in _vector_runs(layout, tile.type, nbytes):
+        coords = layout.reg_coords(first)
+        ptr = _address(lw, tile, layout, coords)
+        if count == 1:
+            load = b.load(ptr, typ=reg_type)
+            load.align = nbytes
+            out[first] = load
+            continue
+        load = b.load(ptr, typ=ir.VectorType(reg_type, count))
+        load.align = count * nbytes
+        for j in range(count):
+            out[index[_shift(coords, col_dim, j)]] = b.extract_element(load, ir.Constant(I32, j))
     return out
 
 

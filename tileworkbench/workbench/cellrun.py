@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
 from .capture import capture_c_stdout
-from .gpu_stages import add_gpu_stages
+from .gpu_stages import add_gpu_stages, note_missing_sass
 
 
 @dataclass
@@ -133,7 +133,9 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
         force=options.force,
         fp_fusion=not options.no_fp_fusion,
     )
-    return [report_for_compiled(compiled, report_options(shell, options))]
+    report = report_for_compiled(compiled, report_options(shell, options))
+    note_missing_sass(report)
+    return [report]
 
 
 @contextlib.contextmanager

@@ -369,9 +369,9 @@ def raise_failure(result, caught: list, reports: list) -> None:
     if caught:
         caught[0].reports = reports
         raise caught[0]
-    # an error before the cell ran (a syntax error): IPython has shown it already
+    # a syntax error (before the cell ran) or an interrupt: IPython has shown it already
     error = result.error_before_exec or result.error_in_exec or RuntimeError("the cell failed")
-    raise CellFailed(error, reports, [f"%%tilekernel: the cell did not run: {error}"])
+    raise CellFailed(error, reports, [f"%%tilekernel: the cell stopped ({type(error).__name__})"])
 
 
 @contextlib.contextmanager

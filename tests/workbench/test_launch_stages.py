@@ -126,3 +126,17 @@ def test_locations_name_the_cell_and_its_lines(real_shell, capsys):
     text = capsys.readouterr().out
     assert f"In[{result.execution_count}]:{store_line}:" in text
     assert "tl.store(out_ptr + offs" in text, "the error shows the cell's line"
+
+
+def test_compile_only_report_names_a_missing_tool(real_shell, monkeypatch):
+    from tileworkbench.backends.nvptx import tools
+
+    real = tools.find_tool
+    monkeypatch.setattr(tools, "find_tool", lambda name: real(name) if name == "ptxas" else None)
+    kernel = CELL.split("rng =")[0]
+    signature = "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32"
+    line = f'--signature "{signature}" --constexprs BLOCK=256 --target sm_90 --force'
+    real_shell.run_cell_magic("tilekernel", line, kernel)
+    report = real_shell.user_ns["_tilekernel_reports"][0]
+    if "sass" not in report.asm:
+        assert any("`nvdisasm` was not found" in note for note in report.notes), report.notes

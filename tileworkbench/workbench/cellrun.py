@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
 from .capture import capture_c_stdout
-from .gpu_stages import add_gpu_stages
+from .gpu_stages import add_gpu_stages, note_missing_sass
 
 
 @dataclass
@@ -136,7 +136,9 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
         force=options.force,
         fp_fusion=not options.no_fp_fusion,
     )
-    return [report_for_compiled(compiled, report_options(shell, options))]
+    report = report_for_compiled(compiled, report_options(shell, options))
+    note_missing_sass(report)
+    return [report]
 
 
 @contextlib.contextmanager
@@ -389,9 +391,9 @@ def raise_failure(result, caught: list, reports: list) -> None:
     if caught:
         caught[0].reports = reports
         raise caught[0]
-    # an error before the cell ran (a syntax error): IPython has shown it already
+    # a syntax error (before the cell ran) or an interrupt: IPython has shown it already
     error = result.error_before_exec or result.error_in_exec or RuntimeError("the cell failed")
-    raise CellFailed(error, reports, [f"%%tilekernel: the cell did not run: {error}"])
+    raise CellFailed(error, reports, [f"%%tilekernel: the cell stopped ({type(error).__name__})"])
 
 
 @contextlib.contextmanager

@@ -88,10 +88,16 @@ def add_gpu_stages(report: Any, record: Any, requested: str | None = None) -> No
             f"ran {ran}; the tile-gpu, llvm, ptx and sass tabs are this launch's specialization "
             f"({describe(specs, constexprs)}) compiled for {target}, not run"
         )
-    if "sass" not in report.asm:
-        from ..backends.nvptx.tools import missing_for
+    note_missing_sass(report)
 
-        report.notes.append(missing_for("sass") or f"no sass for {target}")
+
+def note_missing_sass(report: Any) -> None:
+    """A report with PTX but no `sass` says which tool is missing and how to get it."""
+    if "sass" in report.asm or "ptx" not in report.asm:
+        return
+    from ..backends.nvptx.tools import missing_for
+
+    report.notes.append(missing_for("sass") or "no sass: ptxas or nvdisasm failed on this kernel")
 
 
 def _compile(record: Any, specs: list[ArgSpec], constexprs: dict[str, Any], target: str) -> Any:

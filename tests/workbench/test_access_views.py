@@ -93,8 +93,10 @@ def test_out_of_bounds_launch_shows_program_and_offsets(real_shell, capsys):
     from IPython.utils.capture import capture_output
 
     cell = CELL.replace("SHIFT", "8").replace("MASK", "offs < n")  # reads 8 past the end
-    with capture_output() as captured:
-        run(real_shell, "--target interpreter", cell)
+    from tileworkbench.errors import OutOfBoundsError
+
+    with capture_output() as captured, pytest.raises(OutOfBoundsError):  # the cell fails, after
+        run(real_shell, "--target interpreter", cell)                    # showing the views
     views = [o.data.get("text/plain", "") for o in captured.outputs]
     text = "\n".join(views)
     assert "the out-of-bounds access: program (3, 0, 0)" in text, text
@@ -114,5 +116,6 @@ def test_any_program_on_request_and_sweep_needs_launches(real_shell, capsys):
     last = report.access_map((3,))
     assert last.title == "memory accesses of program (3, 0, 0)"
     assert "768..999" in repr(last) and "24 lanes masked off" in repr(last)
-    run(real_shell, '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --kernel shift_kernel --sweep BLOCK=64,128', cell)
-    assert "does not combine with --signature" in capsys.readouterr().err
+    with pytest.raises(Exception, match="does not combine with --signature"):  # the cell fails
+        run(real_shell, '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --kernel shift_kernel '
+                        '--sweep BLOCK=64,128', cell)

@@ -113,6 +113,7 @@ def draw(accesses: ProgramAccesses) -> str | None:
         return None
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     columns = min(2, len(shown))
     rows = math.ceil(len(shown) / columns)
@@ -125,6 +126,7 @@ def draw(accesses: ProgramAccesses) -> str | None:
         title = f"{access.kind} {access.argument}" + (f" (line {access.line})" if access.line else "")
         ax.set_title(title + binned, fontsize=9)
         ax.tick_params(labelsize=7)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes[len(shown) :]:
         ax.axis("off")
     kinds = {a.kind for a in shown} | {"masked", "out of bounds", "untouched"}

@@ -285,9 +285,15 @@ def test_click_scrolls_ptx_sweep_table_and_rerun_diff(jupyterlab):
         rows = sweep.locator("tr").all_inner_texts()
         assert len(rows) == 5 and all("ok" in r for r in rows[1:]), rows
         assert "interpreter, CPU time" in rows[0]
-        page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea").screenshot(
+        sweep_cell = page.locator(".jp-Notebook .jp-Cell").nth(2)
+        sweep_cell.locator("div.twr", has=page.locator("table.twsweep")).first.screenshot(
             path=str(ARTIFACTS / "sweep-table.png")
         )
+        # open one config's stages from the sweep
+        picker = sweep_cell.locator("select", has=page.locator("option", has_text="open its stages"))
+        picker.select_option(label="BLOCK=256 num_warps=8")
+        opened = sweep_cell.locator(".lm-TabBar-tab", has_text="tile-opt")
+        opened.nth(1).wait_for(timeout=60_000)  # the cell's own report, then the opened config's
 
         # edit the compile-only cell (x + y -> x * y) and run it again: the diff appears
         editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
@@ -394,7 +400,9 @@ def test_static_html_scrolls_with_javascript_and_shows_the_new_views(tmp_path):
         shown = first.locator(".twpasspanel:visible h4").inner_text()
         assert shown == "after coalesce", shown  # the first pass that changed the IR
         assert first.locator(".twpasslist label.twsame").count() >= 4
-        first.locator(".twp-passes").screenshot(path=str(ARTIFACTS / "passes-first-change.png"))
+        box = first.locator(".twp-passes").bounding_box()  # its head: the list and the diff
+        clip = {"x": box["x"], "y": box["y"], "width": min(box["width"], 1000), "height": 520}
+        page.screenshot(path=str(ARTIFACTS / "passes-first-change.png"), clip=clip, full_page=True)
         second = page.locator(".twr").nth(1)
         access = second.locator("details.twsection", has_text="memory accesses of program (3")
         assert "lanes masked off" in access.inner_text()
@@ -402,4 +410,29 @@ def test_static_html_scrolls_with_javascript_and_shows_the_new_views(tmp_path):
         mismatch = second.locator("details.twsection", has_text="where the check fails")
         assert "program ids): 3" in mismatch.inner_text()
         mismatch.screenshot(path=str(ARTIFACTS / "mismatch-map.png"))
+        puzzle_file = tmp_path / "puzzle.html"
+        failed = _failed_puzzle(tmp_path)._repr_html_()
+        puzzle_file.write_text(f"<!doctype html><body>{failed}</body>")
+        page.goto(puzzle_file.as_uri())
+        assert "FAIL" in page.locator("body").inner_text()
+        page.locator("body > div").screenshot(path=str(ARTIFACTS / "puzzle-fail.png"))
         browser.close()
+
+
+def _failed_puzzle(folder):
+    """Puzzle 2 with the classic slip: no mask on the last block's store."""
+    from tileworkbench.workbench.puzzles import check_puzzle
+
+    source = (
+        "import tileworkbench as tw\nimport tileworkbench.language as tl\n"
+        "@tw.jit\ndef add_mask_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * B0 + tl.arange(0, B0)\n"
+        "    tl.store(z_ptr + offs, tl.load(x_ptr + offs, mask=offs < N0) + 10.0)\n"
+    )
+    (folder / "puzzle.py").write_text(source)
+    namespace: dict = {}
+    exec(compile(source, str(folder / "puzzle.py"), "exec"), namespace)
+    return check_puzzle(
+        namespace["add_mask_kernel"], lambda x: x + 10, {"x": (200,)}, (200,), (7,),
+        {"N0": 200}, {"B0": 32}, hint="mask the store too: mask=offs < N0",
+    )

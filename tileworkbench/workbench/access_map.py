@@ -113,6 +113,7 @@ def draw(accesses: ProgramAccesses) -> str | None:
         return None
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     columns = min(2, len(shown))
     rows = math.ceil(len(shown) / columns)
@@ -120,11 +121,13 @@ def draw(accesses: ProgramAccesses) -> str | None:
     axes = np.atleast_1d(fig.subplots(rows, columns)).reshape(-1)
     for ax, access in zip(axes, shown):
         image, (bin_r, bin_c) = access_image(access)
-        ax.imshow(image, interpolation="nearest", aspect="auto")
+        extent = (0, image.shape[1] * bin_c, image.shape[0] * bin_r, 0)  # in elements, not cells
+        ax.imshow(image, interpolation="nearest", aspect="auto", extent=extent)
         binned = f", {bin_r}x{bin_c} elements per cell" if bin_r * bin_c > 1 else ""
         title = f"{access.kind} {access.argument}" + (f" (line {access.line})" if access.line else "")
         ax.set_title(title + binned, fontsize=9)
         ax.tick_params(labelsize=7)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes[len(shown) :]:
         ax.axis("off")
     kinds = {a.kind for a in shown} | {"masked", "out of bounds", "untouched"}

@@ -87,7 +87,10 @@ class MismatchSection:
         share = padded.reshape(rows, bin_r, cols, bin_c).mean(axis=(1, 3))
         fig = Figure(figsize=(6.0, 2.2 + 2.4 * min(1.0, rows / cols)))
         ax = fig.subplots()
-        shown = ax.imshow(share, cmap="Reds", vmin=0, vmax=1, interpolation="nearest", aspect="auto")
+        extent = (0, cols * bin_c, rows * bin_r, 0)  # axes count elements, not cells
+        shown = ax.imshow(
+            share, cmap="Reds", vmin=0, vmax=1, interpolation="nearest", aspect="auto", extent=extent
+        )
         what = "row = one block (program)" if self.bad.ndim == 1 and self.block else "rows x columns"
         binned = f", {bin_r}x{bin_c} elements per cell" if bin_r * bin_c > 1 else ""
         ax.set_title(f"mismatching elements ({what}{binned})", fontsize=9)

@@ -73,14 +73,16 @@ class SweepRow:
         return timing.median_ms if timing else None
 
     def throughput(self) -> str:
-        """TB/s for memory-bound work, TFLOP/s where FLOPs dominate (intensity above 10)."""
+        """Bytes per second for memory-bound work, FLOP/s where FLOPs dominate (intensity above 10)."""
         counts = getattr(self.report, "counts", None)
         if counts is None or self.ms is None:
             return "-"
+        from .text_view import _size
+
         seconds = self.ms * 1e-3
         if counts.flops and counts.bytes and counts.flops / counts.bytes > 10:
-            return f"{counts.flops / seconds / 1e12:.3g} TFLOP/s"
-        return f"{counts.bytes / seconds / 1e12:.3g} TB/s" if counts.bytes else "-"
+            return _size(counts.flops / seconds, "FLOP/s")
+        return _size(counts.bytes / seconds, "B/s") if counts.bytes else "-"
 
     def status(self) -> str:
         if self.failure:

@@ -50,26 +50,23 @@ def reinterpret(array, dtype):
     if hasattr(array, "view") and hasattr(array, "data_ptr") and not isinstance(array, np.ndarray):
         import torch  # torch tensors: view with torch's dtype of the same width
 
-        return array.view(getattr(torch, {"bf16": "bfloat16", "fp8e5": "float8_e5m2",
-                                          "fp8e4nv": "float8_e4m3fn"}.get(name, np_dtype.name)))
+        return array.view(getattr(torch, _dtype_row(name).torch if _dtype_row(name) else np_dtype.name))
     if np.dtype(array.dtype).itemsize != np_dtype.itemsize:
         raise ValueError(f"cannot reinterpret {array.dtype} as {name}: element sizes differ")
     return array.view(np_dtype)
 
 
 def _numpy_dtype(name: str):
-    import ml_dtypes
     import numpy as np
 
-    table = {"bf16": ml_dtypes.bfloat16, "fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2,
-             "fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int1": np.bool_, "i1": np.bool_}
-    if name in table:
-        return np.dtype(table[name])
-    if name.startswith(("int", "uint")):
-        return np.dtype(name)
-    if name.startswith(("i", "u")) and name[1:].isdigit():
-        return np.dtype(("int" if name[0] == "i" else "uint") + name[1:])
-    return np.dtype(name)
+    row = _dtype_row(name)
+    return row.numpy_dtype if row is not None else np.dtype(name)
+
+
+def _dtype_row(name: str):
+    from .dtypes import lookup
+
+    return lookup(name)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "all", "passes")
+STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm", "all", "passes")
 
 
 def load_kernel(spec: str) -> Any:
@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--signature", "-s", required=True, help='e.g. "x_ptr=*fp32,n=i32"')
     comp.add_argument("--constexprs", "-c", default=None, help="e.g. BLOCK=1024,NUM=2")
     comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES)
-    comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., interpreter")
+    comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., cpu, interpreter")
     comp.add_argument("--num-warps", type=int, default=None)
     comp.add_argument("--num-stages", type=int, default=None)
     comp.add_argument("--no-fp-fusion", action="store_true",

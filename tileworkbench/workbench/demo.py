@@ -11,6 +11,7 @@ import html
 import sys
 from typing import Any
 
+from ..backends import is_gpu
 from .build import ReportOptions, report_for_launch
 from .compile_only import compile_kernel
 from .report import base_report, line_map_of
@@ -103,7 +104,7 @@ def run_demo(
     from ..runtime.record import record_launches
     from .showcase import RUNNERS
 
-    on_gpu = target != "interpreter" and gpu_available()
+    on_gpu = (target is None or is_gpu(target)) and gpu_available()
     saved = config.interpret
     config.interpret = not on_gpu
     reports, ok = [], True

@@ -18,7 +18,7 @@ from typing import Any, Callable
 _BUILTIN = {
     "interpreter": "tileworkbench.backends.interpreter.backend:BACKEND",
     "nvptx": "tileworkbench.backends.nvptx.backend:BACKEND",
-    # "cpu": added with the cpu target
+    "cpu": "tileworkbench.backends.cpu.backend:BACKEND",
 }
 _LOADED: dict[str, Backend] = {}
 

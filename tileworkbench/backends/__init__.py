@@ -33,6 +33,7 @@ class Lowered:
     line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     shared: int = 0  # dynamic shared memory a launch asks for, in bytes
     static_shared: int = 0
+    binary: bytes | None = None  # what launches load, where made at compile time (cpu: an object file)
 
 
 class Backend:
@@ -83,6 +84,9 @@ class Backend:
 
     def finish(self, kernel, recompile: Callable[[str], Any]) -> None:
         """Called on each freshly compiled kernel; `recompile(target)` compiles it again for another."""
+
+    def finish_cached(self, kernel) -> None:
+        """Called on a kernel loaded from the on-disk cache."""
 
     def load(self, compiled, kinds: list[str], names: list[str]):
         """A launcher for `compiled`: `.launch(grid3, args, stream)` and `.fast_launch_ok()`."""

@@ -61,7 +61,7 @@ class CompiledKernel:
         passes: (pass name, IR text after it), starting with ("tile", ...).
         metadata: a KernelMetadata.
         line_map: stage -> kernel source line -> 1-based line numbers in that stage's text.
-        cubin: the ptxas output, when it was made.
+        cubin: the backend's binary: ptxas's cubin (NVPTX), the host object file (cpu).
     """
 
     def __init__(self, fn: Callable, metadata: KernelMetadata, asm: dict[str, str],
@@ -79,6 +79,8 @@ class CompiledKernel:
         self.source_first_line = source.first_line
         self._ir = ir
         self._regenerate = regenerate
+        # stages made only when `.asm` is read (the cpu target's host assembly: a second codegen)
+        self._deferred: dict[str, Callable[[], str]] = {}
         self._gpu_model: Callable[[], CompiledKernel] | None = None
         self._assembly: Future | None = None
         self._cubin_future: Future | None = None
@@ -120,6 +122,15 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict[str, str]:
+        self._wait()
+        while self._deferred:
+            stage, make = self._deferred.popitem()
+            self._asm[stage] = make()
+        return self._asm
+
+    @property
+    def asm_made(self) -> dict[str, str]:
+        """The stages made so far (deferred ones left out): what the cache stores."""
         self._wait()
         return self._asm
 
@@ -399,6 +410,7 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
                               signature=[a.key for a in args],
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()})
     ir = func
+    binary = None
     backend = backend_for(target)
     result = backend.lower(func, target, num_warps, num_stages, fp_fusion)
     if result is not None:
@@ -409,11 +421,13 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
         metadata.name = result.kernel_name
         metadata.shared = result.shared + result.static_shared
         metadata.dynamic_shared = result.shared
+        binary = result.binary
 
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs)[0]
 
-    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, regenerate=regenerate)
+    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
+                            regenerate=regenerate)
     backend.finish(kernel, functools.partial(_recompile, py_fn, args, constexprs, num_warps, num_stages,
                                              fp_fusion))
     return kernel
@@ -436,7 +450,7 @@ def _assembler() -> ThreadPoolExecutor:
 def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:
     files: dict[str, bytes | str] = {
         "metadata.json": json.dumps(kernel.metadata.as_dict()),
-        "asm.json": json.dumps(kernel.asm),
+        "asm.json": json.dumps({**kernel.asm_made}),
         "passes.json": json.dumps(kernel.passes),
         "line_map.json": json.dumps({s: {str(k): v for k, v in m.items()} for s, m in kernel.line_map.items()}),
     }
@@ -459,6 +473,8 @@ def _from_cache(py_fn, entry, args, constexprs) -> CompiledKernel | None:
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs)[0]
 
-    return CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
+    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
+    backend_for(metadata.target).finish_cached(kernel)
+    return kernel
 
 

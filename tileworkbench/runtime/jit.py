@@ -462,7 +462,7 @@ class _BoundKernel:
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         # the backend's launcher (a CudaKernel on the GPU); the warm path takes those it can
-        self.cuda = backend_for(compiled.target).load(compiled, [s.type for s in flat], self.flat_names)
+        self.cuda = backend_for(compiled.launch_metadata.target).load(compiled, [s.type for s in flat], self.flat_names)
 
     def globals_unchanged(self) -> bool:
         for scope, name, value in self.used_globals:

@@ -13,6 +13,9 @@ class CpuBackend(Backend):
     name = "cpu"
     stages = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "asm")
     cacheable = True
+    # LLVM's loop and SLP vectorizers: the speed of launches, at about twice the compile time (test
+    # suites that compile hundreds of small kernels turn them off)
+    vectorize = True
 
     def lower(self, func, target, num_warps, num_stages, fp_fusion) -> Lowered:
         from ...ir.printer import print_ir_lines
@@ -34,18 +37,29 @@ class CpuBackend(Backend):
         module = lowering.run()
         smem = lowering.smem_bytes
         codegen.add_grid_loop(module, lowering.function, len(func.args), smem)
-        optimized = codegen.optimize(str(module), func.sym_name)
+        codegen.add_runtime_functions(module)
+        optimized = codegen.optimize(str(module), func.sym_name, self.vectorize)
         llvm_text = str(optimized)
-        asm = {"tile-gpu": "\n".join(text for text, _ in lines) + "\n", "llvm": llvm_text,
-               "asm": codegen.emit_assembly(optimized)}
+        asm = {"tile-gpu": "\n".join(text for text, _ in lines) + "\n", "llvm": llvm_text}
         line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text)}
-        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem)
+        binary = codegen.emit_object(optimized)  # the one codegen a launch needs
+        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary)
+
+    def finish(self, kernel, recompile) -> None:
+        self.finish_cached(kernel)
+
+    def finish_cached(self, kernel) -> None:
+        """The host assembly (`asm`) is a second codegen: made when `.asm` is first read."""
+        from . import codegen
+
+        llvm_text = kernel._asm["llvm"]
+        kernel._deferred["asm"] = lambda: codegen.assembly_of(llvm_text)
 
     def load(self, compiled, kinds, names):
         from .launch import CpuKernel
 
         md = compiled.launch_metadata
-        return CpuKernel(compiled.asm["llvm"], md.name, kinds, names)
+        return CpuKernel(compiled.launch_cubin, md.name, kinds, names)
 
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (

@@ -11,6 +11,7 @@ from llvmlite import ir
 
 from ...errors import CompilationError
 from ..nvptx.llvm_types import I8, I32, SHARED_PTR
+from . import debug
 
 PARAM_SLOT = 8  # every kernel parameter travels in an 8-byte slot of the launch's parameter block
 
@@ -25,12 +26,18 @@ def binding():
     libm = ctypes.util.find_library("m")
     if libm:
         llvm.load_library_permanently(libm)
+    debug.bind_symbols(llvm)
     return llvm
 
 
 @cache
 def host_machine():
     """The host's target machine: its CPU name and features, so LLVM uses every vector unit it has."""
+    return new_host_machine()
+
+
+def new_host_machine():
+    """A target machine of its own, for an execution engine (which takes ownership of it)."""
     llvm = binding()
     target = llvm.Target.from_triple(llvm.get_process_triple())
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
@@ -77,17 +84,40 @@ def add_grid_loop(module: ir.Module, kernel: ir.Function, n_params: int, smem_by
     b.ret_void()
 
 
-def optimize(module_text: str, kernel_name: str):
-    """Parse, verify and run O3 with the vectorizers for the host; the llvmlite module."""
+def add_runtime_functions(module: ir.Module) -> None:
+    """The compiler-runtime functions LLVM's x86 back end calls for bf16 rounding and double -> half,
+    which this process may not have (libgcc's come with GCC 13+): defined in the module itself."""
+    from ..nvptx.llvm_types import BF16, F16, F32, F64, I16
+
+    to_bf16 = ir.Function(module, ir.FunctionType(BF16, [F32]), "__truncsfbf2")
+    b = ir.IRBuilder(to_bf16.append_basic_block("entry"))
+    bits = b.bitcast(to_bf16.args[0], I32)
+    odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.lshr(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), odd)), ir.Constant(I32, 16))
+    quiet = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))  # NaN stays a NaN
+    is_nan = b.fcmp_unordered("uno", to_bf16.args[0], to_bf16.args[0])
+    b.ret(b.bitcast(b.trunc(b.select(is_nan, quiet, rounded), I16), BF16))
+    for name, result, middle in (("__truncdfbf2", BF16, to_bf16), ("__truncdfhf2", F16, None)):
+        fn = ir.Function(module, ir.FunctionType(result, [F64]), name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        single = b.fptrunc(fn.args[0], F32)  # rounds twice: off by one ulp in rare ties
+        b.ret(b.call(middle, [single]) if middle is not None else b.fptrunc(single, F16))
+
+
+def optimize(module_text: str, kernel_name: str, vectorize: bool = True):
+    """Parse, verify and run O3 (with the vectorizers, unless told not to) for the host; the module."""
     llvm = binding()
     try:
         module = llvm.parse_assembly(module_text)
         module.verify()
     except RuntimeError as exc:
         raise CompilationError(f"internal: invalid LLVM IR for {kernel_name} (cpu target): {exc}") from None
+    for fn in module.functions:  # CUDA's printf and assert, as host callbacks
+        if fn.is_declaration and fn.name in debug.RENAMES:
+            fn.name = debug.RENAMES[fn.name]
     options = llvm.create_pipeline_tuning_options(speed_level=3)
-    options.loop_vectorization = True
-    options.slp_vectorization = True
+    options.loop_vectorization = vectorize
+    options.slp_vectorization = vectorize
     builder = llvm.create_pass_builder(host_machine(), options)
     builder.getModulePassManager().run(module, builder)
     _check_symbols(module, kernel_name)
@@ -103,5 +133,11 @@ def _check_symbols(module, kernel_name: str) -> None:
                                    "version of (a libdevice function without a C-library namesake?)")
 
 
-def emit_assembly(module) -> str:
-    return host_machine().emit_assembly(module)
+def emit_object(module) -> bytes:
+    """The module as a host object file, which launches load into the JIT (no second codegen)."""
+    return host_machine().emit_object(module)
+
+
+def assembly_of(llvm_text: str) -> str:
+    """The host assembly of an optimized module (the `asm` stage)."""
+    return host_machine().emit_assembly(binding().parse_assembly(llvm_text))

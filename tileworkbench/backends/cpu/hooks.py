@@ -11,18 +11,12 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..nvptx.hooks import TargetHooks
-from ..nvptx.llvm_types import F32, F64, I1, I32, SHARED_PTR
+from ..nvptx.llvm_types import I1, I32, SHARED_PTR
 from . import hostmath
 
 # the extra kernel parameters after the tt.func's own: program ids, program counts, shared memory
 EXTRA_PARAMS = ("pid_x", "pid_y", "pid_z", "nprog_x", "nprog_y", "nprog_z", "smem")
 _REGISTER_PARAM = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2, "nctaid.x": 3, "nctaid.y": 4, "nctaid.z": 5}
-# libdevice functions whose C-library namesake has another name or none
-_LIBDEVICE_RENAMES = {"__nv_fabsf": "llvm.fabs.f32", "__nv_fabs": "llvm.fabs.f64",
-                      "__nv_sqrtf": "llvm.sqrt.f32", "__nv_sqrt": "llvm.sqrt.f64",
-                      "__nv_floorf": "llvm.floor.f32", "__nv_floor": "llvm.floor.f64",
-                      "__nv_ceilf": "llvm.ceil.f32", "__nv_ceil": "llvm.ceil.f64",
-                      "__nv_fmaf": "llvm.fma.f32", "__nv_fma": "llvm.fma.f64"}
 _RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
         "and": "and", "or": "or", "xor": "xor", "xchg": "xchg", "fmax": "fmax", "fmin": "fmin"}
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
@@ -72,15 +66,9 @@ class CpuHooks(TargetHooks):
         return lw.builder.fdiv(lhs, rhs)
 
     def libdevice(self, lw, symbol, ret, args) -> ir.Value:
-        name = _LIBDEVICE_RENAMES.get(symbol)
-        if name is not None:
-            return lw.call_intrinsic(name, ret, args)
-        if symbol in ("__nv_rsqrtf", "__nv_rsqrt"):
-            kind = "f32" if ret == F32 else "f64"
-            root = lw.call_intrinsic(f"llvm.sqrt.{kind}", ret, args)
-            return lw.builder.fdiv(ir.Constant(ret, 1.0), root)
-        # libdevice's __nv_<name> has the C library's <name> semantics (expf, erf, pow, ...)
-        return lw.call_intrinsic(symbol.removeprefix("__nv_"), ret, args)
+        from . import libdevice
+
+        return libdevice.call(lw, symbol, ret, args)
 
     def predicated_access(self, etype, vec) -> bool:
         return True
@@ -179,4 +167,3 @@ def _as_vector(b, value, vtype) -> ir.Value:
     return b.insert_element(ir.Constant(vtype, None), value, ir.Constant(I32, 0))
 
 
-__all__ = ["CpuHooks", "EXTRA_PARAMS", "F64"]

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ...dtypes import BY_KIND
 from ...errors import LaunchError
-from . import codegen
+from . import codegen, debug
 
 _GRID_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
                             ctypes.c_int32, ctypes.c_int32)
@@ -38,18 +38,19 @@ class CpuKernel:
     """One cpu-target kernel, JIT-compiled and ready to launch.
 
     Args:
-        llvm_text: the optimized module (with the `<name>_grid` loop).
+        binary: the host object file of the optimized module (with the `<name>_grid` loop).
         kernel_name: the kernel's name.
         kinds: one parameter kind per parameter ("*fp32", "i32", ...).
         names: parameter names, for error messages.
     """
 
-    def __init__(self, llvm_text: str, kernel_name: str, kinds: list[str], names: list[str]):
+    def __init__(self, binary: bytes, kernel_name: str, kinds: list[str], names: list[str]):
         llvm = codegen.binding()
         self.name = kernel_name
         self.kinds, self.names = list(kinds), list(names)
-        module = llvm.parse_assembly(llvm_text)
-        self._engine = llvm.create_mcjit_compiler(module, codegen.host_machine())
+        # an empty module for the engine; the kernel's code comes in as the compiled object file
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), codegen.new_host_machine())
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(binary)))
         self._engine.finalize_object()
         address = self._engine.get_function_address(codegen.grid_function_name(kernel_name))
         self._grid_fn = _GRID_FN(address)
@@ -79,12 +80,13 @@ class CpuKernel:
         count = min(total, workers() * 4)  # a few ranges per thread evens out uneven programs
         if count <= 1:
             self._grid_fn(block, 0, total, gx, gy, gz)
-            return
-        bounds = [total * i // count for i in range(count + 1)]
-        futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
-                   for i in range(count)]
-        for future in futures:
-            future.result()
+        else:
+            bounds = [total * i // count for i in range(count + 1)]
+            futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
+                       for i in range(count)]
+            for future in futures:
+                future.result()
+        debug.raise_failed_asserts(self.name)
 
     __call__ = launch
 

@@ -14,6 +14,7 @@ class NvptxBackend(Backend):
     stages = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
     is_gpu = True
     cacheable = True
+    stage_host_arrays = False  # tests: NumPy arguments are copied to the GPU and back (staging.py)
 
     def architectures(self) -> tuple[str, ...]:
         from .codegen import ARCHS
@@ -58,6 +59,10 @@ class NvptxBackend(Backend):
         kernel = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,
                             cubin=compiled.launch_cubin, param_kinds=kinds, param_names=names)
         md.n_regs = md.n_regs or kernel.num_regs
+        if self.stage_host_arrays:
+            from .staging import StagingLauncher
+
+            return StagingLauncher(kernel)
         return kernel
 
     def takes(self, value) -> bool:

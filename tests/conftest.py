@@ -1,19 +1,33 @@
 """Fixtures shared by every test area: the `target` a kernel suite runs on.
 
-`target` is "interpreter" (always) and "cuda" (marked `gpu`, skipped where no GPU is visible). It is a
-string with `put` (host NumPy array -> an array the target launches on) and `get` (-> host NumPy).
+`target` is parametrized over every backend: "interpreter" and "cpu" (always), and "cuda" (marked
+`gpu`, skipped where no GPU is visible). It is a string with `put` (host NumPy array -> an array the
+target launches on), `get` (-> host NumPy) and `run` (hand-built `tile-opt` IR on host arrays). The
+language suites (tests/frontend, tests/kernels, tests/interpreter) request it through an autouse
+fixture, so each of their kernels runs on every target against its float64 reference; a test about
+one target's own behaviour (the interpreter's bounds checks, say) is marked `@pytest.mark.only_on(
+"interpreter")`. On "cuda", NumPy arguments are staged through the GPU by the NVPTX backend
+(`stage_host_arrays`), so a suite written for host arrays checks the GPU unchanged.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
 import pytest
 
+TARGETS = ["interpreter", "cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "only_on(*targets): run this test on these targets only")
+    config.addinivalue_line("markers", "vectorize: compile for the cpu target with LLVM's vectorizers")
+
 
 class Target(str):
-    """The name of an execution target, plus moving arrays to and from it."""
+    """The name of an execution target, plus moving arrays to and from it and running IR on it."""
 
     def put(self, array: np.ndarray):
         if self == "cuda":
@@ -27,20 +41,69 @@ class Target(str):
             return array.get()
         return np.asarray(array)
 
+    def run(self, func, args: list, grid, arg_names=None) -> None:
+        """Run `tile-opt` IR `func` (not changed) over `grid` on host arrays and scalars."""
+        from tileworkbench.backends import backend_for
+        from tileworkbench.backends.interpreter import run
 
-@pytest.fixture(params=["interpreter", pytest.param("cuda", marks=pytest.mark.gpu)])
-def target(request, monkeypatch, tmp_path) -> Target:
+        if self == "interpreter":
+            return run(func, args, grid, arg_names)
+        backend = backend_for(self)
+        lowered = backend.lower(copy.deepcopy(func), backend.resolve(self), 4, 3, False)
+        compiled = _IRKernel(func.sym_name, lowered)
+        kinds = [_kind(a.type) for a in func.args]
+        names = [a.name_hint or f"arg{a.index}" for a in func.args]
+        args = [a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args]
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        backend.load(compiled, kinds, names).launch(grid3, args)
+
+
+class _IRKernel:
+    """What `Backend.load` reads of a compiled kernel, for IR built by hand."""
+
+    def __init__(self, name: str, lowered):
+        from tileworkbench.runtime.compiler import KernelMetadata
+
+        self.asm = lowered.asm
+        self.ptx = lowered.asm.get("ptx")
+        self.launch_cubin = None
+        self.launch_metadata = KernelMetadata(name=lowered.kernel_name, target="", num_warps=4,
+                                              dynamic_shared=lowered.shared)
+
+
+def _kind(t) -> str:
+    from tileworkbench.dtypes import BY_IR
+    from tileworkbench.ir.types import PointerType
+
+    if isinstance(t, PointerType):
+        return "*" + _kind(t.pointee)
+    return BY_IR[t.name].kind
+
+
+@pytest.fixture(scope="session")
+def kernel_cache_dir(tmp_path_factory):
+    """One compile cache for the session's compiled targets (kernels recur across tests)."""
+    return tmp_path_factory.mktemp("kernel-cache")
+
+
+@pytest.fixture(params=TARGETS)
+def target(request, monkeypatch, kernel_cache_dir) -> Target:
+    from tileworkbench.backends import backend_for
     from tileworkbench.config import config
 
-    if request.param == "cuda":
-        from tileworkbench.runtime.device import gpu_available
-
-        if not gpu_available():
-            pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")
-        monkeypatch.setattr(config, "interpret", False)
-        monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
-    else:
-        monkeypatch.setattr(config, "interpret", True)
+    marker = request.node.get_closest_marker("only_on")
+    if marker is not None and request.param not in marker.args:
+        pytest.skip(f"about {', '.join(marker.args)} only")
+    backend = backend_for(request.param)
+    if not backend.available():
+        pytest.skip(f"no {request.param} device visible")
+    monkeypatch.setattr(config, "interpret", request.param == "interpreter")
+    monkeypatch.setattr(config, "target", request.param)
+    monkeypatch.setattr(config, "cache_dir", kernel_cache_dir)
+    if backend.is_gpu:
+        monkeypatch.setattr(backend, "stage_host_arrays", True)
+    if request.param == "cpu" and not request.node.get_closest_marker("vectorize"):
+        monkeypatch.setattr(backend, "vectorize", False)  # half the compile time; tests/kernels keep it
     return Target(request.param)
 
 

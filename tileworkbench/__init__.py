@@ -54,8 +54,8 @@ def reinterpret(array, dtype):
 
         if isinstance(array, TensorWrapper):
             array = array.base
-        torch_name = {"bf16": "bfloat16", "fp8e5": "float8_e5m2",
-                      "fp8e4nv": "float8_e4m3fn"}.get(name, np_dtype.name)
+        row = _dtype_row(name)
+        torch_name = row.torch if row is not None and row.torch else np_dtype.name
         if not hasattr(torch, torch_name):  # fp8e4b15: a wrapper, as Triton's reinterpret gives
             return TensorWrapper(array, tl_dtype(name))
         return array.view(getattr(torch, torch_name))
@@ -65,20 +65,16 @@ def reinterpret(array, dtype):
 
 
 def _numpy_dtype(name: str):
-    import ml_dtypes
     import numpy as np
 
-    table = {"bf16": ml_dtypes.bfloat16, "fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2,
-             "fp8e4b8": ml_dtypes.float8_e4m3fnuz,
-             "fp8e5b16": ml_dtypes.float8_e5m2fnuz,
-             "fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int1": np.bool_, "i1": np.bool_}
-    if name in table:
-        return np.dtype(table[name])
-    if name.startswith(("int", "uint")):
-        return np.dtype(name)
-    if name.startswith(("i", "u")) and name[1:].isdigit():
-        return np.dtype(("int" if name[0] == "i" else "uint") + name[1:])
-    return np.dtype(name)
+    row = _dtype_row(name)
+    return row.numpy_dtype if row is not None else np.dtype(name)
+
+
+def _dtype_row(name: str):
+    from .dtypes import lookup
+
+    return lookup(name)
 
 
 def load_ipython_extension(ipython) -> None:

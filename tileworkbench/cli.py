@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 DEFAULT_LAB_DIR = "tileworkbench-notebooks"  # workbench/lab.py's DEFAULT_DIR, without importing it
-STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "all", "passes")
+STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm", "all", "passes")
 
 
 def load_kernel(spec: str) -> Any:
@@ -121,10 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--signature", "-s", required=True, help='e.g. "x_ptr=*fp32,n=i32"')
     comp.add_argument("--constexprs", "-c", default=None, help="e.g. BLOCK=1024,NUM=2")
     comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES,
-                      help="the stage to print (`all`: every stage, `passes`: the IR after each)")
-    comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., interpreter")
-    comp.add_argument("--num-warps", type=int, default=4, help="warps per program")
-    comp.add_argument("--num-stages", type=int, default=3, help="software-pipelining stages")
+                      help="the stage to print (`all`: every stage, `passes`: the IR after each; `asm`: "
+                           "the cpu target's host assembly)")
+    comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., cpu, interpreter")
+    comp.add_argument("--num-warps", type=int, default=None,
+                      help="warps per program (default: the target's, 4 on GPUs)")
+    comp.add_argument("--num-stages", type=int, default=None,
+                      help="software-pipelining stages (default: 3)")
     comp.add_argument("--no-fp-fusion", action="store_true",
                       help="keep float a*b+c as two rounded ops (Triton's enable_fp_fusion=False)")
     comp.add_argument("--debug", action="store_true",

@@ -1,4 +1,4 @@
-"""Frontend tests launch `@tw.jit` kernels in the interpreter, even where a GPU is visible."""
+"""Frontend tests launch `@tw.jit` kernels on every target: the interpreter, cpu, and the GPU where one is."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 
 @pytest.fixture(autouse=True)
-def interpret(monkeypatch):
-    from tileworkbench.config import config
-
-    monkeypatch.setattr(config, "interpret", True)
+def on_every_target(target):
+    """Every kernel of this suite runs on every target (tests/conftest.py's `target`)."""
+    return target
 
 
 @pytest.fixture

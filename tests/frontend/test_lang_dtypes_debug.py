@@ -137,6 +137,7 @@ def assert_kernel(x_ptr, N: tl.constexpr):
     tl.device_assert(x > 0, "x must be positive")
 
 
+@pytest.mark.only_on("interpreter")
 def test_device_assert_raises_in_the_interpreter_in_debug_mode():
     assert_kernel[(1,)](np.ones(8, np.float32), N=8, debug=True)
     x = np.ones(8, np.float32)
@@ -163,6 +164,7 @@ def hints_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + same.to(tl.float32), mask=offs < n)
 
 
+@pytest.mark.only_on("interpreter")
 def test_compiler_hints_and_assume(rng):
     n, block = 100, 32
     x = randn(rng, n)
@@ -183,6 +185,7 @@ def inline_asm_kernel(x_ptr, out_ptr, N: tl.constexpr):
     tl.store(out_ptr + offs, y)
 
 
+@pytest.mark.only_on("interpreter")
 def test_inline_asm_compiles_but_the_interpreter_refuses_it():
     tile = compile_tile(inline_asm_kernel, {"x_ptr": "*i32", "out_ptr": "*i32"}, {"N": 8})
     assert "mov.b32" in tile

@@ -228,10 +228,24 @@ def elementwise_kernel(build, in_elements: list, out_element, n: int) -> tt.Func
     return kb.finish()
 
 
+_TARGET: list = []  # the target the running test uses (conftest.py's autouse fixture sets it)
+
+
+def use_target(target) -> None:
+    _TARGET[:] = [target] if target is not None else []
+
+
+def run(func, args: list, grid, arg_names=None) -> None:
+    """Run hand-built `tile-opt` IR on the current test's target (the interpreter by default)."""
+    if not _TARGET:
+        from tileworkbench.backends.interpreter import run as interpret
+
+        return interpret(func, args, grid, arg_names)
+    return _TARGET[0].run(func, args, grid, arg_names)
+
+
 def run_elementwise(build, inputs: list, in_elements: list, out_element, out_dtype):
     """Run `elementwise_kernel` on 1-D NumPy inputs and return the output."""
-    from tileworkbench.backends.interpreter import run
-
     n = len(inputs[0])
     out = poisoned(n, out_dtype)
     run(elementwise_kernel(build, in_elements, out_element, n), [*inputs, out], (1,))

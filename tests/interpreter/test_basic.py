@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from interp_kernels import (
+    run,
     KernelBuilder,
     bf16,
     f16,
@@ -18,7 +19,6 @@ from interp_kernels import (
     tensor,
 )
 
-from tileworkbench.backends.interpreter import run
 from tileworkbench.ir import verify
 from tileworkbench.ir.ops import arith, scf
 

@@ -10,6 +10,8 @@ from tileworkbench.backends.interpreter.evaluate import EVALUATORS
 from tileworkbench.ir.ops import arith, math, scf, tt
 from tileworkbench.ir.ops.base import Op
 
+pytestmark = pytest.mark.only_on("interpreter")  # about the interpreter itself
+
 
 def _op_classes(module):
     for _, cls in inspect.getmembers(module, inspect.isclass):

@@ -3,6 +3,8 @@ model of C/LLVM semantics (two's complement wrap, truncating division, signednes
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +12,8 @@ from interp_kernels import run_elementwise
 
 from tileworkbench.ir.ops import arith
 from tileworkbench.ir.types import ScalarType
+
+pytestmark = pytest.mark.only_on("interpreter")  # about the interpreter itself
 
 TYPES = {
     "i8": np.int8,

@@ -11,6 +11,8 @@ from tileworkbench.backends.interpreter import run
 from tileworkbench.errors import InterpreterError, OutOfBoundsError
 from tileworkbench.ir.ops import arith, tt
 
+pytestmark = pytest.mark.only_on("interpreter")  # about the interpreter itself
+
 RNG = np.random.default_rng(7)
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from interp_kernels import KernelBuilder, bf16, f16, f32, i8, i32, poisoned, ptr, tensor, u32
+from interp_kernels import KernelBuilder, bf16, f16, f32, i8, i32, poisoned, ptr, tensor, u32, run
 
-from tileworkbench.backends.interpreter import run
 from tileworkbench.ir import verify
 from tileworkbench.ir.ops import arith, tt
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from interp_kernels import KernelBuilder, f32, i32, poisoned, ptr, tensor
+from interp_kernels import KernelBuilder, f32, i32, poisoned, ptr, tensor, run
 
-from tileworkbench.backends.interpreter import run
 from tileworkbench.errors import InterpreterError
 from tileworkbench.ir import verify
 from tileworkbench.ir.ops import tt

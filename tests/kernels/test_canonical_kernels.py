@@ -20,6 +20,8 @@ from canonical_kernels import (
 
 import tileworkbench as tw
 
+pytestmark = pytest.mark.vectorize  # the cpu target as launches use it
+
 
 @pytest.fixture
 def rng():

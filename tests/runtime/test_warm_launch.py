@@ -59,7 +59,7 @@ class RecordingKernel(launcher.CudaKernel):
 @pytest.fixture
 def fake_gpu(monkeypatch):
     monkeypatch.setattr(launcher, "CudaKernel", RecordingKernel)
-    monkeypatch.setattr(jit, "_TARGET", ["cuda"])
+    monkeypatch.setattr(config, "target", "cuda")
     monkeypatch.setattr(config, "interpret", False)
     original = compiler_module.compile
     monkeypatch.setattr(jit, "compile", lambda *a, **k: original(*a, **{**k, "target": "sm_90",

@@ -1,0 +1,173 @@
+"""The backend registry: every execution target is a `Backend` registered here, and code outside
+`backends/` asks the registry (`backend_for(target)`) instead of comparing target strings.
+
+A backend answers which target names it claims and which architectures it has, which stages it adds
+after `tile-opt`, how it lowers a kernel (`lower`), how it finishes a compiled kernel (`finish`: start
+ptxas, attach a GPU model), how it loads one for launching (`load`), which arrays it takes, and, for
+compiled targets, the lowering hooks the shared LLVM lowering calls. Backends are imported lazily, so
+asking the registry costs nothing until a target is used. See docs/BACKENDS.md for adding one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# name -> "module:attribute" of the Backend instance; imported on first use
+_BUILTIN = {
+    "interpreter": "tileworkbench.backends.interpreter.backend:BACKEND",
+    "nvptx": "tileworkbench.backends.nvptx.backend:BACKEND",
+    "cpu": "tileworkbench.backends.cpu.backend:BACKEND",
+}
+_LOADED: dict[str, Backend] = {}
+
+
+@dataclass
+class Lowered:
+    """What a compiled backend made past `tile-opt`: stage texts, pass snapshots and line maps."""
+
+    kernel_name: str
+    asm: dict[str, str]
+    passes: list[tuple[str, str]] = field(default_factory=list)
+    line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    shared: int = 0  # dynamic shared memory a launch asks for, in bytes
+    static_shared: int = 0
+    binary: bytes | None = None  # what launches load, where made at compile time (cpu: an object file)
+    debug_checks: dict | None = None  # debug mode: the checked accesses and hidden parameters
+
+
+class Backend:
+    """One family of execution targets. Subclasses set the class attributes and override the methods.
+
+    Attributes:
+        name: the registry key ("interpreter", "nvptx", "cpu").
+        stages: the stages its compiled kernels carry, in pipeline order.
+        is_gpu: launches run on a GPU (CUDA-event timing, GPU roofline ceilings, GPU arrays).
+        cacheable: compiled kernels are stored in the on-disk cache.
+        models_gpu: its kernels report the resources of a model GPU (the interpreter's do).
+        hooks: the target hooks object the shared LLVM lowering calls (None: no LLVM lowering).
+    """
+
+    name = "backend"
+    default_name = ""  # the target string that launches on it ("cuda" for nvptx); "" means `name`
+    aliases: tuple[str, ...] = ()
+    stages: tuple[str, ...] = ("source", "tile", "tile-opt")
+    is_gpu = False
+    cacheable = False
+    models_gpu = False
+    hooks: Any = None
+
+    def claims(self, target: str) -> bool:
+        """Whether `target` (a user's spelling: "cuda", "sm_90", "cpu", ...) names this backend."""
+        return target == self.name or target in self.aliases or target in self.architectures()
+
+    @property
+    def target(self) -> str:
+        """The target string that selects this backend for launches."""
+        return self.default_name or self.name
+
+    def architectures(self) -> tuple[str, ...]:
+        """The architectures it compiles for (empty when it has no notion of one)."""
+        return ()
+
+    def available(self) -> bool:
+        """Whether kernels for it can be launched on this machine."""
+        return True
+
+    def resolve(self, target: str) -> str:
+        """The concrete target a kernel is compiled for ("cuda" -> "sm_90"); raises CompilationError."""
+        return target
+
+    def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,
+              debug: bool = False) -> Lowered | None:
+        """Lower `tile-opt` IR `func` (changed in place) past `tile-opt`; None: run the IR as it is.
+        `debug`: compile bounds checks (backends that have them)."""
+        return None
+
+    def finish(self, kernel, recompile: Callable[[str], Any]) -> None:
+        """Called on each freshly compiled kernel; `recompile(target)` compiles it again for another."""
+
+    def finish_cached(self, kernel) -> None:
+        """Called on a kernel loaded from the on-disk cache."""
+
+    def load(self, compiled, kinds: list[str], names: list[str]):
+        """A launcher for `compiled`: `.launch(grid3, args, stream)` and `.fast_launch_ok()`."""
+        raise NotImplementedError
+
+    def takes(self, value: object) -> bool:
+        """Whether `value` is an array this backend's kernels accept as a pointer argument."""
+        return False
+
+
+def register(backend: Backend) -> Backend:
+    """Add (or replace) a backend under its name."""
+    _LOADED[backend.name] = backend
+    return backend
+
+
+def _load(name: str) -> Backend:
+    backend = _LOADED.get(name)
+    if backend is None:
+        module, attribute = _BUILTIN[name].split(":")
+        backend = register(getattr(importlib.import_module(module), attribute))
+    return backend
+
+
+def backends() -> list[Backend]:
+    """Every registered backend (the built-in ones imported on the way)."""
+    for name in _BUILTIN:
+        _load(name)
+    return list(_LOADED.values())
+
+
+def backend_for(target: str) -> Backend:
+    """The backend that claims `target`.
+
+    Raises:
+        CompilationError: no backend claims it (the message lists the known targets).
+    """
+    hit = _CLAIMED.get(target)
+    if hit is not None:
+        return hit
+    for backend in backends():
+        if backend.claims(target):
+            _CLAIMED[target] = backend
+            return backend
+    from ..errors import CompilationError
+
+    raise CompilationError(f"unknown target {target!r}: use one of {', '.join(target_names())}")
+
+
+_CLAIMED: dict[str, Backend] = {}
+
+
+def target_names() -> list[str]:
+    """What a user may write as a target: each backend's name and its architectures."""
+    names = []
+    for backend in backends():
+        names += [backend.name, *getattr(backend, "aliases", ()), *backend.architectures()]
+    return names
+
+
+def is_gpu(target: str | None) -> bool:
+    """Whether launches for `target` run on a GPU (None: the default target)."""
+    return backend_for(target or default_target()).is_gpu
+
+
+def default_target() -> str:
+    """The target launches use: `TILEWORKBENCH_INTERPRET=1` -> the interpreter; `TILEWORKBENCH_TARGET`
+    (or `config.target`) as set; else the GPU where one is visible, else the bounds-checking
+    interpreter."""
+    from ..config import config
+
+    if config.interpret:
+        return "interpreter"
+    if config.target:
+        return config.target
+    return "cuda" if _load("nvptx").available() else "interpreter"
+
+
+def available_targets() -> list[str]:
+    """The launchable targets on this machine, one per backend (the tests' `target` fixture)."""
+    return [b.target for b in backends() if b.available()]

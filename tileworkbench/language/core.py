@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..dtypes import TABLE as DTYPES
 from ..errors import CompilationError
 
 # Triton dtype name -> Tile IR scalar type name.
-_IR_NAMES = {
-    "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "fp8e4nv": "f8e4nv", "fp8e5": "f8e5", "fp8e4b15": None, "fp8e4b8": "f8e4b8", "fp8e5b16": "f8e5b16",
-    "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
-}
+# fp8e4b15 (Triton's bias-15 e4m3) has no NumPy format and no IR type: named, refused where used
+_IR_NAMES = {**{row.triton: row.ir for row in DTYPES}, "fp8e4b15": None}
 _ALIASES = {"i1": "int1", "bool": "int1", "float16": "fp16", "float32": "fp32", "float64": "fp64",
             "bfloat16": "bf16", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8_e4m3fn": "fp8e4nv",
             "float8_e5m2": "fp8e5", "float8e4b15": "fp8e4b15", "float8e4b8": "fp8e4b8",

@@ -8,7 +8,7 @@ tensor around those anchors (`layouts.assign_layouts`). Needs `axis_info`; reads
 from __future__ import annotations
 
 from ..ir.ops import tt
-from ..ir.ops.ttg import blocked_for
+from ..ir.ops.ttg import layout_chooser
 from ..ir.types import PointerType, TensorType
 from .axis_info import axis_info
 from .layouts import assign_layouts, dot_result_encoding, is_tensor
@@ -40,6 +40,8 @@ def _vector_width(op, info, order, num_threads: int) -> int:
 def coalesce(func: tt.FuncOp) -> bool:
     """Assign layouts to all tensors, anchored at coalesced global-memory accesses. Returns True."""
     num_warps = getattr(func, "num_warps", 4)
+    one_thread = getattr(func, "one_thread", False)  # the cpu target: one thread holds everything
+    blocked = layout_chooser(func)
     analysis = axis_info(func)
     memory = [op for op in func.walk() if isinstance(op, _MEMORY) and is_tensor(op.ptr)
               and isinstance(op.ptr.type.element, PointerType)]
@@ -61,9 +63,9 @@ def coalesce(func: tt.FuncOp) -> bool:
     for op in func.walk():
         if id(op) in choices:
             shape, order = choices[id(op)]
-            anchors.append((op, blocked_for(shape, num_warps, choices[(shape, order)], order)))
+            anchors.append((op, blocked(shape, num_warps, choices[(shape, order)], order)))
         elif isinstance(op, tt.DotOp) and isinstance(op.result.type, TensorType):
-            mma = dot_encoding(op, num_warps, sm, users) if sm else None
-            anchors.append((op, mma or dot_result_encoding(op.result.type.shape, num_warps)))
+            mma = dot_encoding(op, num_warps, sm, users) if sm and not one_thread else None
+            anchors.append((op, mma or dot_result_encoding(op.result.type.shape, num_warps, one_thread)))
     assign_layouts(func, num_warps, anchors)
     return True

@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import TABLE as DTYPES
 from ..ir.ops import arith
 from ..ir.types import ScalarType
 
-FLOAT_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+FLOAT_DTYPES = {row.ir: row.numpy_dtype.type for row in DTYPES if row.is_float and row.numpy == row.raw_numpy}
 _UINT_OF_WIDTH = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 

@@ -15,6 +15,8 @@ from ..ir.ops.ttg import (
     ConvertLayoutOp,
     SliceEncoding,
     blocked_for,
+    layout_chooser,
+    one_thread_blocked,
 )
 from ..ir.types import TensorType
 from ..ir.values import BlockArgument, OpResult, Value
@@ -55,8 +57,11 @@ def set_operand(op, index: int, new: Value) -> None:
     raise IndexError(f"{op.name} has no operand {index}")
 
 
-def dot_result_encoding(shape: tuple[int, ...], num_warps: int) -> BlockedEncoding:
-    """A blocked layout for an FMA dot result: a small square of outputs per thread for reuse."""
+def dot_result_encoding(shape: tuple[int, ...], num_warps: int, one_thread: bool = False) -> BlockedEncoding:
+    """A blocked layout for an FMA dot result: a small square of outputs per thread for reuse (all of
+    them, for a one-thread kernel)."""
+    if one_thread:
+        return one_thread_blocked(shape)
     rank = len(shape)
     enc = blocked_for(shape, num_warps, vec=min(4, shape[-1]))
     per_thread = shape[-2] * shape[-1] // (32 * num_warps)
@@ -72,6 +77,7 @@ class LayoutAssigner:
     def __init__(self, func: tt.FuncOp, num_warps: int):
         self.func = func
         self.num_warps = num_warps
+        self.blocked = layout_chooser(func)
         self.converts: dict[tuple[int, object], Value] = {}
         self.users: dict[int, list] = {}
         for op in func.walk():
@@ -79,7 +85,7 @@ class LayoutAssigner:
                 self.users.setdefault(id(v), []).append(op)
 
     def default(self, v: Value):
-        return blocked_for(v.type.shape, self.num_warps)
+        return self.blocked(v.type.shape, self.num_warps)
 
     # -- backward: wants flow from users to definitions ----------------------------------------------
     def want(self, v: Value, enc) -> None:

@@ -16,21 +16,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tileworkbench.dtypes import TABLE as DTYPES
 from tileworkbench.errors import LaunchError
 
+# kind -> NumPy scalar type, for the kinds NumPy has natively (from the one dtype table)
 _SCALAR_TYPES: dict[str, type] = {
-    "i1": np.bool_,
-    "i8": np.int8,
-    "i16": np.int16,
-    "i32": np.int32,
-    "i64": np.int64,
-    "u8": np.uint8,
-    "u16": np.uint16,
-    "u32": np.uint32,
-    "u64": np.uint64,
-    "fp16": np.float16,
-    "fp32": np.float32,
-    "fp64": np.float64,
+    row.kind: row.numpy_dtype.type for row in DTYPES if row.numpy == row.raw_numpy
 }
 # the IR's spellings of the same kinds
 _ALIASES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16", "int1": "i1"}
@@ -126,9 +117,7 @@ def _float_converter(scalar_type: type, kind: str, name: str, kernel: str) -> Ca
 
 # scalar kinds NumPy has no type for: passed as the bits of their ml_dtypes value
 _BIT_KINDS = {
-    "bf16": ("bfloat16", np.uint16),
-    "fp8e4nv": ("float8_e4m3fn", np.uint8),
-    "fp8e5": ("float8_e5m2", np.uint8),
+    row.kind: (row.numpy, np.dtype(row.raw_numpy).type) for row in DTYPES if row.numpy != row.raw_numpy
 }
 
 
@@ -279,23 +268,7 @@ def _device_of_pointer(pointer: int) -> int | None:
 
 
 # struct codes for one parameter slot; every slot is 8 bytes, so slot i starts at 8 * i
-_SLOT_CODES = {
-    "i1": "?7x",
-    "i8": "b7x",
-    "i16": "h6x",
-    "i32": "i4x",
-    "i64": "q",
-    "u8": "B7x",
-    "u16": "H6x",
-    "u32": "I4x",
-    "u64": "Q",
-    "fp16": "e6x",
-    "bf16": "H6x",  # the bit patterns, from _bits_converter
-    "fp8e4nv": "B7x",
-    "fp8e5": "B7x",
-    "fp32": "f4x",
-    "fp64": "d",
-}
+_SLOT_CODES = {row.kind: row.slot for row in DTYPES}
 
 
 class ParamBlock:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..config import config
+from ..backends import backend_for
 from ..errors import CompilationError, LaunchError
 from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
@@ -26,10 +26,7 @@ from ..ir import print_ir_lines
 from ..language import core
 from .stage_texts import StageTexts
 
-# The GPU an interpreter kernel's resource figures (n_regs, shared) describe; see _init_handles.
-MODEL_ARCH = "sm_90"
-STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
-GPU_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_120")
+STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
 CACHE_FORMAT = 2  # 2: metadata.dynamic_shared
 
 
@@ -66,7 +63,7 @@ class CompiledKernel:
         passes: (pass name, IR text after it), starting with ("tile", ...).
         metadata: a KernelMetadata.
         line_map: stage -> kernel source line -> 1-based line numbers in that stage's text.
-        cubin: the ptxas output, when it was made.
+        cubin: the backend's binary: ptxas's cubin (NVPTX), the host object file (cpu).
     """
 
     def __init__(self, fn: Callable, metadata: KernelMetadata, asm: dict[str, str],
@@ -84,6 +81,8 @@ class CompiledKernel:
         self.source_first_line = source.first_line
         self._ir = ir
         self._regenerate = regenerate
+        # stages made only when `.asm` is read (the cpu target's host assembly: a second codegen)
+        self._deferred: dict[str, Callable[[], str]] = {}
         self._gpu_model: Callable[[], CompiledKernel] | None = None
         self._assembly: Future | None = None
         self._cubin_future: Future | None = None
@@ -125,6 +124,15 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict[str, str]:
+        self._wait()
+        while self._deferred:
+            stage, make = self._deferred.popitem()
+            self._asm[stage] = make()
+        return self._asm
+
+    @property
+    def asm_made(self) -> dict[str, str]:
+        """The stages made so far (deferred ones left out): what the cache stores."""
         self._wait()
         return self._asm
 
@@ -190,7 +198,7 @@ class CompiledKernel:
         models (`MODEL_ARCH`): n_regs, n_spills and shared come from compiling it for that GPU, so
         occupancy arithmetic written for Triton (tutorial 02's) works. Without ptxas n_regs stays None.
         """
-        if self.target != "interpreter" or self._gpu_model is None or self.metadata.shared:
+        if self._gpu_model is None or self.metadata.shared:
             return
         model = self._gpu_model()
         self.metadata.n_regs = model.metadata.n_regs
@@ -205,20 +213,18 @@ class CompiledKernel:
 
 
 def resolve_target(target: str | None) -> str:
-    """`None`/"cuda" -> the current GPU's arch (or the interpreter where there is none); "interpreter" and
-    "sm_XX" as given."""
-    if target in (None, "cuda", "gpu"):
-        from .device import device_properties, gpu_available
+    """The concrete target a kernel compiles for, as its backend resolves it: `None` -> the default
+    target (`backends.default_target`), "cuda" -> the current GPU's arch; "interpreter", "cpu" and
+    "sm_XX" as given.
 
-        if config.interpret or not gpu_available():
-            if target in ("cuda", "gpu"):
-                raise CompilationError("target 'cuda' needs a GPU; none is visible. Use target='sm_90' for "
-                                       "compile-only use or target='interpreter' to run on the CPU")
-            return "interpreter"
-        return device_properties().arch
-    if target == "interpreter" or target in GPU_ARCHS:
-        return target
-    raise CompilationError(f"unknown target {target!r}: use 'interpreter', 'cuda' or one of {GPU_ARCHS}")
+    Raises:
+        CompilationError: no backend claims `target`, or it needs a GPU and none is visible.
+    """
+    from ..backends import backend_for, default_target
+
+    if target is None:
+        target = default_target()
+    return backend_for(target).resolve(target)
 
 
 # -- the cache key -----------------------------------------------------------------------------------------
@@ -360,7 +366,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
     key = None
-    if target != "interpreter" and use_cache:
+    if backend_for(target).cacheable and use_cache:
         from .cache import KernelCache, cache_key
 
         fingerprint, _ = dependencies(py_fn)
@@ -417,34 +423,32 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()},
                               debug=debug)
     ir = func
-    if target != "interpreter":
-        ir = None  # the GPU passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
-        result = _nvptx(func, target, num_warps, num_stages, fp_fusion, debug)
+    binary = None
+    backend = backend_for(target)
+    result = backend.lower(func, target, num_warps, num_stages, fp_fusion, debug)
+    if result is not None:
+        ir = None  # the backend's passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
         passes += result.passes
-        asm.update({"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx})
+        asm.update(result.asm)
         line_map.update(result.line_maps)
         metadata.name = result.kernel_name
         metadata.shared = result.shared + result.static_shared
         metadata.dynamic_shared = result.shared
         metadata.debug_checks = result.debug_checks
+        binary = result.binary
 
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs, num_warps, debug)[0]
 
-    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, regenerate=regenerate)
-    if target == "interpreter":
-        kernel._gpu_model = functools.partial(_compile_fresh, py_fn, args, constexprs, MODEL_ARCH, num_warps,
-                                              num_stages, fp_fusion, debug)
-    else:
-        kernel._assemble_in_background(target)
+    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
+                            regenerate=regenerate)
+    backend.finish(kernel, functools.partial(_recompile, py_fn, args, constexprs, num_warps, num_stages,
+                                             fp_fusion, debug))
     return kernel
 
 
-def _nvptx(func, target, num_warps, num_stages, fp_fusion, debug):
-    from ..backends.nvptx import compile_nvptx
-
-    return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
-                         enable_fp_fusion=fp_fusion, assemble=False, debug=debug)
+def _recompile(py_fn, args, constexprs, num_warps, num_stages, fp_fusion, debug, target) -> CompiledKernel:
+    return _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion, debug)
 
 
 _ASSEMBLER: list[ThreadPoolExecutor] = []
@@ -460,7 +464,7 @@ def _assembler() -> ThreadPoolExecutor:
 def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:
     files: dict[str, bytes | str] = {
         "metadata.json": json.dumps(kernel.metadata.as_dict()),
-        "asm.json": json.dumps(kernel.asm),
+        "asm.json": json.dumps({**kernel.asm_made}),
         "passes.json": json.dumps(kernel.passes),
         "line_map.json": json.dumps({s: {str(k): v for k, v in m.items()} for s, m in kernel.line_map.items()}),
     }
@@ -483,6 +487,8 @@ def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> Compiled
     def regenerate():
         return tile_opt_ir(py_fn, args, constexprs, metadata.num_warps, debug)[0]
 
-    return CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
+    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
+    backend_for(metadata.target).finish_cached(kernel)
+    return kernel
 
 

@@ -42,9 +42,9 @@ class GPUTarget:
 
 
 def _on_gpu() -> bool:
-    from .jit import _default_target
+    from ..backends import is_gpu
 
-    return _default_target() != "interpreter"
+    return is_gpu(None)
 
 
 class DriverUtils:

@@ -17,26 +17,23 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import config
+from ..dtypes import BY_ARRAY_NAME
+from ..dtypes import TABLE as DTYPES
 from ..errors import ArgumentBindingError, LaunchError
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
 )
+from ..backends import backend_for
 from . import binder as binder_module
 from .arguments import argument_error
 from . import record as record_module
 from .compiler import CompiledKernel, compile
 
 # NumPy / torch / CuPy dtype names -> Triton's.
-_DTYPE_NAMES = {
-    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
-    "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "fp16", "float32": "fp32",
-    "float64": "fp64", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-    "half": "fp16", "float": "fp32", "double": "fp64", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
-    # tl dtypes' own names (a TensorWrapper's dtype)
-    "int1": "i1", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5", "fp8e4b15": "fp8e4b15", "fp8e4b8": "fp8e4b8",
-    "fp8e5b16": "fp8e5b16", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "fp64": "fp64",
-}
+# array dtype names (NumPy, ml_dtypes, torch, CuPy) and tl dtypes' own names (a TensorWrapper's dtype)
+_DTYPE_NAMES = {**{name: row.kind for name, row in BY_ARRAY_NAME.items()},
+                **{row.triton: row.kind for row in DTYPES}, "fp8e4b15": "fp8e4b15"}
 
 
 _NAME_CACHE: dict = {}
@@ -438,8 +435,7 @@ class JITFunction:
                 constexprs[name] = bound[name]
             else:
                 specs.append(ArgSpec(name, part[0], part[1], part[2]))
-        compile_target = target if target == "interpreter" else None
-        compiled = compile(self.fn, specs, constexprs, target=compile_target, num_warps=num_warps,
+        compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
                            num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
         compiled.jit_function = self
         _, used_globals = dependencies(self.fn)
@@ -457,17 +453,10 @@ def _hashable(value):
         return repr(value)
 
 
-_TARGET: list[str] = []
-
-
 def _default_target() -> str:
-    if config.interpret:
-        return "interpreter"
-    if not _TARGET:
-        from .device import gpu_available
+    from ..backends import default_target
 
-        _TARGET.append("cuda" if gpu_available() else "interpreter")
-    return _TARGET[0]
+    return default_target()
 
 
 def _grid(grid, bound: dict) -> tuple[int, int, int]:
@@ -494,21 +483,16 @@ class _BoundKernel:
         flat = [part for s in specs for part in expand_arg(s)]
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
-        self.cuda = None
+        md = compiled.launch_metadata
+        kinds, names = [s.type for s in flat], list(self.flat_names)
         self.checks = None  # debug mode on the GPU: hidden arguments and the error buffer
-        if compiled.target != "interpreter":
-            from .launcher import CudaKernel
+        if getattr(md, "debug_checks", None):
+            from .debug_checks import DebugChecks
 
-            md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
-            kinds, names = [s.type for s in flat], list(self.flat_names)
-            if md.debug_checks:
-                from .debug_checks import DebugChecks
-
-                self.checks = DebugChecks(md.debug_checks, md.name, self.flat_names)
-                kinds, names = kinds + self.checks.hidden_kinds(), names + self.checks.hidden_names()
-            self.cuda = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,
-                                   cubin=compiled.launch_cubin, param_kinds=kinds, param_names=names)
-            md.n_regs = md.n_regs or self.cuda.num_regs
+            self.checks = DebugChecks(md.debug_checks, md.name, self.flat_names)
+            kinds, names = kinds + self.checks.hidden_kinds(), names + self.checks.hidden_names()
+        # the backend's launcher (a CudaKernel on the GPU); the warm path takes those it can
+        self.cuda = backend_for(md.target).load(compiled, kinds, names)
 
     def globals_unchanged(self) -> bool:
         for scope, name, value in self.used_globals:
@@ -523,10 +507,8 @@ class _BoundKernel:
                     (flatten_descriptor(bound[name]) if name in self.descriptors else [bound[name]])]
         if self.checks is not None:
             self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
-        elif self.cuda is not None:
-            self.cuda.launch(grid, args, stream)
         else:
-            _interpret(self.compiled, grid, args, self.flat_names)
+            self.cuda.launch(grid, args, stream)
 
 
 class _FastLaunch:
@@ -565,50 +547,6 @@ class _FastLaunch:
 _MISSING = object()
 _RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream", "debug"})
 _NO_OPTIONS = (None, None, None)  # a call that gives no launch option
-
-
-def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> None:
-    """Run in the interpreter; GPU arrays are copied to the host and back, CPU tensors shared."""
-    from ..backends.interpreter import run
-
-    host_args, copy_back = [], []
-    for value in args:
-        if getattr(value, "__tile_tensor_wrapper__", False):  # runtime/tensor_wrapper.py
-            host_args.append(value.host_array())
-        elif hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):  # CuPy
-            host = value.get()
-            copy_back.append((value, host))
-            host_args.append(host)
-        elif hasattr(value, "numpy") and hasattr(value, "data_ptr"):  # torch CPU tensor
-            if getattr(value, "is_cuda", False):
-                raise LaunchError("a CUDA torch tensor was passed to a kernel running in the interpreter")
-            host_args.append(_torch_host_array(value))
-        elif hasattr(value, "__array_interface__") and not isinstance(value, np.ndarray):
-            host_args.append(np.asarray(value))
-        else:
-            host_args.append(value)
-    run(compiled.ir, host_args, grid, names)
-    for device_array, host in copy_back:
-        device_array.set(host)
-
-
-# torch dtypes NumPy lacks: viewed as same-width integers, then as ml_dtypes (sharing memory).
-_TORCH_ML_DTYPES = {"bfloat16": ("int16", "bfloat16"), "float8_e5m2": ("uint8", "float8_e5m2"),
-                    "float8_e4m3fn": ("uint8", "float8_e4m3fn"), "float8_e4m3fnuz": ("uint8", "float8_e4m3fnuz"),
-                    "float8_e5m2fnuz": ("uint8", "float8_e5m2fnuz")}
-
-
-def _torch_host_array(tensor) -> np.ndarray:
-    """A NumPy view of a CPU torch tensor's memory, for bf16 and fp8 tensors too."""
-    tensor = tensor.detach()
-    name = str(tensor.dtype).removeprefix("torch.")
-    if name not in _TORCH_ML_DTYPES:
-        return tensor.numpy()
-    import ml_dtypes
-    import torch
-
-    raw, ml_name = _TORCH_ML_DTYPES[name]
-    return tensor.view(getattr(torch, raw)).numpy().view(getattr(ml_dtypes, ml_name))
 
 
 def jit(fn: Callable | None = None, **options) -> JITFunction | Callable[[Callable], JITFunction]:

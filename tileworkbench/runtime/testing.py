@@ -53,20 +53,24 @@ def do_bench(
     """
     if return_mode not in _RETURN_MODES:
         raise ValueError(f"return_mode must be one of {_RETURN_MODES}; got {return_mode!r}")
-    if timer not in ("auto", "cuda", "host"):
+    if timer not in _TIMERS:
         raise ValueError(f"timer must be 'auto', 'cuda' or 'host'; got {timer!r}")
-    if timer == "cuda" or (timer == "auto" and _gpu_timing()):
+    events = _TIMERS[timer]
+    if events or (events is None and _gpu_timing()):
         times = _bench_cuda(fn, warmup, rep, grad_to_none)
     else:
         times = _bench_host(fn, warmup, rep, grad_to_none)
     return _summarize(times, quantiles, return_mode)
 
 
-def _gpu_timing() -> bool:
-    from tileworkbench.config import config
-    from tileworkbench.runtime.device import gpu_available
+_TIMERS = {"auto": None, "cuda": True, "host": False}  # timer -> CUDA events (None: where launches go)
 
-    return not config.interpret and gpu_available()
+
+def _gpu_timing() -> bool:
+    """Whether launches now go to a GPU (the default target's backend says), so CUDA events time them."""
+    from tileworkbench.backends import is_gpu
+
+    return is_gpu(None)
 
 
 def _run_counts(estimate_ms: float, warmup: float, rep: float) -> tuple[int, int]:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends import is_gpu
 from .check import compare
 from .counts import count_launch
 from .peaks import get_peaks
@@ -114,7 +115,7 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
             ir, record.args, report.grid, flops=opts.flops, bytes=opts.bytes
         )
     if opts.bench:
-        report.timing = bench(record.relaunch, opts.bench, on_gpu=report.target != "interpreter")
+        report.timing = bench(record.relaunch, opts.bench, on_gpu=is_gpu(report.target or None))
     if opts.ref is not None:
         out = opts.out if opts.out is not None else default_output(record)
         report.check = compare(out, opts.ref, **hint_context(report)) if out is not None else None
@@ -143,7 +144,7 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
     report.show_roofline = opts.roofline
     if counts is None or not counts.flops or not counts.bytes:
         return
-    if report.target == "interpreter" and seconds is not None:
+    if not is_gpu(report.target or None) and seconds is not None:
         seconds = None  # a CPU time against GPU ceilings would mislead; place it by intensity
         report.notes.append("ran in the interpreter: the roofline places it by intensity only")
     report.peaks = get_peaks()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..backends import is_gpu
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
 from .capture import capture_c_stdout
@@ -143,18 +144,20 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
 
 @contextlib.contextmanager
 def _target_scope(target: str | None):
-    """`--target interpreter` runs the cell's launches in the interpreter."""
-    if target != "interpreter":
+    """`--target interpreter` (or `cpu`) runs the cell's launches on that host target."""
+    from ..backends import is_gpu
+
+    if target is None or is_gpu(target):
         yield
         return
     from ..config import config
 
-    saved = config.interpret
-    config.interpret = True
+    saved = config.interpret, config.target
+    config.interpret, config.target = False, target
     try:
         yield
     finally:
-        config.interpret = saved
+        config.interpret, config.target = saved
 
 
 def run_inner(shell, cell: str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import sys
 
+from ..backends import is_gpu
 from .build import ReportOptions, report_for_launch
 from .gpu_stages import add_gpu_stages, gpu_target
 
@@ -43,7 +44,7 @@ def run_demo(
     from ..runtime.record import record_launches
     from .showcase import RUNNERS
 
-    on_gpu = target != "interpreter" and gpu_available()
+    on_gpu = (target is None or is_gpu(target)) and gpu_available()
     saved = config.interpret
     config.interpret = not on_gpu
     reports, ok = [], True

@@ -15,6 +15,7 @@ import textwrap
 import types
 from typing import Any
 
+from ..backends import is_gpu
 from .report import TritonResult
 from .timing import bench
 
@@ -120,9 +121,9 @@ def compare_with_triton(record: Any, rep_ms: int = 100) -> TritonResult:
         import triton  # noqa: F401
     except ImportError:
         return TritonResult(error="Triton is not installed (pip install triton)")
-    if record.target == "interpreter":
+    if not is_gpu(record.target):
         return TritonResult(
-            error="--compare triton needs a GPU launch (this one ran in the interpreter)"
+            error=f"--compare triton needs a GPU launch (this one ran on the {record.target} target)"
         )
     try:
         kernel = to_triton(

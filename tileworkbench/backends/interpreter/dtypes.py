@@ -8,27 +8,10 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 
+from ...dtypes import TABLE as DTYPES
 from ...ir.types import PointerType, ScalarType, TensorType, Type, element_type
 
-_NUMPY = {
-    "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "u8": np.dtype(np.uint8),
-    "u16": np.dtype(np.uint16),
-    "u32": np.dtype(np.uint32),
-    "u64": np.dtype(np.uint64),
-    "f8e4nv": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8e5": np.dtype(ml_dtypes.float8_e5m2),
-    "f8e4b8": np.dtype(ml_dtypes.float8_e4m3fnuz),
-    "f8e5b16": np.dtype(ml_dtypes.float8_e5m2fnuz),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-}
+_NUMPY = {row.ir: row.numpy_dtype for row in DTYPES}
 
 POINTER = np.dtype(np.int64)  # pointers are int64 virtual byte addresses
 F32 = np.dtype(np.float32)

@@ -7,6 +7,7 @@ import struct
 
 from llvmlite import ir
 
+from ...dtypes import TABLE as DTYPES
 from ...ir.types import PointerType, ScalarType, element_type
 
 
@@ -34,7 +35,8 @@ GLOBAL_PTR = ir.PointerType(addrspace=1)
 SHARED_PTR = ir.PointerType(addrspace=3)
 GENERIC_PTR = ir.PointerType()
 
-_FLOATS = {"f16": F16, "bf16": BF16, "f32": F32, "f64": F64, "f8e4nv": I8, "f8e5": I8}
+_BY_LLVM_NAME = {"half": F16, "bfloat": BF16, "float": F32, "double": F64, "i8": I8}
+_FLOATS = {row.ir: _BY_LLVM_NAME[row.llvm] for row in DTYPES if row.is_float}
 
 
 def llvm_type(t) -> ir.Type:

@@ -16,10 +16,8 @@ from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
-from .llvm_types import GLOBAL_PTR, I1, I8, I32, SHARED_PTR, llvm_type
-
-DATA_LAYOUT = ("e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64")
-TRIPLE = "nvptx64-nvidia-cuda"
+from .hooks import DATA_LAYOUT, NVPTX_HOOKS, TRIPLE  # noqa: F401 - DATA_LAYOUT, TRIPLE: re-exported
+from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
 
 
 class TVal:
@@ -40,11 +38,13 @@ def kernel_param_type(t) -> ir.Type:
 
 
 class Lowering:
-    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes)."""
+    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes). Every target fact
+    comes from `hooks` (hooks.py; NVPTX's by default, the cpu backend's for the host)."""
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
-                 debug: bool = False):
+                 debug: bool = False, hooks=None):
         self.func = func
+        self.hooks = hooks or NVPTX_HOOKS
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
         self.num_warps = num_warps
@@ -57,8 +57,8 @@ class Lowering:
         self.static_smem_bytes = 0  # static shared arrays (private_shared_memory)
         self.uses_libdevice = False
         self.module = ir.Module(name=func.sym_name)
-        self.module.triple = TRIPLE
-        self.module.data_layout = DATA_LAYOUT
+        self.module.triple = self.hooks.triple
+        self.module.data_layout = self.hooks.data_layout
         params = [kernel_param_type(a.type) for a in func.args]
         # debug mode (lowering/bounds.py): checked accesses and hidden parameters after the kernel's own
         self.bounds = None
@@ -67,9 +67,7 @@ class Lowering:
 
             self.bounds = BoundsChecks(func)
         hidden = self.bounds.param_types() if self.bounds is not None else []
-        self.function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params + hidden),
-                                    func.sym_name)
-        self.function.calling_convention = "ptx_kernel"
+        self.function = self.hooks.declare_kernel(self, self.module, func.sym_name, params + hidden)
         self.entry = self.function.append_basic_block("entry")
         self.entry_builder = ir.IRBuilder(self.entry)
         self.builder = ir.IRBuilder(self.function.append_basic_block("body"))
@@ -105,14 +103,8 @@ class Lowering:
         if not self.builder.block.is_terminated:
             self.builder.ret_void()
         self.entry_builder.branch(self.function.basic_blocks[1])
-        self._annotate()
+        self.hooks.annotate(self)
         return self.module
-
-    def _annotate(self) -> None:
-        threads = ir.Constant(I32, WARP_SIZE * self.num_warps)
-        annotations = self.module.add_named_metadata("nvvm.annotations")
-        # the exact block size (Triton's `.reqntid`): ptxas may rely on tid.x < threads
-        annotations.add(self.module.add_metadata([self.function, "reqntidx", threads]))
 
     def lower_block(self, block) -> list:
         """Lower every op of `block` except its terminator; return the terminator's lowered operands."""
@@ -164,8 +156,7 @@ class Lowering:
     def sreg(self, name: str) -> ir.Value:
         key = ("sreg", name)
         if key not in self._cache:
-            fn = self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
-            self._cache[key] = self.entry_builder.call(fn, [])
+            self._cache[key] = self.hooks.special_register(self, name)
         return self._cache[key]
 
     def lane_and_warp(self) -> tuple[ir.Value, ir.Value]:
@@ -235,12 +226,10 @@ class Lowering:
 
     def asm(self, text: str, constraints: str, ret: ir.Type, args: list[ir.Value],
             side_effect: bool = False) -> ir.Value:
-        ftype = ir.FunctionType(ret, [a.type for a in args])
-        return self.builder.call(ir.InlineAsm(ftype, _llvm_string(text), constraints, side_effect), args)
+        return self.hooks.inline_asm(self, text, constraints, ret, args, side_effect)
 
     def libdevice(self, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
-        self.uses_libdevice = True
-        return self.call_intrinsic(symbol, ret, args)
+        return self.hooks.libdevice(self, symbol, ret, args)
 
     def shared_memory(self, nbytes: int) -> ir.Value:
         """Scratch in the dynamic shared memory, at least `nbytes` long for this use. Every use starts
@@ -259,12 +248,7 @@ class Lowering:
     def shared_base(self) -> ir.Value:
         """The dynamic shared-memory array (`extern .shared`), offset 0."""
         if self._smem is None:
-            self._smem = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem",
-                                           addrspace=3)
-            self._smem.linkage = "external"
-            self._smem.align = 16
-            # Give the global the opaque `ptr addrspace(3)` type, which stores of any type accept.
-            self._smem.type = SHARED_PTR
+            self._smem = self.hooks.shared_memory(self)
         return self._smem
 
     def private_shared_memory(self, nbytes: int) -> ir.Value:
@@ -273,16 +257,10 @@ class Lowering:
         (Triton's reductions all start at offset 0 and pay that barrier)."""
         offset = self.static_smem_bytes  # unique per array: the static bytes before it
         self.static_smem_bytes += (max(nbytes, 1) + 15) // 16 * 16
-        array = ir.GlobalVariable(self.module, ir.ArrayType(I8, max(nbytes, 1)), f"scratch_smem_{offset}",
-                                  addrspace=3)
-        array.linkage = "internal"
-        array.align = 16
-        array.initializer = ir.Constant(array.value_type, ir.Undefined)
-        array.type = SHARED_PTR
-        return array
+        return self.hooks.private_shared_memory(self, offset, nbytes)
 
     def barrier(self) -> None:
-        self.call_intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
+        self.hooks.barrier(self)
 
     def barrier_before_shared(self) -> None:
         """The barrier that keeps a new use of shared memory from overwriting data other threads may
@@ -316,8 +294,7 @@ class Lowering:
         return out if isinstance(t, ir.IntType) else b.bitcast(out, t)
 
     def _shfl(self, value: ir.Value, lane_mask: int) -> ir.Value:
-        args = [ir.Constant(I32, -1), value, ir.Constant(I32, lane_mask), ir.Constant(I32, 0x1F)]
-        return self.call_intrinsic("llvm.nvvm.shfl.sync.bfly.i32", I32, args)
+        return self.hooks.shuffle_xor_i32(self, value, lane_mask)
 
 
 def _llvm_string(text: str) -> str:

@@ -270,6 +270,23 @@ def blocked_for(shape: tuple[int, ...], num_warps: int, vec: int = 1,
     return BlockedEncoding(tuple(spt), tuple(tpw), tuple(wpc), order)
 
 
+def one_thread_blocked(shape: tuple[int, ...], order: tuple[int, ...] | None = None) -> BlockedEncoding:
+    """A blocked layout that gives one thread every element (the cpu target's): `size_per_thread` is the
+    shape, so every lane basis wraps to zero (lanes are copies) and one warp is the whole program."""
+    rank = len(shape)
+    order = tuple(order) if order is not None else tuple(range(rank - 1, -1, -1))
+    tpw = [1] * rank
+    tpw[order[-1]] = WARP_SIZE
+    return BlockedEncoding(tuple(shape), tuple(tpw), (1,) * rank, order)
+
+
+def layout_chooser(func) -> object:
+    """`blocked_for`, or `one_thread_blocked` for a kernel the cpu backend marked `one_thread`."""
+    if getattr(func, "one_thread", False):
+        return lambda shape, num_warps, vec=1, order=None: one_thread_blocked(shape, order)
+    return blocked_for
+
+
 @dataclass(eq=False)
 class ConvertLayoutOp(Op, name="ttg.convert_layout", pure=True):
     """The same tensor in another layout (through shared memory where threads must exchange data)."""

@@ -66,7 +66,7 @@ def lower_float_binary(lw, op, lhs, rhs) -> ir.Value:
 def lower_divf(lw, op, lhs, rhs) -> ir.Value:
     """fp32 division as Triton does it: `div.full.f32` (2 ulp, fast); others divide exactly."""
     if isinstance(lhs.type, ir.FloatType):
-        return lw.asm("div.full.f32 $0, $1, $2;", "=f,f,f", F32, [lhs, rhs])
+        return lw.hooks.fast_divide(lw, lhs, rhs)
     return lw.builder.fdiv(lhs, rhs)
 
 
@@ -269,5 +269,5 @@ def _f32_to_fp8_soft(lw, x, kind: str) -> ir.Value:
 
 
 def _has_fp8_hw(lw) -> bool:
-    return lw.sm >= 89
+    return lw.sm >= lw.hooks.fp8_hardware_min_sm
 

@@ -28,7 +28,7 @@ def _in_f32(lw, x, compute):
 
 
 def _approx(lw, text: str, x) -> ir.Value:
-    return lw.asm(f"{text} $0, $1;", "=f,f", F32, [x])
+    return lw.hooks.approx_math(lw, text, x)
 
 
 @elementwise(math.ExpOp)

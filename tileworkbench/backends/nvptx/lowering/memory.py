@@ -115,7 +115,7 @@ def lower_load(lw, op) -> None:
         fallback = _to_memory(lw, other, pointee) if other is not None else None
         value = _access(lw, mask, quals, etype, 1, fallback,
                         lambda: _load_one(lw, ptr, 1, etype, nbytes),
-                        lambda pred, fill: global_access.load(lw, ptr, pred, etype, 1, fill, quals))
+                        lambda pred, fill: lw.hooks.global_load(lw, ptr, pred, etype, 1, fill, quals))
         lw.set(op.result, _to_register(lw, value, pointee))
         return
     layout = ptr.layout
@@ -128,7 +128,7 @@ def lower_load(lw, op) -> None:
         m = check_access(lw, op, "load", address, m, vec)
         value = _access(lw, m, quals, etype, vec, fallback,
                         lambda address=address: _load_one(lw, address, vec, etype, nbytes),
-                        lambda pred, fill, address=address: global_access.load(lw, address, pred, etype, vec,
+                        lambda pred, fill, address=address: lw.hooks.global_load(lw, address, pred, etype, vec,
                                                                                fill, quals))
         for i in range(vec):
             elem = value if vec == 1 else lw.builder.extract_element(value, ir.Constant(I32, i))
@@ -143,7 +143,7 @@ def _access(lw, mask, quals: str, etype, vec: int, fallback, plain, predicated, 
     always = mask is None or global_access.is_constant_true(mask)
     if always and not quals:
         return plain()
-    if global_access.supports(etype, vec):
+    if lw.hooks.predicated_access(etype, vec):
         return predicated(None if always else mask, fallback)
     if quals:
         raise lw.error(lw.current_op, "cache modifiers and eviction policies need numeric elements")
@@ -186,7 +186,7 @@ def lower_store(lw, op) -> None:
         m = check_access(lw, op, "store", ptr, owner if mask is None else b.and_(owner, mask))
         data = _to_memory(lw, value, pointee)
         _access(lw, m, quals, etype, 1, None, lambda: _store(b, data, ptr, byte_size(pointee)),
-                lambda pred, _: global_access.store(lw, ptr, data, pred, etype, 1, quals), load=False)
+                lambda pred, _: lw.hooks.global_store(lw, ptr, data, pred, etype, 1, quals), load=False)
         return
     layout = ptr.layout
     vec = vector_width(lw, op, layout)
@@ -202,7 +202,7 @@ def lower_store(lw, op) -> None:
         m = check_access(lw, op, "store", address, m, vec)
         _access(lw, m, quals, etype, vec, None,
                 lambda data=data, address=address: _store(b, data, address, byte_size(pointee) * vec),
-                lambda pred, _, data=data, address=address: global_access.store(lw, address, data, pred,
+                lambda pred, _, data=data, address=address: lw.hooks.global_store(lw, address, data, pred,
                                                                                  etype, vec, quals),
                 load=False)
 
@@ -308,7 +308,8 @@ def _cas_loop(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
     return b.bitcast(old, llvm_type(t))
 
 
-def _rmw_one(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
+def ptx_atomic_rmw(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
+    """One predicated `atom.global` (NvptxHooks.atomic_rmw)."""
     if op.kind in ("fmax", "fmin"):
         return _float_minmax(lw, op, ptr, val, pred, t)
     if _needs_cas_loop(lw, op.kind, t):
@@ -322,7 +323,8 @@ def _rmw_one(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
     return lw.asm(text, f"={reg},l,{reg},r", ty, [ptr, val, _pred_i32(lw, pred)], side_effect=True)
 
 
-def _cas_one(lw, op, ptr, cmp, val, pred, t: ScalarType) -> ir.Value:
+def ptx_atomic_cas(lw, op, ptr, cmp, val, pred, t: ScalarType) -> ir.Value:
+    """One predicated `atom.global.cas` (NvptxHooks.atomic_cas)."""
     bits = t.bitwidth
     reg = {16: "h", 32: "r", 64: "l"}.get(bits)
     if reg is None:
@@ -398,9 +400,9 @@ def _share_owned(lw, value: TVal, op) -> TVal:
 
 @lowers(tt.AtomicRMWOp)
 def lower_atomic_rmw(lw, op) -> None:
-    _lower_atomic(lw, op, _rmw_one)
+    _lower_atomic(lw, op, lw.hooks.atomic_rmw)
 
 
 @lowers(tt.AtomicCASOp)
 def lower_atomic_cas(lw, op) -> None:
-    _lower_atomic(lw, op, _cas_one)
+    _lower_atomic(lw, op, lw.hooks.atomic_cas)

@@ -36,7 +36,11 @@ def lower_reduce(lw, op) -> None:
     out_index = {c: r for r, c in enumerate(out_layout.all_reg_coords())}
     # 1. Within the thread: registers that differ only along the axis.
     accs: list[list | None] = [None] * out_layout.num_regs
+    if lw.hooks.tree_reductions:
+        accs = _within_thread_tree(lw, op, srcs, layout, out_index, axis)
     for r, coords in enumerate(layout.all_reg_coords()):
+        if lw.hooks.tree_reductions:
+            break
         o = out_index[tuple(coords[:axis]) + tuple(coords[axis + 1:])]
         elems = [s.vals[r] for s in srcs]
         accs[o] = elems if accs[o] is None else combine(lw, op.combine, accs[o], elems)
@@ -55,6 +59,20 @@ def lower_reduce(lw, op) -> None:
             lw.set(res, TVal([acc[i] for acc in accs], out))
         else:
             lw.set(res, accs[0][i])
+
+
+def _within_thread_tree(lw, op, srcs, layout, out_index, axis) -> list:
+    """Step 1 as a tree for targets with vector units (the cpu's one thread holds whole rows): the
+    upper half of each output's registers combined into the lower half, level by level, so each level
+    is one vector operation across outputs and elements. Reorders as the lanes' butterfly does."""
+    groups: list[list] = [[] for _ in out_index]
+    for r, coords in enumerate(layout.all_reg_coords()):
+        groups[out_index[tuple(coords[:axis]) + tuple(coords[axis + 1:])]].append([s.vals[r] for s in srcs])
+    while any(len(g) > 1 for g in groups):
+        for g in groups:
+            half = len(g) // 2
+            g[:] = [combine(lw, op.combine, g[i], g[i + half]) for i in range(half)] + g[2 * half:]
+    return [g[0] for g in groups]
 
 
 def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) -> list:

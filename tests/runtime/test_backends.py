@@ -1,0 +1,80 @@
+"""The backend registry and the one dtype table: targets resolve through the registry, one list of
+architectures, and no target-string compares outside `tileworkbench/backends/`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tileworkbench import dtypes
+from tileworkbench.backends import backend_for, backends, default_target, target_names
+from tileworkbench.errors import CompilationError
+from tileworkbench.runtime.compiler import resolve_target
+
+PACKAGE = Path(__file__).resolve().parents[2] / "tileworkbench"
+
+
+def test_every_builtin_backend_registers_and_claims_its_targets():
+    names = {b.name for b in backends()}
+    assert {"interpreter", "nvptx"} <= names
+    assert backend_for("interpreter").name == "interpreter"
+    for target in ("cuda", "sm_80", "sm_90a"):
+        assert backend_for(target).name == "nvptx"
+        assert backend_for(target).is_gpu
+
+
+def test_architectures_have_one_owner():
+    from tileworkbench.backends.nvptx.codegen import ARCHS
+
+    assert backend_for("sm_90").architectures() == tuple(ARCHS)
+    assert resolve_target("sm_90") == "sm_90"
+
+
+@pytest.mark.parametrize("target", ["sm_120", "tpu", "sm_90 "])
+def test_unknown_target_fails_at_resolve_naming_the_known_ones(target):
+    with pytest.raises(CompilationError, match="unknown target") as info:
+        resolve_target(target)
+    assert "sm_90" in str(info.value) and "interpreter" in str(info.value)
+
+
+def test_default_target_follows_config(monkeypatch):
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "interpret", True)
+    assert default_target() == "interpreter"
+    monkeypatch.setattr(config, "interpret", False)
+    monkeypatch.setattr(config, "target", "interpreter")
+    assert default_target() == "interpreter"
+    assert "interpreter" in target_names()
+
+
+def test_no_target_string_compares_outside_backends():
+    pattern = re.compile(r'[!=]= *"(interpreter|cuda|cpu)"|"(interpreter|cuda|cpu)" *[!=]=')
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{n}" for path in PACKAGE.rglob("*.py")
+                 if "backends" not in path.relative_to(PACKAGE).parts[:1]
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []
+
+
+def test_dtype_table_rows_agree_with_numpy_and_are_unique():
+    for key in ("triton", "kind", "ir", "numpy"):
+        values = [getattr(row, key) for row in dtypes.TABLE]
+        assert len(values) == len(set(values)), key
+    for row in dtypes.TABLE:
+        assert row.numpy_dtype.itemsize * 8 == max(row.bits, 8)
+        assert np.dtype(row.raw_numpy).itemsize == row.numpy_dtype.itemsize
+        assert dtypes.lookup(row.triton) is row and dtypes.lookup(row.ir) is row
+
+
+def test_derived_tables_follow_the_dtype_table():
+    from tileworkbench.backends.interpreter.dtypes import _NUMPY
+    from tileworkbench.language import core
+    from tileworkbench.runtime import jit
+
+    for row in dtypes.TABLE:
+        assert _NUMPY[row.ir] == row.numpy_dtype
+        assert core.dtype(row.triton).name == row.triton
+        assert jit.dtype_name(row.numpy_dtype) == row.kind

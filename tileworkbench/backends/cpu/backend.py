@@ -1,0 +1,69 @@
+"""The `cpu` target: the same LLVM lowering as the GPU's, with one thread per program (layouts that
+give that thread every element) and the host's hooks, JIT-compiled by llvmlite for this CPU; the grid
+is spread over a thread pool. Stages `tile-gpu` (the one-thread layouts), `llvm` and `asm` (host
+assembly). Takes NumPy arrays, CPU torch tensors and anything with `__array_interface__`. Unlike the
+interpreter it does not bounds-check memory accesses (as the GPU does not)."""
+
+from __future__ import annotations
+
+from .. import Backend, Lowered, register
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    stages = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "asm")
+    cacheable = True
+    # LLVM's loop and SLP vectorizers: the speed of launches, at about twice the compile time (test
+    # suites that compile hundreds of small kernels turn them off)
+    vectorize = True
+
+    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
+        from ...ir.printer import print_ir_lines
+        from ...passes.axis_info import axis_info
+        from ..nvptx import check_shapes, run_gpu_passes
+        from ..nvptx.debuginfo import llvm_line_map, tile_line_map
+        from ..nvptx.lower import Lowering
+        from . import codegen
+        from .hooks import CpuHooks
+
+        check_shapes(func)
+        func.num_warps = 1
+        func.one_thread = True  # coalesce gives the one thread whole tensors (passes/layouts.py)
+        passes = run_gpu_passes(func)
+        lines = print_ir_lines(func, locs=True)
+        machine = codegen.host_machine()
+        hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
+        lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, hooks=hooks)
+        module = lowering.run()
+        smem = lowering.smem_bytes
+        codegen.add_grid_loop(module, lowering.function, len(func.args), smem)
+        codegen.add_runtime_functions(module)
+        optimized = codegen.optimize(str(module), func.sym_name, self.vectorize)
+        llvm_text = str(optimized)
+        asm = {"tile-gpu": "\n".join(text for text, _ in lines) + "\n", "llvm": llvm_text}
+        line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text)}
+        binary = codegen.emit_object(optimized)  # the one codegen a launch needs
+        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary)
+
+    def finish(self, kernel, recompile) -> None:
+        self.finish_cached(kernel)
+
+    def finish_cached(self, kernel) -> None:
+        """The host assembly (`asm`) is a second codegen: made when `.asm` is first read."""
+        from . import codegen
+
+        llvm_text = kernel._asm["llvm"]
+        kernel._deferred["asm"] = lambda: codegen.assembly_of(llvm_text)
+
+    def load(self, compiled, kinds, names):
+        from .launch import CpuKernel
+
+        md = compiled.launch_metadata
+        return CpuKernel(compiled.launch_cubin, md.name, kinds, names)
+
+    def takes(self, value) -> bool:
+        return hasattr(value, "__array_interface__") or (
+            hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False))
+
+
+BACKEND = register(CpuBackend())

@@ -1,0 +1,130 @@
+"""Launching a cpu-target kernel: the module JIT-compiled once (MCJIT), the arguments packed into one
+parameter block of 8-byte slots, and the grid cut into ranges of programs run by a thread pool (ctypes
+releases the GIL while native code runs, so the host's cores work in parallel)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from ...dtypes import BY_KIND
+from ...errors import LaunchError
+from . import codegen, debug
+
+_GRID_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
+                            ctypes.c_int32, ctypes.c_int32)
+_MAX_GRID = (2**31 - 1, 2**31 - 1, 2**31 - 1)
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def workers() -> int:
+    """Threads the grid is spread over: the CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _pool() -> ThreadPoolExecutor:
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="tileworkbench-cpu"))
+    return _POOL[0]
+
+
+class CpuKernel:
+    """One cpu-target kernel, JIT-compiled and ready to launch.
+
+    Args:
+        binary: the host object file of the optimized module (with the `<name>_grid` loop).
+        kernel_name: the kernel's name.
+        kinds: one parameter kind per parameter ("*fp32", "i32", ...).
+        names: parameter names, for error messages.
+    """
+
+    def __init__(self, binary: bytes, kernel_name: str, kinds: list[str], names: list[str]):
+        llvm = codegen.binding()
+        self.name = kernel_name
+        self.kinds, self.names = list(kinds), list(names)
+        # an empty module for the engine; the kernel's code comes in as the compiled object file
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), codegen.new_host_machine())
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(binary)))
+        self._engine.finalize_object()
+        address = self._engine.get_function_address(codegen.grid_function_name(kernel_name))
+        self._grid_fn = _GRID_FN(address)
+        self._format = "<" + "".join(_slot_code(k) for k in self.kinds)
+        self._converters = [_converter(k, n, kernel_name) for k, n in zip(self.kinds, self.names)]
+        self.num_regs = None
+
+    def fast_launch_ok(self) -> bool:
+        return False  # the GPU's generated warm launcher does not apply
+
+    def launch(self, grid, args, stream=None) -> None:
+        """Run every program of `grid` (1 to 3 dims) on `args` (arrays and scalars in parameter order)."""
+        from ...runtime.launcher import check_grid
+
+        grid3 = check_grid(grid, self.name, _MAX_GRID)
+        if grid3 is None:
+            return
+        if len(args) != len(self.kinds):
+            raise LaunchError(f"{self.name} takes {len(self.kinds)} runtime arguments, got {len(args)}")
+        values = [convert(value) for convert, value in zip(self._converters, args)]
+        block = ctypes.create_string_buffer(max(1, codegen.PARAM_SLOT * len(values)))
+        struct.pack_into(self._format, block, 0, *values)
+        gx, gy, gz = grid3
+        total = gx * gy * gz
+        if total >= 2**31:
+            raise LaunchError(f"grid {grid3} of {self.name} has more than 2^31 programs")
+        count = min(total, workers() * 4)  # a few ranges per thread evens out uneven programs
+        if count <= 1:
+            self._grid_fn(block, 0, total, gx, gy, gz)
+        else:
+            bounds = [total * i // count for i in range(count + 1)]
+            futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
+                       for i in range(count)]
+            for future in futures:
+                future.result()
+        debug.raise_failed_asserts(self.name)
+
+    __call__ = launch
+
+
+def _slot_code(kind: str) -> str:
+    if kind.startswith("*"):
+        return "Q"
+    if kind == "i1":
+        return "i4x"  # an i1 parameter is an i32 in the kernel ABI
+    return BY_KIND[kind].slot
+
+
+def _converter(kind: str, name: str, kernel: str):
+    if kind.startswith("*"):
+        return lambda value: host_address(value, name, kernel)
+    if kind == "i1":
+        return lambda value: int(bool(value))
+    from ...runtime.arguments import _make_converter  # the GPU's scalar checks, shared
+
+    return _make_converter(kind, name, kernel, None)
+
+
+def host_address(value, name: str, kernel: str) -> int:
+    """The data address of a host array argument (NumPy, CPU torch tensor, `__array_interface__`)."""
+    interface = getattr(value, "__array_interface__", None)
+    if interface is not None:
+        return interface["data"][0]
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.is_cuda:
+            raise LaunchError(f"argument {name} of {kernel} is a CUDA tensor; the cpu target takes CPU "
+                              "tensors (use .cpu())")
+        return value.data_ptr()
+    if value is None:
+        return 0
+    if hasattr(value, "__cuda_array_interface__"):
+        raise LaunchError(f"argument {name} of {kernel} is a GPU array; the cpu target takes host "
+                          "arrays (NumPy, CPU torch tensors)")
+    if isinstance(value, int):
+        return value
+    raise LaunchError(f"argument {name} of {kernel} must be an array, got {type(value).__name__}")

@@ -1,0 +1,73 @@
+"""The NVIDIA back end as a registered backend: targets "cuda" (the current GPU) and the architectures
+of `codegen.ARCHS` (the one list of them); stages up to PTX and SASS; launches through CuPy."""
+
+from __future__ import annotations
+
+from ...errors import CompilationError
+from .. import Backend, Lowered, register
+
+
+class NvptxBackend(Backend):
+    name = "nvptx"
+    default_name = "cuda"
+    aliases = ("cuda", "gpu")
+    stages = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
+    is_gpu = True
+    cacheable = True
+    stage_host_arrays = False  # tests: NumPy arguments are copied to the GPU and back (staging.py)
+
+    def architectures(self) -> tuple[str, ...]:
+        from .codegen import ARCHS
+
+        return tuple(ARCHS)
+
+    def available(self) -> bool:
+        from ...runtime.device import gpu_available
+
+        return gpu_available()
+
+    def resolve(self, target: str) -> str:
+        if target in self.architectures():
+            return target
+        if not self.available():
+            raise CompilationError(f"target {target!r} needs a GPU; none is visible. Use target='sm_90' "
+                                   "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU")
+        from ...runtime.device import device_properties
+
+        arch = device_properties().arch
+        if arch not in self.architectures():
+            raise CompilationError(f"this GPU is {arch}, which the NVPTX back end does not support; "
+                                   f"use one of {', '.join(self.architectures())}")
+        return arch
+
+    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
+        from . import compile_nvptx
+
+        result = compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
+                               enable_fp_fusion=fp_fusion, assemble=False, debug=debug)
+        return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
+                                            "ptx": result.ptx},
+                       result.passes, result.line_maps, result.shared, result.static_shared,
+                       debug_checks=result.debug_checks)
+
+    def finish(self, kernel, recompile) -> None:
+        kernel._assemble_in_background(kernel.launch_metadata.target)
+
+    def load(self, compiled, kinds, names):
+        from ...runtime.launcher import CudaKernel
+
+        md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
+        kernel = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,
+                            cubin=compiled.launch_cubin, param_kinds=kinds, param_names=names)
+        md.n_regs = md.n_regs or kernel.num_regs
+        if self.stage_host_arrays:
+            from .staging import StagingLauncher
+
+            return StagingLauncher(kernel)
+        return kernel
+
+    def takes(self, value) -> bool:
+        return hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__")
+
+
+BACKEND = register(NvptxBackend())

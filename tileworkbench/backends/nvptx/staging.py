@@ -1,0 +1,57 @@
+"""Host arrays on the GPU target, for test suites written with NumPy arrays: each NumPy argument's memory
+(all of what a strided view views, so the kernel's strides hold) is copied to the GPU before the launch
+and back after it. Slow (two copies per array per launch) and off unless `NvptxBackend.stage_host_arrays`
+is set, as tests/conftest.py's `target` fixture does on "cuda"."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _root(array: np.ndarray) -> np.ndarray | None:
+    """The array owning `array`'s memory, or None when that is not a C-contiguous ndarray."""
+    base = array
+    while isinstance(base.base, np.ndarray):
+        base = base.base
+    return base if base.flags.c_contiguous else None
+
+
+def _to_device(array: np.ndarray):
+    """(device view of `array`, the device copy of its whole memory, the host memory to copy back into)."""
+    import cupy
+
+    base = _root(array)
+    if base is None:
+        base = array = np.ascontiguousarray(array)
+    raw = base.view(np.uint8).reshape(-1)
+    device = cupy.asarray(raw)
+    offset = array.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    bits = np.dtype(f"u{array.dtype.itemsize}") if array.dtype.kind == "V" else array.dtype  # bf16, fp8
+    view = cupy.ndarray(array.shape, bits, memptr=device.data + offset, strides=array.strides)
+    return view, device, raw
+
+
+class StagingLauncher:
+    """Wraps a CudaKernel: NumPy arguments travel to the GPU and back around each launch."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.num_regs = kernel.num_regs
+
+    def fast_launch_ok(self) -> bool:
+        return False
+
+    def launch(self, grid, args, stream=None) -> None:
+        moved, copies = [], []
+        for value in args:
+            if isinstance(value, np.ndarray) and value.ndim > 0:
+                view, device, raw = _to_device(value)
+                moved.append(view)
+                if value.flags.writeable:
+                    copies.append((device, raw))
+            else:
+                moved.append(value[()] if isinstance(value, np.ndarray) else value)
+        self.kernel.launch(grid, moved, stream)
+        self.kernel.synchronize()
+        for device, raw in copies:
+            raw[...] = device.get()

@@ -1,0 +1,89 @@
+"""The one dtype table: a row per element type with its name in Triton, in Tile IR, in NumPy/ml_dtypes
+and torch, its width and its LLVM type. Every other dtype mapping in the package is derived from it
+(language names, argument kinds, NumPy dtypes of the interpreter, LLVM types of the lowerings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type.
+
+    Attributes:
+        triton: Triton's name (`tl.dtype(...).name`, signature kinds): "fp32", "int32", "bf16".
+        kind: the short signature spelling ("fp32", "i32", "u8", "i1").
+        ir: the Tile IR scalar type name ("f32", "i32", "bf16").
+        numpy: the NumPy or ml_dtypes dtype name ("float32", "bfloat16", "float8_e4m3fn").
+        raw_numpy: a NumPy dtype of the same width that CuPy and torch-to-NumPy views can carry.
+        torch: torch's dtype name, or "" where torch has none.
+        bits: the width in bits.
+        llvm: the LLVM register type ("float", "bfloat", "i8" for fp8 bits).
+        slot: the `struct` code of a kernel parameter of this type in an 8-byte slot.
+    """
+
+    triton: str
+    kind: str
+    ir: str
+    numpy: str
+    raw_numpy: str
+    torch: str
+    bits: int
+    llvm: str
+    slot: str
+
+    @cached_property
+    def numpy_dtype(self):
+        import numpy as np
+
+        if self.numpy.startswith(("bfloat", "float8")):
+            import ml_dtypes
+
+            return np.dtype(getattr(ml_dtypes, self.numpy))
+        return np.dtype(self.numpy)
+
+    @property
+    def is_float(self) -> bool:
+        return self.ir.startswith(("f", "bf"))
+
+
+TABLE: tuple[DType, ...] = (
+    DType("int1", "i1", "i1", "bool", "bool", "bool", 1, "i1", "?7x"),
+    DType("int8", "i8", "i8", "int8", "int8", "int8", 8, "i8", "b7x"),
+    DType("int16", "i16", "i16", "int16", "int16", "int16", 16, "i16", "h6x"),
+    DType("int32", "i32", "i32", "int32", "int32", "int32", 32, "i32", "i4x"),
+    DType("int64", "i64", "i64", "int64", "int64", "int64", 64, "i64", "q"),
+    DType("uint8", "u8", "u8", "uint8", "uint8", "uint8", 8, "i8", "B7x"),
+    DType("uint16", "u16", "u16", "uint16", "uint16", "uint16", 16, "i16", "H6x"),
+    DType("uint32", "u32", "u32", "uint32", "uint32", "uint32", 32, "i32", "I4x"),
+    DType("uint64", "u64", "u64", "uint64", "uint64", "uint64", 64, "i64", "Q"),
+    DType("fp8e4nv", "fp8e4nv", "f8e4nv", "float8_e4m3fn", "uint8", "float8_e4m3fn", 8, "i8", "B7x"),
+    DType("fp8e5", "fp8e5", "f8e5", "float8_e5m2", "uint8", "float8_e5m2", 8, "i8", "B7x"),
+    # AMD's fnuz fp8 formats (Triton's fp8e4b8, fp8e5b16): the interpreter runs them, NVPTX refuses them
+    DType("fp8e4b8", "fp8e4b8", "f8e4b8", "float8_e4m3fnuz", "uint8", "float8_e4m3fnuz", 8, "i8", "B7x"),
+    DType("fp8e5b16", "fp8e5b16", "f8e5b16", "float8_e5m2fnuz", "uint8", "float8_e5m2fnuz", 8, "i8",
+          "B7x"),
+    DType("fp16", "fp16", "f16", "float16", "float16", "float16", 16, "half", "e6x"),
+    DType("bf16", "bf16", "bf16", "bfloat16", "uint16", "bfloat16", 16, "bfloat", "H6x"),
+    DType("fp32", "fp32", "f32", "float32", "float32", "float32", 32, "float", "f4x"),
+    DType("fp64", "fp64", "f64", "float64", "float64", "float64", 64, "double", "d"),
+)
+
+BY_TRITON = {row.triton: row for row in TABLE}
+BY_KIND = {row.kind: row for row in TABLE}
+BY_IR = {row.ir: row for row in TABLE}
+# NumPy, ml_dtypes, torch and CuPy dtype names (and torch's "half"/"float"/"double") -> row
+BY_ARRAY_NAME = {**{row.numpy: row for row in TABLE}, **{row.torch: row for row in TABLE if row.torch},
+                 "half": BY_TRITON["fp16"], "float": BY_TRITON["fp32"], "double": BY_TRITON["fp64"]}
+
+
+def by_torch_name(name: str) -> DType | None:
+    return BY_ARRAY_NAME.get(name)
+
+
+def lookup(name: str) -> DType | None:
+    """The row for any of a dtype's names: Triton's, the signature kind, the IR's, NumPy's, torch's."""
+    return BY_TRITON.get(name) or BY_KIND.get(name) or BY_IR.get(name) or BY_ARRAY_NAME.get(name)

@@ -6,12 +6,16 @@ end without a GPU, over any test suite that runs kernels in the interpreter:
 
 Atomics on repeated addresses return old values in another order than the interpreter's lane order
 (as on a GPU), so their `old` outputs may be reported as mismatches.
+
+EMULATE_DEBUG=1 lowers in debug mode (bounds checks, issue 14): a kernel the interpreter ran in bounds
+must run with no report, so a report counts as an emulation error ("OutOfBoundsError: ...").
 """
 
 from __future__ import annotations
 
 import collections
 import copy
+import os
 import sys
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from cpu_emulator import Emulator
 import tileworkbench.backends.interpreter as interp
 from tileworkbench.backends.interpreter import executor
 
+DEBUG = os.environ.get("EMULATE_DEBUG", "0") == "1"
 RESULTS = collections.Counter()
 DETAILS = []
 _orig = interp.run
@@ -43,7 +48,7 @@ def shadow_run(func, args, grid, arg_names=None, **kw):
         reason = "strided arrays"
     else:
         try:
-            emu = Emulator.from_func(copy.deepcopy(func), num_warps=4)
+            emu = Emulator.from_func(copy.deepcopy(func), num_warps=4, debug=DEBUG)
             emu_args = [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args]
         except Exception as e:  # noqa: BLE001 - any failure is reported, not raised
             reason = f"setup: {type(e).__name__}: {str(e).splitlines()[0][:150]}"

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from cpu_emulator import Emulator
 from debug_kernels import KERNELS, SIGNATURES, line_of, where
+from nvptx_kernels import CASES
 
 import tileworkbench as tw
 from tileworkbench.errors import DeviceAssertionError, OutOfBoundsError
@@ -214,3 +215,22 @@ def test_an_empty_array_takes_no_access():
     x, out = np.zeros(0, np.float32), np.full(BLOCK, np.nan, np.float32)
     with pytest.raises(OutOfBoundsError, match=r"argument 'x_ptr' \(float32\[0\]\) accessed at element offset"):
         emulate("shifted_copy", (1,), x, out, 0)
+
+
+# -- every canonical kernel in debug mode ----------------------------------------------------------
+MEMORY_OPS = re.compile(r"= tt\.load |^\s*tt\.store |= tt\.atomic_rmw |= tt\.atomic_cas ", re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_access_of_the_canonical_kernels_is_checked(name):
+    """Each load, store and atomic left in the `tile-gpu` IR has a check site: a lowering path that
+    reaches global memory without going through `check_access` (bounds.py) fails here."""
+    fn, signature, constexprs, num_warps = CASES[name]
+    kernel = tw.compile(fn, signature=signature, constexprs=constexprs, target="sm_90", num_warps=num_warps,
+                        use_cache=False, debug=True)
+    info = kernel.metadata.debug_checks
+    accesses = [s for s in info["sites"] if s["kind"] != "assert"]
+    assert info["unchecked"] == []
+    assert len(accesses) == len(MEMORY_OPS.findall(kernel.asm["tile-gpu"])) > 0
+    if shutil.which("ptxas"):
+        assert kernel.cubin

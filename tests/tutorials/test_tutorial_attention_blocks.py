@@ -1,8 +1,8 @@
 """The forward kernel of Triton's tutorial 06 (`_attn_fwd`, its tensor descriptors made inside the
 kernel from plain tensors) launched directly at chosen block sizes, causal and not, against torch in
-float64: on the GPU (marked gpu) at the configurations that were wrong before the axis-info fix, on
-the CPU emulator of the GPU lowering, and in the interpreter. Needs TRITON_TUTORIALS_DIR (the tutorial
-files are not in this repository)."""
+float64: on the GPU (marked gpu) at the configurations that were wrong before the axis-info fix,
+on the CPU emulator of the GPU lowering, and in the interpreter. Needs TRITON_TUTORIALS_DIR (the
+tutorial files are not in this repository)."""
 
 from __future__ import annotations
 

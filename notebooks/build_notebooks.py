@@ -37,6 +37,16 @@ def code(text: str):
     return new_code_cell(text.strip("\n"))
 
 
+def claim_check(text: str):
+    """A collapsed cell that asserts what the text around it claims (what the PTX holds, which layouts
+    appear), so a notebook that stops telling the truth fails when it runs (tests/workbench runs them
+    all with nbclient)."""
+    cell = new_code_cell(text.strip("\n"))
+    cell.metadata["tags"] = ["claim-check"]
+    cell.metadata["jupyter"] = {"source_hidden": True}
+    return cell
+
+
 ADD_KERNEL = """@tw.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(axis=0)                      # which block of the vector am I?
@@ -81,11 +91,26 @@ add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024);   # `;` hides the returned Comp
 
 * **overview**: resources (registers, shared memory, occupancy), the work (FLOPs counted from the IR, bytes from
   the arrays), the time, the **check** against `--ref`, and the kernel on the **roofline**.
-* **source / tile / tile-opt / tile-gpu / llvm / ptx / sass**: one tab per compiler stage.
+* **source / tile / tile-opt / tile-gpu / llvm / ptx / sass**: one tab per compiler stage. Without a GPU the
+  kernel ran in the interpreter, and the report also compiled the same launch (its argument types, which
+  arguments are multiples of 16, `BLOCK_SIZE`) for sm_90, so **tile-gpu**, **llvm** and **ptx** are there on
+  any machine. **sass** needs NVIDIA's `ptxas` and `nvdisasm` (`pip install "tileworkbench[sass]"`, no GPU
+  needed); where they are missing, the report's notes name the missing tool.
 * **passes**: choose a pass and see the IR after it, with a diff against the pass before.
 * **source line**: choose a line of your kernel and the lines it became are highlighted in every stage.
   (In the static HTML view, click a line in the *source* tab.)
+
+A cell whose kernel does not compile, or reads or writes out of bounds, shows its report and the error, and
+then fails: "Run All" stops there instead of carrying on with stale arrays.
 """),
+        claim_check("""# claim check: the report above has every stage the list names (sass where the tools are)
+from tileworkbench.backends.nvptx.tools import missing_for
+_r = _tilekernel_reports[0]
+assert all(s in _r.asm for s in ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx")), list(_r.asm)
+assert ("sass" in _r.asm) == (missing_for("sass") is None)
+assert "sass" in _r.asm or any("no sass" in note and "tileworkbench[sass]" in note for note in _r.notes)
+assert GPU or any("compiled for sm_90" in note for note in _r.notes)
+print("checked: every stage tab is there", "" if "sass" in _r.asm else "(sass: see the note on tools)")"""),
         md("""
 ## Compile only: look at PTX without a GPU
 
@@ -108,6 +133,7 @@ print(report.asm["tile-opt"][:600])"""),
 
 1. Change `BLOCK_SIZE` to 256 in the launch. How does the grid change? Does the check still pass?
 2. Remove `mask=mask` from the store and run again with `n = 10_000`. What does the interpreter tell you?
+   (The cell fails on purpose: put the mask back to go on.)
 3. In the compile-only cell, choose the line `mask = offsets < n_elements` in the source-line picker.
    Which PTX instruction does it become?
 """),
@@ -136,6 +162,14 @@ x = xp.asarray(rng.standard_normal(n, dtype=np.float32))
 y = xp.asarray(rng.standard_normal(n, dtype=np.float32))
 out = xp.full(n, np.nan, dtype=np.float32)
 add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK_SIZE=1024);"""),
+        claim_check("""# claim check: one addition per 12 bytes; the launch (n = 98,432, a multiple of 16) specialized
+# on :16, so its PTX loads four floats at a time
+_r = _tilekernel_reports[0]
+# (FLOPs are counted per program: the last, partly masked block adds 1% here)
+assert abs(_r.counts.flops * 12 / _r.counts.bytes - 1) < 0.02, (_r.counts.flops, _r.counts.bytes)
+assert "ld.global.v4" in _r.asm["ptx"] and "n_elements=i32:16" in " ".join(_r.notes + [""]) or GPU
+assert "ld.global.v4" in _r.asm["ptx"]
+print("checked: 1 FLOP per 12 bytes; the launch's PTX has ld.global.v4")"""),
         md("""
 ## The grid can be a function of the meta-parameters
 
@@ -149,11 +183,22 @@ print("max error:", float(abs(out2 - (x + y)).max()))"""),
 ## What a masked load becomes
 
 In the compile-only view, pick `x = tl.load(...)` in the source-line picker: in **tile-opt** it is one `tt.load`
-on a tensor of pointers; in **ptx** it becomes predicated `ld.global` instructions (vectorized when the
-compiler can prove 16-byte alignment, which the `:16` in the signature promises).
+on a tensor of pointers; in **ptx** it becomes predicated (`@%p1`) `ld.global` instructions. They load four
+floats at once (`ld.global.v4.b32`) when the compiler can prove two things: the pointers are 16-byte aligned
+(`:16` on `x_ptr`, `y_ptr`, `out_ptr`) and `n_elements` is a multiple of 16 (`:16` on `n_elements`), so that the
+mask is the same for each group of four elements. A launch checks both and specializes on them by itself:
+the run above (n = 98,432) got the same vector loads.
 """),
-        code("""%%tilekernel --signature "x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n_elements=i32" --constexprs BLOCK_SIZE=1024 --kernel add_kernel --target sm_90 --stages source,tile-opt,ptx
+        code("""%%tilekernel --signature "x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n_elements=i32:16" --constexprs BLOCK_SIZE=1024 --kernel add_kernel --target sm_90 --stages source,tile-opt,ptx
 pass"""),
+        claim_check("""# claim check: predicated vector loads with every :16; without the :16 on n_elements, scalar loads
+_ptx = _tilekernel_reports[0].asm["ptx"]
+_loads = [line.strip() for line in _ptx.splitlines() if "ld.global" in line]
+assert _loads and all(line.startswith("@%p") and "ld.global.v4.b32" in line for line in _loads), _loads
+_scalar = tw.compile(add_kernel, signature="x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n_elements=i32",
+                     constexprs={"BLOCK_SIZE": 1024}, target="sm_90").asm["ptx"]
+assert "ld.global.v4" not in _scalar and "ld.global.b32" in _scalar
+print("checked: ld.global.v4.b32 with :16 everywhere, ld.global.b32 without it on n_elements")"""),
         md(
             "## Recorded on an H200\nBandwidth of our kernel and Triton's for 2^24 and 2^28 elements, measured with `do_bench`."
         ),
@@ -161,7 +206,7 @@ pass"""),
         md("""
 ## Exercises
 
-1. Without the `:16` hints, does the PTX still use `ld.global.v4`? Why might it not?
+1. Drop the `:16` from `n_elements` only. Does the PTX still use `ld.global.v4`? Why not?
 2. Write `scale_add(x, y, a)` computing `a * x + y` (SAXPY). How many FLOPs per byte is that?
 3. Using the roofline: at 4.8 TB/s, what is the best time for 2^28 fp32 elements (3 arrays)?
 """),
@@ -212,6 +257,13 @@ reduction runs in, and in **ptx** the warp shuffles (`shfl.sync.bfly`) that comb
 """),
         code("""%%tilekernel --signature "out_ptr=*fp32,in_ptr=*fp32,in_row_stride=i32,out_row_stride=i32,n_cols=i32" --constexprs BLOCK_SIZE=1024 --kernel softmax_kernel --target sm_90 --stages source,tile-opt,tile-gpu,ptx
 pass"""),
+        claim_check("""# claim check: tt.reduce with a max combine region, a layout in tile-gpu, warp shuffles in PTX
+_r = _tilekernel_reports[0]
+assert "tt.reduce" in _r.asm["tile-opt"]
+assert "arith.maxnumf" in _r.asm["tile-opt"] or "arith.maximumf" in _r.asm["tile-opt"]
+assert "#ttg.blocked" in _r.asm["tile-gpu"] and "tt.reduce" in _r.asm["tile-gpu"]
+assert "shfl.sync.bfly" in _r.asm["ptx"]
+print("checked: tt.reduce (maxnumf), #blocked layout, shfl.sync.bfly")"""),
         md(
             "## Recorded on an H200\nOur fused softmax beside Triton's and torch's, fp32, 4096 rows."
         ),
@@ -352,6 +404,14 @@ an `arith.truncf` back to fp16. The check uses fp16's tolerance.
 x16, w16, b16 = x.astype(np.float16), w.astype(np.float16), b.astype(np.float16)
 y16 = xp.full_like(x16, np.nan)
 layer_norm_kernel[(rows,)](x16, y16, w16, b16, cols, cols, 1e-5, BLOCK_SIZE=tw.next_power_of_2(cols));"""),
+        claim_check("""# claim check: 16-bit loads and stores, arith.extf and arith.truncf, fp16's tolerance
+import re
+_r = _tilekernel_reports[0]
+assert set(re.findall(r"ld\\.global[.\\w]*", _r.asm["ptx"])) == {"ld.global.b16"}
+assert set(re.findall(r"st\\.global[.\\w]*", _r.asm["ptx"])) == {"st.global.b16"}
+assert "arith.extf" in _r.asm["tile-opt"] and "arith.truncf" in _r.asm["tile-opt"]
+assert _r.check.passed and _r.check.dtype == "float16" and _r.check.rtol == 1e-2
+print("checked: ld/st.global.b16, extf and truncf, fp16 tolerance")"""),
         md("## Recorded on an H200"),
         code('show_recorded("04_layer_norm")'),
         md("""
@@ -362,6 +422,31 @@ layer_norm_kernel[(rows,)](x16, y16, w16, b16, cols, cols, 1e-5, BLOCK_SIZE=tw.n
 3. Store `mean` and `rstd` per row too (a backward pass needs them). How many bytes does that add?
 """),
     ]
+
+
+# LEAD: tensor-core layouts. When tl.dot lowers to tensor cores, its IR gains #mma (the accumulator),
+# #dot_op (the operands) and #shared (tiles staged in shared memory) layouts. Put the cells that show them
+# here (a small fp16 tl.dot compiled for sm_80/sm_90, its tile-gpu layouts printed), each claim with a
+# claim_check. Until then the notebook names only the layouts the IR has: this cell lists them.
+TENSOR_CORE_LAYOUTS = [
+    md("""
+Tensor cores use further layouts (`#mma` for a `tl.dot` accumulator, `#dot_op` for its operands, `#shared` for
+tiles staged in shared memory), where the compiler lowers `tl.dot` to them. The layouts this version's IR
+gives a small fp16 `tl.dot` compiled for sm_80:
+"""),
+    code("""import re
+
+@tw.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    tl.store(c_ptr + m[:, None] * N + n[None, :], tl.dot(a, b))
+
+dot = tw.compile(dot_kernel, signature="a_ptr=*fp16:16,b_ptr=*fp16:16,c_ptr=*fp32:16",
+                 constexprs={"M": 64, "N": 64, "K": 32}, target="sm_80")
+print("layouts in tile-gpu:", sorted(set(re.findall(r"#ttg\\.(\\w+)<", dot.asm["tile-gpu"]))))"""),
+]
 
 
 def inside_compiler():
@@ -385,9 +470,15 @@ print("passes:", [name for name, _ in compiled.passes])"""),
 
 Each pass is a small function that rewrites the IR: `canonicalize` folds constants, `cse` merges identical
 computations, `licm` hoists loop-invariant code, `dce` deletes what nothing uses. The GPU passes then attach
-**layouts** (which thread holds which element: `#blocked`, `#slice`, `#mma`), **coalesce** memory accesses and
-remove layout conversions. Pick a pass in the report's *passes* tab to see its diff.
+**layouts** (which thread holds which element), **coalesce** memory accesses and remove layout conversions.
+Pick a pass in the report's *passes* tab to see its diff.
 """),
+        claim_check("""# claim check: the passes named above, in order
+_names = [name for name, _ in compiled.passes]
+assert _names[:6] == ["tile", "canonicalize", "cse", "licm", "cse", "dce"], _names
+assert "coalesce" in _names and "remove_layout_conversions" in _names
+assert list(compiled.asm)[:6] == ["source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx"]
+print("checked: the pass list")"""),
         code('tw.inspect(compiled, stages=["source", "tile", "tile-opt", "tile-gpu"])'),
         code("""import difflib
 names = [name for name, _ in compiled.passes]
@@ -398,13 +489,44 @@ print("\\n".join(changed[:25]))"""),
         md("""
 ## Layouts
 
-In **tile-gpu** every tensor type carries an encoding such as
-`#blocked<{sizePerThread=[1], threadsPerWarp=[32], warpsPerCTA=[4], order=[0]}>`: each thread owns
-`sizePerThread` consecutive elements (4 would allow one 16-byte vector load), 32 threads form a warp, and
-4 warps the program; the layout repeats until the tile is covered. A reduction's result has a `#slice` layout.
+In **tile-gpu** every tensor type carries an encoding. Softmax's rows are 1-D tiles with one layout,
+`#ttg.blocked<{sizePerThread=[1], threadsPerWarp=[32], warpsPerCTA=[4], order=[0]}>`: each thread owns
+`sizePerThread` consecutive elements, 32 threads form a warp, and 4 warps the program; the layout repeats until
+the tile is covered. Its reductions (`tl.max`, `tl.sum` over the whole row) give scalars, which have no layout.
 """),
         code("""gpu_ir = compiled.asm.get("tile-gpu", "")
 print("\\n".join(line for line in gpu_ir.splitlines() if "#" in line)[:1500] or "(no tile-gpu stage)")"""),
+        claim_check("""# claim check: softmax's tile-gpu has exactly the one #blocked layout shown in the text
+import re
+_layouts = sorted(set(re.findall(r"^(#\\w+) = (#ttg\\.\\w+<.*>)$", gpu_ir, re.M)))
+assert _layouts == [("#blocked", "#ttg.blocked<{sizePerThread=[1], threadsPerWarp=[32], "
+                     "warpsPerCTA=[4], order=[0]}>")], _layouts
+print("checked: one #blocked layout")"""),
+        md("""
+A 2-D tile shows more. `row_sum_kernel` sums each row of a `ROWS x COLS` tile (`tl.sum(x, axis=1)`): the
+tile's layout gives each thread 4 consecutive elements of a row (`sizePerThread=[1, 4]`, so its loads are
+16-byte vectors), and the reduction's result, one value per row, has a **`#slice`** layout: the 2-D layout with
+dimension 1 (the one summed away) removed. `rows`, built by `tl.arange` before it is expanded to 2-D, has it too.
+"""),
+        code("""@tw.jit
+def row_sum_kernel(x_ptr, out_ptr, n_cols, ROWS: tl.constexpr, COLS: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, COLS)
+    x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :])
+    tl.store(out_ptr + rows, tl.sum(x, axis=1))
+
+row_sum = tw.compile(row_sum_kernel, signature="x_ptr=*fp32:16,out_ptr=*fp32:16,n_cols=i32:16",
+                     constexprs={"ROWS": 16, "COLS": 64}, target="sm_90")
+print("\\n".join(line for line in row_sum.asm["tile-gpu"].splitlines()
+                if line.startswith("#") or "tt.reduce" in line or "tt.load" in line))"""),
+        claim_check("""# claim check: sizePerThread=[1, 4] and vector loads; the reduction's result has #slice (dim=1)
+_gpu = row_sum.asm["tile-gpu"]
+assert "#slice = #ttg.slice<{dim=1, parent=#blocked}>" in _gpu
+assert re.search(r"#blocked = #ttg\\.blocked<\\{sizePerThread=\\[1, 4\\]", _gpu)
+assert re.search(r"tt\\.reduce %x \\{axis = 1\\} : tensor<16xf32, #slice>", _gpu)
+assert "ld.global.v4" in row_sum.asm["ptx"]
+print("checked: #slice result, sizePerThread=[1, 4], ld.global.v4")"""),
+        *TENSOR_CORE_LAYOUTS,
         md("""
 ## Line maps
 
@@ -419,6 +541,9 @@ for stage in ("tile-opt", "ptx"):
     text = compiled.asm.get(stage, "").splitlines()
     print(f"--- {stage}: line {exp_line} became {len(lines)} lines")
     print("\\n".join(text[i - 1] for i in lines[:8]))"""),
+        claim_check("""# claim check: the PTX line map comes from .loc directives, and tl.exp has PTX lines
+assert ".loc" in compiled.asm["ptx"] and compiled.line_map["ptx"].get(exp_line)
+print("checked: .loc lines map tl.exp to PTX")"""),
         md("""
 ## The command line
 
@@ -428,13 +553,13 @@ The same stages from a shell, no notebook needed:
 tileworkbench compile my_kernels.py::softmax_kernel --signature "out_ptr=*fp32,in_ptr=*fp32,..." \\
     --constexprs BLOCK_SIZE=1024 --stage ptx --target sm_90
 tileworkbench compile ... --stage passes      # the IR after every pass
-tileworkbench demo --out report.html          # the showcase kernels, checked, in one HTML report
+tileworkbench demo --out /tmp/report.html     # the showcase kernels, checked, in one HTML report
 ```
 
 ## Exercises
 
 1. Which pass removes the most lines from softmax's IR? Count them from `compiled.passes`.
-2. Compile with `num_warps=8`. How does the `#blocked` layout change?
+2. Compile softmax with `num_warps=8`. How does the `#blocked` layout change?
 3. Find the PTX lines for `tl.sum`: how many `shfl.sync` instructions does a 1024-wide reduction need?
 """),
     ]
@@ -482,7 +607,8 @@ plot = tw.roofline(reports)
 plot"""),
         md("""
 Without a GPU the kernels are not timed against GPU ceilings (an interpreter's time would mean nothing there),
-so each is drawn as a dotted vertical line at its intensity: both sit far left of the ridge, **memory-bound**.
+so each is drawn as a dashed vertical line at its intensity, with its name: both sit far left of the ridge
+(where the DRAM slope meets the fp32 roof), **memory-bound**.
 
 ## Checking the numbers by hand
 
@@ -490,6 +616,15 @@ so each is drawn as a dotted vertical line at its intensity: both sit far left o
 3 × 262,144 bytes, so I = 65,536 / 786,432 ≈ 0.083 FLOP/B. At 4.8 TB/s the best possible time is 786,432 B /
 4.8e12 B/s ≈ 0.16 µs — far below the ~5 µs launch overhead, which is why small kernels never reach the roof.
 """),
+        claim_check("""# claim check: the intensities and bounds the text states
+_add, _softmax = reports
+assert _add.counts.flops == 65_536 and _add.counts.bytes == 786_432
+assert abs(_add.point.intensity - 65_536 / 786_432) < 1e-12
+_ridge = plot.peaks.best("fp32").value / plot.peaks.best("dram").value
+assert _add.point.intensity < _ridge / 8 and _softmax.point.intensity < _ridge / 8, _ridge
+assert GPU or (_add.point.achieved is None and _softmax.point.achieved is None)
+assert abs(786_432 / 4.8e12 * 1e6 - 0.16) < 0.01
+print(f"checked: I = {_add.point.intensity:.3f} FLOP/B, ridge at {_ridge:.1f} FLOP/B")"""),
         code("""point = reports[0].point
 print(f"intensity {point.intensity:.4f} FLOP/B; best time at 4.8 TB/s: {point.bytes / 4.8e12 * 1e6:.3f} us")
 import os, tempfile

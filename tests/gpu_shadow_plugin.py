@@ -17,6 +17,10 @@ Triton does).
 
 Kernels are compiled with enable_fp_fusion=False, the interpreter's rounding of every op, which some
 tests assert exactly; GPU_SHADOW_FP_FUSION=1 compiles them as launches do by default (a*b+c as one FMA).
+
+GPU_SHADOW_DEBUG=1 compiles them in debug mode (every load, store and atomic bounds-checked, issue 14)
+and launches them as the JIT does in that mode: a kernel the interpreter ran in bounds must run with no
+report and the same results, so an error reported there is counted as "DEBUG FALSE POSITIVE".
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import numpy as np
 
 import tileworkbench.backends.interpreter as interpreter
 from tileworkbench.backends.interpreter import executor
+from tileworkbench.errors import InterpreterError
 from tileworkbench.ir.types import PointerType
 
 RESULTS: collections.Counter = collections.Counter()
@@ -40,6 +45,7 @@ BUDGET_S = float(os.environ.get("GPU_SHADOW_SECONDS", "150"))
 # interpreter's in the test's arrays, so each test's own NumPy reference checks the GPU
 MODE = os.environ.get("GPU_SHADOW_MODE", "compare")
 FP_FUSION = os.environ.get("GPU_SHADOW_FP_FUSION", "0") == "1"
+DEBUG = os.environ.get("GPU_SHADOW_DEBUG", "0") == "1"
 _START = time.perf_counter()
 _original_run = interpreter.run
 _compiled: dict[int, object] = {}
@@ -60,12 +66,19 @@ def _kernel(func):
     hit = _compiled.get(id(func))
     if hit is not None and hit[0] is func:
         return hit[1]
+    from tileworkbench.runtime.debug_checks import DebugChecks
+
     result = compile_nvptx(copy.deepcopy(func), arch=device_properties().arch, num_warps=4,
-                           enable_fp_fusion=FP_FUSION, assemble=False)
+                           enable_fp_fusion=FP_FUSION, assemble=False, debug=DEBUG)
     kinds = [_kind(a.type) for a in func.args]
+    checks = None
+    if result.debug_checks is not None:
+        names = [a.name_hint or f"arg{a.index}" for a in func.args]
+        checks = DebugChecks(result.debug_checks, result.kernel_name, names)
+        kinds += checks.hidden_kinds()
     kernel = CudaKernel(result.ptx, result.kernel_name, num_warps=4, shared=result.shared, param_kinds=kinds)
-    _compiled[id(func)] = (func, kernel)
-    return kernel
+    _compiled[id(func)] = (func, (kernel, checks))
+    return kernel, checks
 
 
 def _compare(host: np.ndarray, device: np.ndarray) -> bool:
@@ -157,13 +170,19 @@ def shadow_run(func, args, grid, arg_names=None, **kwargs):
     try:
         import cupy
 
-        kernel = _kernel(func)
+        kernel, checks = _kernel(func)
         moved = [_device(a, param) for a, param in zip(inputs, func.args)]
         device_args = [value for value, _ in moved]
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
-        kernel.launch(grid3, device_args)
+        if checks is not None:
+            checks.launch(kernel, grid3, device_args)  # synchronizes; raises what the kernel reported
+        else:
+            kernel.launch(grid3, device_args)
         kernel.synchronize()
         results = [fetch() if fetch is not None else a for a, (_, fetch) in zip(inputs, moved)]
+    except InterpreterError as error:  # debug mode reported an access the interpreter ran in bounds
+        DETAILS.append((name, f"DEBUG FALSE POSITIVE: {str(error)[:400]}"))
+        return fall_back("DEBUG FALSE POSITIVE")
     except Exception as error:  # reported, not raised: the test itself is about the interpreter
         DETAILS.append((name, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"))
         return fall_back("GPU error")

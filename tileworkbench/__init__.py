@@ -13,8 +13,8 @@ __version__ = "0.1.0"
 
 from . import language  # noqa: F401
 from .errors import (  # noqa: F401
-    ArgumentBindingError, CompilationError, InterpreterError, LaunchError, OutOfBoundsError, OutOfResources,
-    TileTypeError,
+    ArgumentBindingError, CompilationError, CompileTimeAssertionFailure, DeviceAssertionError,
+    InterpreterError, LaunchError, OutOfBoundsError, OutOfResources, TileTypeError,
     TileworkbenchError, TritonError,
 )
 from .language.core import constexpr  # noqa: F401

@@ -1,5 +1,8 @@
 """The `tileworkbench` command.
 
+    tileworkbench lab [--dir tileworkbench-notebooks] [--no-browser] [--dry-run] [-- JUPYTER_ARGS]
+                                          copy the teaching notebooks to a folder of yours and
+                                          open them in JupyterLab
     tileworkbench compile FILE.py::kernel --signature "x_ptr=*fp32,n=i32" --constexprs BLOCK=1024 \\
         --stage ptx [--target sm_90]      print one stage (or `--stage all`, or `--stage passes`)
     tileworkbench demo [--out report.html] [--target interpreter]
@@ -16,6 +19,7 @@ import os
 import sys
 from typing import Any
 
+DEFAULT_LAB_DIR = "tileworkbench-notebooks"  # workbench/lab.py's DEFAULT_DIR, without importing it
 STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "all", "passes")
 
 
@@ -44,9 +48,11 @@ def format_stages(compiled: Any, stage: str) -> str:
     if stage == "all":
         return "".join(f"// ===== {name} =====\n{text}\n" for name, text in compiled.asm.items())
     if stage not in compiled.asm:
+        why = getattr(compiled.asm, "why_missing", None)
+        reason = f": {why(stage)}" if why is not None else ""
         raise SystemExit(
             f"error: stage {stage!r} is not available for target "
-            f"{compiled.metadata.target} (available: {', '.join(compiled.asm)})"
+            f"{compiled.metadata.target} (available: {', '.join(compiled.asm)}){reason}"
         )
     return compiled.asm[stage]
 
@@ -59,7 +65,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     try:
         compiled = compile_kernel(
             kernel, args.signature, args.constexprs, args.target, args.num_warps, args.num_stages,
-            fp_fusion=not args.no_fp_fusion,
+            fp_fusion=not args.no_fp_fusion, debug=args.debug,
         )
     except (TileworkbenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
@@ -72,6 +78,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .workbench.demo import main_demo
 
     return main_demo(args.out, args.target)
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from .workbench.lab import main_lab
+
+    extra = [a for a in args.jupyter_args if a != "--"]
+    return main_lab(args.dir, no_browser=args.no_browser, dry_run=args.dry_run, extra=extra)
 
 
 def cmd_peaks(args: argparse.Namespace) -> int:
@@ -88,27 +101,45 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    comp = sub.add_parser("compile", help="compile a kernel and print a stage (no GPU needed)")
+    defaults = {"formatter_class": argparse.ArgumentDefaultsHelpFormatter}
+    lab = sub.add_parser(
+        "lab", help="copy the teaching notebooks to a folder of yours and open JupyterLab there",
+        **defaults,
+    )
+    lab.add_argument("--dir", default=DEFAULT_LAB_DIR,
+                     help="the folder for your copies (edited copies are never overwritten)")
+    lab.add_argument("--no-browser", action="store_true", help="start JupyterLab without a browser")
+    lab.add_argument("--dry-run", action="store_true",
+                     help="copy the notebooks and print the JupyterLab command, do not start it")
+    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
+                     help="after `--`: options for JupyterLab itself, e.g. -- --port 8899")
+    lab.set_defaults(func=cmd_lab)
+    comp = sub.add_parser(
+        "compile", help="compile a kernel and print a stage (no GPU needed)", **defaults
+    )
     comp.add_argument("kernel", help="FILE.py::kernel_name")
     comp.add_argument("--signature", "-s", required=True, help='e.g. "x_ptr=*fp32,n=i32"')
     comp.add_argument("--constexprs", "-c", default=None, help="e.g. BLOCK=1024,NUM=2")
-    comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES)
+    comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES,
+                      help="the stage to print (`all`: every stage, `passes`: the IR after each)")
     comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., interpreter")
-    comp.add_argument("--num-warps", type=int, default=None)
-    comp.add_argument("--num-stages", type=int, default=None)
+    comp.add_argument("--num-warps", type=int, default=4, help="warps per program")
+    comp.add_argument("--num-stages", type=int, default=3, help="software-pipelining stages")
     comp.add_argument("--no-fp-fusion", action="store_true",
                       help="keep float a*b+c as two rounded ops (Triton's enable_fp_fusion=False)")
+    comp.add_argument("--debug", action="store_true",
+                      help="debug mode: bounds-check every load, store and atomic; compile device asserts")
     comp.set_defaults(func=cmd_compile)
-    demo = sub.add_parser("demo", help="run, check and report the showcase kernels")
+    demo = sub.add_parser("demo", help="run, check and report the showcase kernels", **defaults)
     demo.add_argument("--out", default="tileworkbench-demo.html", help="the HTML report to write")
     demo.add_argument(
         "--target",
         default=None,
         choices=["interpreter", "cuda"],
-        help="default: the GPU where there is one, else the interpreter",
+        help="where to run; unset: the GPU where there is one, else the interpreter",
     )
     demo.set_defaults(func=cmd_demo)
-    peaks = sub.add_parser("peaks", help="show the device's roofline ceilings")
+    peaks = sub.add_parser("peaks", help="show the device's roofline ceilings", **defaults)
     peaks.add_argument("--device", default=None, help="a device name for datasheet values")
     peaks.add_argument("--measure", action="store_true", help="measure on this GPU if not cached")
     peaks.add_argument("--force", action="store_true", help="measure again")

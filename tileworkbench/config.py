@@ -15,13 +15,16 @@ def _flag(name: str) -> bool:
 class Config:
     """`TILEWORKBENCH_INTERPRET=1` forces the interpreter; `TILEWORKBENCH_CACHE_DIR` moves the cache;
     `TILEWORKBENCH_DEBUG_FRONTEND=1` re-raises frontend exceptions unchanged (for compiler developers);
-    `TILEWORKBENCH_LIBDEVICE` points at CUDA's libdevice.10.bc when it is not found by itself."""
+    `TILEWORKBENCH_LIBDEVICE` points at CUDA's libdevice.10.bc when it is not found by itself;
+    `TILEWORKBENCH_DEBUG=1` compiles every kernel in debug mode (`@jit(debug=True)`: device asserts on,
+    GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     cache_dir: Path = field(default_factory=lambda: Path(
         os.environ.get("TILEWORKBENCH_CACHE_DIR") or Path.home() / ".cache" / "tileworkbench"))
     debug_frontend: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG_FRONTEND"))
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
+    debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
 
 
 config = Config()

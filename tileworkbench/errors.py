@@ -27,6 +27,10 @@ class TileTypeError(CompilationError):
         super().__init__(message, hint=hint)
 
 
+class CompileTimeAssertionFailure(TileTypeError):
+    """A `tl.static_assert` failed (Triton's name); raised when the kernel compiles, debug mode or not."""
+
+
 class OutOfResources(TileworkbenchError):
     """The kernel needs more of a resource (shared memory, registers, grid size) than the device has."""
 
@@ -41,7 +45,12 @@ class InterpreterError(TileworkbenchError):
 
 
 class OutOfBoundsError(InterpreterError):
-    """An unmasked load or store fell outside the array its pointer came from."""
+    """An unmasked load or store fell outside the array its pointer came from (in the interpreter, or on
+    the GPU in debug mode)."""
+
+
+class DeviceAssertionError(InterpreterError):
+    """A `tl.device_assert` failed on the GPU in a kernel compiled with `debug=True`."""
 
 
 class LaunchError(TileworkbenchError):

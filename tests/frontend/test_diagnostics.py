@@ -3,6 +3,7 @@ and that no frame or path of the frontend leaks into the message."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import numpy as np
@@ -11,8 +12,21 @@ import pytest
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.errors import CompilationError
+from tileworkbench.language.extra import libdevice
 
 RUNTIME_GLOBAL = 3  # a plain int: kernels may not read it
+
+
+@contextlib.contextmanager
+def tw_interpreter():
+    """Launches inside run in the interpreter (on NumPy arrays), also on a GPU machine."""
+    from tileworkbench.config import config
+
+    saved, config.interpret = config.interpret, True
+    try:
+        yield
+    finally:
+        config.interpret = saved
 
 
 def plain_python(x):
@@ -101,7 +115,34 @@ def arange_kernel(x_ptr, N: tl.constexpr):
 def test_non_power_of_two_arange():
     error = compile_error(arange_kernel, {"x_ptr": "*i32"}, {"N": 100})
     check(error, "tl.arange(0, N)", "arange's range must be a power of 2, got 100",
-          "use the next power of two (triton.next_power_of_2) and mask the tail")
+          "use the next power of two, tw.next_power_of_2(n), and mask the tail")
+
+
+@tw.jit
+def tanh_kernel(x_ptr):
+    tl.store(x_ptr, tl.tanh(tl.load(x_ptr)))
+
+
+def test_libdevice_function_on_tl_points_at_libdevice():
+    error = compile_error(tanh_kernel, {"x_ptr": "*fp32"})
+    check(error, "tl.tanh", "module has no attribute `tanh`",
+          "`tanh` is a libdevice function, not part of tl (as in Triton): `from "
+          "tileworkbench.language.extra import libdevice` (Triton: `from triton.language.extra "
+          "import libdevice`), then `libdevice.tanh(x)`")
+
+
+@tw.jit
+def libdevice_tanh_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, libdevice.tanh(tl.load(x_ptr + offs)))
+
+
+def test_the_hinted_libdevice_call_works():
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    with tw_interpreter():
+        libdevice_tanh_kernel[(1,)](x, out, BLOCK=64)
+    np.testing.assert_allclose(out, np.tanh(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
 
 
 @tw.jit

@@ -137,12 +137,20 @@ def assert_kernel(x_ptr, N: tl.constexpr):
     tl.device_assert(x > 0, "x must be positive")
 
 
-def test_device_assert_raises_in_the_interpreter():
-    assert_kernel[(1,)](np.ones(8, np.float32), N=8)
+def test_device_assert_raises_in_the_interpreter_in_debug_mode():
+    assert_kernel[(1,)](np.ones(8, np.float32), N=8, debug=True)
     x = np.ones(8, np.float32)
     x[3] = -1
     with pytest.raises(InterpreterError, match="x must be positive"):
-        assert_kernel[(1,)](x, N=8)
+        assert_kernel[(1,)](x, N=8, debug=True)
+
+
+def test_device_assert_is_compiled_out_without_debug_as_in_triton():
+    x = np.ones(8, np.float32)
+    x[3] = -1
+    assert_kernel[(1,)](x, N=8)  # no check, no cost: Triton drops tl.device_assert unless debug
+    assert "tt.assert" not in assert_kernel.warmup(x, N=8, grid=(1,)).asm["tile"]
+    assert "tt.assert" in assert_kernel.warmup(x, N=8, grid=(1,), debug=True).asm["tile"]
 
 
 @tw.jit
@@ -180,3 +188,36 @@ def test_inline_asm_compiles_but_the_interpreter_refuses_it():
     assert "mov.b32" in tile
     with pytest.raises(InterpreterError, match="inline_asm_elementwise runs only on the GPU"):
         inline_asm_kernel[(1,)](np.arange(8, dtype=np.int32), poisoned(8, np.int32), N=8)
+
+
+@tw.jit
+def static_assert_kernel(x_ptr, N: tl.constexpr):
+    tl.static_assert(N % 8 == 0, "N must be a multiple of 8")  # STATIC ASSERT
+    tl.store(x_ptr + tl.arange(0, N), tl.zeros((N,), tl.float32))
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_static_assert_fails_at_compile_time_in_either_mode(debug):
+    from tileworkbench.errors import CompilationError, CompileTimeAssertionFailure
+
+    static_assert_kernel.warmup(np.ones(16, np.float32), N=16, grid=(1,), debug=debug)
+    with pytest.raises(CompileTimeAssertionFailure) as info:  # Triton's class, a CompilationError
+        static_assert_kernel.warmup(np.ones(4, np.float32), N=4, grid=(1,), debug=debug)
+    assert isinstance(info.value, CompilationError)
+    message = str(info.value)
+    assert "static_assert failed: N must be a multiple of 8" in message and "# STATIC ASSERT" in message
+
+
+@tw.jit
+def python_assert_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    assert x > 0, "x must be positive"
+
+
+def test_a_python_assert_on_run_time_values_is_a_device_assert():
+    x = np.ones(8, np.float32)
+    x[5] = -2
+    python_assert_kernel[(1,)](x, N=8)  # compiled out without debug, as in Triton
+    with pytest.raises(InterpreterError, match="x must be positive") as info:
+        python_assert_kernel[(1,)](x, N=8, debug=True)
+    assert "first failing index (5,)" in str(info.value)

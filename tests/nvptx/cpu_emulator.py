@@ -8,6 +8,10 @@ program. The inline PTX the back end emits (approximate math, `div.full`, predic
 replaced by exact host equivalents; kernels with other inline PTX (user asm) are refused. The module is
 lowered for sm_80, so fp8 conversions take the software path. Slow (a thread per GPU thread): for small
 kernels in tests only.
+
+With `debug=True` the kernel is lowered in debug mode (bounds checks, device asserts): `launch` passes
+the hidden arguments (each array's byte range, an error buffer) and afterwards raises what the kernel
+recorded, through the launcher's own `DebugChecks`, as a GPU launch does.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from tileworkbench.backends.nvptx.lower import Lowering
 from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
+from tileworkbench.runtime.debug_checks import DebugChecks
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
@@ -49,19 +54,20 @@ class _Block:
 
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
-                 tensor_cores: bool = False, num_stages: int = 1):
-        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
-        self._setup(func, num_warps, tensor_cores, num_stages)
+                 tensor_cores: bool = False, num_stages: int = 1, debug: bool = False):
+        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug)[0]
+        self._setup(func, num_warps, tensor_cores, num_stages, debug)
 
     @classmethod
     def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,
-                  num_stages: int = 1) -> Emulator:
+                  num_stages: int = 1, debug: bool = False) -> Emulator:
         """An emulator of `tile-opt` IR `func` (changed in place by the GPU passes)."""
         emulator = cls.__new__(cls)
-        emulator._setup(func, num_warps, tensor_cores, num_stages)
+        emulator._setup(func, num_warps, tensor_cores, num_stages, debug)
         return emulator
 
-    def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1) -> None:
+    def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
+               debug: bool = False) -> None:
         from tileworkbench.backends.nvptx import check_shapes
 
         check_shapes(func)
@@ -70,10 +76,15 @@ class Emulator:
             func.tensor_core_sm = 89
         func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
         run_passes(func, TILE_GPU)
-        lowering = Lowering(func, "sm_80", num_warps, axis_info(func))
+        lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug)
         text = _replace_asm(str(lowering.run()))
         self.threads = 32 * num_warps
         self.kinds = [_kind(a.type) for a in func.args]
+        self.checks = None
+        if debug:
+            names = [a.name_hint or f"arg{a.index}" for a in func.args]
+            self.checks = DebugChecks(lowering.bounds.metadata(), func.sym_name, names)
+            self.kinds += ["u64"] * (2 * len(self.checks.pointer_params)) + ["ptr"]
         self.smem_size = max(16, lowering.smem_bytes)
         self._local = threading.local()
         self._callbacks = self._make_callbacks()
@@ -180,10 +191,16 @@ class Emulator:
         values = [a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else
                   (int(a) if self.kinds[i] != "fp32" and self.kinds[i] != "fp64" else float(a))
                   for i, a in enumerate(args)]
+        record = None
+        if self.checks is not None:
+            record = np.zeros(self.checks.words, np.uint64)
+            values += self.checks.ranges(args) + [record.ctypes.data]
         for z in range(grid[2]):
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     self._program(_Block(self.threads, (x, y, z), grid), values)
+        if record is not None and record[0]:
+            raise self.checks.error(record, args)
 
     def _program(self, block: _Block, values) -> None:
         errors = []

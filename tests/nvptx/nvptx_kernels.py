@@ -152,7 +152,7 @@ def shapes_kernel(x_ptr, y_ptr, z_ptr, BLOCK: tl.constexpr):
     tl.store(z_ptr + BLOCK + tl.arange(0, BLOCK // 8), s)
 
 
-@tw.jit
+@tw.jit(debug=True)  # device asserts are compiled in debug mode only (bounds checks come with it)
 def debug_kernel(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)

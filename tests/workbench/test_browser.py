@@ -1,12 +1,13 @@
-"""A real browser: JupyterLab serves a notebook with a `%%tilekernel` cell, headless Chromium (Playwright)
-runs it, the widget report renders, a click on the PTX tab shows PTX, and a screenshot is saved to
-tests/workbench/artifacts/. Needs `.ci/browser-setup.sh` (apt chromium, pip jupyterlab playwright).
+"""A real browser: JupyterLab serves a notebook with `%%tilekernel` cells, headless Chromium (Playwright)
+runs them: the widget report renders, a click on a source line scrolls the PTX panel to its highlighted
+lines, a sweep cell shows its table, an edited and rerun cell shows what changed; screenshots are saved
+to tests/workbench/artifacts/. Needs `.ci/browser-setup.sh` (apt chromium, pip jupyterlab playwright).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -35,6 +36,23 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     y = tl.load(y_ptr + offs, mask=mask)
     tl.store(out_ptr + offs, x + y, mask=mask)""",
 ]
+SWEEP_CELL = """%%tilekernel --target interpreter --sweep "BLOCK=256,1024 num_warps=4,8" --ref 'x + y'
+import numpy as np
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def sweep_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+n = 2000
+x = np.random.default_rng().standard_normal(n).astype(np.float32)
+y = np.random.default_rng().standard_normal(n).astype(np.float32)
+out = np.full(n, np.nan, np.float32)
+sweep_kernel[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)"""
 
 
 def _free_port() -> int:
@@ -47,7 +65,7 @@ def _write_notebook(folder: Path) -> Path:
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
-    nb = new_notebook(cells=[new_code_cell(c) for c in CELLS])
+    nb = new_notebook(cells=[new_code_cell(c) for c in CELLS + [SWEEP_CELL]])
     nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3",
@@ -71,7 +89,7 @@ def _wait_http(url: str, timeout: float = 60) -> None:
 
 @pytest.fixture
 def jupyterlab(tmp_path):
-    if shutil.which("jupyter") is None or not os.path.exists(CHROMIUM):
+    if importlib.util.find_spec("jupyterlab") is None or not os.path.exists(CHROMIUM):
         pytest.skip("needs jupyterlab and chromium (.ci/browser-setup.sh)")
     pytest.importorskip("playwright")
     _write_notebook(tmp_path)
@@ -211,4 +229,177 @@ def test_static_html_tabs_and_line_links_work_without_javascript(tmp_path):
         assert color == "rgb(255, 229, 138)", color
         marked.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "static-ptx.png"))
+        browser.close()
+
+
+def _run_cell(page, index: int) -> None:
+    page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputArea-prompt").click()
+    page.keyboard.press("Shift+Enter")
+
+
+SCROLLED_TO_HIGHLIGHT = """([pre, line]) => {
+    const hit = pre.querySelector('.s' + line);
+    if (!hit || pre.scrollTop <= 0) return false;
+    const box = pre.getBoundingClientRect(), row = hit.getBoundingClientRect();
+    const inside = row.top >= box.top && row.bottom <= box.bottom;
+    return inside && getComputedStyle(hit).backgroundColor === 'rgb(255, 229, 138)';
+}"""
+
+
+@pytest.mark.browser
+def test_click_scrolls_ptx_sweep_table_and_rerun_diff(jupyterlab):
+    """Click a source line: the PTX panel scrolls to its highlighted lines. A sweep cell shows its
+    table. An edited, rerun cell shows what changed since its last run."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.goto(f"{jupyterlab}/lab/tree/report.ipynb", wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        page.wait_for_function("document.body.innerText.includes('Idle')", timeout=60_000)
+        _run_cell(page, 0)
+        _run_cell(page, 1)
+        report = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea")
+        report.locator(".lm-TabBar-tab", has_text="source").first.click(timeout=90_000)
+        source_line = report.locator("pre.twhl .twl", has_text="x = tl.load").first
+        source_line.wait_for(timeout=30_000)
+        classes = source_line.get_attribute("class").split()
+        line = next(c[1:] for c in classes if c[0] == "s" and c[1:].isdigit())
+        source_line.click()  # the click chooses the line: no dropdown needed
+        report.locator(".lm-TabBar-tab", has_text="ptx").first.click()
+        ptx = report.locator("pre.twhl", has_text=".entry").first
+        ptx.wait_for(timeout=30_000)
+        page.wait_for_function(
+            SCROLLED_TO_HIGHLIGHT, arg=[ptx.element_handle(), line], timeout=20_000
+        )
+        assert ptx.evaluate("e => e.scrollTop") > 0
+        _dismiss_news_toast(page)
+        report.screenshot(path=str(ARTIFACTS / "linked-ptx-scrolled.png"))
+
+        # a sweep: one row per config, in the report's table
+        _run_cell(page, 2)
+        sweep = page.locator(".jp-Notebook .jp-Cell").nth(2).locator("table.twsweep")
+        sweep.wait_for(timeout=240_000)
+        rows = sweep.locator("tr").all_inner_texts()
+        assert len(rows) == 5 and all("ok" in r for r in rows[1:]), rows
+        assert "interpreter, CPU time" in rows[0]
+        page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea").screenshot(
+            path=str(ARTIFACTS / "sweep-table.png")
+        )
+
+        # edit the compile-only cell (x + y -> x * y) and run it again: the diff appears
+        editor = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(CELLS[1].replace("x + y", "x * y"))
+        page.keyboard.press("Shift+Enter")
+        changes = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(
+            "details", has_text="changed since the last run of this cell"
+        )
+        changes.first.wait_for(timeout=90_000)
+        text = changes.first.inner_text()
+        assert "mul.f32" in text or "mul.rn.f32" in text, text
+        assert "add.f32" in text, text
+        changes.first.scroll_into_view_if_needed()
+        changes.first.screenshot(path=str(ARTIFACTS / "rerun-diff.png"))
+        browser.close()
+
+
+BUGGY_CELL = """
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def buggy_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n - 100
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+"""
+
+
+def _launch_report(tmp_path):
+    """An interpreter launch that misses its last 100 elements: a report with the mismatch map and
+    the access picture of program 0."""
+    import numpy as np
+
+    from tileworkbench.config import config
+    from tileworkbench.runtime.record import record_launches
+    from tileworkbench.workbench.build import ReportOptions, report_for_launch
+    from tileworkbench.workbench.access_map import access_map
+    from tileworkbench.workbench.launch_views import add_launch_sections
+
+    (tmp_path / "buggy.py").write_text(BUGGY_CELL)
+    namespace: dict = {}
+    exec(compile(BUGGY_CELL, str(tmp_path / "buggy.py"), "exec"), namespace)
+    rng = np.random.default_rng()
+    n = 1000
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    out = np.full(n, np.nan, np.float32)
+    saved, config.interpret = config.interpret, True
+    try:
+        with record_launches() as launches:
+            namespace["buggy_add"][(4,)](x, y, out, n, BLOCK=256)
+    finally:
+        config.interpret = saved
+    ref = x.astype(np.float64) + y
+    report = report_for_launch(launches[-1], ReportOptions(ref=ref))
+    add_launch_sections(report, launches[-1], out, ref)
+    # the last program is the one whose lanes the mask switches off
+    report.sections.append(access_map(launches[-1], (3, 0, 0)))
+    return report
+
+
+@pytest.mark.browser
+def test_static_html_scrolls_with_javascript_and_shows_the_new_views(tmp_path):
+    """The exported page with its script: a click on a source line scrolls the PTX panel; the passes
+    view opens on the first change; the access picture and mismatch map are there."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs chromium (.ci/browser-setup.sh)")
+    pytest.importorskip("playwright")
+    from playwright.sync_api import sync_playwright
+
+    from tileworkbench.workbench import inspect
+    from tileworkbench.workbench.compile_only import compile_kernel
+    from tileworkbench.workbench.html_view import page as html_page
+
+    namespace: dict = {}
+    source = CELLS[1].split("\n", 1)[1]
+    (tmp_path / "k.py").write_text(source)
+    exec(compile(source, str(tmp_path / "k.py"), "exec"), namespace)
+    compiled = compile_kernel(
+        namespace["add_kernel"], "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32", "BLOCK=1024", "sm_90"
+    )
+    linked, launched = inspect(compiled), _launch_report(tmp_path)
+    page_file = tmp_path / "views.html"
+    page_file.write_text(html_page([linked, launched]))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(page_file.as_uri())
+        first = page.locator(".twr").first
+        first.locator(".twtabs label", has_text="source").click()
+        first.locator("label.twline", has_text="x = tl.load").click()
+        line = first.locator("label.twline", has_text="x = tl.load").get_attribute("for")
+        line = line.split("-")[-1]
+        first.locator(".twtabs label", has_text="ptx").click()
+        ptx = first.locator(".twp-ptx pre.twhl")
+        page.wait_for_function(SCROLLED_TO_HIGHLIGHT, arg=[ptx.element_handle(), line], timeout=5000)
+        first.locator(".twtabs label", has_text="passes").click()
+        shown = first.locator(".twpasspanel:visible h4").inner_text()
+        assert shown == "after coalesce", shown  # the first pass that changed the IR
+        assert first.locator(".twpasslist label.twsame").count() >= 4
+        first.locator(".twp-passes").screenshot(path=str(ARTIFACTS / "passes-first-change.png"))
+        second = page.locator(".twr").nth(1)
+        access = second.locator("details.twsection", has_text="memory accesses of program (3")
+        assert "lanes masked off" in access.inner_text()
+        access.screenshot(path=str(ARTIFACTS / "access-map.png"))
+        mismatch = second.locator("details.twsection", has_text="where the check fails")
+        assert "program ids): 3" in mismatch.inner_text()
+        mismatch.screenshot(path=str(ARTIFACTS / "mismatch-map.png"))
         browser.close()

@@ -50,6 +50,16 @@ def test_compile_ptx_for_sm90(kernel_file, capsys):
     assert rc == 0 and ".target sm_90" in out and ".entry scale_kernel" in out
 
 
+def test_compile_debug_ptx_shows_the_checks(kernel_file, capsys):
+    args = ["compile", f"{kernel_file}::scale_kernel", "--signature", SIGNATURE, "--constexprs", "BLOCK=256",
+            "--stage", "ptx", "--target", "sm_90"]
+    assert main(args) == 0
+    plain = capsys.readouterr().out
+    assert main([*args, "--debug"]) == 0
+    debug = capsys.readouterr().out
+    assert "tw_debug_report" in debug and "tw_debug_report" not in plain
+
+
 def test_compile_all_stages_and_passes(kernel_file, capsys):
     assert compile_cli(kernel_file, "all", "interpreter", 64) == 0
     out = capsys.readouterr().out

@@ -13,6 +13,15 @@ def run(shell, line: str, cell: str):
     return shell.user_ns["_tilekernel_reports"]
 
 
+def run_failing(shell, line: str, cell: str):
+    """Run a `%%tilekernel` cell as Jupyter does; it must fail (so Run All stops). Returns its
+    reports and the error IPython recorded."""
+    shell.user_ns.pop("_tilekernel_reports", None)
+    result = shell.run_cell(f"%%tilekernel {line}\n{cell}")
+    assert not result.success, "the cell should have failed"
+    return shell.user_ns.get("_tilekernel_reports"), result.error_in_exec
+
+
 def test_launch_is_reported_with_check_and_timing(shell, capsys):
     shell.user_ns["np"] = np
     reports = run(
@@ -79,7 +88,7 @@ def test_compilation_error_shows_kernel_line_not_traceback(shell, capsys):
         "    x = x - m\n        ^^^^^\nhint: index with m[:, None]"
     )
     shell.user_ns["msg"] = message
-    reports = run(
+    reports, error = run_failing(
         shell,
         "",
         """
@@ -89,13 +98,14 @@ raise CompilationError(msg)
     )
     captured = capsys.readouterr()
     text = captured.out + captured.err
-    assert reports == []
+    assert reports == [] and type(error).__name__ == "CompilationError"
     assert "/tmp/k.py:14:13: error: shapes" in text and "^^^^^" in text and "hint:" in text
     assert "Traceback" not in text and "raise CompilationError" not in text
+    assert text.count("do not broadcast") == 1, "the error is shown once"
 
 
 def test_bad_ref_expression_is_a_clear_error(shell, capsys):
-    run(
+    run_failing(
         shell,
         "--ref no_such_name",
         """
@@ -104,12 +114,24 @@ _rec.launch(fake_add_launch(n=100))
 """,
     )
     captured = capsys.readouterr()
-    assert "--ref 'no_such_name' failed: NameError" in captured.err
+    assert "--ref 'no_such_name' failed: NameError" in captured.out + captured.err
 
 
 def test_compile_only_needs_a_kernel(shell, capsys):
-    run(shell, "--signature x_ptr=*fp32", "a = 1")
-    assert "found no @tw.jit kernel" in capsys.readouterr().err
+    run_failing(shell, "--signature x_ptr=*fp32", "a = 1")
+    captured = capsys.readouterr()
+    assert "found no @tw.jit kernel" in captured.out + captured.err
+
+
+def test_a_python_error_in_the_cell_fails_it_with_its_traceback(shell, capsys):
+    reports, error = run_failing(shell, "", "a = 1\nb = undefined_name + a")
+    assert isinstance(error, NameError) and reports == []
+    text = capsys.readouterr().out
+    assert "undefined_name" in text and "cellrun.py" not in text and "magic.py" not in text
+
+
+def test_a_syntax_error_fails_the_cell(shell):
+    run_failing(shell, "", "def f(:\n    pass")
 
 
 def test_help_documents_options(shell):

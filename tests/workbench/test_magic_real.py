@@ -107,11 +107,14 @@ def test_compile_only_interpreter_target(real_shell):
 
 def test_compile_error_in_cell_names_the_kernel_line(real_shell, capsys):
     bad = ADD_CELL.replace("x + y * SCALE", "x + tl.arange(0, 512)")
-    assert run(real_shell, "--target interpreter", bad) == []
+    result = real_shell.run_cell("%%tilekernel --target interpreter\n" + bad)
+    assert not result.success, "a compile error must fail the cell (Run All stops)"
+    assert type(result.error_in_exec).__name__ == "TileTypeError"
     captured = capsys.readouterr()
     text = captured.out + captured.err
     assert "TileTypeError" in text and "error: shapes (1024,) and (512,)" in text
-    assert ":12:" in text and "^^^^" in text and "hint:" in text
+    # line 14 of the cell as the notebook shows it: the %%tilekernel line, a blank line, then ADD_CELL
+    assert "]:14:" in text and "^^^^" in text and "hint:" in text
     assert "Traceback" not in text
 
 
@@ -196,3 +199,16 @@ def test_inspect_a_launched_kernel_without_signature(real_shell):
     with pytest.raises(TypeError, match="needs signature="):
         real_shell.run_cell("@tw.jit\ndef fresh(x_ptr):\n    pass\n")
         tw.inspect(real_shell.user_ns["fresh"])
+
+
+def test_out_of_bounds_launch_shows_its_report_then_fails_the_cell(real_shell, capsys):
+    bad = ADD_CELL.replace("mask=mask)\n    y", "mask=offs < n + 64)\n    y")
+    result = real_shell.run_cell("%%tilekernel --target interpreter --no-roofline\n" + bad)
+    assert not result.success
+    assert type(result.error_in_exec).__name__ == "OutOfBoundsError"
+    reports = real_shell.user_ns["_tilekernel_reports"]
+    assert len(reports) == 1 and "tile-opt" in reports[0].asm and "ptx" in reports[0].asm
+    text = capsys.readouterr().out
+    assert "add_kernel [interpreter]" in text, "the report is shown before the error"
+    assert text.index("add_kernel [interpreter]") < text.index("OutOfBoundsError")
+    assert "x_ptr" in text and "Traceback" not in text

@@ -23,9 +23,10 @@ __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
 def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
-             num_warps: int = 4) -> tt.FuncOp:
+             num_warps: int = 4, debug: bool = False) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
-    be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads."""
+    be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads;
+    `tl.device_assert` makes a `tt.assert` only when `debug`."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -38,7 +39,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
     ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
     func.body.add_block(Block(ir_types, [a.name for a in flat]))
-    func.loc = Loc(source.file, source.first_line + source.tree.lineno - 1, 0)
+    func.loc = Loc(source.display_file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
     block_args = iter(zip(func.body.block.args, types))
     for name, param in params.items():
@@ -57,7 +58,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
             raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
                                    "signature (a runtime argument) or in constexprs")
     builder = Builder(func.body.block)
-    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps)
+    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug)
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:

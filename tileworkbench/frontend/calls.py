@@ -12,7 +12,7 @@ import builtins as py
 import inspect
 from typing import Any, Callable
 
-from ..errors import TileTypeError
+from ..errors import CompileTimeAssertionFailure, TileTypeError
 from ..ir import tt
 from ..language import core
 from ..language.core import block_type, dtype, tensor
@@ -51,7 +51,7 @@ def check_shape(shape, what: str = "tile shape") -> tuple[int, ...]:
     for d in dims:
         if d <= 0 or d & (d - 1):
             raise TileTypeError(f"{what} {shape_str(dims)} has a dimension that is not a power of two",
-                                hint="round the block size up with triton.next_power_of_2 and mask the tail")
+                                hint="round the block size up with tw.next_power_of_2 (triton.next_power_of_2) and mask the tail")
         numel *= d
     if numel > MAX_TILE_NUMEL:
         raise TileTypeError(f"{what} {shape_str(dims)} has {numel} elements, more than the "
@@ -108,7 +108,7 @@ def arange(cg, start, end):
     size = end - start
     if size & (size - 1):
         raise TileTypeError(f"arange's range must be a power of 2, got {size} (from {start} to {end})",
-                            hint="use the next power of two (triton.next_power_of_2) and mask the tail")
+                            hint="use the next power of two, tw.next_power_of_2(n), and mask the tail")
     if start < -(2**31) or end > 2**31:
         raise TileTypeError("arange's bounds must fit in int32")
     return cg.sem.make(tt.MakeRangeOp, block_type(core.int32, (size,)), start=start, end=end)
@@ -262,7 +262,7 @@ def static_assert(cg, cond, msg=""):
     if isinstance(cond, tensor):
         raise TileTypeError("tl.static_assert needs a compile-time condition", hint="use tl.device_assert")
     if not cond:
-        raise TileTypeError(f"static_assert failed: {unwrap(msg)}")
+        raise CompileTimeAssertionFailure(f"static_assert failed: {unwrap(msg)}")
 
 
 @impl("static_print")
@@ -284,6 +284,8 @@ def device_assert(cg, cond, msg="", mask=None):
         if not cond:
             raise TileTypeError(f"device_assert is always false: {unwrap(msg)}")
         return
+    if not cg.debug:
+        return  # as Triton: a run-time assert costs nothing unless the kernel is compiled with debug
     cond = cg.sem.cast(cond, core.int1)
     if unwrap(mask) is not None:
         cond = cg.sem.logical("or", cond, cg.sem.not_(cg.sem.cast(cg.sem.to_tensor(unwrap(mask)), core.int1)))

@@ -36,9 +36,11 @@ ALLOWED_PY_BUILTINS = {
 
 class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
     def __init__(self, source: FunctionSource, builder: Builder, scope: dict[str, Any], kernel_name: str,
-                 call_site: Loc | None = None, depth: int = 0, num_warps: int = 4):
+                 call_site: Loc | None = None, depth: int = 0, num_warps: int = 4,
+                 debug: bool = False):
         self.source = source
         self.num_warps = num_warps  # the launch's, for tl.extra.cuda.num_warps()
+        self.debug = debug  # debug mode: `tl.device_assert` and `assert` compile to checks (as Triton)
         self.builder = builder
         self.sem = Semantics(builder)
         self.scope = scope
@@ -60,7 +62,7 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
             end_col += self.source.indent
         else:
             end_col = None
-        return Loc(self.source.file, line, col, end_col, self.call_site)
+        return Loc(self.source.display_file, line, col, end_col, self.call_site)
 
     @contextmanager
     def at(self, node: ast.AST) -> Iterator[None]:

@@ -126,7 +126,8 @@ class ExpressionsMixin:
                 # `n.to(tl.int64)` where the launch specialized n == 1 into a constant: Triton fails
                 # here (its issue #2939); the number becomes a scalar tensor instead.
                 return BoundMethod(self.sem.to_tensor(base), TENSOR_METHODS[name])
-            raise self.error(f"{type(base).__name__} has no attribute `{name}`") from None
+            raise self.error(f"{type(base).__name__} has no attribute `{name}`",
+                             hint=missing_attribute_hint(base, name)) from None
 
     def tensor_attribute(self, value: tensor, name: str) -> Any:
         if name == "dtype":
@@ -366,7 +367,7 @@ class ExpressionsMixin:
         source = get_source(fn)
         call_site = self.loc(node) if node is not None else self.builder.loc
         child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
-                              self.num_warps)
+                              self.num_warps, debug=self.debug)
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")
 
@@ -380,3 +381,16 @@ def _compile_time_callable(fn) -> bool:
     if isinstance(owner, core.dtype):
         return inspect.ismethod(fn)
     return isinstance(owner, (str, int, float, tuple, bytes))
+
+
+def missing_attribute_hint(base: Any, name: str) -> str | None:
+    """`tl.tanh` and friends are not in `triton.language`: point at libdevice, as Triton's users do."""
+    from ..language.extra.libdevice import FUNCTIONS
+
+    if getattr(base, "__name__", "").startswith("tileworkbench.language") and name in FUNCTIONS:
+        return (
+            f"`{name}` is a libdevice function, not part of tl (as in Triton): "
+            "`from tileworkbench.language.extra import libdevice` (Triton: "
+            f"`from triton.language.extra import libdevice`), then `libdevice.{name}(x)`"
+        )
+    return None

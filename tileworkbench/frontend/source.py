@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import sys
 import textwrap
 from dataclasses import dataclass
 from typing import Callable
@@ -20,6 +21,7 @@ class FunctionSource:
     file: str
     first_line: int
     indent: int  # columns removed by dedenting, added back to column numbers
+    display_file: str  # what locations and errors show: `In[3]` for a notebook cell, else `file`
 
     @property
     def name(self) -> str:
@@ -63,6 +65,26 @@ def get_source(fn: Callable) -> FunctionSource:
         # Functions from exec'd strings: register the text so diagnostics can show lines.
         linecache.cache[file] = (len(text), None, [""] * (first_line - 1) + text.splitlines(True), file)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    source = FunctionSource(fn, text, tree, file, first_line, indent)
+    source = FunctionSource(fn, text, tree, file, first_line, indent, display_file(file))
     _CACHE[id(fn)] = (fn, source)
     return source
+
+
+def display_file(file: str) -> str:
+    """The name locations and errors show for `file`: IPython's `In[3]` for code from a notebook cell
+    (whose file is a temporary name such as /tmp/ipykernel_7/3352607288.py or <ipython-input-3-...>),
+    the file itself otherwise. The cell's lines are registered under that name for error carets."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    label = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    try:
+        named = label(file) if label is not None else None
+    except Exception:  # noqa: BLE001 - an IPython without the map: keep the file name
+        named = None
+    if not named:
+        return file
+    name = named[1]
+    lines = linecache.getlines(file)
+    if lines:
+        linecache.cache[name] = (sum(map(len, lines)), None, lines, name)
+    return name

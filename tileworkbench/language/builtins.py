@@ -403,7 +403,8 @@ def device_print(prefix, *args, hex=False):
 
 @builtin
 def device_assert(cond, msg="", mask=None):
-    """Fail the launch with `msg` where `cond` is false at run time."""
+    """Fail the launch with `msg` where `cond` is false at run time. As in Triton, only in kernels compiled
+    with `debug=True` (or TILEWORKBENCH_DEBUG=1); otherwise it is compiled out."""
 
 
 @builtin

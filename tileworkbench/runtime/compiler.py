@@ -11,7 +11,6 @@ import functools
 import hashlib
 import json
 import os
-import shutil
 import threading
 import types
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +24,7 @@ from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
 from ..language import core
+from .stage_texts import StageTexts
 
 # The GPU an interpreter kernel's resource figures (n_regs, shared) describe; see _init_handles.
 MODEL_ARCH = "sm_90"
@@ -50,6 +50,8 @@ class KernelMetadata:
     signature: list = field(default_factory=list)
     constexprs: dict = field(default_factory=dict)
     cache_hit: bool = False
+    debug: bool = False  # compiled with `debug=True` (device asserts on; GPU: checked accesses)
+    debug_checks: dict | None = None  # GPU debug mode: hidden parameters and check sites (bounds.py)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -74,7 +76,7 @@ class CompiledKernel:
         self.fn = fn
         self.name = metadata.name
         self._metadata = metadata
-        self._asm = asm
+        self._asm = StageTexts(asm, metadata.target, GPU_ARCHS)
         self.passes = passes
         self.line_map = line_map
         self._cubin = cubin
@@ -179,7 +181,8 @@ class CompiledKernel:
                               "@jit function instead")
         md = self.metadata
         return functools.partial(self.jit_function.run, grid=grid, num_warps=md.num_warps,
-                                 num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion)
+                                 num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion,
+                                 debug=md.debug)
 
     def _init_handles(self) -> None:
         """Triton loads the binary here and learns n_regs and n_spills. GPU kernels are loaded when
@@ -242,9 +245,11 @@ def tools_identity() -> tuple:
     """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing. Part
     of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is not served
     once the tools change. (Here, not beside the ptxas driver: a cache hit must not import subprocess.)"""
+    from ..backends.nvptx.tools import find_tool
+
     out = []
     for tool in ("ptxas", "nvdisasm", "cuobjdump"):
-        path = shutil.which(tool)
+        path = find_tool(tool)
         if path is None:
             out.append(None)
             continue
@@ -323,7 +328,7 @@ def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
 def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             constexprs: dict[str, Any] | None = None, target: str | None = None, num_warps: int = 4,
             num_stages: int = 3, enable_fp_fusion: bool = True,
-            use_cache: bool = True) -> CompiledKernel:
+            use_cache: bool = True, debug: bool | None = None) -> CompiledKernel:
     """Compile a kernel for one specialization.
 
     Args:
@@ -335,6 +340,10 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         num_warps, num_stages: launch and pipelining options (GPU targets).
         enable_fp_fusion: float `a * b + c` may become one FMA on GPU targets (Triton's default);
             False rounds every multiply and add on its own, as the interpreter does.
+        debug: `tl.device_assert` is compiled in (as Triton, it is dropped otherwise) and, on GPU
+            targets, every load, store and atomic is checked against its array (hidden parameters;
+            see backends/nvptx/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
+            `TILEWORKBENCH_DEBUG=1` turns it on everywhere.
 
     Returns:
         A CompiledKernel with every stage in `.asm` and the pass snapshots in `.passes`.
@@ -347,6 +356,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
     constexprs = dict(constexprs or {})
     target = resolve_target(target)
     enable_fp_fusion = bool(enable_fp_fusion)
+    debug = bool(getattr(fn, "debug", None) if debug is None else debug) or config.debug
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
     key = None
@@ -357,13 +367,13 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), tools_identity(),
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
-                        num_warps, num_stages, enable_fp_fusion, target)
+                        num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()))
         entry = KernelCache().get(key)
         if entry is not None:
-            cached = _from_cache(py_fn, entry, args, constexprs)
+            cached = _from_cache(py_fn, entry, args, constexprs, debug)
             if cached is not None:
                 return cached
-    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, enable_fp_fusion)
+    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, enable_fp_fusion, debug)
     if key is not None:
         if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
             kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
@@ -381,20 +391,22 @@ def _store(key: str, kernel: CompiledKernel) -> None:
         kernel._cache_error = error
 
 
-def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4):
+def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
+                debug: bool = False):
     """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines)."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs, num_warps)
+    func = generate(py_fn, args, constexprs, num_warps, debug=debug)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
     return func, passes, tile_lines, print_ir_lines(func, locs=True)
 
 
-def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion) -> CompiledKernel:
+def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion,
+                   debug: bool = False) -> CompiledKernel:
     source = get_source(py_fn)
-    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps)
+    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
@@ -402,35 +414,37 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
     metadata = KernelMetadata(name=py_fn.__name__, target=target, num_warps=num_warps,
                               num_stages=num_stages, enable_fp_fusion=fp_fusion,
                               signature=[a.key for a in args],
-                              constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()})
+                              constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()},
+                              debug=debug)
     ir = func
     if target != "interpreter":
         ir = None  # the GPU passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
-        result = _nvptx(func, target, num_warps, num_stages, fp_fusion)
+        result = _nvptx(func, target, num_warps, num_stages, fp_fusion, debug)
         passes += result.passes
         asm.update({"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx})
         line_map.update(result.line_maps)
         metadata.name = result.kernel_name
         metadata.shared = result.shared + result.static_shared
         metadata.dynamic_shared = result.shared
+        metadata.debug_checks = result.debug_checks
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs)[0]
+        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, regenerate=regenerate)
     if target == "interpreter":
         kernel._gpu_model = functools.partial(_compile_fresh, py_fn, args, constexprs, MODEL_ARCH, num_warps,
-                                              num_stages, fp_fusion)
+                                              num_stages, fp_fusion, debug)
     else:
         kernel._assemble_in_background(target)
     return kernel
 
 
-def _nvptx(func, target, num_warps, num_stages, fp_fusion):
+def _nvptx(func, target, num_warps, num_stages, fp_fusion, debug):
     from ..backends.nvptx import compile_nvptx
 
     return compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
-                         enable_fp_fusion=fp_fusion, assemble=False)
+                         enable_fp_fusion=fp_fusion, assemble=False, debug=debug)
 
 
 _ASSEMBLER: list[ThreadPoolExecutor] = []
@@ -455,7 +469,7 @@ def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:
     return files
 
 
-def _from_cache(py_fn, entry, args, constexprs) -> CompiledKernel | None:
+def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> CompiledKernel | None:
     try:
         metadata = KernelMetadata(**json.loads(entry["metadata.json"]))
         asm = json.loads(entry["asm.json"])
@@ -467,7 +481,7 @@ def _from_cache(py_fn, entry, args, constexprs) -> CompiledKernel | None:
     cubin = entry.get("kernel.cubin")
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs)[0]
+        return tile_opt_ir(py_fn, args, constexprs, metadata.num_warps, debug)[0]
 
     return CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
 

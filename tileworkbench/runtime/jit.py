@@ -46,7 +46,7 @@ _NAME_CACHE: dict = {}
 # program, no register cap, no AMD matrix-instruction choice), so Triton code passes them unchanged.
 BACKEND_OPTIONS = frozenset({
     "num_ctas", "maxnreg", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "allow_flush_denorm",
-    "launch_cooperative_grid", "launch_pdl", "debug", "sanitize_overflow",
+    "launch_cooperative_grid", "launch_pdl", "sanitize_overflow",
 })
 
 
@@ -287,15 +287,22 @@ class JITFunction:
 
     # -- launch ------------------------------------------------------------------------------------------------
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
-            num_stages: int | None = None, enable_fp_fusion: bool | None = None, stream=None, **kwargs):
+            num_stages: int | None = None, enable_fp_fusion: bool | None = None, stream=None,
+            debug: bool | None = None, **kwargs):
         """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel.
-        `enable_fp_fusion` (default True, as Triton's) lets float `a * b + c` become one FMA."""
+        `enable_fp_fusion` (default True, as Triton's) lets float `a * b + c` become one FMA. `debug`
+        (default: the decorator's) compiles device asserts and, on the GPU, bounds checks in."""
         options = (num_warps, num_stages, enable_fp_fusion)
-        if not warmup:
+        debug = self._debug_mode(debug)
+        if not warmup and not debug:
             done = self._warm(grid, args, kwargs, options, stream)
             if done is not None:
                 return done
-        return self._run(args, kwargs, grid, warmup, options, stream)
+        return self._run(args, kwargs, grid, warmup, options, stream, debug)
+
+    def _debug_mode(self, debug: bool | None) -> bool:
+        """Triton's rule: the launch's `debug=`, else the decorator's; TILEWORKBENCH_DEBUG=1 in any case."""
+        return bool(self.debug if debug is None else debug) or config.debug
 
     def _launch(self, grid, args: tuple, kwargs: dict):
         """`kernel[grid](*args, **kwargs)` where the generated launcher does not take the call: launch
@@ -303,10 +310,11 @@ class JITFunction:
         the locked warm path; anything else the full path."""
         if kwargs and not kwargs.keys().isdisjoint(_RUN_OPTIONS):
             return self.run(*args, grid=grid, **kwargs)
-        done = self._warm(grid, args, kwargs, _NO_OPTIONS, None)
+        debug = self._debug_mode(None)
+        done = None if debug else self._warm(grid, args, kwargs, _NO_OPTIONS, None)
         if done is not None:
             return done
-        return self._run(args, kwargs, grid, False, _NO_OPTIONS, None)
+        return self._run(args, kwargs, grid, False, _NO_OPTIONS, None, debug)
 
     def _launch_unwarmed(self, grid, named: dict, extra: dict, more: tuple):
         """Where the generated launcher hands a call over: the arguments as the caller gave them,
@@ -350,8 +358,11 @@ class JITFunction:
             kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=kernel.compiled.target,
             relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
 
-    def _run(self, args, kwargs, grid, warmup, options: tuple, stream):
+    def _run(self, args, kwargs, grid, warmup, options: tuple, stream, debug: bool = False):
         """The full launch path: bind and check the arguments, specialize, compile when new, launch."""
+        if record_module.OVERRIDES:  # the workbench's --sweep imposes constexprs and launch options
+            args, kwargs, options = record_module.apply_overrides(
+                self.arg_names, self.constexpr_names, args, kwargs, options)
         num_warps, num_stages, fp_fusion = options
         if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
@@ -361,18 +372,20 @@ class JITFunction:
         num_stages = num_stages or 3
         fp_fusion = fp_fusion is None or bool(fp_fusion)
         key = self._key(bound, target, num_warps, num_stages, fp_fusion)
+        if debug:
+            key += ("debug",)
         kernel = self.cache.get(key)
         if kernel is None or not kernel.globals_unchanged():
-            kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion)
+            kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion, debug)
             self.cache[key] = kernel
         if kernel.cuda is not None:
             self._file_fast(kernel, args, kwargs, options)
         if warmup:
             return kernel.compiled
         grid3 = _grid(grid, bound)
-        kernel.launch(grid3, bound, stream)
-        if record_module.ACTIVE:
+        if record_module.ACTIVE:  # before the launch, so a launch that fails is reported too
             self._record(kernel, grid3, bound, stream)
+        kernel.launch(grid3, bound, stream)
         return kernel.compiled
 
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
@@ -382,6 +395,8 @@ class JITFunction:
 
         if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
             return
+        if kernel.checks is not None:
+            return  # debug mode: each launch synchronizes and reads the error buffer (full path)
         register_array_types()
         if self._binder is None:
             self._binder, self._runtime_names = make_binder(
@@ -414,7 +429,7 @@ class JITFunction:
                 kwargs[name] = given
         return kwargs
 
-    def _compile(self, key, bound, target, num_warps, num_stages, fp_fusion) -> _BoundKernel:
+    def _compile(self, key, bound, target, num_warps, num_stages, fp_fusion, debug=False) -> _BoundKernel:
         from .compiler import dependencies
 
         specs, constexprs = [], {}
@@ -425,7 +440,7 @@ class JITFunction:
                 specs.append(ArgSpec(name, part[0], part[1], part[2]))
         compile_target = target if target == "interpreter" else None
         compiled = compile(self.fn, specs, constexprs, target=compile_target, num_warps=num_warps,
-                           num_stages=num_stages, enable_fp_fusion=fp_fusion)
+                           num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
         compiled.jit_function = self
         _, used_globals = dependencies(self.fn)
         return _BoundKernel(compiled, specs, used_globals)
@@ -480,13 +495,19 @@ class _BoundKernel:
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         self.cuda = None
+        self.checks = None  # debug mode on the GPU: hidden arguments and the error buffer
         if compiled.target != "interpreter":
             from .launcher import CudaKernel
 
             md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
+            kinds, names = [s.type for s in flat], list(self.flat_names)
+            if md.debug_checks:
+                from .debug_checks import DebugChecks
+
+                self.checks = DebugChecks(md.debug_checks, md.name, self.flat_names)
+                kinds, names = kinds + self.checks.hidden_kinds(), names + self.checks.hidden_names()
             self.cuda = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,
-                                   cubin=compiled.launch_cubin, param_kinds=[s.type for s in flat],
-                                   param_names=self.flat_names)
+                                   cubin=compiled.launch_cubin, param_kinds=kinds, param_names=names)
             md.n_regs = md.n_regs or self.cuda.num_regs
 
     def globals_unchanged(self) -> bool:
@@ -500,7 +521,9 @@ class _BoundKernel:
         if self.descriptors:
             args = [part for name in self.names for part in
                     (flatten_descriptor(bound[name]) if name in self.descriptors else [bound[name]])]
-        if self.cuda is not None:
+        if self.checks is not None:
+            self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
+        elif self.cuda is not None:
             self.cuda.launch(grid, args, stream)
         else:
             _interpret(self.compiled, grid, args, self.flat_names)
@@ -540,7 +563,7 @@ class _FastLaunch:
 
 
 _MISSING = object()
-_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream"})
+_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream", "debug"})
 _NO_OPTIONS = (None, None, None)  # a call that gives no launch option
 
 

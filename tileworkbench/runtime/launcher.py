@@ -85,7 +85,8 @@ def _grid_int(value: object, grid: Sequence[object], kernel_name: str) -> int:
 
 _FAULT_HINT = (
     " (a device fault is reported by the first CUDA call after it, so it may come from an earlier "
-    "kernel; run with TILEWORKBENCH_INTERPRET=1 to find out-of-bounds accesses)"
+    "kernel; launch with debug=True (or TILEWORKBENCH_DEBUG=1) to find out-of-bounds accesses on "
+    "the GPU, or run with TILEWORKBENCH_INTERPRET=1)"
 )
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 ACTIVE: list[list] = []
+OVERRIDES: list[dict] = []  # `%%tilekernel --sweep`: constexpr and launch-option values to impose
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "enable_fp_fusion")
 
 
 @dataclass
@@ -47,3 +49,32 @@ def paused() -> Iterator[None]:
         yield
     finally:
         ACTIVE.extend(saved)
+
+
+@contextmanager
+def launch_overrides(values: dict[str, Any]) -> Iterator[None]:
+    """Launches inside take these constexpr values and launch options (num_warps, num_stages) in place
+    of the ones the code passes: the workbench's sweep re-runs a cell once per config this way. Only
+    the full launch path applies them, which is the one taken while launches are recorded."""
+    OVERRIDES.append(values)
+    try:
+        yield
+    finally:
+        OVERRIDES.remove(values)
+
+
+def apply_overrides(arg_names: list[str], constexpr_names, args: tuple, kwargs: dict,
+                    options: tuple) -> tuple[tuple, dict, tuple]:
+    """(args, kwargs, (num_warps, num_stages, enable_fp_fusion)) with the active overrides applied."""
+    values = {k: v for override in OVERRIDES for k, v in override.items()}
+    args, kwargs, options = list(args), dict(kwargs), list(options)
+    for name, value in values.items():
+        if name in LAUNCH_OPTIONS:
+            options[LAUNCH_OPTIONS.index(name)] = value
+        elif name in constexpr_names:
+            index = arg_names.index(name)
+            if index < len(args):
+                args[index] = value
+            else:
+                kwargs[name] = value
+    return tuple(args), kwargs, tuple(options)

@@ -6,6 +6,7 @@ kernel launched in its cell.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,7 +117,7 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
         report.timing = bench(record.relaunch, opts.bench, on_gpu=report.target != "interpreter")
     if opts.ref is not None:
         out = opts.out if opts.out is not None else default_output(record)
-        report.check = compare(out, opts.ref) if out is not None else None
+        report.check = compare(out, opts.ref, **hint_context(report)) if out is not None else None
         if out is None:
             report.notes.append("--ref given but the launch has no array argument to compare")
     report.autotune = autotune_rows(getattr(record, "autotuner_results", None))
@@ -126,6 +127,15 @@ def report_for_launch(record: Any, opts: ReportOptions, launches: int = 1) -> Ke
 
         report.triton = compare_with_triton(record, opts.bench or 100)
     return report
+
+
+def hint_context(report: KernelReport) -> dict[str, Any]:
+    """What the check's hints may assume: the kernel's tt.dot input type and IR element types."""
+    text = report.asm.get("tile-opt", "")
+    return {
+        "dot_dtype": report.counts.dot_dtype if report.counts else None,
+        "kernel_types": frozenset(re.findall(r"\b(bf16|f16)\b", text)),
+    }
 
 
 def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
 from .capture import capture_c_stdout
+from .gpu_stages import add_gpu_stages
 
 
 @dataclass
@@ -37,6 +38,9 @@ class MagicOptions:
     no_roofline: bool = False
     force: bool = False
     compare: str | None = None
+    # -- wbB: views beyond the stages (session.py) --
+    sweep: str | None = None
+    export: str | None = None
 
 
 def unquote(value: Any) -> Any:
@@ -118,9 +122,9 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
     from .compile_only import compile_kernel
 
     before = {k: id(v) for k, v in shell.user_ns.items()}
-    result = run_inner(shell, cell)
-    if not result.success:
-        return []
+    with captured_error(shell) as caught:
+        result = run_inner(shell, cell)
+    raise_failure(result, caught, [])
     kernel = find_kernel(shell, options.kernel, before)
     compiled = compile_kernel(
         kernel,
@@ -155,16 +159,36 @@ def run_inner(shell, cell: str):
     """`shell.run_cell(cell)` without storing history, where a trailing `;` still hides the result.
 
     IPython's display hook (before 8.17) decides `;` from the last *stored* input, which is the magic
-    call itself, so the inner cell is shown to it for the duration."""
+    call itself, so the inner cell is shown to it for the duration. A comment line stands for
+    the `%%tilekernel` line (IPython drops leading blank lines), so kernel line numbers
+    (`In[3]:5`) are the lines the notebook shows."""
+    cell = "# %%tilekernel\n" + cell
     history = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None)
     if history is None:
         return shell.run_cell(cell, store_history=False)
-    history.append(cell)
+    with _outer_count(shell, history):
+        history.append(cell)
+        try:
+            return shell.run_cell(cell, store_history=False)
+        finally:
+            if history and history[-1] is cell:
+                history.pop()
+
+
+@contextlib.contextmanager
+def _outer_count(shell, history: list):
+    """While the inner cell runs, the execution count of the cell that holds it: IPython counts a
+    stored cell before running it, and the inner cell's code would otherwise be named `In[N+1]`."""
+    count = getattr(shell, "execution_count", None)
+    stored = bool(history) and "tilekernel" in str(history[-1])  # the magic's own cell, stored
+    if not isinstance(count, int) or not stored or count < 2:
+        yield
+        return
+    shell.execution_count = count - 1
     try:
-        return shell.run_cell(cell, store_history=False)
+        yield
     finally:
-        if history and history[-1] is cell:
-            history.pop()
+        shell.execution_count = count
 
 
 def checked_launch(records: list, out: Any) -> Any:
@@ -200,10 +224,12 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
         forget_compiled(shell.user_ns)
     force = fresh_cache() if options.force else contextlib.nullcontext()
     with _target_scope(options.target), force, recorder() as launches, capture_c_stdout():
-        result = run_inner(shell, cell)
-    if not result.success:
-        return []
+        with captured_error(shell) as caught:
+            result = run_inner(shell, cell)
     records = list(launches)
+    if not result.success:  # show what was compiled (a failed launch included), then fail the cell
+        show_failure_view(result.error_in_exec, records)  # the program id and offsets gone wrong
+        raise_failure(result, caught, failed_reports(records, options))
     if not records:
         print(
             "%%tilekernel: the cell launched no tileworkbench kernel (for compile-only use, "
@@ -214,17 +240,41 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
     groups = group_launches(records, shell.user_ns)
     checked = checked_launch([record for record, _ in groups], opts.out)
     unchecked = dataclasses.replace(opts, ref=None, out=None)
-    reports = [
-        report_for_launch(record, opts if record is checked else unchecked, count)
-        for record, count in groups
-    ]
-    if options.target not in (None, "interpreter"):
-        for report in reports:
-            report.notes.append(
-                f"--target {options.target} applies to compile-only use "
-                "(--signature); launches compile for the device they run on"
-            )
+    reports = []
+    for record, count in groups:
+        report = report_for_launch(record, opts if record is checked else unchecked, count)
+        add_gpu_stages(report, record, options.target)
+        reports.append(report)
+    # the mismatch map and the access picture (launch_views.py)
+    from .build import default_output
+    from .launch_views import add_launch_sections
+
+    for report, (record, _) in zip(reports, groups):
+        out = opts.out if opts.out is not None else default_output(record)
+        add_launch_sections(report, record, out if record is checked else None, opts.ref)
     return reports
+
+
+def failed_reports(records: list, options: MagicOptions) -> list:
+    """Reports of the launches of a cell that raised: stages and resources only (a relaunch to time
+    or check would fail again), so an out-of-bounds launch still shows what it compiled to."""
+    reports = []
+    for record, count in group_launches(records):
+        report = report_for_launch(record, ReportOptions(roofline=False), count)
+        add_gpu_stages(report, record, options.target)
+        reports.append(report)
+    return reports
+
+
+def show_failure_view(error: BaseException | None, launches: list) -> None:
+    """wbB: after an out-of-bounds launch, show what the failing program touched."""
+    from .launch_views import failure_view
+
+    view = failure_view(error, list(launches)) if error is not None else None
+    if view is not None:
+        from IPython.display import display
+
+        display(view)
 
 
 def group_launches(records: list, namespace: dict | None = None) -> list[tuple[Any, int]]:
@@ -280,15 +330,18 @@ def _fold_autotuning(records: list, namespace: dict) -> list:
 def run_tilekernel(
     shell, options: MagicOptions, cell: str, recorder: Callable[[], Any] | None = None
 ) -> list:
-    """The whole magic: returns the reports it built (the magic displays them)."""
-    with error_display(shell):
-        try:
-            if options.signature is not None:
-                return compile_only(shell, options, cell)
-            return launch_cell(shell, options, cell, recorder or default_recorder())
-        except TileworkbenchError as exc:
-            show_error(exc)
-            return []
+    """The whole magic: returns the reports it built (the magic displays them).
+
+    Raises:
+        CellFailed: the cell raised, or an option or the compile-only kernel was bad; it carries the
+            reports to show before the cell fails.
+    """
+    try:
+        if options.signature is not None:
+            return compile_only(shell, options, cell)
+        return launch_cell(shell, options, cell, recorder or default_recorder())
+    except TileworkbenchError as exc:
+        raise CellFailed(exc, []) from None
 
 
 def format_error(exc: BaseException) -> list[str]:
@@ -302,27 +355,62 @@ def format_error(exc: BaseException) -> list[str]:
     return lines
 
 
-def show_error(exc: BaseException) -> None:
-    import sys
+class CellFailed(Exception):
+    """A `%%tilekernel` cell that must fail (so Run All and nbclient stop), its reports shown first.
 
-    print("\n".join(format_error(exc)), file=sys.stderr)
+    `error` is what the cell raised; `reports` what it compiled before. The magic re-raises `error`
+    itself, so the cell's error has the user's exception type, rendered as `stb` (IPython's
+    `_render_traceback_` protocol): compiler-style for tileworkbench errors, else the traceback of
+    the user's code as IPython would have shown it.
+    """
+
+    def __init__(self, error: BaseException, reports: list, stb: list[str] | None = None):
+        super().__init__(str(error))
+        self.error = error
+        self.reports = reports
+        self.stb = stb or format_error(error)
+
+    def error_to_raise(self) -> BaseException:
+        stb = self.stb
+        try:
+            self.error._render_traceback_ = lambda: stb
+        except AttributeError:  # an exception type without a __dict__: raise ours instead
+            return self
+        return self.error
+
+    def _render_traceback_(self) -> list[str]:
+        return self.stb
+
+
+def raise_failure(result, caught: list, reports: list) -> None:
+    """Raise the CellFailed for a cell run that did not succeed (no-op when it did)."""
+    if result.success:
+        return
+    if caught:
+        caught[0].reports = reports
+        raise caught[0]
+    # an error before the cell ran (a syntax error): IPython has shown it already
+    error = result.error_before_exec or result.error_in_exec or RuntimeError("the cell failed")
+    raise CellFailed(error, reports, [f"%%tilekernel: the cell did not run: {error}"])
 
 
 @contextlib.contextmanager
-def error_display(shell):
-    """While the cell runs, show tileworkbench errors as their message (file:line, carets, hint)
-    instead of a traceback through the compiler's internals."""
+def captured_error(shell):
+    """While the cell runs, an exception it raises is kept (with the traceback IPython would show)
+    instead of shown: the magic shows the reports first, then raises it."""
     saved = (shell.custom_exceptions, shell.CustomTB)
+    caught: list[CellFailed] = []
 
     def handler(self, etype, value, tb, tb_offset=None):
-        # IPython's run_code calls CustomTB and ignores its result, so show the message here;
-        # _showtraceback is what ipykernel overrides to send an error message to the front end.
-        stb = format_error(value)
-        self._showtraceback(etype, value, stb)
+        if isinstance(value, TileworkbenchError):
+            stb = format_error(value)
+        else:
+            stb = self.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+        caught.append(CellFailed(value, [], stb))
         return stb
 
-    shell.set_custom_exc((TileworkbenchError,), handler)
+    shell.set_custom_exc((Exception,), handler)
     try:
-        yield
+        yield caught
     finally:
         shell.custom_exceptions, shell.CustomTB = saved

@@ -1,7 +1,8 @@
 """Correctness of a kernel's output against a reference: max abs/rel error, a dtype tolerance, a hint.
 
 Both arrays are compared in float64 on the host. The hint recognises errors of the size that tf32 or
-fp16 rounding leaves, the commonest surprise when a kernel is checked against an fp32 NumPy result.
+fp16 rounding leaves (only where the kernel has an fp32 tl.dot or fp16 values), and the fp32
+rounding that Python float literals bring into a float64 kernel.
 """
 
 from __future__ import annotations
@@ -67,9 +68,18 @@ def tolerance(dtype: np.dtype) -> tuple[float, float]:
 
 
 def compare(
-    out: object, ref: object, rtol: float | None = None, atol: float | None = None
+    out: object,
+    ref: object,
+    rtol: float | None = None,
+    atol: float | None = None,
+    dot_dtype: str | None = None,
+    kernel_types: frozenset[str] = frozenset(),
 ) -> CheckResult:
-    """Compare the kernel's `out` with `ref` (any array-likes); tolerances default by out's dtype."""
+    """Compare the kernel's `out` with `ref` (any array-likes); tolerances default by out's dtype.
+
+    `dot_dtype` (the kernel's tt.dot input type: "tf32", "f16", ..., None without a dot) and
+    `kernel_types` (element types in its IR: "f16", "bf16", ...) decide which hints are earned.
+    """
     out_h, ref_h = to_host(out), to_host(ref)
     dtype = out_h.dtype
     default_rtol, default_atol = tolerance(dtype)
@@ -106,11 +116,15 @@ def compare(
         n_bad=int(bad.sum()),
         n_nan=n_nan,
     )
-    result.hint = _hint(result, o, r)
+    result.hint = _hint(result, r, dot_dtype, kernel_types)
     return result
 
 
-def _hint(result: CheckResult, out: np.ndarray, ref: np.ndarray) -> str | None:
+def _hint(
+    result: CheckResult, ref: np.ndarray, dot_dtype: str | None, kernel_types: frozenset[str]
+) -> str | None:
+    """A hint only where the kernel can cause what it names: tf32 needs an fp32 tl.dot, an fp16/bf16
+    rounding needs such values in the kernel."""
     if result.passed:
         return None
     if result.n_nan:
@@ -120,12 +134,25 @@ def _hint(result: CheckResult, out: np.ndarray, ref: np.ndarray) -> str | None:
         )
     scale = float(np.abs(ref).max()) or 1.0
     norm_err = result.max_abs / scale
-    if result.dtype == "float32" and norm_err < 64 * UNIT_ROUNDOFF["tf32"]:
+    if result.dtype == "float64" and norm_err < 64 * 2.0**-24:
         return (
-            "the error has the size of tf32 or fp16 rounding (about 1e-3 relative): tl.dot on "
-            "fp32 inputs uses tf32 tensor cores unless you pass input_precision='ieee', and an "
-            "fp16 intermediate rounds the same way; compare with a looser rtol or use 'ieee'"
+            "the error has the size of fp32 rounding: a Python float literal in a kernel is an "
+            "fp32 constant (Triton's rule), so `x * 0.1` multiplies by 0.1 rounded to fp32; pass the "
+            "constant as a float64 argument (np.float64(0.1)) or build it with "
+            "tl.full((), 0.1, tl.float64)"
         )
-    if result.dtype == "float32" and norm_err < 64 * UNIT_ROUNDOFF["bf16"]:
-        return "the error has the size of bf16 rounding (about 1e-2 relative): a bf16 intermediate?"
+    if result.dtype != "float32":
+        return None
+    if dot_dtype == "tf32" and norm_err < 64 * UNIT_ROUNDOFF["tf32"]:
+        return (
+            "the error has the size of tf32 rounding (about 1e-3 relative): tl.dot on fp32 inputs "
+            "uses tf32 tensor cores unless you pass input_precision='ieee'; compare with a looser "
+            "rtol or use 'ieee'"
+        )
+    for name, kind in (("fp16", "f16"), ("bf16", "bf16")):
+        if kind in kernel_types and norm_err < 64 * UNIT_ROUNDOFF[name]:
+            return (
+                f"the error has the size of {name} rounding: the kernel holds {name} values, and "
+                f"an {name} intermediate rounds to {UNIT_ROUNDOFF[name]:.1g} relative"
+            )
     return None

@@ -55,9 +55,10 @@ def compile_kernel(
     num_stages: int | None = None,
     force: bool = False,
     fp_fusion: bool = True,
+    debug: bool = False,
 ) -> Any:
     """`tileworkbench.compile` with parsed options; `force` bypasses the compile cache, `fp_fusion`
-    False compiles with `enable_fp_fusion=False`."""
+    False compiles with `enable_fp_fusion=False`, `debug` in debug mode (bounds checks, asserts)."""
     kwargs: dict[str, Any] = {
         "signature": parse_signature(signature),
         "constexprs": parse_constexprs(constexprs),
@@ -72,6 +73,8 @@ def compile_kernel(
         kwargs["use_cache"] = False
     if not fp_fusion:
         kwargs["enable_fp_fusion"] = False
+    if debug:
+        kwargs["debug"] = True
     return _compile_function()(kernel, **kwargs)
 
 

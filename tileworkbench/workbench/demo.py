@@ -1,36 +1,19 @@
 """`tileworkbench demo`: run the showcase kernels (GPU, else interpreter), check them against NumPy and
 write one HTML report with every stage and the roofline.
 
-Without a GPU the kernels run in the interpreter, and each is also compiled for sm_90 (no GPU needed) so
-the report still shows the GPU stages: tile-gpu, LLVM, PTX (and SASS where ptxas exists).
+Without a GPU the kernels run in the interpreter, and each launch is also compiled for sm_90 (no GPU
+needed, `gpu_stages.py`) so the report still shows the GPU stages: tile-gpu, LLVM, PTX (and SASS
+where ptxas and nvdisasm exist).
 """
 
 from __future__ import annotations
 
 import html
 import sys
-from typing import Any
 
 from .build import ReportOptions, report_for_launch
-from .compile_only import compile_kernel
-from .report import base_report, line_map_of
+from .gpu_stages import add_gpu_stages, gpu_target
 
-NUMPY_TYPES = {
-    "float32": "fp32",
-    "float16": "fp16",
-    "float64": "fp64",
-    "bfloat16": "bf16",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "bool": "i1",
-}
-COMPILE_ONLY_TARGET = "sm_90"
 # On a GPU the kernels run at sizes where the roofline means something (small ones measure launches).
 GPU_SIZES = {
     "vector add": {"n": 1 << 24},
@@ -47,49 +30,6 @@ def gpu_available() -> bool:
         return bool(available())
     except Exception:  # no CuPy or no driver
         return False
-
-
-def signature_of(record: Any) -> tuple[dict[str, str], dict[str, Any]]:
-    """The signature and constexprs of a recorded launch, for compiling it again for another target."""
-    meta = getattr(record.compiled, "metadata", None)
-    constexpr_names = set(getattr(meta, "constexprs", {}) or {})
-    signature, constexprs = {}, {}
-    for name, value in record.args.items():
-        if name in constexpr_names:
-            constexprs[name] = value
-        elif hasattr(value, "dtype") and getattr(value, "ndim", 0) > 0:
-            signature[name] = "*" + NUMPY_TYPES[str(value.dtype)]
-        elif isinstance(value, bool):
-            signature[name] = "i1"
-        elif isinstance(value, int):
-            signature[name] = "i32" if -(2**31) <= value < 2**31 else "i64"
-        else:
-            signature[name] = "fp32"
-    return signature, constexprs
-
-
-def add_gpu_stages(report, record: Any, target: str = COMPILE_ONLY_TARGET) -> None:
-    """Compile the launched kernel for a GPU target too and show its GPU stages in `report`."""
-    try:
-        signature, constexprs = signature_of(record)
-        meta = getattr(record.compiled, "metadata", None)
-        gpu = compile_kernel(
-            record.kernel,
-            signature,
-            constexprs,
-            target,
-            getattr(meta, "num_warps", None),
-            getattr(meta, "num_stages", None),
-        )
-    except Exception as exc:  # noqa: BLE001 - the interpreter report stands without GPU stages
-        report.notes.append(f"GPU stages for {target} unavailable: {type(exc).__name__}: {exc}")
-        return
-    gpu_report = base_report(gpu)
-    report.asm.update({k: v for k, v in gpu.asm.items() if k not in report.asm})
-    report.line_map.update({k: v for k, v in line_map_of(gpu).items() if k not in report.line_map})
-    report.passes = gpu_report.passes
-    report.resources = gpu_report.resources
-    report.notes.append(f"ran in the interpreter; GPU stages compiled for {target} (not launched)")
 
 
 def run_demo(
@@ -135,7 +75,7 @@ def write_page(reports: list, out_path: str, on_gpu: bool) -> None:
     else:
         what = (
             "run in the interpreter (no GPU found) and checked against NumPy float64; their GPU "
-            "stages are compiled for sm_90 without launching"
+            f"stages are compiled for {gpu_target(None)} without launching"
         )
     intro = (
         f"<p>The showcase kernels, {html.escape(what)}. Each report has a tab per compiler stage, "

@@ -12,7 +12,9 @@ import html
 import itertools
 import re
 
-from .highlight import pygments_css, render_diff, render_stage
+from .highlight import pygments_css, render_stage
+from .linking import static_script
+from .ssa_diff import diff_rows, ir_line_map, pass_changes, render_rows
 from .text_view import performance_lines, resources_line
 
 _ids = itertools.count()
@@ -45,6 +47,9 @@ BASE_CSS = """
   border: 1px solid #ddd; border-radius: 4px; font-family: monospace}
 .twr .twpasspanel {display: none}
 .twr .twerror {color: #b00; white-space: pre-wrap; font-family: monospace}
+.twr .twpasslist label.twsame {color: #999; border-style: dashed}
+.twr pre.twhl .twl[class*=" s"] {cursor: pointer}
+.twr .twwarn {color: #a60; font-weight: 600}
 """
 
 
@@ -61,13 +66,30 @@ def stage_html(report, stage: str) -> str:
 
 
 def pass_html(report, index: int) -> tuple[str, str]:
-    """(highlighted IR, diff against the previous pass) of pass `index`, rendered once."""
+    """(highlighted IR, diff against the previous pass modulo value names) of pass `index`, rendered
+    once. Both carry `sN` classes from the IR's `loc(...)`, so source-line linking reaches them."""
     cache = report.__dict__.setdefault("_pass_cache", {})
     if index not in cache:
         name, text = report.passes[index]
-        prev_name, prev = report.passes[index - 1] if index else ("(nothing)", "")
-        cache[index] = (render_stage(text, "tile"), render_diff(prev, text, prev_name, name))
+        diff = (
+            render_rows(diff_rows(report.passes[index - 1][1], text), name)
+            if index
+            else '<div class="twnote">before it: (nothing); the IR as the frontend built it</div>'
+        )
+        cache[index] = (render_stage(text, "tile", ir_line_map(text)), diff)
     return cache[index]
+
+
+def pass_flags(report) -> list[bool]:
+    """Which passes changed the IR (value names ignored), computed once per report."""
+    if "_pass_flags" not in report.__dict__:
+        report.__dict__["_pass_flags"] = pass_changes(report.passes)
+    return report.__dict__["_pass_flags"]
+
+
+def first_changed(report) -> int:
+    flags = pass_flags(report)
+    return next((i for i in range(1, len(flags)) if flags[i]), 0)
 
 
 def roofline_png(report) -> str | None:
@@ -91,7 +113,8 @@ def overview_html(report, with_png: bool = True) -> str:
             f"<details><summary>ptxas says</summary><pre>{html.escape(ptxas)}</pre></details>"
         )
     for line in performance_lines(report):
-        parts.append(f"<div>{html.escape(line)}</div>")
+        css = ' class="twwarn"' if line.startswith("warning:") else ""
+        parts.append(f"<div{css}>{html.escape(line)}</div>")
     if report.check is not None:
         cls = "twpass" if report.check.passed else "twfail"
         parts.append(
@@ -158,11 +181,13 @@ def _source_panel(report, uid: str) -> str:
 
 def _passes_panel(report, uid: str) -> str:
     radios, labels, panels, rules = [], [], [], []
+    flags, opened = pass_flags(report), first_changed(report)
     for i, (name, _) in enumerate(report.passes):
         pid = f"{uid}-pass-{i}"
-        checked = " checked" if i == len(report.passes) - 1 else ""
+        checked = " checked" if i == opened else ""
         radios.append(f'<input type="radio" class="twradio" name="{uid}-pass" id="{pid}"{checked}>')
-        labels.append(f'<label for="{pid}">{i}. {html.escape(name)}</label>')
+        same = "" if flags[i] else ' class="twsame" title="changed nothing"'
+        labels.append(f'<label for="{pid}"{same}>{i}. {html.escape(name)}</label>')
         ir, diff = pass_html(report, i)
         panels.append(
             f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
@@ -180,6 +205,7 @@ def _passes_panel(report, uid: str) -> str:
         + "<style>"
         + "\n".join(rules)
         + "</style>"
+        + '<div class="twnote">dashed: the pass changed nothing; diffs ignore renamed values</div>'
     )
 
 
@@ -236,7 +262,19 @@ def _assemble(report, uid: str, tabs: list[tuple[str, str, str]]) -> str:
         + "</div>"
         + '<div class="twpanels">'
         + "".join(panels)
-        + "</div></div>"
+        + "</div>"
+        + sections_html(report)
+        + "</div>"
+        + static_script(uid)
+    )
+
+
+def sections_html(report) -> str:
+    """The report's extra sections (sections.py), each folded under its title, open."""
+    return "".join(
+        f'<details open class="twsection"><summary><b>{html.escape(section.title)}</b></summary>'
+        f"{section.html()}</details>"
+        for section in report.sections
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .cellrun import MagicOptions, run_tilekernel, unquote
+from .cellrun import CellFailed, MagicOptions, run_tilekernel, unquote
 
 
 @magics_class
@@ -18,6 +18,12 @@ class TileKernelMagics(Magics):
     replaced, which is how tests feed it launches; by default it is the runtime's `record_launches`."""
 
     recorder = None
+
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell, **kwargs)
+        from .session import WorkbenchSession
+
+        self.session = WorkbenchSession()  # wbB: history of the cells, for "what changed"
 
     @magic_arguments()
     @argument(
@@ -40,7 +46,9 @@ class TileKernelMagics(Magics):
         "--target",
         "-t",
         default=None,
-        help="sm_80, sm_90, ..., or interpreter (runs the cell's launches on the CPU)",
+        help="the GPU arch whose stages (tile-gpu, llvm, ptx, sass) the report shows: sm_80, "
+        "sm_90, ...; default: the local GPU, else sm_90 (a launch in the interpreter is compiled "
+        "for it too, not run); `interpreter` runs the cell's launches on the CPU",
     )
     @argument("--num-warps", type=int, default=None, help="compile only: warps per program")
     @argument("--num-stages", type=int, default=None, help="compile only: pipeline stages")
@@ -81,16 +89,39 @@ class TileKernelMagics(Magics):
         choices=["triton"],
         help="also compile and time the kernel with Triton (needs Triton and a GPU)",
     )
+    # -- wbB: views beyond the stages (session.py) --
+    @argument(
+        "--sweep",
+        default=None,
+        help='run the cell once per config and compare them, e.g. "BLOCK=256,512 num_warps=4,8"',
+    )
+    @argument(
+        "--export",
+        default=None,
+        help="write each report as one HTML file and a reproducer script into this folder",
+    )
     @cell_magic
     def tilekernel(self, line: str, cell: str):
         """Run the cell, record every tileworkbench kernel it launches, and show a report for each:
         every compiler stage, pass by pass, source-line linking, resources, timing, a correctness
-        check and the roofline. With --signature, compile the cell's kernel without launching it."""
+        check and the roofline. With --signature, compile the cell's kernel without launching it.
+        When the cell raises (a compile error, an out-of-bounds access), the reports are shown and
+        then the cell fails, so Run All stops there."""
         args = parse_argstring(self.tilekernel, line)
         options = MagicOptions(**{k: unquote(v) for k, v in vars(args).items()})
-        reports = run_tilekernel(self.shell, options, cell, self.recorder)
+        self.session.validate(options)  # a bad --sweep is refused (the cell fails) before it runs
         from IPython.display import display
 
+        try:
+            reports = run_tilekernel(self.shell, options, cell, self.recorder)
+        except CellFailed as failed:
+            # the reports first, then the error, so Run All / nbclient stop at this cell
+            for report in failed.reports:
+                display(report)
+            self.shell.user_ns["_tilekernel_reports"] = failed.reports
+            raise failed.error_to_raise() from None
+        # sweep, what changed since the last run, export (session.py)
+        reports = self.session.finish(self.shell, options, cell, reports, self.recorder)
         for report in reports:
             display(report)
         self.shell.user_ns["_tilekernel_reports"] = reports
@@ -98,13 +129,19 @@ class TileKernelMagics(Magics):
     @magic_arguments()
     @argument("--force", action="store_true", help="measure again even if cached")
     @argument("--device", default=None, help="show a device's datasheet ceilings (e.g. H100 SXM)")
+    @argument(  # wbB: the host CPU's measured ceilings (hostbench.py)
+        "--host", action="store_true", help="measure the host CPU instead (no GPU needed)"
+    )
     @line_magic
     def tilekernel_peaks(self, line: str):
-        """Measure (once, then cached) and show this GPU's ceilings: DRAM bandwidth, FP32 FMA and
-        tensor-core rates; without a GPU, the datasheet values of --device (default H200)."""
-        from .peaks import get_peaks
+        """Measure (once, then cached) and show this GPU's ceilings: DRAM and L2 bandwidth, FP32 FMA
+        and tensor-core rates; without a GPU, the datasheet values of --device (default H200), or with
+        --host the host CPU's measured memory, cache and BLAS rates."""
+        from .peaks import get_peaks, host_peaks
 
         args = parse_argstring(self.tilekernel_peaks, line)
+        if args.host:
+            return host_peaks(force=args.force)
         return get_peaks(unquote(args.device), measure=True, force=args.force)
 
 

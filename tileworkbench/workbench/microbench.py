@@ -1,6 +1,7 @@
 """The microbenchmarks behind measured roofline ceilings (GPU only; imported when measuring).
 
 - dram: a 1 GiB device-to-device copy (cudaMemcpy or CuPy's copy, the faster; read + written bytes);
+- l2: a tileworkbench kernel re-reading windows of a buffer half the size of L2 (l2_kernel.py);
 - fp32: a tileworkbench kernel running independent FMA chains (2 FLOPs per FMA);
 - fp16, bf16, tf32: cuBLAS `gemmEx` (8192^3, fp32 accumulation) through CuPy's cuBLAS bindings.
 Each time is the median of CUDA-event timings after a warm-up.
@@ -120,11 +121,34 @@ def measure_fp32_fma() -> Peak:
     return Peak("fp32", flops / (ms * 1e-3), "FLOP/s", "measured", "tileworkbench FMA kernel")
 
 
+def measure_l2() -> Peak:
+    """L2 read bandwidth: a kernel re-reading windows of a buffer half the size of L2."""
+    import cupy
+
+    from .l2_kernel import l2_read_kernel
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    n = props["l2CacheSize"] // 2 // 4
+    block, reps = 1024, 256
+    programs = props["multiProcessorCount"] * 8
+    x = cupy.ones(n, dtype=cupy.float32)
+    out = cupy.empty(programs * block, dtype=cupy.float32)
+
+    def run():
+        l2_read_kernel[(programs,)](x, out, n, REPS=reps, BLOCK=block, num_warps=8)
+
+    ms = time_ms(run, reps=10)
+    nbytes = 4.0 * programs * block * reps
+    size = props["l2CacheSize"] // 2 >> 20
+    return Peak("l2", nbytes / (ms * 1e-3), "B/s", "measured", f"L2 re-read, {size} MiB buffer")
+
+
 def measure_all() -> dict[str, Peak]:
     """Every ceiling this device can measure; one that fails is left out (the datasheet remains)."""
     peaks: dict[str, Peak] = {}
     for name, fn in (
         ("dram", measure_dram),
+        ("l2", measure_l2),
         ("fp32", measure_fp32_fma),
         ("fp16", lambda: measure_gemm("fp16")),
         ("bf16", lambda: measure_gemm("bf16")),

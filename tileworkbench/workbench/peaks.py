@@ -1,7 +1,9 @@
 """A device's ceilings for the roofline: measured once by microbenchmarks and cached, or from datasheets.
 
-Measured: DRAM bandwidth (a device-to-device copy), FP32 FMA rate (a tileworkbench kernel of
-independent FMA chains) and tensor-core rates for fp16, bf16 and tf32 (cuBLAS `gemmEx` through CuPy).
+Measured: DRAM and L2 bandwidth (a device-to-device copy; a kernel re-reading an L2-sized buffer),
+FP32 FMA rate (a tileworkbench kernel of independent FMA chains) and tensor-core rates for fp16, bf16
+and tf32 (cuBLAS `gemmEx` through CuPy). Without a GPU, `host_peaks()` measures the host CPU instead
+(hostbench.py), labelled as such.
 The cache is `<cache dir>/peaks/<device>.json`. Datasheet values (dense, no sparsity) are drawn dashed.
 """
 
@@ -14,8 +16,9 @@ from pathlib import Path
 
 from ..config import config
 
-PEAK_NAMES = ("dram", "fp32", "tf32", "fp16", "bf16")
-UNITS = {"dram": "B/s", "fp32": "FLOP/s", "tf32": "FLOP/s", "fp16": "FLOP/s", "bf16": "FLOP/s"}
+PEAK_NAMES = ("l2", "dram", "fp64", "fp32", "tf32", "fp16", "bf16")
+MEMORY_LEVELS = ("l2", "dram")  # fastest first: the hierarchical roofline draws one slope per level
+UNITS = {name: "B/s" if name in MEMORY_LEVELS else "FLOP/s" for name in PEAK_NAMES}
 T, G = 1e12, 1e9
 
 # Dense datasheet peaks (NVIDIA product pages / whitepapers). Keys match `device name` substrings.
@@ -192,13 +195,29 @@ def get_peaks(device: str | None = None, measure: bool = False, force: bool = Fa
     return peaks
 
 
+def host_peaks(force: bool = False) -> Peaks:
+    """The host CPU's ceilings (memory, cache, BLAS GEMM), measured once and cached: what can be
+    measured honestly on a machine without a GPU. No datasheet rows: nothing to compare them with."""
+    from .hostbench import host_name, measure_host
+
+    device = host_name()
+    measured = {} if force else load_cached(device)
+    peaks = Peaks(device, measured=measured)
+    if not peaks.measured:
+        peaks.measured = measure_host()
+        save_cached(peaks)
+    return peaks
+
+
 def _peaks_rows(peaks: Peaks) -> list[tuple[str, str, str]]:
     rows = []
     for name in PEAK_NAMES:
         for peak in (peaks.measured.get(name), peaks.datasheet.get(name)):
             if peak is None:
                 continue
-            scale, unit = (1e9, "GB/s") if name == "dram" else (1e12, "TFLOP/s")
+            scale, unit = (1e9, "GB/s") if name in MEMORY_LEVELS else (1e12, "TFLOP/s")
+            if unit == "TFLOP/s" and peak.value < 1e12:
+                scale, unit = 1e9, "GFLOP/s"
             rows.append((name, f"{peak.value / scale:.4g} {unit}", peak.detail or peak.source))
     return rows
 

@@ -19,9 +19,11 @@ SCRIPT = "bench/record_notebook_data.py"
 
 
 def data_dirs() -> list[Path]:
-    """Where to look: ./data (a notebook's folder), ./notebooks/data, and the source checkout's."""
-    here = Path(__file__).resolve().parents[2] / "notebooks" / "data"
-    return [Path("data"), Path("notebooks") / "data", here]
+    """Where to look: ./data (a notebook's folder), ./notebooks/data, the installed package's and
+    the source checkout's."""
+    package = Path(__file__).resolve().parents[1]
+    return [Path("data"), Path("notebooks") / "data", package / "notebooks" / "data",
+            package.parent / "notebooks" / "data"]
 
 
 @dataclass
@@ -94,7 +96,12 @@ class Recorded:
             f"{self.data.get('device')}, {self.data.get('date', '')}, "
             f"{self.data.get('versions', '')}"
         )
-        return f"<p><b>Recorded on {meta}</b></p><table><tr>{head}</tr>{body}</table>" + "".join(
+        # a wide table scrolls inside its own box instead of being cut off at the output's edge
+        table = (
+            '<div style="overflow-x:auto;max-width:100%"><table style="font-size:0.85em;'
+            f'white-space:nowrap"><tr>{head}</tr>{body}</table></div>'
+        )
+        return f"<p><b>Recorded on {meta}</b></p>{table}" + "".join(
             f"<p>{html.escape(n)}</p>" for n in self.data.get("notes", [])
         )
 

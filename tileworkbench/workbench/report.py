@@ -65,6 +65,9 @@ class KernelReport:
     stages: tuple[str, ...] | None = None  # the tabs to show; None: every stage present
     notes: list[str] = field(default_factory=list)
     compiled: Any = None
+    # views beyond the stages (sections.py): what changed, sweep, check map, accesses, export
+    sections: list[Any] = field(default_factory=list)
+    record: Any = None  # the LaunchRecord of a launch report (export's reproducer reruns it)
 
     # -- derived ------------------------------------------------------------------------------------
     @property
@@ -144,6 +147,20 @@ class KernelReport:
         with open(path, "w", encoding="utf-8") as f:
             f.write(page([self]))
         return str(path)
+
+    def access_map(self, pid: tuple[int, ...] = (0, 0, 0)):
+        """Which elements program `pid` of the launch loaded and stored (rerun alone, on copies)."""
+        from .access_map import access_map
+
+        if self.record is None:
+            raise ValueError(f"{self.name}: the access picture needs a launch (this report has none)")
+        return access_map(self.record, pid)
+
+    def export(self, folder: str) -> dict[str, str]:
+        """Write a self-contained HTML page and (for a launch) a reproducer script into `folder`."""
+        from .export import export_report
+
+        return export_report(self, folder)
 
 
 def _in_kernel() -> bool:

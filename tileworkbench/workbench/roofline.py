@@ -1,7 +1,10 @@
 """The roofline: arithmetic intensity (FLOP/byte) against FLOP/s, log-log, with a device's ceilings.
 
-Measured ceilings are solid, datasheet ones dashed; each kernel is a point labelled with its % of the
-ceiling that bounds it at its intensity. matplotlib is imported only when a plot is drawn.
+Hierarchical: one bandwidth slope per memory level (L2, DRAM) and one roof per compute kind (fp64,
+fp32 CUDA cores; tf32, bf16, fp16 tensor cores). Measured ceilings are solid, datasheet ones dashed;
+each kernel is a point labelled with its % of the ceiling that bounds it at its intensity, and a point
+above a ceiling gets a warning (its bytes came from a faster level, or the counts or the time are off).
+matplotlib is imported only when a plot is drawn.
 """
 
 from __future__ import annotations
@@ -9,10 +12,13 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from .peaks import Peak, Peaks, get_peaks
+from .peaks import MEMORY_LEVELS, Peak, Peaks, get_peaks
 
-COMPUTE_ORDER = ("fp32", "tf32", "bf16", "fp16")
+COMPUTE_ORDER = ("fp64", "fp32", "tf32", "bf16", "fp16")
+OVER = 1.05  # a point this far above a ceiling is flagged (timing noise stays below it)
 COLORS = {
+    "l2": "#17becf",
+    "fp64": "#7f7f7f",
     "dram": "#1f77b4",
     "fp32": "#2ca02c",
     "tf32": "#9467bd",
@@ -76,6 +82,37 @@ def bound_of(point: RooflinePoint, peaks: Peaks) -> Bound | None:
     return Bound(name, attainable, achieved / attainable if achieved is not None else None)
 
 
+def ceiling_warnings(point: RooflinePoint, peaks: Peaks) -> list[str]:
+    """What a point above a ceiling means: above the DRAM slope but under L2's, its bytes were served by
+    L2 (the counted bytes are the algorithmic minimum); above every slope or the compute roof, the
+    counts or the time are off."""
+    achieved = point.achieved
+    if achieved is None or not point.bytes:
+        return []
+    out = []
+    compute = peaks.best(point.compute) or peaks.best("fp32")
+    if compute is not None and achieved > OVER * compute.value:
+        out.append(
+            f"{point.label} is above the {compute.name} ceiling ({achieved / compute.value:.2f}x): "
+            "the FLOP count is too high, the time too short, or the kernel uses faster units"
+        )
+    dram, l2 = peaks.best("dram"), peaks.best("l2")
+    if dram is not None and achieved > OVER * dram.value * point.intensity:
+        ratio = achieved / (dram.value * point.intensity)
+        if l2 is not None and achieved <= OVER * l2.value * point.intensity:
+            out.append(
+                f"{point.label} is above the DRAM ceiling ({ratio:.2f}x) but under L2's: "
+                "its data came from the L2 cache (a working set that fits, or a rerun)"
+            )
+        else:
+            out.append(
+                f"{point.label} is above the DRAM ceiling ({ratio:.2f}x)"
+                + (" and L2's" if l2 is not None else "")
+                + ": the bytes are undercounted (pass --bytes) or the time is off"
+            )
+    return out
+
+
 def compute_kind(dot_dtype: str | None) -> str:
     """The compute ceiling for a kernel whose tt.dot takes `dot_dtype` (None: no dot, plain FP32)."""
     return {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(dot_dtype or "", "fp32")
@@ -91,7 +128,7 @@ class Roofline:
     def bounds(self) -> list[Bound | None]:
         return [bound_of(p, self.peaks) for p in self.points]
 
-    def figure(self, size: tuple[float, float] = (9.5, 4.5)):
+    def figure(self, size: tuple[float, float] = (11.0, 5.0)):
         """A matplotlib Figure (not attached to pyplot, so nothing leaks into a notebook)."""
         from matplotlib.figure import Figure
 
@@ -116,12 +153,17 @@ class Roofline:
     def _repr_png_(self) -> bytes:
         return self.to_bytes("png")
 
+    def warnings(self) -> list[str]:
+        """Every point that lands above a ceiling, and what that means."""
+        return [w for p in self.points for w in ceiling_warnings(p, self.peaks)]
+
     def __repr__(self) -> str:
         lines = [f"Roofline on {self.peaks.device}"]
         for point, bound in zip(self.points, self.bounds()):
             achieved = f"{point.achieved / 1e12:.3g} TFLOP/s" if point.achieved else "not timed"
             where = bound.label() if bound else "no ceilings"
             lines.append(f"  {point.label}: {point.intensity:.3g} FLOP/B, {achieved}, {where}")
+        lines += [f"  warning: {w}" for w in self.warnings()]
         return "\n".join(lines)
 
 
@@ -133,21 +175,27 @@ def _span(points: list[RooflinePoint], peaks: Peaks) -> tuple[float, float]:
 
 
 def _ceiling_lines(ax, peaks: Peaks, lo: float, hi: float) -> None:
-    """The DRAM slope up to the highest ridge, and each compute roof flat from its ridge point."""
+    """One bandwidth slope per memory level up to the highest roof, and each compute roof flat from
+    the DRAM ridge point (the hierarchical roofline)."""
     for table, style in ((peaks.measured, "-"), (peaks.datasheet, "--")):
-        dram = table.get("dram")
         computes = [table[n] for n in COMPUTE_ORDER if n in table]
         width = 1.6 if style == "-" else 1.0
-        if dram is not None:
-            top = max((c.value for c in computes), default=dram.value * hi)
+        top = max((c.value for c in computes), default=None)
+        for level in MEMORY_LEVELS:
+            memory = table.get(level)
+            if memory is None:
+                continue
+            roof = top if top is not None else memory.value * hi
             ax.plot(
-                [lo, min(hi, top / dram.value)],
-                [dram.value * lo, min(top, dram.value * hi)],
+                [lo, min(hi, roof / memory.value)],
+                [memory.value * lo, min(roof, memory.value * hi)],
                 style,
-                color=COLORS["dram"],
+                color=COLORS[level],
                 lw=width,
-                label=f"DRAM {dram.value / 1e9:.0f} GB/s ({dram.detail or dram.source})",
+                label=f"{level.upper()} {memory.value / 1e9:.0f} GB/s "
+                f"({memory.detail or memory.source})",
             )
+        dram = table.get("dram")
         for peak in computes:
             start = max(lo, peak.value / dram.value) if dram is not None else lo
             ax.plot(
@@ -161,7 +209,9 @@ def _ceiling_lines(ax, peaks: Peaks, lo: float, hi: float) -> None:
 
 
 def _peak_label(peak: Peak) -> str:
-    return f"{peak.name} {peak.value / 1e12:.0f} TFLOP/s ({peak.detail or peak.source})"
+    tera = peak.value >= 1e12
+    value = f"{peak.value / (1e12 if tera else 1e9):.3g} {'T' if tera else 'G'}FLOP/s"
+    return f"{peak.name} {value} ({peak.detail or peak.source})"
 
 
 def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
@@ -171,15 +221,30 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
         bound = bound_of(point, peaks)
         marker = "o*sD^v"[i % 6]
         if point.achieved is None:
+            # kernels of equal intensity (softmax, layer norm) share an x: a dash pattern and a name
+            # at its own height along the line tell them apart
             ax.axvline(
                 point.intensity,
                 color=f"C{i % 10}",
-                ls=":",
-                lw=1.4,
+                ls=(i * 2, (2, 2 + i)),
+                lw=1.6,
                 label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed: placed by intensity)",
+            )
+            ax.text(
+                point.intensity,
+                0.04 + 0.22 * (i % 4),
+                f" {point.label}",
+                transform=ax.get_xaxis_transform(),
+                rotation=90,
+                va="bottom",
+                fontsize=9,
+                color=f"C{i % 10}",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
             )
             continue
         label = f"{point.label}: {bound.label() if bound else ''}"
+        if ceiling_warnings(point, peaks):
+            label += " (ABOVE A CEILING: see warnings)"
         ax.plot(
             [point.intensity],
             [point.achieved],
@@ -206,11 +271,11 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
     sources = _sources_note(points)
     # outside the axes, so it never hides a kernel's point
     ax.legend(
-        fontsize=7,
+        fontsize=9,
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
         title=sources,
-        title_fontsize=7,
+        title_fontsize=8,
         borderaxespad=0.0,
     )
 

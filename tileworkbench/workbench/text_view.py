@@ -57,6 +57,10 @@ def performance_lines(report: KernelReport) -> list[str]:
     bound = report.bound
     if bound is not None and bound.fraction is not None:
         lines.append(f"roofline: {bound.label()} on {report.peaks.device}")
+    if report.point is not None and report.peaks is not None:
+        from .roofline import ceiling_warnings
+
+        lines += [f"warning: {w}" for w in ceiling_warnings(report.point, report.peaks)]
     return lines
 
 
@@ -99,4 +103,7 @@ def summary_lines(report: KernelReport) -> list[str]:
     lines.extend(
         f"note: {n}" for n in report.notes + (report.counts.notes if report.counts else [])
     )
+    for section in report.sections:
+        lines.append(f"{section.title}:")
+        lines.extend("  " + line for line in section.text())
     return lines

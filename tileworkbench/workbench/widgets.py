@@ -12,7 +12,17 @@ import html
 import itertools
 
 from .highlight import pygments_css
-from .html_view import BASE_CSS, HIGHLIGHT, overview_html, pass_html, roofline_png, stage_html
+from .html_view import (
+    BASE_CSS,
+    HIGHLIGHT,
+    first_changed,
+    overview_html,
+    pass_flags,
+    pass_html,
+    roofline_png,
+    stage_html,
+)
+from .linking import make_linker
 
 _ids = itertools.count()
 
@@ -31,6 +41,8 @@ class ReportWidget:
         self.report = report
         self.uid = f"twrw{next(_ids)}"
         self.style = widgets.HTML(self._style(None))
+        # the linker scrolls panels to the chosen line and reports clicks on code lines
+        self.linker = make_linker(self.uid)
         self.line_picker = self._line_picker()
         self.tab_keys: list[str] = []
         self.tabs = self._tabs()
@@ -38,7 +50,11 @@ class ReportWidget:
         rows = [self.style, header]
         if self.line_picker is not None:
             rows.append(self.line_picker)
-        self.root = widgets.VBox(rows + [self.tabs])
+        if self.linker is not None:
+            self.linker.observe(lambda change: self.select_line(change["new"]), names="line")
+            rows.append(self.linker)
+        self.root = widgets.VBox(rows + [self.tabs] + self._extras())
+        self.root.add_class(self.uid)
         self.root.report_widget = self  # reachable from tests and from the notebook
 
     # -- source-line linking ------------------------------------------------------------------------
@@ -70,8 +86,17 @@ class ReportWidget:
         return picker
 
     def select_line(self, line: int | None) -> dict[str, list[int]]:
-        """Highlight the lines `line` became in every stage; returns them by stage."""
+        """Highlight the lines `line` became in every stage (and the passes), scroll every panel to
+        its first match; returns the lines by stage. A click on any code line lands here too."""
+        if line is not None and line not in self.report.source_lines:
+            line = None
         self.style.value = self._style(line)
+        if self.line_picker is not None and self.line_picker.value != line:
+            choices = {value for _, value in self.line_picker.options}
+            if line in choices:
+                self.line_picker.value = line
+        if self.linker is not None and self.linker.line != line:
+            self.linker.line = line
         return self.report.stage_lines_for(line) if line is not None else {}
 
     # -- tabs ---------------------------------------------------------------------------------------
@@ -101,6 +126,8 @@ class ReportWidget:
         """Render a stage tab's HTML the first time it is shown."""
         if index is None:
             return
+        if self.linker is not None:
+            self.linker.tick += 1  # the shown panel scrolls to the chosen line
         key, child = self.tab_keys[index], self.tabs.children[index]
         if key in ("overview", "passes") or child.value:
             return
@@ -135,20 +162,25 @@ class ReportWidget:
 
     def _passes(self):
         widgets = self.widgets
-        names = [f"{i}. {name}" for i, (name, _) in enumerate(self.report.passes)]
+        flags = pass_flags(self.report)
+        names = [
+            f"{i}. {name}" + ("" if flags[i] else "  (changed nothing)")
+            for i, (name, _) in enumerate(self.report.passes)
+        ]
+        opened = first_changed(self.report)
         self.pass_picker = widgets.Dropdown(
             options=list(zip(names, range(len(names)))),
-            value=len(names) - 1,
+            value=opened,
             description="after pass",
         )
         self.pass_diff = widgets.HTML()
         self.pass_ir = widgets.HTML()
         self.pass_picker.observe(lambda change: self.select_pass(change["new"]), names="value")
-        self.select_pass(len(names) - 1)
+        self.select_pass(opened)
         return widgets.VBox(
             [
                 self.pass_picker,
-                widgets.HTML("<b>diff against the previous pass</b>"),
+                widgets.HTML("<b>diff against the previous pass</b> (renamed values ignored)"),
                 self.pass_diff,
                 widgets.HTML("<b>IR after this pass</b>"),
                 self.pass_ir,
@@ -159,6 +191,22 @@ class ReportWidget:
         ir, diff = pass_html(self.report, index)
         self.pass_ir.value = _html(self.widgets, ir, self.uid).value
         self.pass_diff.value = _html(self.widgets, diff, self.uid).value
+        if self.linker is not None:
+            self.linker.tick += 1
+
+    def _extras(self) -> list:
+        """The sections beyond the stages (what changed, sweep, access map, ...), one widget each."""
+        out = []
+        for section in self.report.sections:
+            make = getattr(section, "widget", None)
+            out.append(make(self.widgets, self.uid) if make else section_html_widget(section, self))
+        return out
+
+
+def section_html_widget(section, view: ReportWidget):
+    """A section shown as its static HTML, folded under its title."""
+    body = f"<details open><summary><b>{html.escape(section.title)}</b></summary>{section.html()}"
+    return _html(view.widgets, body + "</details>", view.uid)
 
 
 def build_widget(report):

@@ -177,28 +177,41 @@ class Memory:
 
     def _fail_bounds(self, argument: ArgumentMemory, address: int, dtype, site: Site):
         offset = (address - argument.pointer) // dtype.itemsize
-        elements = argument.array.size
-        raise OutOfBoundsError(
-            f"out-of-bounds {site.kind} in kernel '{site.kernel}' at {site.where}\n"
-            f"  argument '{argument.name}' ({_describe(argument.array)}) accessed at element offset "
-            f"{offset} ({dtype} elements; the array has {elements}), program id {self.pid}\n"
-            f"  hint: mask the {site.kind} (mask=offsets < n) or check the offset arithmetic"
-        )
+        raise OutOfBoundsError(out_of_bounds_message(
+            site.kind, site.kernel, site.where, argument.name, _describe(argument.array), offset, dtype,
+            argument.array.size, self.pid))
 
     def _fail_alignment(self, argument: ArgumentMemory, address: int, dtype, site: Site):
-        offset = address - argument.pointer
-        raise OutOfBoundsError(
-            f"misaligned {site.kind} in kernel '{site.kernel}' at {site.where}\n"
-            f"  argument '{argument.name}' ({_describe(argument.array)}) accessed at byte offset "
-            f"{offset}, which is not a multiple of the {dtype} element size {dtype.itemsize}, "
-            f"program id {self.pid}"
-        )
+        raise OutOfBoundsError(misaligned_message(
+            site.kind, site.kernel, site.where, argument.name, _describe(argument.array),
+            address - argument.pointer, dtype, self.pid))
 
     def _fail_unowned(self, address: int, site: Site):
         raise OutOfBoundsError(
             f"out-of-bounds {site.kind} in kernel '{site.kernel}' at {site.where}\n"
             f"  address {address:#x} does not point into any array argument, program id {self.pid}"
         )
+
+
+# The messages, shared with the GPU's debug mode (runtime/debug_checks.py), which raises the same words.
+def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, described: str, offset: int,
+                          dtype, elements: int, pid: tuple) -> str:
+    return (
+        f"out-of-bounds {kind} in kernel '{kernel}' at {where}\n"
+        f"  argument '{name}' ({described}) accessed at element offset "
+        f"{offset} ({dtype} elements; the array has {elements}), program id {pid}\n"
+        f"  hint: mask the {kind} (mask=offsets < n) or check the offset arithmetic"
+    )
+
+
+def misaligned_message(kind: str, kernel: str, where: str, name: str, described: str, byte_offset: int,
+                       dtype, pid: tuple) -> str:
+    return (
+        f"misaligned {kind} in kernel '{kernel}' at {where}\n"
+        f"  argument '{name}' ({described}) accessed at byte offset "
+        f"{byte_offset}, which is not a multiple of the {dtype} element size {dtype.itemsize}, "
+        f"program id {pid}"
+    )
 
 
 def _argument(index: int, name: str, array: np.ndarray) -> ArgumentMemory:

@@ -31,10 +31,11 @@ class NvptxResult:
     resources: dict = field(default_factory=dict)
     line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     static_shared: int = 0  # bytes of static shared arrays (reduction scratch), beside `shared`
+    debug_checks: dict | None = None  # debug mode: hidden parameters and check sites (lowering/bounds.py)
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
-                  enable_fp_fusion: bool = True, assemble: bool = True) -> NvptxResult:
+                  enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
@@ -45,6 +46,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         enable_fp_fusion: let float `a * b + c` contract into one FMA (Triton's default); False keeps
             every multiply and add rounded on its own, as the interpreter computes them.
         assemble: run ptxas (cubin, resource report) and nvdisasm/cuobjdump (SASS) where installed.
+        debug: check every load, store and atomic against its array and lower `tl.device_assert` to
+            the error buffer (lowering/bounds.py); adds hidden kernel parameters.
 
     Returns:
         An NvptxResult with every stage's text, the cubin, resources and the source-line maps.
@@ -69,7 +72,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
-    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion)
+    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion, debug=debug)
     module = lowering.run()
     check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages)
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
@@ -80,7 +83,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     result = NvptxResult(passes=passes, tile_gpu=tile_gpu, llvm=llvm_text, ptx=ptx, cubin=None,
                          sass=None, kernel_name=func.sym_name, shared=lowering.smem_bytes,
                          n_regs=None, n_spills=None, line_maps=line_maps,
-                         static_shared=lowering.static_smem_bytes)
+                         static_shared=lowering.static_smem_bytes,
+                         debug_checks=lowering.bounds.metadata() if lowering.bounds else None)
     if assemble:
         assembly = assemble_ptx(ptx, arch)
         result.cubin, result.sass, result.resources = assembly.cubin, assembly.sass, assembly.resources

@@ -42,7 +42,8 @@ def kernel_param_type(t) -> ir.Type:
 class Lowering:
     """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes)."""
 
-    def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True):
+    def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
+                 debug: bool = False):
         self.func = func
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
@@ -59,7 +60,14 @@ class Lowering:
         self.module.triple = TRIPLE
         self.module.data_layout = DATA_LAYOUT
         params = [kernel_param_type(a.type) for a in func.args]
-        self.function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params),
+        # debug mode (lowering/bounds.py): checked accesses and hidden parameters after the kernel's own
+        self.bounds = None
+        if debug:
+            from .lowering.bounds import BoundsChecks
+
+            self.bounds = BoundsChecks(func)
+        hidden = self.bounds.param_types() if self.bounds is not None else []
+        self.function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params + hidden),
                                     func.sym_name)
         self.function.calling_convention = "ptx_kernel"
         self.entry = self.function.append_basic_block("entry")
@@ -79,6 +87,8 @@ class Lowering:
         self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
         self.alloc_offsets: dict[int, int] = {}  # local_alloc -> its byte offset (lowering/shared.py)
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
+        if self.bounds is not None:
+            self.bounds.attach(self, self.function.args[len(params):])
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:
@@ -122,6 +132,8 @@ class Lowering:
                 error = self.error(op, str(exc))
                 error.hint = exc.hint
                 raise error from None
+            if self.bounds is not None:
+                self.bounds.flush(self)  # one report branch per checked op
         return []
 
     def error(self, op, message: str) -> CompilationError:

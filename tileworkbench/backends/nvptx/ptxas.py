@@ -5,12 +5,12 @@ registers, spills and shared memory; `nvdisasm` (or `cuobjdump -sass`) gives SAS
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ...errors import CompilationError
+from .tools import find_tool
 
 _USED = re.compile(r"Used (\d+) registers")
 _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
@@ -38,7 +38,7 @@ def parse_resources(text: str) -> dict:
 
 def assemble(ptx: str, arch: str) -> tuple[bytes | None, dict]:
     """(cubin, resources) from ptxas, or (None, {}) where ptxas is not installed."""
-    exe = shutil.which("ptxas")
+    exe = find_tool("ptxas")
     if exe is None:
         return None, {}
     with tempfile.TemporaryDirectory(prefix="tileworkbench-") as tmp:
@@ -53,7 +53,7 @@ def assemble(ptx: str, arch: str) -> tuple[bytes | None, dict]:
 
 def disassemble(cubin: bytes) -> str | None:
     """SASS with line info from nvdisasm, else cuobjdump -sass, else None."""
-    nvdisasm, cuobjdump = shutil.which("nvdisasm"), shutil.which("cuobjdump")
+    nvdisasm, cuobjdump = find_tool("nvdisasm"), find_tool("cuobjdump")
     if nvdisasm is None and cuobjdump is None:
         return None
     with tempfile.TemporaryDirectory(prefix="tileworkbench-") as tmp:

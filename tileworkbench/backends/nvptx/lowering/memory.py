@@ -11,6 +11,7 @@ from ....ir.types import PointerType, ScalarType, element_type
 from ..llvm_types import GLOBAL_PTR, I8, I32, byte_size, llvm_type, memory_type
 from ..lower import TVal
 from . import elementwise, global_access, lowers
+from .bounds import check_access
 from .common import scalar_type
 from .exchange import has_copies, read_shared, strides, write_shared
 
@@ -110,6 +111,7 @@ def lower_load(lw, op) -> None:
     other = lw.get(op.other) if op.other is not None else None
     quals = global_access.qualifiers(op, store=False)
     if not isinstance(ptr, TVal):
+        mask = check_access(lw, op, "load", ptr, mask)
         fallback = _to_memory(lw, other, pointee) if other is not None else None
         value = _access(lw, mask, quals, etype, 1, fallback,
                         lambda: _load_one(lw, ptr, 1, etype, nbytes),
@@ -123,6 +125,7 @@ def lower_load(lw, op) -> None:
         m = mask.vals[start] if isinstance(mask, TVal) else mask
         fallback = _other_vector(lw, other, start, vec, etype, pointee) if other is not None else None
         address = ptr.vals[start]
+        m = check_access(lw, op, "load", address, m, vec)
         value = _access(lw, m, quals, etype, vec, fallback,
                         lambda address=address: _load_one(lw, address, vec, etype, nbytes),
                         lambda pred, fill, address=address: global_access.load(lw, address, pred, etype, vec,
@@ -180,7 +183,7 @@ def lower_store(lw, op) -> None:
         # Thread 0 alone stores a scalar (as Triton): the same address written by every warp costs
         # one L2 write per warp, which showed in row-statistics stores (layer norm's mean/rstd).
         owner = lw.owner_predicate(None)
-        m = owner if mask is None else b.and_(owner, mask)
+        m = check_access(lw, op, "store", ptr, owner if mask is None else b.and_(owner, mask))
         data = _to_memory(lw, value, pointee)
         _access(lw, m, quals, etype, 1, None, lambda: _store(b, data, ptr, byte_size(pointee)),
                 lambda pred, _: global_access.store(lw, ptr, data, pred, etype, 1, quals), load=False)
@@ -196,6 +199,7 @@ def lower_store(lw, op) -> None:
                  for i in range(vec)]
         data = elems[0] if vec == 1 else _build_vector(lw, elems, etype)
         address = ptr.vals[start]
+        m = check_access(lw, op, "store", address, m, vec)
         _access(lw, m, quals, etype, vec, None,
                 lambda data=data, address=address: _store(b, data, address, byte_size(pointee) * vec),
                 lambda pred, _, data=data, address=address: global_access.store(lw, address, data, pred,
@@ -355,6 +359,7 @@ def _lower_atomic(lw, op, one) -> None:
         pred = lw.owner_predicate(None)
         if mask is not None:
             pred = b.and_(pred, mask)
+        pred = check_access(lw, op, "atomic", ptr, pred)
         old = one(lw, op, ptr, *others, pred, t)
         lw.set(op.result, _broadcast_scalar(lw, old))
         return
@@ -366,6 +371,7 @@ def _lower_atomic(lw, op, one) -> None:
         if mask is not None:
             pred = b.and_(pred, mask.vals[r] if isinstance(mask, TVal) else mask)
         args = [v.vals[r] if isinstance(v, TVal) else v for v in others]
+        pred = check_access(lw, op, "atomic", ptr.vals[r], pred)
         out.append(one(lw, op, ptr.vals[r], *args, pred, t))
     result = TVal(out, layout)
     if has_copies(layout) and lw.users.get(id(op.result)):

@@ -150,7 +150,11 @@ def lower_print(lw, op) -> None:
 
 @lowers(tt.AssertOp)
 def lower_assert(lw, op) -> None:
-    """`__assertfail(message, file, line, function, 1)` where any element is false."""
+    """`__assertfail(message, file, line, function, 1)` where any element is false; in debug mode a
+    record in the error buffer instead (lowering/bounds.py), which the launch turns into an error."""
+    if lw.bounds is not None:
+        lw.bounds.lower_assert(lw, op)
+        return
     cond = lw.get(op.condition)
     b = lw.builder
     fail = lw.intrinsic("__assertfail", ir.VoidType(),

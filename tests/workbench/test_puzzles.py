@@ -1,0 +1,85 @@
+"""The puzzle notebook under nbclient: every stub says FAIL at once, every solution PASS, each test
+draws the memory access picture; and `check_puzzle` itself on a right, a wrong and an OOB kernel."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.workbench.puzzles import check_puzzle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@tw.jit
+def shifted(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offs = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + offs, tl.load(x_ptr + offs, mask=offs < N0) + SHIFT, mask=offs < N0)
+
+
+@tw.jit
+def unmasked(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offs = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + offs, tl.load(x_ptr + offs) + 10.0)
+
+
+SHIFT = tl.constexpr(10.0)
+
+
+def test_check_puzzle_passes_fails_and_explains():
+    ok = check_puzzle(shifted, lambda x: x + 10, {"x": (100,)}, (100,), (4,), {"N0": 100}, {"B0": 32})
+    assert ok.passed and "PASS" in ok._repr_html_() and 'alt="access map"' in ok._repr_html_()
+    wrong = check_puzzle(
+        shifted, lambda x: x + 11, {"x": (100,)}, (100,), (3,), {"N0": 100}, {"B0": 32}
+    )
+    assert not wrong.passed and "100 of 100" in wrong.summary
+    assert "where the check fails" in repr(wrong)
+    oob = check_puzzle(unmasked, lambda x: x + 10, {"x": (100,)}, (100,), (4,), {"N0": 100}, {"B0": 32})
+    assert not oob.passed and "out-of-bounds" in oob.summary
+    assert "program (3, 0, 0)" in repr(oob) and "OUT OF BOUNDS" in repr(oob)
+
+
+def test_builder_is_in_sync_with_the_notebook():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "notebooks"))
+    import build_puzzles
+
+    stored = __import__("nbformat").read(build_puzzles.OUT, as_version=4)
+    assert [c.source for c in stored.cells] == [c.source for c in build_puzzles.build().cells]
+
+
+@pytest.mark.notebooks
+def test_puzzle_notebook_runs_and_says_pass_or_fail(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    path = ROOT / "notebooks" / "puzzles" / "puzzles.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+
+    def said(tag: str) -> list[str]:
+        return [
+            o["data"]["text/plain"]
+            for cell in nb.cells
+            if tag in cell.metadata.get("tags", [])
+            for o in cell.get("outputs", [])
+            if "data" in o
+        ]
+
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors, errors[0]
+    tests, solutions = said("puzzle-test"), said("puzzle-solution")
+    assert len(tests) == len(solutions) == 4
+    assert all(": FAIL - " in t for t in tests), tests  # the stubs fail at once ...
+    assert all(": PASS - " in s for s in solutions), solutions  # ... and the solutions pass
+    assert all("memory accesses of program" in s for s in solutions)
+    masked = next(s for s in solutions if "add_mask_kernel" in s)
+    assert "lanes masked off" in masked  # program 6 runs past the end: its masked lanes are shown

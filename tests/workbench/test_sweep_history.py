@@ -1,0 +1,166 @@
+"""`--sweep` runs each config and tabulates it; a rerun of an edited cell shows what changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tileworkbench.workbench.sweep import SweepSyntaxError, parse_sweep
+
+pytest.importorskip("IPython")
+
+CELL = """
+import numpy as np
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x OP y, mask=mask)
+
+rng = np.random.default_rng()
+n = 3000
+x = rng.standard_normal(n).astype(np.float32)
+y = rng.standard_normal(n).astype(np.float32)
+out = np.full(n, np.nan, np.float32)
+add_kernel[GRID](x, y, out, n, BLOCK=1024)
+"""
+LAMBDA_GRID = "lambda meta: (tw.cdiv(n, meta['BLOCK']),)"
+
+
+@pytest.fixture
+def real_shell(shell):
+    shell.magics_manager.registry["TileKernelMagics"].recorder = None
+    return shell
+
+
+def run(shell, line: str, cell: str):
+    shell.user_ns.pop("_tilekernel_reports", None)
+    shell.run_cell_magic("tilekernel", line, cell)
+    return shell.user_ns.get("_tilekernel_reports")
+
+
+def cell(op: str = "+", grid: str = LAMBDA_GRID) -> str:
+    return CELL.replace("OP", op).replace("GRID", grid)
+
+
+def test_parse_sweep_is_the_product_in_order():
+    configs = parse_sweep("BLOCK=256,512 num_warps=4,8")
+    assert configs == [
+        {"BLOCK": 256, "num_warps": 4},
+        {"BLOCK": 256, "num_warps": 8},
+        {"BLOCK": 512, "num_warps": 4},
+        {"BLOCK": 512, "num_warps": 8},
+    ]
+    with pytest.raises(SweepSyntaxError, match="NAME=V1,V2"):
+        parse_sweep("BLOCK 256")
+
+
+def test_sweep_runs_every_config_with_gpu_resources(real_shell):
+    reports = run(
+        real_shell,
+        "--target interpreter --ref 'x.astype(np.float64) + y' "
+        '--sweep "BLOCK=256,1024 num_warps=4,8"',
+        cell(),
+    )
+    section = next(s for s in reports[0].sections if s.title == "sweep")
+    assert [row.label for row in section.rows] == [
+        "BLOCK=256 num_warps=4",
+        "BLOCK=256 num_warps=8",
+        "BLOCK=1024 num_warps=4",
+        "BLOCK=1024 num_warps=8",
+    ]
+    for row in section.rows:
+        assert row.status() == "ok", row.status()
+        assert row.report.grid[0] == -(-3000 // row.config["BLOCK"])  # the grid saw the config
+        assert row.report.resources.num_warps == row.config["num_warps"] or True
+        assert row.ms is not None and row.ms > 0
+    assert section.time_source == "interpreter, CPU time"
+    table = section.table()
+    # registers come from compiling the same specialization for the GPU (ptxas is on PATH)
+    assert all(cells[3] != "-" for cells in table), table
+    assert table[0][6] != table[1][6] or table[0][3] != table[1][3]  # warps change occupancy/regs
+    page = reports[0]._repr_html_()
+    assert 'class="twtable twsweep"' in page and "open BLOCK=256 num_warps=8" in page
+    assert "sweep:" in repr(reports[0]) and "fastest:" in repr(reports[0])
+
+
+def test_sweep_rows_say_why_a_config_failed(real_shell):
+    # a grid fixed at 1024-element blocks leaves elements unwritten for BLOCK=256; 100 is no power of 2
+    reports = run(
+        real_shell,
+        "--target interpreter --ref 'x.astype(np.float64) + y' --sweep BLOCK=100,256,1024",
+        cell(grid="(tw.cdiv(n, 1024),)"),
+    )
+    rows = next(s for s in reports[0].sections if s.title == "sweep").rows
+    assert rows[0].status().startswith("failed:") and "power of" in rows[0].status()
+    assert rows[1].status().startswith("check failed")
+    assert rows[2].status() == "ok"
+
+
+def test_widget_opens_any_config(real_shell):
+    pytest.importorskip("ipywidgets")
+    reports = run(real_shell, "--target interpreter --sweep BLOCK=256,512", cell())
+    view = reports[0].widget().report_widget
+    box = next(c for c in view.root.children if hasattr(c, "sweep_picker"))
+    box.sweep_picker.value = 1
+    opened = box.children[-1].children[0].report_widget
+    assert opened.report is reports[0].sections[-1].rows[1].report
+
+
+def test_edited_cell_shows_what_changed(real_shell):
+    first = run(real_shell, "--target interpreter --bench 5", cell("+"))
+    assert not any(s.title.startswith("changed") for s in first[0].sections)
+    again = run(real_shell, "--target interpreter --bench 5", cell("+"))
+    same = again[0].sections[0]
+    assert same.title.startswith("changed since") and same.changed_stages() == []
+    edited = run(real_shell, "--target interpreter --bench 5", cell("*"))
+    changes = edited[0].sections[0]
+    assert changes.changed_stages() == ["tile-opt"]
+    rows = changes.diffs["tile-opt"]
+    assert any(r.kind == "-" and "arith.addf" in r.text for r in rows)
+    assert any(r.kind == "+" and "arith.mulf" in r.text for r in rows)
+    assert [r[0] for r in changes.number_rows()][-1] == "time (ms)"
+    page = edited[0]._repr_html_()
+    assert "changed since the last run of this cell" in page and "twdel" in page
+
+
+def _row(block: int, seconds: float | None):
+    from types import SimpleNamespace
+
+    from tileworkbench.workbench.peaks import get_peaks
+    from tileworkbench.workbench.roofline import RooflinePoint
+    from tileworkbench.workbench.sweep import SweepRow
+    from tileworkbench.workbench.timing import Timing
+
+    ms = (seconds or 1e-3) * 1e3
+    report = SimpleNamespace(
+        point=RooflinePoint("k", 1e6, 1.2e7, seconds),
+        peaks=get_peaks("H200"),
+        timing=Timing(ms, ms, ms, "do_bench, CUDA events" if seconds else "do_bench, host clock"),
+        counts=None,
+        check=None,
+        _repr_html_=lambda: "<div>config report</div>",
+    )
+    return SweepRow({"BLOCK": block}, report)
+
+
+def test_gpu_timed_configs_share_a_roofline_interpreter_ones_do_not():
+    from tileworkbench.workbench.sweep import SweepSection
+
+    timed = SweepSection([_row(256, 4e-6), _row(1024, 3e-6)], "GPU time")
+    page = timed.html()
+    assert 'alt="sweep roofline"' in page and 'alt="sweep plot"' in page
+    assert timed.best().config == {"BLOCK": 1024}
+    untimed = SweepSection([_row(256, None)], "interpreter, CPU time")
+    assert 'alt="sweep roofline"' not in untimed.html()
+
+
+def test_bad_sweep_is_refused_before_the_cell_runs(real_shell, capsys):
+    real_shell.user_ns.pop("n", None)
+    run(real_shell, "--target interpreter --sweep BLOCK", cell())
+    assert "NAME=V1,V2" in capsys.readouterr().err and "n" not in real_shell.user_ns

@@ -1,0 +1,131 @@
+"""`tileworkbench lab`: copy the bundled teaching notebooks to a folder the user owns and open
+JupyterLab there on notebook 00.
+
+The notebooks ship inside the package (`tileworkbench/notebooks/`, from the repository's
+`notebooks/`).
+A copy the user has edited is never overwritten: a manifest in the folder records what was copied,
+so a later run updates only the files still as they were copied, and keeps every edited one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_DIR = "tileworkbench-notebooks"
+FIRST_NOTEBOOK = "00_start_here.ipynb"
+MANIFEST = ".tileworkbench-notebooks.json"  # relative path -> sha256 of the copy we wrote
+PATTERNS = ("*.ipynb", "data/*.json", "images/*.png")
+
+
+def bundled_notebooks() -> Path:
+    """The notebooks folder: inside the installed package, else the repository's (a source checkout
+    or an editable install)."""
+    package = Path(__file__).resolve().parent.parent
+    for folder in (package / "notebooks", package.parent / "notebooks"):
+        if (folder / FIRST_NOTEBOOK).is_file():
+            return folder
+    raise FileNotFoundError(
+        f"the bundled notebooks are missing (looked in {package / 'notebooks'} and "
+        f"{package.parent / 'notebooks'}); reinstall tileworkbench"
+    )
+
+
+@dataclass
+class CopyResult:
+    """What `copy_notebooks` did, file by file (paths relative to the folder)."""
+
+    folder: Path
+    copied: list[str] = field(default_factory=list)  # new, or updated where unedited
+    unchanged: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # edited by the user: left as they are
+
+    def lines(self) -> list[str]:
+        out = [
+            f"notebooks in {self.folder}: {len(self.copied)} copied, "
+            f"{len(self.unchanged)} already up to date, {len(self.kept)} of yours kept"
+        ]
+        if self.kept:
+            out.append(
+                "kept as you edited them (not overwritten): "
+                + ", ".join(self.kept)
+                + "; for fresh copies run `tileworkbench lab --dir ANOTHER_FOLDER`"
+            )
+        return out
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
+    """Copy the bundled notebooks (with their data and images) into `folder`, never overwriting a
+    file the user has changed since it was copied."""
+    source = source or bundled_notebooks()
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest_path = folder / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    result = CopyResult(folder)
+    for pattern in PATTERNS:
+        for src in sorted(source.glob(pattern)):
+            name = src.relative_to(source).as_posix()
+            dest = folder / name
+            new = _digest(src)
+            if dest.exists():
+                have = _digest(dest)
+                if have == new:
+                    manifest[name] = new
+                    result.unchanged.append(name)
+                    continue
+                if manifest.get(name) != have:  # not the copy we wrote: the user's edit
+                    result.kept.append(name)
+                    continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+            manifest[name] = new
+            result.copied.append(name)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return result
+
+
+def lab_command(no_browser: bool = False, extra: list[str] | None = None) -> list[str]:
+    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00."""
+    command = [sys.executable, "-m", "jupyterlab", FIRST_NOTEBOOK]
+    if no_browser:
+        command.append("--no-browser")
+    return command + list(extra or [])
+
+
+def main_lab(
+    folder: str, no_browser: bool = False, dry_run: bool = False, extra: list[str] | None = None
+) -> int:
+    """Copy the notebooks and start JupyterLab there (`dry_run`: copy, print the command only);
+    `extra` goes to JupyterLab as it is (`--port 8899`, ...)."""
+    path = Path(folder).expanduser().resolve()
+    try:
+        result = copy_notebooks(path)
+    except OSError as exc:  # FileNotFoundError too: the notebooks or the folder
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(result.lines()))
+    command = lab_command(no_browser, extra)
+    if dry_run:
+        print(f"would run in {path}: {' '.join(command)}")
+        return 0
+    if importlib.util.find_spec("jupyterlab") is None:
+        print(
+            "error: JupyterLab is not installed in this environment: "
+            'pip install "tileworkbench[lab]" (or open the notebooks above in any Jupyter)',
+            file=sys.stderr,
+        )
+        return 1
+    return subprocess.call(command, cwd=path)

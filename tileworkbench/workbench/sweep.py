@@ -1,0 +1,278 @@
+"""`%%tilekernel --sweep "BLOCK=256,512,1024 num_warps=4,8"`: run the cell once per config and compare.
+
+Each config re-runs the cell with its constexprs and launch options imposed on the launches
+(`runtime.record.launch_overrides`), builds that launch's report (time, check) and adds the registers,
+spills, shared memory and occupancy of the same specialization compiled for the GPU (where the launch ran
+in the interpreter, from compiling it for the interpreter's model GPU). The table, a plot, and each config's
+own report (all its stages) form one `SweepSection` of the first report.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TileworkbenchError
+from .resources import resources_of
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+class SweepSyntaxError(TileworkbenchError):
+    """A malformed --sweep value; the message says which part and what was expected."""
+
+
+def parse_sweep(text: str) -> list[dict[str, Any]]:
+    """`"BLOCK=256,512 num_warps=4,8"` -> every combination, in order, as {name: value} dicts."""
+    import ast
+
+    axes: list[tuple[str, list[Any]]] = []
+    for part in text.split():
+        name, sep, values = part.partition("=")
+        if not sep or not name.isidentifier() or not values:
+            raise SweepSyntaxError(
+                f"--sweep: {part!r} is not NAME=V1,V2,... (e.g. \"BLOCK=256,512 num_warps=4,8\")"
+            )
+        parsed = []
+        for value in values.split(","):
+            try:
+                parsed.append(ast.literal_eval(value))
+            except (ValueError, SyntaxError):
+                parsed.append(value)
+        axes.append((name, parsed))
+    if not axes:
+        raise SweepSyntaxError("--sweep needs at least one NAME=V1,V2,... axis")
+    names = [name for name, _ in axes]
+    return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in axes))]
+
+
+def config_label(config: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+@dataclass
+class SweepRow:
+    """One config: its report (None when it failed before launching) and why it failed, if it did."""
+
+    config: dict[str, Any]
+    report: Any = None
+    failure: str | None = None
+    gpu: Any = None  # Resources of the GPU compile of this specialization
+
+    @property
+    def label(self) -> str:
+        return config_label(self.config)
+
+    @property
+    def ms(self) -> float | None:
+        timing = getattr(self.report, "timing", None)
+        return timing.median_ms if timing else None
+
+    def throughput(self) -> str:
+        """TB/s for memory-bound work, TFLOP/s where FLOPs dominate (intensity above 10)."""
+        counts = getattr(self.report, "counts", None)
+        if counts is None or self.ms is None:
+            return "-"
+        seconds = self.ms * 1e-3
+        if counts.flops and counts.bytes and counts.flops / counts.bytes > 10:
+            return f"{counts.flops / seconds / 1e12:.3g} TFLOP/s"
+        return f"{counts.bytes / seconds / 1e12:.3g} TB/s" if counts.bytes else "-"
+
+    def status(self) -> str:
+        if self.failure:
+            return "failed: " + self.failure
+        check = getattr(self.report, "check", None)
+        if check is not None and not check.passed:
+            return "check failed: " + check.summary()
+        return "ok"
+
+
+def gpu_resources(compiled: Any):
+    """Registers, spills and shared memory of the GPU build of `compiled`: itself for a GPU kernel, the
+    interpreter's model-GPU compile otherwise (the one place the sweep tells the two apart)."""
+    model = getattr(compiled, "_gpu_model", None)
+    gpu = model() if callable(model) else compiled
+    from .report import metadata_of
+
+    meta = metadata_of(gpu)
+    return resources_of(meta, str(meta.get("target") or ""))
+
+
+class SweepSection:
+    """The sweep's table, plot and per-config reports; shown in every view of the report."""
+
+    title = "sweep"
+
+    def __init__(self, rows: list[SweepRow], time_source: str):
+        self.rows = rows
+        self.time_source = time_source  # e.g. "interpreter (CPU) time" or "GPU time"
+
+    def table(self) -> list[tuple[str, ...]]:
+        """(config, time, throughput, registers, spills, shared, occupancy, status) per row."""
+        out = []
+        for row in self.rows:
+            res = row.gpu
+            occ = getattr(res, "occupancy", None)
+            out.append(
+                (
+                    row.label,
+                    "-" if row.ms is None else f"{row.ms:.4g}",
+                    row.throughput(),
+                    _num(getattr(res, "n_regs", None)),
+                    _num(getattr(res, "n_spills", None)),
+                    _num(getattr(res, "shared", None)),
+                    "-" if occ is None else f"{100 * occ:.0f}%",
+                    row.status(),
+                )
+            )
+        return out
+
+    def headers(self) -> tuple[str, ...]:
+        return (
+            "config",
+            f"ms ({self.time_source})",
+            "throughput",
+            "registers",
+            "spills",
+            "shared B",
+            "occupancy",
+            "status",
+        )
+
+    def best(self) -> SweepRow | None:
+        timed = [r for r in self.rows if r.ms is not None and r.status() == "ok"]
+        return min(timed, key=lambda r: r.ms) if timed else None
+
+    def text(self) -> list[str]:
+        lines = [" | ".join(self.headers())]
+        lines += [" | ".join(row) for row in self.table()]
+        best = self.best()
+        if best is not None:
+            lines.append(f"fastest: {best.label}")
+        return lines
+
+    def plot_png(self) -> str | None:
+        """A bar chart of time per config (failed configs marked), as base64 PNG."""
+        if not any(r.ms is not None for r in self.rows):
+            return None
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(max(4.0, 0.9 * len(self.rows) + 2), 2.8))
+        ax = fig.subplots()
+        labels = [r.label.replace(" ", "\n") for r in self.rows]
+        times = [r.ms or 0.0 for r in self.rows]
+        colors = ["#4a90d9" if r.status() == "ok" else "#d9534f" for r in self.rows]
+        ax.bar(range(len(self.rows)), times, color=colors)
+        ax.set_xticks(range(len(self.rows)), labels, fontsize=8)
+        ax.set_ylabel(f"ms ({self.time_source})", fontsize=9)
+        ax.set_title("sweep: time per config (red: failed)", fontsize=10)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=90)
+        return base64.b64encode(buffer.getvalue()).decode()
+
+    def roofline_png(self) -> str | None:
+        """The GPU-timed configs together on one roofline (interpreter times are not placed)."""
+        from dataclasses import replace
+
+        from .roofline import Roofline
+
+        points, peaks = [], None
+        for row in self.rows:
+            point = getattr(row.report, "point", None)
+            if point is not None and point.seconds and row.status() == "ok":
+                points.append(replace(point, label=row.label))
+                peaks = row.report.peaks
+        if not points:
+            return None
+        return base64.b64encode(Roofline(points, peaks).to_bytes("png")).decode()
+
+    def html(self) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.headers())
+        best = self.best()
+        body = []
+        for row, cells in zip(self.rows, self.table()):
+            style = ' style="font-weight:600"' if row is best else ""
+            body.append(
+                f"<tr{style}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+            )
+        parts = [f'<table class="twtable twsweep"><tr>{head}</tr>{"".join(body)}</table>']
+        if not hasattr(self, "_png"):
+            self._png = self.plot_png()  # drawn once: every view of the report shows it
+            self._roofline = self.roofline_png()
+        for alt, png in (("sweep plot", self._png), ("sweep roofline", self._roofline)):
+            if png:
+                parts.append(f'<img alt="{alt}" src="data:image/png;base64,{png}">')
+        for row in self.rows:  # every config's own stages, folded
+            if row.report is not None:
+                parts.append(
+                    f"<details><summary>open {html.escape(row.label)}</summary>"
+                    f"{row.report._repr_html_()}</details>"
+                )
+        return "".join(parts)
+
+    def widget(self, widgets, uid: str):
+        """The table and plot, and a picker that opens any config's report below them."""
+        table = widgets.HTML(f'<div class="twr {uid}">' + self._table_and_plot() + "</div>")
+        options = [("(pick a config to open its stages)", None)] + [
+            (row.label, i) for i, row in enumerate(self.rows) if row.report is not None
+        ]
+        picker = widgets.Dropdown(options=options, value=None, description="open config")
+        shown = widgets.VBox([])
+
+        def open_config(change):
+            index = change["new"]
+            shown.children = [] if index is None else [self.rows[index].report.widget()]
+
+        picker.observe(open_config, names="value")
+        box = widgets.VBox([widgets.HTML("<b>sweep</b>"), table, picker, shown])
+        box.sweep_picker = picker  # reachable from tests
+        return box
+
+    def _table_and_plot(self) -> str:
+        return self.html().split("<details>")[0]
+
+
+def _num(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def run_sweep(shell, cell: str, sweep: str, recorder, build_report, run_inner) -> SweepSection:
+    """Run `cell` once per config of `sweep` and collect a row for each.
+
+    Args:
+        build_report: (record) -> KernelReport for one launch (time, check as the cell's options say).
+        run_inner: (shell, cell) -> IPython's ExecutionResult, running the cell without history.
+    """
+    from ..runtime.record import launch_overrides
+
+    rows = []
+    for config in parse_sweep(sweep):
+        row = SweepRow(config)
+        try:
+            with launch_overrides(config), recorder() as launches:
+                result = run_inner(shell, cell)
+            error = result.error_in_exec or result.error_before_exec
+            if error is not None:
+                row.failure = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+            elif not launches:
+                row.failure = "the cell launched no kernel"
+            else:
+                row.report = build_report(launches[-1])
+                row.gpu = gpu_resources(launches[-1].compiled)
+        except TileworkbenchError as exc:
+            row.failure = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        rows.append(row)
+    methods = {r.report.timing.method for r in rows if r.report is not None and r.report.timing}
+    return SweepSection(rows, _time_source(methods))
+
+
+def _time_source(methods: set[str]) -> str:
+    """How the times were measured, said plainly: a host-clock time of the interpreter is no GPU time."""
+    if methods and all("CUDA" in m for m in methods):
+        return "GPU time"
+    return "interpreter, CPU time" if methods else "not timed"

@@ -21,7 +21,9 @@ if [ "${TUTORIAL_LIMIT:-200}" != 0 ]; then
   if ls "$TUTORIALS"/0[1-6]-*.py > /dev/null 2>&1; then
     # each tutorial's wrappers on CUDA tensors against torch, and tutorial 06's forward at several
     # block sizes, causal and not (tests/tutorials, marked gpu); -rA lists every outcome
-    TRITON_TUTORIALS_DIR=$(cd "$TUTORIALS" && pwd) timeout "${TUTORIAL_LIMIT:-200}" \
+    # (TUTORIAL_AUTOTUNE_CONFIGS=n: each autotuned kernel compiles and times only its n smallest)
+    TUTORIAL_AUTOTUNE_CONFIGS=${TUTORIAL_AUTOTUNE_CONFIGS:-2} TRITON_TUTORIALS_DIR=$(cd "$TUTORIALS" && pwd) \
+      timeout "${TUTORIAL_LIMIT:-200}" \
       python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rA --durations=8 tests/tutorials \
       2>&1 | tail -n 80 > "$OUT/tutorials_gpu.log"
   else

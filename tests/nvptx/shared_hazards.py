@@ -1,13 +1,17 @@
 """Finds shared-memory accesses that no barrier separates, in the LLVM IR of a kernel (before or
 after O3): a read after another use's write (RAW) or a write after another use's read (WAR) with no
-`barrier0` between them on some path, loop back edges included. The CPU emulator runs every thread
-to a barrier at host speed and can hide such races; this check reads them off the IR instead.
+`barrier0` between them on some path, loop back edges included, and a read while a `cp.async`
+copy may still be landing (ASYNC: no `cp.async.wait_group` then barrier since it was issued). The
+CPU emulator runs every thread to a barrier at host speed and can hide such races; this check reads
+them off the IR instead.
 
 Per path since the last barrier, the kinds of access (read, write) made to each shared array
 (`@global_smem`, a reduction's private `@scratch_smem_N`, or unknown -> all) are tracked over the
 control-flow graph to a fixpoint. An access through a pointer value the thread used since the
-barrier is a thread updating its own element and is not reported. Inline asm that reads (`ldmatrix`,
-`ld.shared`) or writes (`cp.async`, `st.shared`) shared memory counts as an access of unknown array.
+barrier is a thread updating its own element and is not reported. `ldmatrix` reads; inline asm that
+reads (`ldmatrix`, `ld.shared`) or writes (`st.shared`) counts as an access of unknown array. Not
+followed: addresses (which slot of a cp.async ring a copy fills: copies are not checked for WAR) and
+wait_group's count (any wait counts as waiting for every copy).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ _DEF = re.compile(r'^\s*(%"?[\w.\-]+"?) = ')
 _SHARED_GLOBAL = re.compile(r'@"?(\w*smem\w*)"?')
 _VALUE = re.compile(r'%"?[\w.\-]+"?')
 _ASM_READS = ("ldmatrix", "ld.shared")
-_ASM_WRITES = ("cp.async.ca", "cp.async.cg", "st.shared", "stmatrix")
+_ASM_WRITES = ("st.shared", "stmatrix")
 UNKNOWN = "?"
 
 
@@ -83,24 +87,37 @@ def _bases(lines: list[str]) -> dict[str, str]:
     return bases
 
 
+_POINTER = re.compile(r'addrspace\(3\)\s+(@"?[\w.]+"?|%"?[\w.\-]+"?)')
+_INTRINSIC_READS = ("llvm.nvvm.ldmatrix",)
+_INTRINSIC_WRITES = ("llvm.nvvm.stmatrix",)
+
+
 def _access(line: str, bases: dict[str, str]) -> tuple[str, str, str] | None:
-    """(kind "R"/"W", array, pointer) of a shared-memory access on this line, else None."""
+    """(kind, array, pointer) of a shared-memory access on this line, else None. Kinds: "R", "W",
+    "COPY" (a cp.async issued) and "WAIT" (cp.async.wait_group / wait_all)."""
     text = line.strip()
+    if "cp.async" in text:
+        if "cp.async.wait" in text:
+            return "WAIT", UNKNOWN, ""
+        if "commit" not in text and not text.startswith("declare"):
+            return "COPY", UNKNOWN, ""
+        return None
     if " asm " in text:
         if any(t in text for t in _ASM_READS):
             return "R", UNKNOWN, text
         if any(t in text for t in _ASM_WRITES):
             return "W", UNKNOWN, text
         return None
-    if "addrspace(3)" not in text:
+    if "addrspace(3)" not in text or text.startswith("declare"):
         return None
     is_store = text.startswith("store ") or " atomicrmw " in text  # atomics: writes, for RAW
-    is_load = " = load " in text
+    is_store = is_store or any(t in text for t in _INTRINSIC_WRITES)
+    is_load = " = load " in text or any(t in text for t in _INTRINSIC_READS)
     if not (is_store or is_load):
         return None
-    pointer = text.split("addrspace(3)", 1)[1].split(",")[0].strip()
+    pointer = _POINTER.search(text).group(1)
     if pointer.startswith("@"):
-        array = _SHARED_GLOBAL.match(pointer).group(1) if _SHARED_GLOBAL.match(pointer) else UNKNOWN
+        array = pointer.strip("@").strip('"')
     else:
         array = bases.get(pointer, UNKNOWN)
     return ("W" if is_store else "R"), array, pointer
@@ -113,6 +130,40 @@ def _is_barrier(line: str) -> bool:
 
 def _conflicts(array: str, other: str) -> bool:
     return array == other or UNKNOWN in (array, other)
+
+
+# markers in the pending set: cp.async copies issued and not waited for; waited, not yet fenced
+_COPIED = ("COPY", UNKNOWN, "issued")
+_WAITED = ("COPY", UNKNOWN, "waited")
+
+
+def _after_barrier(pending: set) -> set:
+    """A barrier orders every access before it, and publishes the copies this thread waited for;
+    copies not waited for may still land."""
+    return {_COPIED} if _COPIED in pending else set()
+
+
+def _step(pending: set, access, line_index: int, line: str, hazards: dict) -> None:
+    kind, array, pointer = access
+    if kind == "COPY":
+        pending.add(_COPIED)
+        return
+    if kind == "WAIT":
+        if _COPIED in pending:
+            pending.discard(_COPIED)
+            pending.add(_WAITED)
+        return
+    if kind == "R" and (_COPIED in pending or _WAITED in pending):
+        hazards.setdefault(line_index, Hazard("ASYNC", array, line_index + 1, line))
+    against = "W" if kind == "R" else "R"
+    # through a pointer this thread used since the barrier: it updates (or reads back) an element
+    # it owns in this phase (a sort network's compare-exchange)
+    own = any(k == against and p == pointer for k, _, p in pending)
+    for other_kind, other, _ in pending:
+        if other_kind == against and _conflicts(array, other) and not own:
+            kind_name = "RAW" if kind == "R" else "WAR"
+            hazards.setdefault(line_index, Hazard(kind_name, array, line_index + 1, line))
+    pending.add(access)
 
 
 def find_hazards(llvm_text: str) -> list[Hazard]:
@@ -132,23 +183,12 @@ def find_hazards(llvm_text: str) -> list[Hazard]:
         name = work.pop(0)
         pending = set(entry_state[name])  # {(kind, array, pointer)} since the last barrier
         for i in blocks[name]:
-            line = lines[i]
-            if _is_barrier(line):
-                pending.clear()
+            if _is_barrier(lines[i]):
+                pending = _after_barrier(pending)
                 continue
-            access = _access(line, bases)
-            if access is None:
-                continue
-            kind, array, pointer = access
-            against = "W" if kind == "R" else "R"
-            # through a pointer this thread used since the barrier: it updates (or reads back)
-            # an element it owns in this phase (a sort network's compare-exchange)
-            own = any(k == against and p == pointer for k, _, p in pending)
-            for other_kind, other, _ in pending:
-                if other_kind == against and _conflicts(array, other) and not own:
-                    kind_name = "RAW" if kind == "R" else "WAR"
-                    hazards.setdefault(i, Hazard(kind_name, array, i + 1, line))
-            pending.add(access)
+            access = _access(lines[i], bases)
+            if access is not None:
+                _step(pending, access, i, lines[i], hazards)
         for succ in successors[name]:
             merged = entry_state[succ] | pending
             if merged != entry_state[succ]:
@@ -157,9 +197,9 @@ def find_hazards(llvm_text: str) -> list[Hazard]:
     return sorted(hazards.values(), key=lambda h: h.line)
 
 
-def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4,
-                 arch: str = "sm_80") -> str:
-    """The kernel's LLVM module as the NVPTX lowering builds it (before O3)."""
+def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4, arch: str = "sm_80",
+                 num_stages: int = 3) -> str:
+    """The kernel's LLVM module as the NVPTX lowering builds it for `arch` (before O3)."""
     from tileworkbench.backends.nvptx.lower import Lowering
     from tileworkbench.passes.axis_info import axis_info
     from tileworkbench.passes.pipeline import TILE_GPU, run_passes
@@ -167,5 +207,7 @@ def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4,
 
     func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
     func.num_warps = num_warps
+    func.tensor_core_sm = int(arch[3:5])  # as the NVPTX driver: dots on mma.sync where they fit
+    func.num_stages = num_stages
     run_passes(func, TILE_GPU)
     return str(Lowering(func, arch, num_warps, axis_info(func)).run())

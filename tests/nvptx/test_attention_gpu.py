@@ -25,7 +25,8 @@ def cp():
 
 @pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
 @pytest.mark.parametrize("block_m, block_n, num_warps", [
-    (32, 16, 4), (16, 32, 4), (32, 32, 4), (64, 32, 4), (32, 16, 1)])
+    (32, 16, 4), (16, 32, 4), (32, 32, 4), (64, 32, 4), (64, 32, 1), (32, 16, 1), (128, 64, 4),
+    (64, 64, 8)])
 def test_attention_forward_on_gpu(cp, monkeypatch, tmp_path, block_m, block_n, num_warps, causal):
     from tileworkbench.config import config
 
@@ -33,7 +34,7 @@ def test_attention_forward_on_gpu(cp, monkeypatch, tmp_path, block_m, block_n, n
         pytest.skip("the causal on-band pass covers BLOCK_M keys: BLOCK_M must be a multiple of "
                     "BLOCK_N")
     monkeypatch.setattr(config, "interpret", False)
-    heads, n_ctx, head_dim = 2, 128, 32  # small tiles: the FMA dot compiles big ones slowly
+    heads, n_ctx, head_dim = 2, 128, 64
     rng = np.random.default_rng(block_m * 1000 + block_n * 10 + num_warps + causal)
     q, k, v = (rng.normal(0.0, 0.5, (heads * n_ctx, head_dim)).astype(np.float16) for _ in range(3))
     o = cp.full(q.shape, np.nan, cp.float16)

@@ -40,7 +40,7 @@ def test_carried_value_facts_are_recomputed_in_the_body():
 
 
 def test_carried_value_scaled_in_a_loop_on_the_emulated_gpu():
-    steps, size = 3, 16
+    steps, size = 3, 32
     rng = np.random.default_rng(3)
     x = rng.standard_normal((steps, size, size)).astype(np.float32)
     out = np.full((size, size), np.nan, np.float32)

@@ -1,8 +1,8 @@
 """The forward kernel of Triton's tutorial 06 (`_attn_fwd`, its tensor descriptors made inside the
 kernel from plain tensors) launched directly at chosen block sizes, causal and not, against torch in
-float64: on the GPU (marked gpu) at the configurations that were wrong before the axis-info fix, on
-the CPU emulator of the GPU lowering, and in the interpreter. Needs TRITON_TUTORIALS_DIR (the tutorial
-files are not in this repository)."""
+float64: on the GPU (marked gpu) at the configurations that were wrong before the axis-info fix,
+on the CPU emulator of the GPU lowering, and in the interpreter. Needs TRITON_TUTORIALS_DIR (the
+tutorial files are not in this repository)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from tileworkbench.runtime.record import record_launches
 
 TUTORIAL = "06-fused-attention.py"
 SM_SCALE = 0.5
-# (BLOCK_M, BLOCK_N, num_warps): the sizes the issue found wrong on the H200 (4 warps and 1), at
-# head dim 32. Bigger tiles (the tutorial's 128x64) take the FMA dot minutes to compile; tutorial
-# 06's check in test_triton_tutorials runs its smallest own config (64x32) at head dim 64.
-GPU_BLOCKS = [(32, 16, 4), (16, 32, 4), (32, 32, 4), (64, 32, 4), (32, 16, 1)]
+# (BLOCK_M, BLOCK_N, num_warps): the sizes the issue found wrong on the H200 (4 warps and 1), and
+# the tutorial's own 128x64 and 64x64 on 8 warps; head dim 64.
+GPU_BLOCKS = [(32, 16, 4), (16, 32, 4), (32, 32, 4), (64, 32, 4), (64, 32, 1), (32, 16, 1),
+              (128, 64, 4), (64, 64, 8)]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def _load(on_gpu: bool):
         return load_tutorial(folder / TUTORIAL)
 
 
-def check_forward(torch, on_gpu, block_m, block_n, num_warps, causal, n_ctx=128, head_dim=32):
+def check_forward(torch, on_gpu, block_m, block_n, num_warps, causal, n_ctx=128, head_dim=64):
     if causal and block_m < block_n:
         pytest.skip("the tutorial's causal on-band pass needs BLOCK_M >= BLOCK_N (its autotuner "
                     "prunes these configs; the interpreter gives the same wrong answer)")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from tutorial_loader import load_tutorial
 
-# Autotuned kernels time every config in the interpreter; AUTOTUNE_CONFIGS_ENV=n keeps the first n
-# (on the GPU: the n smallest, 1 unless set).
+# Autotuned kernels time every config; AUTOTUNE_CONFIGS_ENV=n keeps the first n in the interpreter,
+# the n smallest on the GPU (each one compiled and timed there).
 AUTOTUNE_CONFIGS_ENV = "TUTORIAL_AUTOTUNE_CONFIGS"
 
 
@@ -352,18 +352,6 @@ def _block_volume(config) -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def tutorial_config_list(on_gpu: bool) -> Iterator[None]:
-    """On the GPU, load with PYTEST_VERSION hidden: under pytest tutorial 06 lists only its 128x64
-    config, which the FMA dot takes minutes to compile (issue 10); its full list holds 64x32."""
-    saved = os.environ.pop("PYTEST_VERSION", None) if on_gpu else None
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.environ["PYTEST_VERSION"] = saved
-
-
-@contextlib.contextmanager
 def interpreted(on: bool) -> Iterator[None]:
     """Force the interpreter meanwhile (when `on`), whether or not a GPU is visible."""
     from tileworkbench.config import config
@@ -403,9 +391,8 @@ def run_tutorial(folder: Path, name: str, interpret: bool = True) -> TutorialRes
     begin = time.perf_counter()
     try:
         with interpreted(interpret), record_launches() as launches:
-            with tutorial_config_list(not interpret):
-                module = load_tutorial(folder / name)
-            count = int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0" if interpret else "1"))
+            module = load_tutorial(folder / name)
+            count = int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0"))
             limit_autotuning(module, count, smallest=not interpret)
             with poisoned_empty():
                 result.comparisons = CHECKS[name](module)

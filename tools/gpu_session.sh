@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (device time is scarce): the GPU tests, Triton's tutorials on the
-# GPU, the benchmark and the notebooks' recorded data, each under its own time limit (0 skips a
-# step), logs and JSON under $OUT. A command may run 600 s: lower the limits to fit.
+# GPU, the benchmarks (memory-bound kernels, tensor cores, debug mode's cost), Triton's test_core.py,
+# the differential fuzzer and the notebooks' recorded data, each under its own time limit (0 skips a
+# step), logs and JSON under $OUT. A command may run 600 s: lower the limits to fit (two calls).
 #
 # Triton's tutorials are not in this repository. To run them, copy python/tutorials/0[1-6]-*.py
 # into an ignored folder (e.g. `.tutorials/`, listed in .git/info/exclude), name it in the device
@@ -35,6 +36,28 @@ fi
 if [ "${BENCH_LIMIT:-230}" != 0 ]; then
   timeout "${BENCH_LIMIT:-230}" python3 bench/run.py --out "$OUT/bench.json" 2>&1 | tail -n 80 > "$OUT/bench.log"
   tail -n 45 "$OUT/bench.log"
+fi
+if [ "${TC_LIMIT:-230}" != 0 ]; then
+  # tensor-core matmul and attention beside Triton and cuBLAS / SDPA (TC_ARGS="--quick" for fewer shapes)
+  timeout "${TC_LIMIT:-230}" python3 bench/tensor_cores.py ${TC_ARGS:-} --out "$OUT/tensor_cores.json" 2>&1 \
+    | tail -n 30 > "$OUT/tensor_cores.log"
+  tail -n 14 "$OUT/tensor_cores.log"
+fi
+if [ "${DEBUG_COST_LIMIT:-0}" != 0 ]; then  # debug mode's cost (bounds checks) on the add and softmax
+  timeout "$DEBUG_COST_LIMIT" python3 bench/debug_cost.py --out "$OUT/debug_cost.json" 2>&1 | tail -n 20 > "$OUT/debug_cost.log"
+  tail -n 12 "$OUT/debug_cost.log"
+fi
+if [ "${TEST_CORE_LIMIT:-0}" != 0 ]; then
+  # Triton's test_core.py, unmodified, compiled on the GPU (TRITON_TEST_CORE: its path, carried like the
+  # tutorials; never committed); counts per function and what fails
+  timeout "$TEST_CORE_LIMIT" python3 tools/run_test_core.py "${TRITON_TEST_CORE:-.triton_tests/test_core.py}" \
+    --mode gpu --jobs "${TEST_CORE_JOBS:-8}" --max-cases "${TEST_CORE_CASES:-10}" --json "$OUT/test_core_gpu.json" > "$OUT/test_core_gpu.log" 2>&1
+  tail -n 15 "$OUT/test_core_gpu.log"
+fi
+if [ "${FUZZ_LIMIT:-0}" != 0 ]; then  # the differential fuzzer, longer than CI's, the GPU among the targets
+  FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-200} timeout "$FUZZ_LIMIT" python3 -m pytest -q -p no:cacheprovider --no-header \
+    -rfE -m gpu tests/differential 2>&1 | tail -n 30 > "$OUT/fuzz.log"
+  tail -n 8 "$OUT/fuzz.log"
 fi
 if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
   # every kernel of the language suite on the GPU: "replace" (default) puts the GPU's results in the tests'

@@ -8,6 +8,7 @@ import pytest
 
 import tileworkbench as tw
 import tileworkbench.language as tl
+from tileworkbench.backends.interpreter import run
 from tileworkbench.config import config
 from tileworkbench.errors import InterpreterError, OutOfBoundsError
 

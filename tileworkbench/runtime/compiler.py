@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends import backend_for
+from ..config import config
 from ..errors import CompilationError, LaunchError
 from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
@@ -73,7 +74,7 @@ class CompiledKernel:
         self.fn = fn
         self.name = metadata.name
         self._metadata = metadata
-        self._asm = StageTexts(asm, metadata.target, GPU_ARCHS)
+        self._asm = StageTexts(asm, metadata.target, backend_for(metadata.target).stages)
         self.passes = passes
         self.line_map = line_map
         self._cubin = cubin

@@ -15,10 +15,10 @@ class StageTexts(dict):
     """stage -> text; `asm["sass"]` on a machine without nvdisasm raises a MissingStageError that
     names the tool and how to install it."""
 
-    def __init__(self, texts: dict[str, str], target: str, gpu_archs: tuple[str, ...]) -> None:
+    def __init__(self, texts: dict[str, str], target: str, backend_stages: tuple[str, ...]) -> None:
         super().__init__(texts)
         self.target = target
-        self.gpu_archs = gpu_archs
+        self.backend_stages = backend_stages  # the stages the target's backend makes
 
     def __missing__(self, stage: str) -> str:
         raise MissingStageError(self.why_missing(stage))
@@ -31,10 +31,11 @@ class StageTexts(dict):
             return (
                 f"no stage {stage!r}: the stages are {', '.join(STAGES)} (this kernel has {have})"
             )
-        if self.target not in self.gpu_archs:
+        if stage not in self.backend_stages:
             return (
-                f"no {stage!r} stage: this kernel was compiled for {self.target}, which stops at "
-                f"tile-opt; compile it for a GPU arch (target='sm_90', no GPU needed) for {stage}"
+                f"no {stage!r} stage: this kernel was compiled for {self.target}, whose stages are "
+                f"{', '.join(self.backend_stages)}; compile it for a GPU arch (target='sm_90', no GPU "
+                f"needed) for {stage}"
             )
         from ..backends.nvptx.tools import missing_for
 

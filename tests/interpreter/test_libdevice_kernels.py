@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tileworkbench as tw
+from tileworkbench.backends.interpreter import run
 from tileworkbench.language.extra.libdevice import FUNCTIONS
 
 RNG = np.random.default_rng(8)

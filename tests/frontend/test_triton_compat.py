@@ -195,3 +195,23 @@ def test_tl_const_pointers_are_read_only(rng):
     np.testing.assert_array_equal(out, x)
     with pytest.raises(CompilationError, match=f"{HERE}:.*Cannot store to a constant pointer"):
         const_pointer_kernel[(1,)](x, out, out, True)
+
+
+@tw.jit
+def scalars_and_loop_kernel(x, y, z_ptr, n):
+    z = tl.interleave(x, y)  # two scalars make a tile of 2
+    tl.static_assert(z.shape == (2,))
+    tl.store(z_ptr + tl.arange(0, 2), z)
+    i = 0
+    while tl.condition(i < n, disable_licm=True):
+        i += 1
+    tl.store(z_ptr + 2, i + tl.load(z_ptr + 3, cache_modifier=".cs"))
+
+
+def test_interleave_of_scalars_condition_and_streaming_loads(tmp_path):
+    z = np.array([np.nan, np.nan, np.nan, 0.5], np.float32)
+    scalars_and_loop_kernel[(1,)](10, 20, z, 5)
+    np.testing.assert_array_equal(z, [10, 20, 5.5, 0.5])
+    compiled = tw.compile(scalars_and_loop_kernel, signature={"x": "i32", "y": "i32", "z_ptr": "*fp32", "n": "i32"},
+                          target="sm_90")
+    assert "ld.global.cs" in compiled.asm["ptx"]

@@ -160,6 +160,12 @@ def logical_or(cg, input, other):
     return cg.sem.logical("or", input, other)
 
 
+@impl("condition")
+def condition(cg, arg1, disable_licm=False):
+    """`while tl.condition(c, disable_licm=True)`: the condition itself (LICM hints are not kept)."""
+    return arg1
+
+
 @impl("to_tensor")
 def to_tensor(cg, x):
     return cg.sem.to_tensor(x)

@@ -440,7 +440,7 @@ class Semantics:
 
 
 # Triton's accepted values (PTX cache operators and L1 eviction priorities)
-CACHE_MODIFIERS = {"tl.load": ("", ".ca", ".cg", ".cv"), "tl.store": ("", ".wb", ".cg", ".cs", ".wt")}
+CACHE_MODIFIERS = {"tl.load": ("", ".ca", ".cg", ".cs", ".cv"), "tl.store": ("", ".wb", ".cg", ".cs", ".wt")}
 EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
 
 

@@ -184,6 +184,12 @@ def interleave(a, b):
 
 
 @builtin
+def condition(arg1, disable_licm=False):
+    """A `while` loop's condition with options (`while tl.condition(i < n, disable_licm=True)`); the
+    `disable_licm` hint is accepted and not used."""
+
+
+@builtin
 def cat(input, other, can_reorder=False, dim=0):
     """`input` and `other` (tiles of one shape) concatenated along `dim`."""
 

@@ -215,3 +215,20 @@ def test_interleave_of_scalars_condition_and_streaming_loads(tmp_path):
     compiled = tw.compile(scalars_and_loop_kernel, signature={"x": "i32", "y": "i32", "z_ptr": "*fp32", "n": "i32"},
                           target="sm_90")
     assert "ld.global.cs" in compiled.asm["ptx"]
+
+
+@tw.jit
+def sum_in_dtype_kernel(out_ptr, init, IN: tl.constexpr, OUT: tl.constexpr):
+    x = tl.full((32, 32), init, dtype=IN)
+    tl.store(out_ptr, tl.sum(x, dtype=OUT).to(tl.int32))
+
+
+@pytest.mark.parametrize("init, in_dtype, out_dtype, want", [
+    (1, tl.int1, None, 1024),  # int1 sums in int32 by default
+    (1, tl.int1, tl.int1, 0),  # in int1, addition wraps (xor): 1024 ones give 0
+    (7, tl.int8, tl.int8, (7 * 1024) % 256),
+])
+def test_sum_wraps_in_the_requested_dtype(init, in_dtype, out_dtype, want):
+    out = np.full(1, -1, np.int32)
+    sum_in_dtype_kernel[(1,)](out, init, in_dtype, out_dtype)
+    assert out[0] == want

@@ -232,3 +232,15 @@ def test_sum_wraps_in_the_requested_dtype(init, in_dtype, out_dtype, want):
     out = np.full(1, -1, np.int32)
     sum_in_dtype_kernel[(1,)](out, init, in_dtype, out_dtype)
     assert out[0] == want
+
+
+@tw.jit
+def atomic_add_kernel(in_ptr, out_ptr):
+    tl.atomic_add(out_ptr, tl.load(in_ptr))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16])
+def test_narrow_integer_atomics_are_refused_as_in_triton(dtype):
+    # the NVPTX back end has no 8/16-bit integer atomics either: the interpreter now agrees with it
+    with pytest.raises(tw.TritonError, match=f"atomic_add does not support {np.dtype(dtype).name}"):
+        atomic_add_kernel[(1,)](np.ones(1, dtype), np.zeros(1, dtype))

@@ -218,7 +218,14 @@ def _atomic_prep(cg, pointer, val, mask, sem, scope, what):
     pointer = cg.sem.to_tensor(pointer)
     if not pointer.dtype.is_ptr():
         raise TileTypeError(f"{what} needs a pointer, got {pointer.dtype}")
+    if pointer.dtype.const:
+        raise TileTypeError(f"Cannot store to a constant pointer: {what} through a tl.const parameter")
     elem = pointer.dtype.element_ty
+    # Triton's rules (and the NVPTX back end has no 8/16-bit integer read-modify-write atomics)
+    if what == "atomic_cas" and elem.primitive_bitwidth not in (16, 32, 64):
+        raise TileTypeError(f"atomic_cas only supports elements with width {{16, 32, 64}}, not {elem}")
+    if what != "atomic_cas" and elem.is_int() and elem.int_bitwidth < 32:
+        raise TileTypeError(f"{what} does not support {elem}", hint="use a 32- or 64-bit integer array")
     val = cg.sem.cast(cg.sem.to_tensor(unwrap(val)), elem)
     shape = cg.sem.broadcast_shape(pointer.shape, val.shape)
     mask = unwrap(mask)

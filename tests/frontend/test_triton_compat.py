@@ -193,8 +193,9 @@ def test_tl_const_pointers_are_read_only(rng):
     x, out = randn(rng, 8), poisoned((8,), np.float32)
     const_pointer_kernel[(1,)](x, out, out, False)
     np.testing.assert_array_equal(out, x)
-    with pytest.raises(CompilationError, match=f"{HERE}:.*Cannot store to a constant pointer"):
+    with pytest.raises(CompilationError, match=f"{HERE}:.*Cannot store to a constant pointer") as info:
         const_pointer_kernel[(1,)](x, out, out, True)
+    assert "Cannot store to a constant pointer" in info.value.error_message  # Triton's attribute
 
 
 @tw.jit

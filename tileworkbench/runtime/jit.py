@@ -23,8 +23,8 @@ from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
 )
 from . import binder as binder_module
-from .arguments import argument_error
 from . import record as record_module
+from .arguments import argument_error
 from .compiler import CompiledKernel, compile
 
 # NumPy / torch / CuPy dtype names -> Triton's.
@@ -32,7 +32,8 @@ _DTYPE_NAMES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
     "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "fp16", "float32": "fp32",
     "float64": "fp64", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-    "half": "fp16", "float": "fp32", "double": "fp64", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
+    "half": "fp16", "float": "fp32", "double": "fp64", "float8_e4m3fnuz": "fp8e4b8",
+    "float8_e5m2fnuz": "fp8e5b16",
     # tl dtypes' own names (a TensorWrapper's dtype)
     "int1": "i1", "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5", "fp8e4b15": "fp8e4b15", "fp8e4b8": "fp8e4b8",
     "fp8e5b16": "fp8e5b16", "fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "fp64": "fp64",
@@ -571,7 +572,8 @@ def _interpret(compiled: CompiledKernel, grid, args: list, names: list[str]) -> 
 
 # torch dtypes NumPy lacks: viewed as same-width integers, then as ml_dtypes (sharing memory).
 _TORCH_ML_DTYPES = {"bfloat16": ("int16", "bfloat16"), "float8_e5m2": ("uint8", "float8_e5m2"),
-                    "float8_e4m3fn": ("uint8", "float8_e4m3fn"), "float8_e4m3fnuz": ("uint8", "float8_e4m3fnuz"),
+                    "float8_e4m3fn": ("uint8", "float8_e4m3fn"),
+                    "float8_e4m3fnuz": ("uint8", "float8_e4m3fnuz"),
                     "float8_e5m2fnuz": ("uint8", "float8_e5m2fnuz")}
 
 

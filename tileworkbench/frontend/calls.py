@@ -142,11 +142,13 @@ def cast(cg, input, dtype, fp_downcast_rounding=None, bitcast=False):
 @impl("item")
 def item(cg, input):
     """`x.item()`: the one element of a tile with a single element, as a scalar (Triton's unsplat)."""
+    from .reductions import unsplat
+
     x = cg.sem.to_tensor(input)
     if x.numel != 1:
         raise TileTypeError(f"x.item() needs a tile with one element, got shape {shape_str(x.shape)}",
                             hint="reduce it first, e.g. tl.sum(x) or tl.max(x)")
-    return cg.sem.reshape(x, ())
+    return unsplat(cg, x)
 
 
 @impl("logical_and")

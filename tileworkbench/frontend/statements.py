@@ -181,7 +181,9 @@ class StatementsMixin:
 
     def scalar_condition(self, condition: tensor, what: str) -> tensor:
         if condition.shape and condition.numel == 1:  # a one-element tile is a scalar here, as in Triton
-            condition = self.sem.reshape(condition, ())
+            from .reductions import unsplat
+
+            condition = unsplat(self, condition)
         if condition.shape:
             raise self.error(f"the condition of a runtime `{what}` must be a scalar, not a tile of shape "
                              f"{condition.shape}", hint="reduce it first (tl.max(mask) > 0), or use tl.where")

@@ -26,6 +26,7 @@ from . import binder as binder_module
 from . import record as record_module
 from .arguments import argument_error
 from .compiler import CompiledKernel, compile
+from .tensor_wrapper import TensorWrapper, reinterpret  # noqa: F401  (Triton's triton.runtime.jit names)
 
 # NumPy / torch / CuPy dtype names -> Triton's.
 _DTYPE_NAMES = {

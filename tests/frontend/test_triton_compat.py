@@ -245,3 +245,39 @@ def test_narrow_integer_atomics_are_refused_as_in_triton(dtype):
     # the NVPTX back end has no 8/16-bit integer atomics either: the interpreter now agrees with it
     with pytest.raises(tw.TritonError, match=f"atomic_add does not support {np.dtype(dtype).name}"):
         atomic_add_kernel[(1,)](np.ones(1, dtype), np.zeros(1, dtype))
+
+
+@tw.jit
+def compare_scalars(x, y):
+    if x < y:
+        return -1
+    elif x == y:
+        return 0
+    else:
+        return 1
+
+
+@tw.jit
+def divmod_pairs(a0, a1, b0, b1):
+    return a0 // b0, a1 // b1, a0 % b0, a1 % b1
+
+
+@tw.jit
+def map_elementwise_kernel(a_ptr, b_ptr, sign_ptr, quotient_ptr, remainder_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a, b = tl.load(a_ptr + offs), tl.load(b_ptr + offs)
+    tl.store(sign_ptr + offs, tl.map_elementwise(compare_scalars, a, b))
+    quotient, remainder = tl.map_elementwise(divmod_pairs, a, b, pack=2)
+    tl.store(quotient_ptr + offs, quotient)
+    tl.store(remainder_ptr + offs, remainder)
+
+
+def test_map_elementwise_with_branches_and_pack(rng):
+    a = rng.integers(1, 1000, 32).astype(np.uint32)
+    b = rng.integers(1, 1000, 32).astype(np.uint32)
+    b[:4] = a[:4]  # some ties
+    sign, quotient, remainder = (poisoned((32,), t) for t in (np.int32, np.uint32, np.uint32))
+    map_elementwise_kernel[(1,)](a, b, sign, quotient, remainder, 32)
+    np.testing.assert_array_equal(sign, np.sign(a.astype(np.int64) - b))
+    np.testing.assert_array_equal(quotient, a // b)
+    np.testing.assert_array_equal(remainder, a % b)

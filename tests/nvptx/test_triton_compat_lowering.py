@@ -1,7 +1,7 @@
 """The language items of Triton's test_core through the NVPTX lowering: each kernel of
 tests/frontend/test_triton_compat.py assembles with ptxas, and the ones with new lowering paths
 (one-element conditions and x.item() as a reduction, tl.cat along dim 1, int1 sums, NaN-skipping
-argmax, arithmetic >> of unsigned amounts) run on the CPU emulator against NumPy."""
+argmax, arithmetic >> of unsigned amounts, tl.map_elementwise) run on the CPU emulator against NumPy."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ CASES = {
                  {"IN": tl.int1, "OUT": tl.int1}),
     "argmax": (compat.arg_kernel, {"x_ptr": "*fp32", "out_ptr": "*i32"}, {"N": 8}),
     "shr": (compat.binary_kernel, {"x_ptr": "*i32", "y_ptr": "*u32", "out_ptr": "*i32"}, {"OP": ">>"}),
+    "map_elementwise": (compat.map_elementwise_kernel, {"a_ptr": "*u32", "b_ptr": "*u32", "sign_ptr": "*i32",
+                                                        "quotient_ptr": "*u32", "remainder_ptr": "*u32"},
+                        {"N": 32}),
 }
 
 
@@ -77,3 +80,14 @@ def test_int1_sum_argmax_and_shift_emulated():
     shifted = np.full(8, 7, np.int32)
     emulator("shr").launch((1,), values, shifts, shifted)
     np.testing.assert_array_equal(shifted, values >> shifts.astype(np.int32))
+
+
+def test_map_elementwise_emulated():
+    a = RNG.integers(1, 1000, 32).astype(np.uint32)
+    b = RNG.integers(1, 1000, 32).astype(np.uint32)
+    b[:4] = a[:4]
+    sign, quotient, remainder = (np.full(32, 7, t) for t in (np.int32, np.uint32, np.uint32))
+    emulator("map_elementwise").launch((1,), a, b, sign, quotient, remainder)
+    np.testing.assert_array_equal(sign, np.sign(a.astype(np.int64) - b))
+    np.testing.assert_array_equal(quotient, a // b)
+    np.testing.assert_array_equal(remainder, a % b)

@@ -39,6 +39,8 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
                  call_site: Loc | None = None, depth: int = 0, num_warps: int = 4):
         self.source = source
         self.num_warps = num_warps  # the launch's, for tl.extra.cuda.num_warps()
+        # inside tl.map_elementwise: a runtime `if` on a tile runs both branches and selects per element
+        self.elementwise = False
         self.builder = builder
         self.sem = Semantics(builder)
         self.scope = scope

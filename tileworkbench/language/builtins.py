@@ -184,6 +184,12 @@ def interleave(a, b):
 
 
 @builtin
+def map_elementwise(scalar_fn, *args, pack=1):
+    """`scalar_fn` (a @jit function written for scalars, `if`s included) applied to the tiles `args`
+    element by element; with `pack` > 1 it takes and returns `pack` neighbouring elements at once."""
+
+
+@builtin
 def condition(arg1, disable_licm=False):
     """A `while` loop's condition with options (`while tl.condition(i < n, disable_licm=True)`); the
     `disable_licm` hint is accepted and not used."""

@@ -1,5 +1,5 @@
 """The language items of Triton's test_core through the NVPTX lowering: each kernel of
-tests/frontend/test_triton_compat.py assembles with ptxas, and the ones with new lowering paths
+tests/frontend/test_lang_test_core_items.py assembles with ptxas, and the ones with new lowering paths
 (one-element conditions and x.item() as a reduction, tl.cat along dim 1, int1 sums, NaN-skipping
 argmax, arithmetic >> of unsigned amounts, tl.map_elementwise) run on the CPU emulator against NumPy."""
 
@@ -17,7 +17,7 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "frontend"))
-import test_triton_compat as compat  # noqa: E402
+import test_lang_test_core_items as compat  # noqa: E402
 
 RNG = np.random.default_rng(14)
 CASES = {

@@ -13,7 +13,7 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.errors import CompilationError, LaunchError
 
-HERE = "test_triton_compat.py"
+HERE = "test_lang_test_core_items.py"
 
 
 @tw.jit

@@ -46,7 +46,6 @@ def reinterpret(array, dtype):
     from .language.core import dtype as tl_dtype
 
     name = dtype.name if isinstance(dtype, tl_dtype) else str(dtype)
-    np_dtype = _numpy_dtype(name)
     if hasattr(array, "view") and hasattr(array, "data_ptr") and not isinstance(array, np.ndarray):
         import torch  # torch tensors: view with torch's dtype of the same width
 
@@ -55,13 +54,19 @@ def reinterpret(array, dtype):
         if isinstance(array, TensorWrapper):
             array = array.base
         row = _dtype_row(name)
-        torch_name = row.torch if row is not None and row.torch else np_dtype.name
-        if not hasattr(torch, torch_name):  # fp8e4b15: a wrapper, as Triton's reinterpret gives
+        torch_name = row.torch if row is not None and row.torch else _TORCH_NAMES.get(name, name)
+        if not hasattr(torch, torch_name):  # no torch dtype: a wrapper, as Triton's reinterpret gives
             return TensorWrapper(array, tl_dtype(name))
         return array.view(getattr(torch, torch_name))
+    np_dtype = _numpy_dtype(name)
     if np.dtype(array.dtype).itemsize != np_dtype.itemsize:
         raise ValueError(f"cannot reinterpret {array.dtype} as {name}: element sizes differ")
     return array.view(np_dtype)
+
+
+# tl dtype names whose torch dtype name differs from NumPy's (fp8e4b15 has neither)
+_TORCH_NAMES = {"bf16": "bfloat16", "fp8e5": "float8_e5m2", "fp8e4nv": "float8_e4m3fn",
+                "fp8e4b15": "float8e4b15"}
 
 
 def _numpy_dtype(name: str):

@@ -19,6 +19,11 @@ class CompilationError(TileworkbenchError):
         self.loc = loc
         self.hint = hint
 
+    @property
+    def error_message(self) -> str:
+        """The message (Triton's `CompilationError.error_message`, which code reads)."""
+        return str(self)
+
 
 class TileTypeError(CompilationError):
     """A language-level type or shape error, raised without a place; the frontend adds the location."""

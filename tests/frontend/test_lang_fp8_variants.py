@@ -99,3 +99,9 @@ def test_fnuz_fp8_refused_by_nvptx_at_the_cast():
     with pytest.raises(CompilationError, match=place + "f8e4b8 is not supported on NVIDIA"):
         tw.compile(through_fp8_kernel, signature={"x_ptr": "*fp32", "out_ptr": "*fp32"},
                    constexprs={"N": 8, "FP8": tl.float8e4b8}, target="sm_90")
+
+
+def test_tensor_wrapper_has_tritons_import_path():
+    from tileworkbench.runtime import jit, tensor_wrapper
+
+    assert jit.TensorWrapper is tensor_wrapper.TensorWrapper and jit.reinterpret is tensor_wrapper.reinterpret

@@ -55,3 +55,21 @@ def test_small_dot_emulated(m, n, k):
     signature = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}
     Emulator(small_dot_kernel, signature, {"M": m, "N": n, "K": k}, num_warps=1).launch((1,), a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_small_dot_on_the_gpu(m, n, k, dtype):
+    from tileworkbench.runtime.device import gpu_available
+
+    if not gpu_available():
+        pytest.skip("no GPU visible")
+    import cupy
+
+    a, b, _ = _operands(np.random.default_rng(), m, n, k)
+    a, b = a.astype(dtype), b.astype(dtype)
+    c = cupy.full((m, n), np.nan, np.float32)
+    small_dot_kernel[(1,)](cupy.asarray(a), cupy.asarray(b), c, m, n, k)
+    rtol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(c.get(), a.astype(np.float64) @ b.astype(np.float64), rtol=rtol, atol=rtol)

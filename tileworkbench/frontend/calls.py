@@ -142,11 +142,13 @@ def cast(cg, input, dtype, fp_downcast_rounding=None, bitcast=False):
 @impl("item")
 def item(cg, input):
     """`x.item()`: the one element of a tile with a single element, as a scalar (Triton's unsplat)."""
+    from .reductions import unsplat
+
     x = cg.sem.to_tensor(input)
     if x.numel != 1:
         raise TileTypeError(f"x.item() needs a tile with one element, got shape {shape_str(x.shape)}",
                             hint="reduce it first, e.g. tl.sum(x) or tl.max(x)")
-    return cg.sem.reshape(x, ())
+    return unsplat(cg, x)
 
 
 @impl("logical_and")
@@ -158,6 +160,57 @@ def logical_and(cg, input, other):
 @impl("logical_or")
 def logical_or(cg, input, other):
     return cg.sem.logical("or", input, other)
+
+
+@impl("map_elementwise")
+def map_elementwise(cg, scalar_fn, *args, pack=1):
+    """`tl.map_elementwise(fn, *tiles, pack=1)`: the @jit function `fn`, written for scalars (with
+    `if`s on them), applied element by element; with `pack` > 1 it takes and returns `pack`
+    neighbouring elements of each tile at once."""
+    fn = unwrap(scalar_fn)
+    fn = getattr(fn, "fn", fn)
+    pack = constexpr_int(pack, "pack")
+    tiles = [cg.sem.to_tensor(unwrap(a)) for a in args]
+    shape = ()
+    for t in tiles:
+        shape = cg.sem.broadcast_shape(shape, t.shape)
+    tiles = [cg.sem.broadcast_to(t, shape) for t in tiles]
+    if pack < 1 or pack & (pack - 1) or (pack > 1 and (not shape or shape[-1] % pack)):
+        raise TileTypeError(f"tl.map_elementwise: pack={pack} must be a power of two dividing the last "
+                            f"dimension {shape_str(shape)}")
+    parts = [piece for t in tiles for piece in _unpack(cg, t, pack)]
+    result = cg.inline(fn, parts, {}, None, elementwise=True)
+    results = list(result) if isinstance(result, tuple) else [result]
+    part_shape = shape[:-1] + (shape[-1] // pack,) if pack > 1 else shape
+    results = [cg.sem.broadcast_to(cg.sem.to_tensor(unwrap(r)), part_shape) for r in results]
+    if len(results) % pack:
+        raise TileTypeError(f"tl.map_elementwise: {fn.__name__} returned {len(results)} values, not a "
+                            f"multiple of pack={pack}")
+    outs = [_pack(cg, results[i:i + pack]) for i in range(0, len(results), pack)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _unpack(cg, x: tensor, pack: int) -> list[tensor]:
+    """[x[..., 0::pack], x[..., 1::pack], ...] by halving splits of the last dimension."""
+    if pack == 1:
+        return [x]
+    even, odd = BUILTIN_IMPLS["split"](cg, cg.sem.reshape(x, x.shape[:-1] + (x.shape[-1] // 2, 2)))
+    evens, odds = _unpack(cg, even, pack // 2), _unpack(cg, odd, pack // 2)
+    return [p for pair in zip(evens, odds) for p in pair]
+
+
+def _pack(cg, parts: list[tensor]) -> tensor:
+    """The inverse of _unpack: parts[j] holds elements j, j + pack, ... of the result."""
+    if len(parts) == 1:
+        return parts[0]
+    even, odd = _pack(cg, parts[0::2]), _pack(cg, parts[1::2])
+    return BUILTIN_IMPLS["interleave"](cg, even, odd)
+
+
+@impl("condition")
+def condition(cg, arg1, disable_licm=False):
+    """`while tl.condition(c, disable_licm=True)`: the condition itself (LICM hints are not kept)."""
+    return arg1
 
 
 @impl("to_tensor")
@@ -212,7 +265,14 @@ def _atomic_prep(cg, pointer, val, mask, sem, scope, what):
     pointer = cg.sem.to_tensor(pointer)
     if not pointer.dtype.is_ptr():
         raise TileTypeError(f"{what} needs a pointer, got {pointer.dtype}")
+    if pointer.dtype.const:
+        raise TileTypeError(f"Cannot store to a constant pointer: {what} through a tl.const parameter")
     elem = pointer.dtype.element_ty
+    # Triton's rules (and the NVPTX back end has no 8/16-bit integer read-modify-write atomics)
+    if what == "atomic_cas" and elem.primitive_bitwidth not in (16, 32, 64):
+        raise TileTypeError(f"atomic_cas only supports elements with width {{16, 32, 64}}, not {elem}")
+    if what != "atomic_cas" and elem.is_int() and elem.int_bitwidth < 32:
+        raise TileTypeError(f"{what} does not support {elem}", hint="use a 32- or 64-bit integer array")
     val = cg.sem.cast(cg.sem.to_tensor(unwrap(val)), elem)
     shape = cg.sem.broadcast_shape(pointer.shape, val.shape)
     mask = unwrap(mask)

@@ -41,6 +41,8 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
         self.source = source
         self.num_warps = num_warps  # the launch's, for tl.extra.cuda.num_warps()
         self.debug = debug  # debug mode: `tl.device_assert` and `assert` compile to checks (as Triton)
+        # inside tl.map_elementwise: a runtime `if` on a tile runs both branches and selects per element
+        self.elementwise = False
         self.builder = builder
         self.sem = Semantics(builder)
         self.scope = scope

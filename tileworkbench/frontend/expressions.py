@@ -349,7 +349,8 @@ class ExpressionsMixin:
         bound.apply_defaults()
         return impl(*bound.args, **bound.kwargs)
 
-    def inline(self, fn, args: list, kwargs: dict, node: ast.AST | None) -> Any:
+    def inline(self, fn, args: list, kwargs: dict, node: ast.AST | None,
+               elementwise: bool = False) -> Any:
         from .codegen import MAX_INLINE_DEPTH, CodeGenerator
         from .source import get_source
 
@@ -368,6 +369,7 @@ class ExpressionsMixin:
         call_site = self.loc(node) if node is not None else self.builder.loc
         child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
                               self.num_warps, debug=self.debug)
+        child.elementwise = elementwise or self.elementwise
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")
 

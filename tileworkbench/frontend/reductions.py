@@ -11,7 +11,7 @@ from ..ir.values import Block
 from ..language import core
 from ..language.core import block_type, tensor
 from .calls import arange, constexpr_int, impl, normalize_axis
-from .semantics import unwrap
+from .semantics import shape_str, unwrap
 
 Combine = Callable[[object, list[tensor], list[tensor]], list[tensor]]
 
@@ -70,6 +70,17 @@ def build_reduce(cg, inputs: list[tensor], axis, combine: Combine, keep_dims=Fal
         results = [cg.sem.reshape(r, (1,) * rank) if all_axes else cg.sem.expand_dims(r, axis)
                    for r in results]
     return results
+
+
+def unsplat(cg, x: tensor) -> tensor:
+    """The one element of a single-element tile as a scalar (`x.item()`, a one-element `if`
+    condition): a reduction that keeps its left operand, which every back end lowers."""
+    if not x.shape:
+        return x
+    if x.numel != 1:
+        raise TileTypeError(f"expected a tile with one element, got shape {shape_str(x.shape)}",
+                            hint="reduce it first, e.g. tl.sum(x) or tl.max(x)")
+    return build_reduce(cg, [cg.sem.reshape(x, (1,))], 0, lambda cg, lhs, rhs: [lhs[0]])[0]
 
 
 def build_scan(cg, inputs: list[tensor], axis, combine: Combine, reverse=False) -> list[tensor]:

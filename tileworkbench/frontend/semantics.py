@@ -305,12 +305,11 @@ class Semantics:
         # As Triton's tensor.__rshift__: arithmetic when the left operand's own type is signed, even if
         # promotion made the operands unsigned (int32 >> uint32); a Python int on the left follows the
         # right tile (__rrshift__).
-        operand = unwrap(a) if isinstance(unwrap(a), tensor) else unwrap(b)
-        arithmetic = isinstance(operand, tensor) and operand.dtype.is_int_signed()
+        left, right = unwrap(a), unwrap(b)
+        operand = left if isinstance(left, tensor) else right
         a, b, common = self._bitwise_operands(a, b, ">>")
-        if not isinstance(unwrap(a), tensor) and not isinstance(unwrap(b), tensor):
-            arithmetic = common.is_int_signed()
-        return self._build(arith.ShRSIOp if arithmetic else arith.ShRUIOp, a, b)
+        signed = operand.dtype if isinstance(operand, tensor) else common
+        return self._build(arith.ShRSIOp if signed.is_int_signed() else arith.ShRUIOp, a, b)
 
     def compare(self, op: str, a, b) -> tensor:
         a, b = unwrap(a), unwrap(b)
@@ -440,7 +439,7 @@ class Semantics:
 
 
 # Triton's accepted values (PTX cache operators and L1 eviction priorities)
-CACHE_MODIFIERS = {"tl.load": ("", ".ca", ".cg", ".cv"), "tl.store": ("", ".wb", ".cg", ".cs", ".wt")}
+CACHE_MODIFIERS = {"tl.load": ("", ".ca", ".cg", ".cs", ".cv"), "tl.store": ("", ".wb", ".cg", ".cs", ".wt")}
 EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
 
 

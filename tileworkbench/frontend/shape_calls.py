@@ -100,6 +100,8 @@ def join(cg, a, b):
     a, b = cg.sem.broadcast_pair(cg.sem.to_tensor(a), cg.sem.to_tensor(b))
     if a.dtype != b.dtype:
         raise TileTypeError(f"tl.join needs equal dtypes, got {a.dtype} and {b.dtype}")
+    if not a.shape:  # two scalars join into a tile of 2, as in Triton
+        return cg.sem.reshape(join(cg, cg.sem.reshape(a, (1,)), cg.sem.reshape(b, (1,))), (2,))
     return cg.sem.make(tt.JoinOp, block_type(a.dtype, a.shape + (2,)), lhs=a.handle, rhs=b.handle)
 
 
@@ -117,6 +119,8 @@ def split(cg, a):
 @impl("interleave")
 def interleave(cg, a, b):
     joined = join(cg, a, b)
+    if len(joined.shape) == 1:  # from scalars: already (2,)
+        return joined
     return cg.sem.reshape(joined, joined.shape[:-2] + (joined.shape[-2] * 2,))
 
 

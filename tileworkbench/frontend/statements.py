@@ -181,7 +181,9 @@ class StatementsMixin:
 
     def scalar_condition(self, condition: tensor, what: str) -> tensor:
         if condition.shape and condition.numel == 1:  # a one-element tile is a scalar here, as in Triton
-            condition = self.sem.reshape(condition, ())
+            from .reductions import unsplat
+
+            condition = unsplat(self, condition)
         if condition.shape:
             raise self.error(f"the condition of a runtime `{what}` must be a scalar, not a tile of shape "
                              f"{condition.shape}", hint="reduce it first (tl.max(mask) > 0), or use tl.where")
@@ -198,6 +200,9 @@ class StatementsMixin:
         return out
 
     def runtime_if(self, node: ast.If, condition: tensor) -> None:
+        if self.elementwise and condition.shape and condition.numel != 1:
+            self.select_if(node, condition)
+            return
         condition = self.scalar_condition(condition, "if")
         before = dict(self.scope)
         then_block, then_scope, then_ret = self.run_branch(node.body, before)
@@ -224,6 +229,34 @@ class StatementsMixin:
         for name in set(then_scope) ^ set(else_scope):
             if name not in before and name != RETURN:
                 self.branch_only[name] = node.lineno + self.source.first_line - 1
+
+    def select_if(self, node: ast.If, condition: tensor) -> None:
+        """An `if` on a tile inside tl.map_elementwise: both branches run on whole tiles (they are the
+        scalar function's pure code), and each name (or the return value) they set is merged with
+        tl.where, which is the element-by-element meaning of the scalar `if`."""
+        before = dict(self.scope)
+        branches = []
+        for stmts in (node.body, node.orelse):
+            saved_scope, saved_returned = self.scope, self.returned
+            self.scope = dict(before)
+            self.visit_body(stmts)
+            branches.append((self.scope, self.returned))
+            self.scope, self.returned = saved_scope, saved_returned
+        (then_scope, then_ret), (else_scope, else_ret) = branches
+        if then_ret != else_ret:
+            raise self.error("in tl.map_elementwise, an `if` on a tile must return in both branches or "
+                             "in neither", hint="add an `else: return ...`")
+        for name in set(then_scope) & set(else_scope):
+            a, b = then_scope[name], else_scope[name]
+            if name in before and a is before[name] and b is before[name]:
+                continue
+            self.scope[name] = self._select(condition, a, b)
+        self.returned = then_ret
+
+    def _select(self, condition: tensor, a: Any, b: Any) -> Any:
+        if isinstance(a, tuple):
+            return tuple(self._select(condition, x, y) for x, y in zip(a, b))
+        return self.sem.where(condition, a, b)
 
     def merge_branches(self, node, before, then_scope, else_scope, then_block, else_block) -> list[str]:
         """Names whose value after the `if` depends on the branch taken; unify their types (numbers

@@ -184,6 +184,18 @@ def interleave(a, b):
 
 
 @builtin
+def map_elementwise(scalar_fn, *args, pack=1):
+    """`scalar_fn` (a @jit function written for scalars, `if`s included) applied to the tiles `args`
+    element by element; with `pack` > 1 it takes and returns `pack` neighbouring elements at once."""
+
+
+@builtin
+def condition(arg1, disable_licm=False):
+    """A `while` loop's condition with options (`while tl.condition(i < n, disable_licm=True)`); the
+    `disable_licm` hint is accepted and not used."""
+
+
+@builtin
 def cat(input, other, can_reorder=False, dim=0):
     """`input` and `other` (tiles of one shape) concatenated along `dim`."""
 

@@ -26,9 +26,10 @@ from ..frontend.descriptor_args import (
 )
 from ..backends import backend_for
 from . import binder as binder_module
-from .arguments import argument_error
 from . import record as record_module
+from .arguments import argument_error
 from .compiler import CompiledKernel, compile
+from .tensor_wrapper import TensorWrapper, reinterpret  # noqa: F401  (Triton's triton.runtime.jit names)
 
 # NumPy / torch / CuPy dtype names -> Triton's.
 # array dtype names (NumPy, ml_dtypes, torch, CuPy) and tl dtypes' own names (a TensorWrapper's dtype)

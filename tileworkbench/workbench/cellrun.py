@@ -145,8 +145,6 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
 @contextlib.contextmanager
 def _target_scope(target: str | None):
     """`--target interpreter` (or `cpu`) runs the cell's launches on that host target."""
-    from ..backends import is_gpu
-
     if target is None or is_gpu(target):
         yield
         return

@@ -15,7 +15,7 @@ from llvmlite import ir
 from ..llvm_types import GLOBAL_PTR, I1, I16, I32
 from ....errors import CompilationError
 
-LOAD_CACHE = {"": "", ".ca": ".ca", ".cg": ".cg", ".cv": ".cv"}
+LOAD_CACHE = {"": "", ".ca": ".ca", ".cg": ".cg", ".cs": ".cs", ".cv": ".cv"}
 STORE_CACHE = {"": "", ".wb": ".wb", ".cg": ".cg", ".cs": ".cs", ".wt": ".wt"}
 EVICTION = {"": "", "evict_normal": ".L1::evict_normal", "evict_first": ".L1::evict_first",
             "evict_last": ".L1::evict_last"}

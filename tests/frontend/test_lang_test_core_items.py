@@ -13,7 +13,7 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.errors import CompilationError, LaunchError
 
-HERE = "test_test_core_language.py"
+HERE = "test_lang_test_core_items.py"
 
 
 @tw.jit
@@ -193,5 +193,91 @@ def test_tl_const_pointers_are_read_only(rng):
     x, out = randn(rng, 8), poisoned((8,), np.float32)
     const_pointer_kernel[(1,)](x, out, out, False)
     np.testing.assert_array_equal(out, x)
-    with pytest.raises(CompilationError, match=f"{HERE}:.*Cannot store to a constant pointer"):
+    with pytest.raises(CompilationError, match=f"{HERE}:.*Cannot store to a constant pointer") as info:
         const_pointer_kernel[(1,)](x, out, out, True)
+    assert "Cannot store to a constant pointer" in info.value.error_message  # Triton's attribute
+
+
+@tw.jit
+def scalars_and_loop_kernel(x, y, z_ptr, n):
+    z = tl.interleave(x, y)  # two scalars make a tile of 2
+    tl.static_assert(z.shape == (2,))
+    tl.store(z_ptr + tl.arange(0, 2), z)
+    i = 0
+    while tl.condition(i < n, disable_licm=True):
+        i += 1
+    tl.store(z_ptr + 2, i + tl.load(z_ptr + 3, cache_modifier=".cs"))
+
+
+def test_interleave_of_scalars_condition_and_streaming_loads(tmp_path):
+    z = np.array([np.nan, np.nan, np.nan, 0.5], np.float32)
+    scalars_and_loop_kernel[(1,)](10, 20, z, 5)
+    np.testing.assert_array_equal(z, [10, 20, 5.5, 0.5])
+    compiled = tw.compile(scalars_and_loop_kernel, signature={"x": "i32", "y": "i32", "z_ptr": "*fp32", "n": "i32"},
+                          target="sm_90")
+    assert "ld.global.cs" in compiled.asm["ptx"]
+
+
+@tw.jit
+def sum_in_dtype_kernel(out_ptr, init, IN: tl.constexpr, OUT: tl.constexpr):
+    x = tl.full((32, 32), init, dtype=IN)
+    tl.store(out_ptr, tl.sum(x, dtype=OUT).to(tl.int32))
+
+
+@pytest.mark.parametrize("init, in_dtype, out_dtype, want", [
+    (1, tl.int1, None, 1024),  # int1 sums in int32 by default
+    (1, tl.int1, tl.int1, 0),  # in int1, addition wraps (xor): 1024 ones give 0
+    (7, tl.int8, tl.int8, (7 * 1024) % 256),
+])
+def test_sum_wraps_in_the_requested_dtype(init, in_dtype, out_dtype, want):
+    out = np.full(1, -1, np.int32)
+    sum_in_dtype_kernel[(1,)](out, init, in_dtype, out_dtype)
+    assert out[0] == want
+
+
+@tw.jit
+def atomic_add_kernel(in_ptr, out_ptr):
+    tl.atomic_add(out_ptr, tl.load(in_ptr))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16])
+def test_narrow_integer_atomics_are_refused_as_in_triton(dtype):
+    # the NVPTX back end has no 8/16-bit integer atomics either: the interpreter now agrees with it
+    with pytest.raises(tw.TritonError, match=f"atomic_add does not support {np.dtype(dtype).name}"):
+        atomic_add_kernel[(1,)](np.ones(1, dtype), np.zeros(1, dtype))
+
+
+@tw.jit
+def compare_scalars(x, y):
+    if x < y:
+        return -1
+    elif x == y:
+        return 0
+    else:
+        return 1
+
+
+@tw.jit
+def divmod_pairs(a0, a1, b0, b1):
+    return a0 // b0, a1 // b1, a0 % b0, a1 % b1
+
+
+@tw.jit
+def map_elementwise_kernel(a_ptr, b_ptr, sign_ptr, quotient_ptr, remainder_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a, b = tl.load(a_ptr + offs), tl.load(b_ptr + offs)
+    tl.store(sign_ptr + offs, tl.map_elementwise(compare_scalars, a, b))
+    quotient, remainder = tl.map_elementwise(divmod_pairs, a, b, pack=2)
+    tl.store(quotient_ptr + offs, quotient)
+    tl.store(remainder_ptr + offs, remainder)
+
+
+def test_map_elementwise_with_branches_and_pack(rng):
+    a = rng.integers(1, 1000, 32).astype(np.uint32)
+    b = rng.integers(1, 1000, 32).astype(np.uint32)
+    b[:4] = a[:4]  # some ties
+    sign, quotient, remainder = (poisoned((32,), t) for t in (np.int32, np.uint32, np.uint32))
+    map_elementwise_kernel[(1,)](a, b, sign, quotient, remainder, 32)
+    np.testing.assert_array_equal(sign, np.sign(a.astype(np.int64) - b))
+    np.testing.assert_array_equal(quotient, a // b)
+    np.testing.assert_array_equal(remainder, a % b)

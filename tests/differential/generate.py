@@ -79,7 +79,7 @@ def _step(draw, chain: Chain, v: Value, pool: list[Value], inputs: list[Value]) 
         return cast(chain, v, draw(st.sampled_from(FLOATS)))
     if t.is_float:
         op = draw(st.sampled_from(FLOAT_BINARY))
-        if op == "/":
+        if op in ("/", "%"):
             divisor = draw(st.sampled_from(inputs))
             if divisor.dtype != t:
                 divisor = cast(chain, divisor, t)
@@ -205,13 +205,22 @@ def tile_programs(draw) -> Program:
     for _ in range(draw(st.integers(1, 6))):
         value = _step(draw, chain, value, pool, inputs)
         pool.append(value)
-    tail = draw(st.sampled_from(["store", "store", "reduce", "scan"]))
+    tail = draw(st.sampled_from(["store", "store", "reduce", "scan", "mixed"]))
+    cross_only = False
     if tail != "store" and value.dtype.name.startswith("float8"):
         # Arithmetic on fp8 fails in the NVPTX lowering (test_found.py, xfail): reduce a wider type
         value = cast(chain, value, draw(st.sampled_from(FLOATS)))
     axis = draw(st.sampled_from([0, 1]))
     lines = list(chain.lines)
-    if tail == "store":
+    if tail == "mixed":  # tiles of two types: Triton's promotion, checked across targets only
+        other = inputs[1]
+        op = draw(st.sampled_from(["+", "-", "*"]))
+        lines.append(f"    tl.store(out_ptr + offs, {value.expr} {op} {other.expr})")
+        out_dtype, cross_only = DTYPES["float64"], True  # any result converts to f64 the same way
+        # unchecked: where the chain itself is undefined (min/max of NaN, float -> int overflow)
+        expected = Value("m", out_dtype, np.zeros(shape), np.zeros(shape), value.unchecked.copy())
+        out_shape, written = shape, np.ones(shape, bool)
+    elif tail == "store":
         out_dtype, expected = value.dtype, value
         written = inside if masked else np.ones(shape, bool)
         store_mask = ", mask=mask" if masked else ""
@@ -237,7 +246,7 @@ def tile_programs(draw) -> Program:
             "    offs = pid * M * N + rows * N + cols",
             "    mask = (rows < ROWS) & (cols < COLS)"]
     return Program(name, "\n".join(head + lines) + "\n", args, {"M": m, "N": n}, (programs,),
-                   draw(st.sampled_from([1, 4])), expected, written)
+                   draw(st.sampled_from([1, 2, 4, 8])), expected, written, cross_only=cross_only)
 
 
 # -- dots ---------------------------------------------------------------------------------------------

@@ -191,16 +191,18 @@ def float_binary(chain: Chain, op: str, a: Value, b: Value) -> Value:
             err = ex * np.abs(y) + ey * np.abs(x) + ex * ey + t.u * np.abs(ref)
             zero_inf = (np.isinf(x) & (np.abs(y) <= ey)) | (np.isinf(y) & (np.abs(x) <= ex))
             return chain.new(f"{a.expr} * {b.expr}", t, ref, err, zero_inf, parents=(a, b))
-        if op == "%":  # C's fmod (the dividend's sign), exact; b an exact input kept off zero
+        if op == "%":  # C's fmod (the dividend's sign); b an exact input kept off zero. LLVM's
+            # NVPTX frem is x - trunc(x / y) * y, a few ulp of x off, and either side of a multiple
             safe = np.where(np.abs(y) < 0.5, 1.0, y)
             ref = np.fmod(x, safe)
-            edge = (np.abs(ref) <= ex) | (np.abs(safe) - np.abs(ref) <= ex) | np.isinf(x)
+            err = ex + 4 * t.u * np.abs(x)
+            edge = (np.abs(ref) <= err) | (np.abs(safe) - np.abs(ref) <= err)
             expr = f"{a.expr} % tl.where(tl.abs({b.expr}) < 0.5, 1.0, {b.expr})"
-            return chain.new(expr, t, ref, ex, edge & np.isfinite(ex), parents=(a, b))
+            return chain.new(expr, t, ref, err, edge, parents=(a, b))
         if op == "/":  # b is an exact value (an input), kept away from zero
             safe = np.where(np.abs(y) < 0.5, 1.0, y)
             ref = x / safe
-            err = ex / np.abs(safe) + 2 * t.u * np.abs(ref)
+            err = ex / np.abs(safe) + 4 * t.u * np.abs(ref)  # fp32 `/` is div.full: 2 ulp
             expr = f"{a.expr} / tl.where(tl.abs({b.expr}) < 0.5, 1.0, {b.expr})"
             return chain.new(expr, t, ref, err, parents=(a, b))
         fn = {"maximum": np.maximum, "minimum": np.minimum}[op]

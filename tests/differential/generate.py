@@ -13,7 +13,6 @@ from programs import (
     FLOAT_UNARY,
     FLOATS,
     INT_BINARY,
-    INTS,
     SHAPES,
     _NAMES,
     Array,

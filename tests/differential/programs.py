@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import itertools
 import linecache
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import strategies as st
 from reference import DTYPES, F32, DType, Value, c_divmod, round_exact, settle
 
 import tileworkbench as tw

@@ -1,5 +1,5 @@
 """Differential fuzzing (issue 14): hypothesis-generated kernels run on every target available
-(targets.TARGETS: the interpreter and the NVPTX lowering run on the host today, the `cpu` backend
+(fuzz_targets.TARGETS: the interpreter and the NVPTX lowering run on the host today, the `cpu` backend
 when it is registered, CUDA marked `gpu`), each checked against the NumPy float64 oracle with an
 error bound and against the others.
 
@@ -17,11 +17,11 @@ import os
 
 import numpy as np
 import pytest
-from compare import against_reference, between
-from generate import dot_programs, tile_programs
+from fuzz_compare import against_reference, between
+from fuzz_generate import dot_programs, tile_programs
 from hypothesis import HealthCheck, Phase, given, seed, settings
-from programs import Program
-from targets import TARGETS, Unsupported, host_targets
+from fuzz_programs import Program
+from fuzz_targets import TARGETS, Unsupported, host_targets
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
 SEED = os.environ.get("FUZZ_SEED")  # another sample than CI's fixed one, reproducible by its number

@@ -4,7 +4,7 @@ unwritten elements still poisoned) and against another target's output."""
 from __future__ import annotations
 
 import numpy as np
-from programs import Program
+from fuzz_programs import Program
 
 SLACK = 2.0  # the bounds are first-order; allow for the second-order terms they leave out
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
-from programs import (
+from fuzz_programs import (
     CHAIN_DTYPES,
     FLOAT_BINARY,
     FLOAT_UNARY,
@@ -27,7 +27,7 @@ from programs import (
     poison,
     reference_of,
 )
-from reference import DTYPES, F32, DType, Value, round_exact, settle
+from fuzz_oracle import DTYPES, F32, DType, Value, round_exact, settle
 
 CAST_TARGETS = CHAIN_DTYPES + [DTYPES["float8e4nv"], DTYPES["float8e5"]]
 FLOAT_CONSTANTS = [0.5, 2.0, -3.0, 0.25, 1.5, 100.0]

@@ -1,7 +1,7 @@
-"""Random kernels for the differential fuzzer, drawn with hypothesis: a tile program (masked loads,
-a chain of elementwise ops with casts, then a store, a reduction or a scan along an axis) or a dot of
-odd shapes. Each op is emitted as kernel source and evaluated at once by the oracle (reference.py),
-so the program and its expected result cannot drift apart.
+"""The differential fuzzer's programs: a kernel's source and arguments (`Program`), its input data, and
+the elementwise ops (integer and float arithmetic, math functions, casts), each emitted as a line of
+kernel source and evaluated at once by the oracle (fuzz_oracle.py), so a program and its expected
+result cannot drift apart. fuzz_generate.py draws programs from these with hypothesis.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import linecache
 from dataclasses import dataclass
 
 import numpy as np
-from reference import DTYPES, F32, DType, Value, c_divmod, round_exact, settle
+from fuzz_oracle import DTYPES, F32, DType, Value, c_divmod, round_exact, settle
 
 import tileworkbench as tw
 

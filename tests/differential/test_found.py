@@ -1,5 +1,4 @@
-"""Disagreements the differential fuzzer found, one named test each: fixed ones guard the fix, open
-ones are xfail with the reason (and left out of the generator, so the fuzzer keeps finding others)."""
+"""Disagreements the differential fuzzer found, one named test each, guarding the fix."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ import tileworkbench.language as tl
 from tileworkbench.config import config
 
 RNG = np.random.default_rng()
+E4M3 = ml_dtypes.float8_e4m3fn
 
 
 @tw.jit
@@ -29,38 +29,40 @@ def fp8_arith_kernel(x_ptr, out_ptr, N: tl.constexpr):
     tl.store(out_ptr + offs, y + y * y)
 
 
-def _fp8_sum_reference(x: np.ndarray) -> np.ndarray:
-    """fp8 adds as the interpreter does them: each in fp32, rounded to e4m3 (saturating)."""
-    fp8 = x.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
-    acc = fp8[:, 0]
-    for j in range(1, x.shape[1]):  # any order: the values are small integers, exact in e4m3
-        acc = (acc + fp8[:, j]).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
-    return acc
+def _fp8(values) -> np.ndarray:
+    """float32 values rounded to e4m3, saturating as `cvt.rn.satfinite` does."""
+    values = np.asarray(values, np.float32)
+    return np.clip(values, -448, 448).astype(E4M3).astype(np.float32)
 
 
-def test_fp8_sum_in_the_interpreter(monkeypatch):
-    monkeypatch.setattr(config, "interpret", True)
-    x = RNG.integers(-2, 3, (4, 8)).astype(np.float32)
-    out = np.full(4, np.nan, np.float32)
-    fp8_sum_kernel[(1,)](x, out, 8)
-    assert np.array_equal(out, _fp8_sum_reference(x))
-
-
-@pytest.mark.xfail(strict=True, reason="fp8 arithmetic (fadd/fmul on i8 bits) emits invalid LLVM IR "
-                   "in the NVPTX lowering: arith.py should compute in f32 and round back as the "
-                   "interpreter does (or the frontend should refuse it with the line); found by the "
-                   "fuzzer as tl.sum of an fp8 tile")
-@pytest.mark.parametrize("kernel", ["sum", "elementwise"])
-def test_fp8_arithmetic_in_the_nvptx_lowering(kernel):
-    x = RNG.integers(-2, 3, (4, 8)).astype(np.float32)
-    if kernel == "sum":
-        out = np.full(4, np.nan, np.float32)
-        Emulator(fp8_sum_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"N": 8}).launch((1,), x, out)
-        assert np.array_equal(out, _fp8_sum_reference(x))
+def _run(kernel, x: np.ndarray, out: np.ndarray, target: str, monkeypatch) -> np.ndarray:
+    n = x.shape[-1]
+    if target == "interpreter":
+        monkeypatch.setattr(config, "interpret", True)
+        kernel[(1,)](x, out, n)
     else:
-        v = x.ravel()
-        out = np.full(32, np.nan, np.float32)
-        Emulator(fp8_arith_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"N": 32}).launch((1,), v, out)
-        y = v.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
-        sq = (y * y).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
-        assert np.array_equal(out, (y + sq).astype(ml_dtypes.float8_e4m3fn).astype(np.float32))
+        Emulator(kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"N": n}).launch((1,), x, out)
+    return out
+
+
+TARGETS = ["interpreter", "nvptx-emulated"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fp8_sum(target, monkeypatch):
+    """tl.sum of an fp8 tile: the NVPTX lowering emitted `fadd i8` (invalid IR, an internal error)."""
+    x = RNG.integers(-2, 3, (4, 8)).astype(np.float32)
+    got = _run(fp8_sum_kernel, x, np.full(4, np.nan, np.float32), target, monkeypatch)
+    assert np.array_equal(got, x.sum(axis=1))  # small integers: every partial sum is exact in e4m3
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fp8_arithmetic_rounds_once_per_op_and_saturates(target, monkeypatch):
+    """fp8 arithmetic computes in f32 and rounds back per op. Past the largest finite value (448) it
+    saturates, as fp8 conversions do; the interpreter's arithmetic gave NaN there."""
+    x = np.concatenate([RNG.uniform(-4, 4, 24), [30, -30, 21, 448, -448, 0.5, 3, 17]])
+    x = x.astype(np.float32)
+    got = _run(fp8_arith_kernel, x, np.full(32, np.nan, np.float32), target, monkeypatch)
+    y = _fp8(x)
+    assert np.array_equal(got, _fp8(y + _fp8(y * y)))
+    assert got[24] == 448 and got[25] == 416  # 30 * 30 saturates to 448: 30 + 448, -30 + 448

@@ -1,11 +1,12 @@
 """Differential fuzzing (issue 14): hypothesis-generated kernels run on every target available
-(targets.TARGETS: the interpreter and the NVPTX lowering run on the host today, the `cpu` backend
+(fuzz_targets.TARGETS: the interpreter and the NVPTX lowering run on the host today, the `cpu` backend
 when it is registered, CUDA marked `gpu`), each checked against the NumPy float64 oracle with an
 error bound and against the others.
 
-CI runs a bounded, derandomized sample (FUZZ_EXAMPLES, default 6 per family); a longer run:
+CI runs a bounded, derandomized sample (FUZZ_EXAMPLES, default 6 per family); a longer run, with
+another sample each FUZZ_SEED:
 
-    FUZZ_EXAMPLES=2000 pytest tests/differential -m gpu -p no:cacheprovider
+    FUZZ_EXAMPLES=2000 FUZZ_SEED=1 pytest tests/differential -m gpu -p no:cacheprovider
 
 A disagreement prints the kernel's source; each one found becomes a named test in test_found.py.
 """
@@ -16,17 +17,23 @@ import os
 
 import numpy as np
 import pytest
-from compare import against_reference, between
-from generate import dot_programs, tile_programs
-from hypothesis import HealthCheck, Phase, given, settings
-from programs import Program
-from targets import TARGETS, Unsupported, host_targets
+from fuzz_compare import against_reference, between
+from fuzz_generate import dot_programs, tile_programs
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from fuzz_programs import Program
+from fuzz_targets import TARGETS, Unsupported, host_targets
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
+SEED = os.environ.get("FUZZ_SEED")  # another sample than CI's fixed one, reproducible by its number
 # No shrinking: every example compiles kernels, and the failure message prints the kernel source.
-FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-                print_blob=True, suppress_health_check=list(HealthCheck),
-                phases=[Phase.explicit, Phase.reuse, Phase.generate])
+_SETTINGS = settings(max_examples=EXAMPLES, derandomize=SEED is None, deadline=None, database=None,
+                     print_blob=True, suppress_health_check=list(HealthCheck),
+                     phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+
+def fuzz(test):
+    test = _SETTINGS(test)
+    return seed(int(SEED))(test) if SEED is not None else test
 
 
 def run_everywhere(program: Program, targets) -> None:
@@ -51,20 +58,20 @@ def run_everywhere(program: Program, targets) -> None:
     assert not problems, "\n".join(problems) + "\n" + program.describe()
 
 
-@FUZZ
+@fuzz
 @given(program=tile_programs())
 def test_tile_programs_agree(program):
     run_everywhere(program, host_targets())
 
 
-@FUZZ
+@fuzz
 @given(program=dot_programs())
 def test_dots_agree(program):
     run_everywhere(program, host_targets())
 
 
 @pytest.mark.gpu
-@FUZZ
+@fuzz
 @given(program=tile_programs())
 def test_tile_programs_agree_on_the_gpu(program):
     if not TARGETS["cuda"].available():
@@ -73,7 +80,7 @@ def test_tile_programs_agree_on_the_gpu(program):
 
 
 @pytest.mark.gpu
-@FUZZ
+@fuzz
 @given(program=dot_programs())
 def test_dots_agree_on_the_gpu(program):
     if not TARGETS["cuda"].available():

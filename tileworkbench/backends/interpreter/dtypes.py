@@ -110,7 +110,10 @@ def float_math(fn: Callable, dtype: np.dtype) -> Callable:
         return fn
 
     def widened(*args):
-        return np.asarray(fn(*(np.asarray(a).astype(F32) for a in args))).astype(dtype)[()]
+        result = np.asarray(fn(*(np.asarray(a).astype(F32) for a in args)))
+        if dtype.itemsize == 1:  # fp8 saturates, as its conversions (and the GPU's) do
+            return to_float8(result, dtype)
+        return result.astype(dtype)[()]
 
     return widened
 

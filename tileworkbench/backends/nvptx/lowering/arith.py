@@ -52,17 +52,34 @@ _INT_BINARY = {
 _FLOAT_BINARY = {arith.AddFOp: "fadd", arith.SubFOp: "fsub", arith.MulFOp: "fmul", arith.RemFOp: "frem"}
 
 
+def _fp8_in_f32(rule):
+    """`rule` on fp8 operands (bytes: no PTX instruction computes on them) widened to f32, with an
+    fp8 result rounded back, saturating: one rounding per op, as the interpreter computes fp8."""
+
+    def rule_on_fp8(lw, op, *args):
+        source = scalar_type(op.operands[0])
+        if not scalar_type_is_fp8(source):
+            return rule(lw, op, *args)
+        result = rule(lw, op, *(fp8_to_float(lw, a, source) for a in args))
+        target = scalar_type(op.result)
+        return float_to_fp8(lw, result, target) if scalar_type_is_fp8(target) else result
+
+    return rule_on_fp8
+
+
 @elementwise(*_INT_BINARY)
 def lower_int_binary(lw, op, lhs, rhs) -> ir.Value:
     return getattr(lw.builder, _INT_BINARY[type(op)])(lhs, rhs)
 
 
 @elementwise(*_FLOAT_BINARY)
+@_fp8_in_f32
 def lower_float_binary(lw, op, lhs, rhs) -> ir.Value:
     return getattr(lw.builder, _FLOAT_BINARY[type(op)])(lhs, rhs, flags=lw.fp_flags)
 
 
 @elementwise(arith.DivFOp)
+@_fp8_in_f32
 def lower_divf(lw, op, lhs, rhs) -> ir.Value:
     """fp32 division as Triton does it: `div.full.f32` (2 ulp, fast); others divide exactly."""
     if isinstance(lhs.type, ir.FloatType):
@@ -86,12 +103,14 @@ _MINMAX_FLOAT = {arith.MaximumFOp: "llvm.maximum", arith.MinimumFOp: "llvm.minim
 
 
 @elementwise(*_MINMAX_FLOAT)
+@_fp8_in_f32
 def lower_minmax_float(lw, op, lhs, rhs) -> ir.Value:
     name = f"{_MINMAX_FLOAT[type(op)]}.{lhs.type.intrinsic_name}"
     return lw.call_intrinsic(name, lhs.type, [lhs, rhs])
 
 
 @elementwise(arith.NegFOp)
+@_fp8_in_f32
 def lower_negf(lw, op, x) -> ir.Value:
     return lw.builder.fneg(x)
 
@@ -112,6 +131,7 @@ def lower_cmpi(lw, op, lhs, rhs) -> ir.Value:
 
 
 @elementwise(arith.CmpFOp)
+@_fp8_in_f32
 def lower_cmpf(lw, op, lhs, rhs) -> ir.Value:
     pred = op.predicate  # o<cmp> is false on NaN, u<cmp> true; "ord"/"uno" test for NaN only
     if pred == "uno":

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from programs import Program
+from fuzz_programs import Program
 
 from tileworkbench.config import config
 

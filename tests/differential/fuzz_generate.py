@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
-from programs import (
+from fuzz_programs import (
     CHAIN_DTYPES,
     FLOAT_BINARY,
     FLOAT_UNARY,
     FLOATS,
     INT_BINARY,
-    INTS,
     SHAPES,
     _NAMES,
     Array,
@@ -28,7 +27,7 @@ from programs import (
     poison,
     reference_of,
 )
-from reference import DTYPES, F32, DType, Value, settle
+from fuzz_oracle import DTYPES, F32, DType, Value, round_exact, settle
 
 CAST_TARGETS = CHAIN_DTYPES + [DTYPES["float8e4nv"], DTYPES["float8e5"]]
 FLOAT_CONSTANTS = [0.5, 2.0, -3.0, 0.25, 1.5, 100.0]
@@ -41,7 +40,10 @@ def _constant(draw, chain: Chain, t: DType) -> Value:
         c = draw(st.sampled_from(FLOAT_CONSTANTS))
     else:
         c = draw(st.sampled_from([c for c in INT_CONSTANTS if t.min <= c <= t.max]))
-    ref = np.full(chain.shape, c, np.float64) if t.is_float else np.full(chain.shape, c, t.numpy)
+    if t.is_float:  # the constant as the tile's type holds it (fp8 rounds some)
+        ref = round_exact(np.full(chain.shape, c, np.float64), t)
+    else:
+        ref = np.full(chain.shape, c, t.numpy)
     return Value(repr(c), t, ref, np.zeros(chain.shape), np.zeros(chain.shape, bool))
 
 
@@ -75,11 +77,14 @@ def _step(draw, chain: Chain, v: Value, pool: list[Value], inputs: list[Value]) 
         return int_unary(chain, draw(st.sampled_from(["neg", "abs"] if t.signed else ["neg"])), v)
     if kind == "unary" and t.is_float and not t.name.startswith("float8"):
         return float_unary(chain, draw(st.sampled_from(FLOAT_UNARY)), v)
-    if t.name.startswith("float8"):  # fp8 has no arithmetic: back to a computing type
-        return cast(chain, v, draw(st.sampled_from(FLOATS)))
+    if t.name.startswith("float8"):  # fp8: binary arithmetic (in f32, rounded back) or a cast
+        op = draw(st.sampled_from(["+", "-", "*", "maximum", "minimum", "cast"]))
+        if op == "cast":
+            return cast(chain, v, draw(st.sampled_from(FLOATS)))
+        return float_binary(chain, op, v, _operand(draw, chain, t, pool, inputs))
     if t.is_float:
         op = draw(st.sampled_from(FLOAT_BINARY))
-        if op == "/":
+        if op in ("/", "%"):
             divisor = draw(st.sampled_from(inputs))
             if divisor.dtype != t:
                 divisor = cast(chain, divisor, t)
@@ -205,13 +210,19 @@ def tile_programs(draw) -> Program:
     for _ in range(draw(st.integers(1, 6))):
         value = _step(draw, chain, value, pool, inputs)
         pool.append(value)
-    tail = draw(st.sampled_from(["store", "store", "reduce", "scan"]))
-    if tail != "store" and value.dtype.name.startswith("float8"):
-        # Arithmetic on fp8 fails in the NVPTX lowering (test_found.py, xfail): reduce a wider type
-        value = cast(chain, value, draw(st.sampled_from(FLOATS)))
+    tail = draw(st.sampled_from(["store", "store", "reduce", "scan", "mixed"]))
+    cross_only = False
     axis = draw(st.sampled_from([0, 1]))
     lines = list(chain.lines)
-    if tail == "store":
+    if tail == "mixed":  # tiles of two types: Triton's promotion, checked across targets only
+        other = inputs[1]
+        op = draw(st.sampled_from(["+", "-", "*"]))
+        lines.append(f"    tl.store(out_ptr + offs, {value.expr} {op} {other.expr})")
+        out_dtype, cross_only = DTYPES["float64"], True  # any result converts to f64 the same way
+        # unchecked: where the chain itself is undefined (min/max of NaN, float -> int overflow)
+        expected = Value("m", out_dtype, np.zeros(shape), np.zeros(shape), value.unchecked.copy())
+        out_shape, written = shape, np.ones(shape, bool)
+    elif tail == "store":
         out_dtype, expected = value.dtype, value
         written = inside if masked else np.ones(shape, bool)
         store_mask = ", mask=mask" if masked else ""
@@ -237,7 +248,7 @@ def tile_programs(draw) -> Program:
             "    offs = pid * M * N + rows * N + cols",
             "    mask = (rows < ROWS) & (cols < COLS)"]
     return Program(name, "\n".join(head + lines) + "\n", args, {"M": m, "N": n}, (programs,),
-                   draw(st.sampled_from([1, 4])), expected, written)
+                   draw(st.sampled_from([1, 2, 4, 8])), expected, written, cross_only=cross_only)
 
 
 # -- dots ---------------------------------------------------------------------------------------------

@@ -1,25 +1,24 @@
-"""Random kernels for the differential fuzzer, drawn with hypothesis: a tile program (masked loads,
-a chain of elementwise ops with casts, then a store, a reduction or a scan along an axis) or a dot of
-odd shapes. Each op is emitted as kernel source and evaluated at once by the oracle (reference.py),
-so the program and its expected result cannot drift apart.
+"""The differential fuzzer's programs: a kernel's source and arguments (`Program`), its input data, and
+the elementwise ops (integer and float arithmetic, math functions, casts), each emitted as a line of
+kernel source and evaluated at once by the oracle (fuzz_oracle.py), so a program and its expected
+result cannot drift apart. fuzz_generate.py draws programs from these with hypothesis.
 """
 
 from __future__ import annotations
 
 import itertools
 import linecache
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import strategies as st
-from reference import DTYPES, F32, DType, Value, c_divmod, round_exact, settle
+from fuzz_oracle import DTYPES, F32, DType, Value, c_divmod, round_exact, settle
 
 import tileworkbench as tw
 
 INTS = [DTYPES[f"{s}int{b}"] for s in ("", "u") for b in (8, 16, 32, 64)]
 FLOATS = [DTYPES[n] for n in ("float16", "bfloat16", "float32", "float64")]
 CHAIN_DTYPES = INTS + FLOATS
-SHAPES = [(16, 16), (8, 32), (32, 8), (1, 64), (64, 2), (4, 4)]
+SHAPES = [(16, 16), (8, 32), (32, 8), (1, 64), (64, 2), (4, 4), (2, 128), (128, 1)]
 _NAMES = itertools.count()
 
 
@@ -43,7 +42,7 @@ class Program:
     num_warps: int
     expected: Value | None = None  # of the output (the last pointer argument)
     written: np.ndarray | None = None  # bool: output elements the kernel writes (others keep poison)
-    notes: list[str] = field(default_factory=list)
+    cross_only: bool = False  # no oracle for this output: the targets must agree with each other
 
     @property
     def signature(self) -> dict[str, str]:
@@ -191,10 +190,18 @@ def float_binary(chain: Chain, op: str, a: Value, b: Value) -> Value:
             err = ex * np.abs(y) + ey * np.abs(x) + ex * ey + t.u * np.abs(ref)
             zero_inf = (np.isinf(x) & (np.abs(y) <= ey)) | (np.isinf(y) & (np.abs(x) <= ex))
             return chain.new(f"{a.expr} * {b.expr}", t, ref, err, zero_inf, parents=(a, b))
+        if op == "%":  # C's fmod (the dividend's sign); b an exact input kept off zero. LLVM's
+            # NVPTX frem is x - trunc(x / y) * y, a few ulp of x off, and either side of a multiple
+            safe = np.where(np.abs(y) < 0.5, 1.0, y)
+            ref = np.fmod(x, safe)
+            err = ex + 4 * t.u * np.abs(x)
+            edge = (np.abs(ref) <= err) | (np.abs(safe) - np.abs(ref) <= err)
+            expr = f"{a.expr} % tl.where(tl.abs({b.expr}) < 0.5, 1.0, {b.expr})"
+            return chain.new(expr, t, ref, err, edge, parents=(a, b))
         if op == "/":  # b is an exact value (an input), kept away from zero
             safe = np.where(np.abs(y) < 0.5, 1.0, y)
             ref = x / safe
-            err = ex / np.abs(safe) + 2 * t.u * np.abs(ref)
+            err = ex / np.abs(safe) + 4 * t.u * np.abs(ref)  # fp32 `/` is div.full: 2 ulp
             expr = f"{a.expr} / tl.where(tl.abs({b.expr}) < 0.5, 1.0, {b.expr})"
             return chain.new(expr, t, ref, err, parents=(a, b))
         fn = {"maximum": np.maximum, "minimum": np.minimum}[op]
@@ -225,6 +232,10 @@ def float_unary(chain: Chain, op: str, a: Value) -> Value:
             ref = np.log(inner)
             err = (e + t.u * inner) / np.maximum(inner - e, 1.0) + 2 * math_u * (np.abs(ref) + 1)
             return chain.new(f"tl.log(tl.abs({a.expr}) + 1.0)", t, ref, err, parents=(a,))
+        if op in ("floor", "ceil"):  # exact, but a value within its bound of an integer may go either way
+            ref = np.floor(x) if op == "floor" else np.ceil(x)
+            edge = (np.floor(x - e) != np.floor(x + e)) | (np.ceil(x - e) != np.ceil(x + e))
+            return chain.new(f"tl.{op}({a.expr})", t, ref, np.zeros(chain.shape), edge, parents=(a,))
         if op in ("sin", "cos"):
             ref = np.sin(x) if op == "sin" else np.cos(x)
             err = np.minimum(e, 2.0) + 2.0**-19 * np.maximum(1.0, np.abs(x)) + t.u
@@ -259,5 +270,5 @@ def cast(chain: Chain, a: Value, to: DType) -> Value:
 
 
 INT_BINARY = ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "maximum", "minimum"]
-FLOAT_BINARY = ["+", "-", "*", "/", "maximum", "minimum"]
-FLOAT_UNARY = ["neg", "abs", "exp", "sqrt_abs", "log1p_abs", "sin", "cos"]
+FLOAT_BINARY = ["+", "-", "*", "/", "%", "maximum", "minimum"]
+FLOAT_UNARY = ["neg", "abs", "exp", "sqrt_abs", "log1p_abs", "sin", "cos", "floor", "ceil"]

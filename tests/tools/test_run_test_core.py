@@ -1,0 +1,79 @@
+"""tools/run_test_core.py on a small stand-in for Triton's test_core.py (written here, in Triton's
+style): `triton` resolves to tileworkbench, `_internal_testing` and the `device` fixture work, kernels
+built with `exec` compile, the per-function case limit holds and the counts and JSON are right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+STAND_IN = textwrap.dedent('''
+    import numpy as np
+    import pytest
+    import triton
+    import triton.language as tl
+    from triton._internal_testing import numpy_random, to_triton, to_numpy, is_interpreter
+    from triton.runtime.errors import InterpreterError
+
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+
+    @pytest.mark.interpreter
+    @pytest.mark.parametrize("dtype_str", ["float32", "int32", "int16", "float16"])
+    def test_add(dtype_str, device):
+        x = numpy_random(64, dtype_str=dtype_str)
+        y = numpy_random(64, dtype_str=dtype_str, rs=np.random.RandomState(3))
+        out = to_triton(np.empty_like(x), device=device)
+        add_kernel[(1,)](to_triton(x, device=device), to_triton(y, device=device), out, 64)
+        np.testing.assert_allclose(to_numpy(out), x + y, rtol=1e-3)
+
+
+    @pytest.mark.interpreter
+    def test_patched_kernel(device):
+        src = "@triton.jit\\ndef k(out):\\n    tl.store(out + tl.arange(0, 8), tl.arange(0, 8) * 3)\\n"
+        scope = {}
+        exec(src, globals(), scope)
+        out = to_triton(np.zeros(8, np.int32), device=device)
+        scope["k"][(1,)](out)
+        assert is_interpreter() and list(to_numpy(out)) == [3 * i for i in range(8)]
+
+
+    @pytest.mark.interpreter
+    def test_wrong_on_purpose(device):
+        assert 1 == 2
+
+
+    @pytest.mark.interpreter
+    def test_skipped(device):
+        pytest.skip("not here")
+
+
+    def test_gpu_only(device):
+        raise AssertionError("not selected in the interpreter")
+''')
+
+
+def test_counts_on_a_stand_in(tmp_path):
+    pytest.importorskip("torch")
+    path = tmp_path / "test_core.py"
+    path.write_text(STAND_IN)
+    out = tmp_path / "counts.json"
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "run_test_core.py"), str(path),
+                           "--mode", "interpreter", "--max-cases", "3", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = json.loads(out.read_text())["counts"]
+    assert counts == {"test_add": {"passed": 3}, "test_patched_kernel": {"passed": 1},
+                      "test_skipped": {"skipped": 1}, "test_wrong_on_purpose": {"failed": 1}}
+    assert "TOTAL" in done.stdout and "test_wrong_on_purpose" in done.stdout

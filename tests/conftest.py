@@ -13,12 +13,18 @@ one target's own behaviour (the interpreter's bounds checks, say) is marked `@py
 from __future__ import annotations
 
 import copy
+import os
 import time
 
 import numpy as np
 import pytest
 
-TARGETS = ["interpreter", "cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+# "cuda" is opt-in (TILEWORKBENCH_TEST_CUDA=1): on the H200 (2026-12-01) the language suites on it met
+# tests about the interpreter's own behaviour that have no only_on mark yet, and a device-side trap
+# (device_print/assume tests) left the CUDA context unusable for every test after it (206 failures). The
+# GPU session checks the language suite through tests/gpu_shadow_plugin.py meanwhile.
+TARGETS = ["interpreter", "cpu"] + (
+    [pytest.param("cuda", marks=pytest.mark.gpu)] if os.environ.get("TILEWORKBENCH_TEST_CUDA") else [])
 
 
 def pytest_configure(config):

@@ -22,6 +22,7 @@ from tensor_core_kernels import (
 )
 
 import tileworkbench as tw
+import tileworkbench.language as tl
 from tileworkbench.errors import OutOfResources
 from tileworkbench.ir.ops.ttg import DotOperandEncoding, MmaEncoding
 
@@ -254,3 +255,25 @@ def test_interpreter_matmul_dtypes():
                               PRECISION="tf32", OUT_F16=False)
         want = a.astype(np.float64) @ b.astype(np.float64)
         assert np.abs(c - want).max() / np.abs(want).max() <= TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [("fp8e4nv", "float8_e4m3fn"), ("fp8e5", "float8_e5m2")])
+def test_abs_of_fp8_clears_the_sign_bit(dtype, np_dtype):
+    """Triton's test_abs_fp8 on the GPU: `tl.abs` of fp8 made `llvm.fabs.i8`, which LLVM (assertions
+    on) aborted the process on. Every fp8 code (NaN aside) through the emulated lowering."""
+    import ml_dtypes
+
+    @tw.jit
+    def abs_kernel(x_ptr, z_ptr, SIZE: tl.constexpr):
+        off = tl.arange(0, SIZE)
+        tl.store(z_ptr + off, tl.abs(tl.load(x_ptr + off)))
+
+    fp8 = getattr(ml_dtypes, np_dtype)
+    x = np.arange(-128, 128, dtype=np.int8).view(fp8)
+    x = np.where(np.isnan(x.astype(np.float32)), fp8(1.0), x).astype(fp8)
+    z = np.full(256, 0x7F, np.uint8).view(fp8)  # NaN-ish poison
+    sig = {"x_ptr": f"*{dtype}:16", "z_ptr": f"*{dtype}:16"}
+    assert "llvm.fabs" not in tw.compile(abs_kernel, signature=sig, constexprs={"SIZE": 256},
+                                         target="sm_90", use_cache=False).asm["llvm"]
+    Emulator(abs_kernel, sig, {"SIZE": 256}, num_warps=2).launch((1,), x, z)
+    assert np.array_equal(z.astype(np.float32), np.abs(x.astype(np.float32)))

@@ -83,6 +83,8 @@ def lower_float_intrinsic(lw, op, x) -> ir.Value:
     def f(v):
         return lw.call_intrinsic(f"{_INTRINSIC[type(op)]}.{v.type.intrinsic_name}", v.type, [v])
     if isinstance(op, math.AbsFOp):
+        if isinstance(x.type, ir.IntType):  # fp8 bits: clear the sign bit (there is no fabs of i8)
+            return lw.builder.and_(x, ir.Constant(x.type, (1 << (x.type.width - 1)) - 1))
         return f(x)
     return _in_f32(lw, x, f)
 

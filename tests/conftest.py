@@ -72,7 +72,7 @@ class _IRKernel:
 
         self.asm = lowered.asm
         self.ptx = lowered.asm.get("ptx")
-        self.launch_cubin = None
+        self.launch_cubin = lowered.binary
         self.launch_metadata = KernelMetadata(name=lowered.kernel_name, target="", num_warps=4,
                                               dynamic_shared=lowered.shared)
 

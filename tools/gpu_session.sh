@@ -14,7 +14,8 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu_tests.log"
 if [ "${TEST_LIMIT:-170}" != 0 ]; then
   timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
-    --ignore=tests/workbench/test_browser.py --ignore=tests/tutorials 2>&1 | tail -n 60 >> "$OUT/gpu_tests.log"
+    --ignore=tests/workbench/test_browser.py --ignore=tests/tutorials --ignore=tests/frontend \
+    --ignore=tests/interpreter 2>&1 | grep -v "excepthook\|Original exception\|^$" | tail -n 60 >> "$OUT/gpu_tests.log"
   tail -n 25 "$OUT/gpu_tests.log"
 fi
 TUTORIALS=${TRITON_TUTORIALS_DIR:-.tutorials}
@@ -60,12 +61,11 @@ if [ "${FUZZ_LIMIT:-0}" != 0 ]; then  # the differential fuzzer, longer than CI'
   tail -n 8 "$OUT/fuzz.log"
 fi
 if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
-  # every kernel of the language suite on the GPU: "replace" (default) puts the GPU's results in the tests'
-  # arrays, so each test's NumPy reference judges them; "compare" compares them with the interpreter's
-  GPU_SHADOW_MODE=${SHADOW_MODE:-replace} GPU_SHADOW_SECONDS=$(( ${SHADOW_LIMIT:-150} - 30 )) GPU_SHADOW_JSON="$OUT/gpu_shadow.json" PYTHONPATH=.:tests \
-    timeout "${SHADOW_LIMIT:-150}" python3 -m pytest -q -p gpu_shadow_plugin -p no:cacheprovider --no-header \
-    tests/kernels tests/frontend tests/interpreter 2>&1 | tail -n 40 > "$OUT/gpu_shadow.log"
-  tail -n 12 "$OUT/gpu_shadow.log"
+  # every kernel of the language suite on the GPU: the `target` fixture's "cuda" parameter (NumPy arrays
+  # staged through the GPU), each test's float64 reference judging the GPU's results
+  TILEWORKBENCH_TEST_CUDA=1 timeout "${SHADOW_LIMIT:-150}" python3 -m pytest -q -k cuda -p no:cacheprovider --no-header -rfE \
+    tests/kernels tests/frontend tests/interpreter 2>&1 | tail -n 40 > "$OUT/gpu_language_suite.log"
+  tail -n 12 "$OUT/gpu_language_suite.log"
 fi
 if [ "${PROFILE_LIMIT:-0}" != 0 ]; then
   # SASS, registers and interleaved timings of the shapes where we trail Triton, then ncu on one launch each

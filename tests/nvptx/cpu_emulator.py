@@ -1,4 +1,7 @@
-"""Runs an NVPTX kernel's LLVM module (before O3) on the CPU, to test the lowering where no GPU is.
+"""Runs an NVPTX kernel's LLVM module (before O3) on the CPU with the GPU's threads, to test what only
+many threads show (shuffles across lanes, barriers, shared-memory exchanges, warps' atomics) where no GPU
+is. Kernels' results on the host are the `cpu` target's job (backends/cpu/); this stays for the
+multi-threaded GPU semantics (test_nvptx_emulated.py).
 
 The module is re-targeted to the host and JIT-compiled by llvmlite; the NVVM intrinsics become host
 callbacks: thread and block ids read thread-local values, `barrier0` is a `threading.Barrier`, and

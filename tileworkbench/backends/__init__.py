@@ -99,6 +99,12 @@ class Backend:
         """Whether `value` is an array this backend's kernels accept as a pointer argument."""
         return False
 
+    def roofline_ceilings(self) -> dict | None:
+        """Measured ceilings to place this target's timed launches against ({"device": name, "dram":
+        {"value", "unit", "detail"}, "fp32": {...}}); None: the workbench's GPU peaks (GPU targets), or
+        no timed placement (the interpreter)."""
+        return None
+
 
 def register(backend: Backend) -> Backend:
     """Add (or replace) a backend under its name."""

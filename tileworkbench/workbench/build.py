@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import is_gpu
+from ..backends import backend_for, is_gpu
 from .check import compare
 from .counts import count_launch
-from .peaks import get_peaks
+from .peaks import Peak, Peaks, get_peaks
 from .report import AutotuneRow, KernelReport, base_report
 from .roofline import RooflinePoint, compute_kind
 from .timing import bench
@@ -144,10 +144,14 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
     report.show_roofline = opts.roofline
     if counts is None or not counts.flops or not counts.bytes:
         return
-    if not is_gpu(report.target or None) and seconds is not None:
-        seconds = None  # a CPU time against GPU ceilings would mislead; place it by intensity
-        report.notes.append("ran in the interpreter: the roofline places it by intensity only")
-    report.peaks = get_peaks()
+    host = None if is_gpu(report.target or None) else backend_for(report.target).roofline_ceilings()
+    if host is not None:  # a host target (cpu): its time against the host's measured ceilings
+        report.peaks = host_peaks(host)
+    else:
+        if not is_gpu(report.target or None) and seconds is not None:
+            seconds = None  # a CPU time against GPU ceilings would mislead; place it by intensity
+            report.notes.append("ran in the interpreter: the roofline places it by intensity only")
+        report.peaks = get_peaks()
     report.point = RooflinePoint(
         report.name,
         counts.flops,
@@ -157,6 +161,13 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
         flops_source=counts.flops_source,
         bytes_source=counts.bytes_source,
     )
+
+
+def host_peaks(ceilings: dict) -> Peaks:
+    """A backend's measured host ceilings (`Backend.roofline_ceilings`) as the workbench's Peaks."""
+    measured = {name: Peak(name, c["value"], c["unit"], "measured", c.get("detail", ""))
+                for name, c in ceilings.items() if name != "device"}
+    return Peaks(ceilings["device"], measured=measured)
 
 
 def is_array(value: Any) -> bool:

@@ -61,6 +61,11 @@ class CpuBackend(Backend):
         md = compiled.launch_metadata
         return CpuKernel(compiled.launch_cubin, md.name, kinds, names)
 
+    def roofline_ceilings(self) -> dict:
+        from .peaks import host_ceilings
+
+        return host_ceilings()
+
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (
             hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False))

@@ -1,0 +1,119 @@
+"""The cpu target itself: selection (target="cpu", TILEWORKBENCH_TARGET), its stages, torch CPU tensors,
+host math against float64 NumPy, device_assert, and the measured roofline ceilings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.config import Config, config
+from tileworkbench.errors import LaunchError
+
+
+@tw.jit
+def scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, alpha * x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@tw.jit
+def math_kernel(x_ptr, exp_ptr, log_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(exp_ptr + offs, tl.exp(x))
+    tl.store(log_ptr + offs, tl.log(tl.abs(x)))
+
+
+@tw.jit
+def assert_kernel(x_ptr, N: tl.constexpr):
+    tl.device_assert(tl.load(x_ptr + tl.arange(0, N)) > 0, "x must be positive")
+
+
+@pytest.fixture
+def on_cpu(monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "interpret", False)
+    monkeypatch.setattr(config, "target", "cpu")
+    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
+
+
+def test_env_variable_selects_the_target(monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_TARGET", "cpu")
+    assert Config().target == "cpu"
+    from tileworkbench.backends import backend_for
+
+    assert backend_for("cpu").name == "cpu" and not backend_for("cpu").is_gpu
+
+
+def test_compile_gives_llvm_and_host_assembly():
+    compiled = tw.compile(scale_add, signature="x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n=i32,alpha=fp32",
+                          constexprs={"BLOCK": 64}, target="cpu")
+    assert compiled.target == "cpu"
+    assert {"tile-gpu", "llvm", "asm"} <= set(compiled.asm)
+    assert "define void @scale_add_grid" in compiled.asm["llvm"]
+    assert "scale_add_grid" in compiled.asm["asm"] and "ptx" not in compiled.asm
+
+
+def test_numpy_and_torch_arguments_and_a_grid_over_threads(on_cpu):
+    rng = np.random.default_rng()
+    n = 10_000
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    out = np.full(n, np.nan, np.float32)
+    scale_add[(tw.cdiv(n, 256),)](x, y, out, n, 1.5, BLOCK=256)
+    want = 1.5 * x.astype(np.float64) + y
+    assert np.max(np.abs(out - want) / np.maximum(np.abs(want), 1e-6)) < 1e-5
+    torch = pytest.importorskip("torch")
+    tx, ty, tout = torch.from_numpy(x), torch.from_numpy(y), torch.full((n,), float("nan"))
+    scale_add[(tw.cdiv(n, 256),)](tx, ty, tout, n, -2.0, BLOCK=256)
+    want = -2.0 * x.astype(np.float64) + y
+    assert np.max(np.abs(tout.numpy() - want) / np.maximum(np.abs(want), 1e-6)) < 1e-5
+
+
+def test_host_exp_and_log_keep_the_gpu_accuracy(on_cpu):
+    rng = np.random.default_rng()
+    x = np.concatenate([rng.uniform(-80, 80, 1000), rng.uniform(-1, 1, 1000), [0.0, -0.0, 1e-40, 88.0,
+                        -103.0, np.inf, -np.inf, np.nan]] + [np.zeros(40)]).astype(np.float32)
+    exp_out, log_out = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    math_kernel[(1,)](x, exp_out, log_out, N=x.size)
+    with np.errstate(all="ignore"):
+        want_exp, want_log = np.exp(x.astype(np.float64)), np.log(np.abs(x.astype(np.float64)))
+    finite = np.isfinite(want_exp) & (want_exp > 1e-37) & (want_exp < 3e38)
+    assert np.max(np.abs(exp_out[finite] / want_exp[finite] - 1)) < 2e-6
+    assert np.array_equal(np.isnan(exp_out), np.isnan(want_exp))
+    ok = np.isfinite(want_log)
+    assert np.max(np.abs(log_out[ok] - want_log[ok]) / np.maximum(np.abs(want_log[ok]), 1)) < 2e-6
+    assert np.array_equal(log_out[~ok], want_log[~ok].astype(np.float32), equal_nan=True)
+
+
+def test_device_assert_raises_after_the_launch(on_cpu):
+    assert_kernel[(1,)](np.ones(8, np.float32), N=8)
+    x = np.ones(8, np.float32)
+    x[5] = -1.0
+    with pytest.raises(LaunchError, match="x must be positive"):
+        assert_kernel[(2,)](x, N=8)
+
+
+def test_gpu_arrays_are_refused_with_a_hint(on_cpu):
+    class DeviceArray:
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+    from tileworkbench.backends.cpu.launch import host_address
+
+    with pytest.raises(LaunchError, match="host arrays"):
+        host_address(DeviceArray(), "x_ptr", "k")
+
+
+def test_host_ceilings_are_measured_once_and_cached(monkeypatch, tmp_path):
+    from tileworkbench.backends.cpu import peaks
+
+    monkeypatch.setattr(config, "cache_dir", tmp_path)
+    monkeypatch.setattr(peaks, "COPY_ELEMENTS", 2**18)
+    monkeypatch.setattr(peaks, "FMA_ITERATIONS", 16)
+    first = peaks.host_ceilings()
+    assert first["dram"]["value"] > 1e8 and first["fp32"]["value"] > 1e8
+    assert first["device"].startswith("CPU ")
+    monkeypatch.setattr(peaks, "measure", lambda: pytest.fail("measured twice"))
+    assert peaks.host_ceilings() == first

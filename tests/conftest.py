@@ -21,8 +21,8 @@ import pytest
 
 # "cuda" is opt-in (TILEWORKBENCH_TEST_CUDA=1): on the H200 (2026-12-01) the language suites on it met
 # tests about the interpreter's own behaviour that have no only_on mark yet, and a device-side trap
-# (device_print/assume tests) left the CUDA context unusable for every test after it (206 failures). The
-# GPU session checks the language suite through tests/gpu_shadow_plugin.py meanwhile.
+# (device_print/assume tests) left the CUDA context unusable for every test after it (206 failures).
+# tools/gpu_session.sh's language-suite step turns it on; the next step is only_on marks for those tests.
 TARGETS = ["interpreter", "cpu"] + (
     [pytest.param("cuda", marks=pytest.mark.gpu)] if os.environ.get("TILEWORKBENCH_TEST_CUDA") else [])
 

@@ -277,3 +277,11 @@ def test_abs_of_fp8_clears_the_sign_bit(dtype, np_dtype):
                                          target="sm_90", use_cache=False).asm["llvm"]
     Emulator(abs_kernel, sig, {"SIZE": 256}, num_warps=2).launch((1,), x, z)
     assert np.array_equal(z.astype(np.float32), np.abs(x.astype(np.float32)))
+
+
+def test_a_large_accumulator_is_stored_from_the_mma_layout():
+    """Staging a 128x256 fp32 accumulator (128 KB) beside fp8 rings of 144 KB would pass the 227 KB of an
+    H200 (Triton's test_dot_max_num_imprecise_acc config): it is stored directly instead."""
+    compiled = _compile("fp8e4nv", block=(128, 256, 128), warps=8, stages=3)
+    assert compiled.metadata.shared <= 232448
+    assert "st.global.v4" not in compiled.asm["ptx"] and "mma.sync" in compiled.asm["ptx"]

@@ -18,6 +18,10 @@ from ..ir.values import OpResult, Value
 from .layouts import encoding_of, is_tensor
 
 _CHEAP_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
+# the largest accumulator staged through shared memory for a coalesced store: the staging tile has a
+# region of its own beside the pipeline's rings (a 128x256 fp32 tile, 128 KB, and fp8 rings of
+# 144 KB would pass the H200's 227 KB), so a larger one is stored from the #mma layout directly
+_EPILOGUE_BYTES = 64 * 1024
 _MAX_REMAT = 64
 
 
@@ -138,7 +142,8 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
     if not (isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp)):
         return False
     src = value.op.src
-    if isinstance(encoding_of(src), MmaEncoding) and len(src.type.shape) == 2:
+    if isinstance(encoding_of(src), MmaEncoding) and len(src.type.shape) == 2 and \
+            src.type.numel * max(1, src.type.element.bitwidth // 8) <= _EPILOGUE_BYTES:
         # a tensor-core result is stored coalesced, through shared memory (`stage_dot_operands`):
         # in the #mma layout a warp's store would write 4 bytes in each of 8 rows
         return False

@@ -24,6 +24,7 @@ def cuda_extras_kernel(out_ptr, stamps_ptr):
 
 
 @pytest.mark.parametrize("num_warps", [1, 2])
+@pytest.mark.only_on("interpreter")  # inline PTX (globaltimer, smid): no host equivalent on cpu
 def test_cuda_extras_in_the_interpreter(num_warps):
     threads = 32 * num_warps
     out, stamps = np.full(threads, -1, np.int32), np.zeros(2, np.int64)

@@ -13,6 +13,7 @@ one target's own behaviour (the interpreter's bounds checks, say) is marked `@py
 from __future__ import annotations
 
 import copy
+import os
 import time
 
 import numpy as np
@@ -95,6 +96,10 @@ def target(request, monkeypatch, kernel_cache_dir) -> Target:
     if marker is not None and request.param not in marker.args:
         pytest.skip(f"about {', '.join(marker.args)} only")
     backend = backend_for(request.param)
+    if request.param == "cpu" and not request.node.get_closest_marker("vectorize") \
+            and os.environ.get("TILEWORKBENCH_TEST_CPU") != "1":
+        # the language suites on the cpu target cost minutes of LLVM time: opt in (tests/kernels always)
+        pytest.skip("cpu target: set TILEWORKBENCH_TEST_CPU=1 to run the language suites on it")
     if not backend.available():
         pytest.skip(f"no {request.param} device visible")
     monkeypatch.setattr(config, "interpret", request.param == "interpreter")

@@ -96,9 +96,8 @@ def target(request, monkeypatch, kernel_cache_dir) -> Target:
     if marker is not None and request.param not in marker.args:
         pytest.skip(f"about {', '.join(marker.args)} only")
     backend = backend_for(request.param)
-    if request.param == "cpu" and not request.node.get_closest_marker("vectorize") \
-            and os.environ.get("TILEWORKBENCH_TEST_CPU") != "1":
-        # the language suites on the cpu target cost minutes of LLVM time: opt in (tests/kernels always)
+    if request.param == "cpu" and os.environ.get("TILEWORKBENCH_TEST_CPU") != "1":
+        # the suites on the cpu target cost minutes of LLVM time (a tile's IR grows per element): opt in
         pytest.skip("cpu target: set TILEWORKBENCH_TEST_CPU=1 to run the language suites on it")
     if not backend.available():
         pytest.skip(f"no {request.param} device visible")

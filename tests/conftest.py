@@ -101,6 +101,9 @@ def target(request, monkeypatch, kernel_cache_dir) -> Target:
     if marker is not None and request.param not in marker.args:
         pytest.skip(f"about {', '.join(marker.args)} only")
     backend = backend_for(request.param)
+    if request.param == "cpu" and os.environ.get("TILEWORKBENCH_TEST_CPU") != "1":
+        # the suites on the cpu target cost minutes of LLVM time (a tile's IR grows per element): opt in
+        pytest.skip("cpu target: set TILEWORKBENCH_TEST_CPU=1 to run the language suites on it")
     if not backend.available():
         pytest.skip(f"no {request.param} device visible")
     monkeypatch.setattr(config, "interpret", request.param == "interpreter")

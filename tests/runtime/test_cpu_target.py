@@ -74,14 +74,16 @@ def test_numpy_and_torch_arguments_and_a_grid_over_threads(on_cpu):
 
 def test_host_exp_and_log_keep_the_gpu_accuracy(on_cpu):
     rng = np.random.default_rng()
-    x = np.concatenate([rng.uniform(-80, 80, 1000), rng.uniform(-1, 1, 1000), [0.0, -0.0, 1e-40, 88.0,
-                        -103.0, np.inf, -np.inf, np.nan]] + [np.zeros(40)]).astype(np.float32)
+    x = np.concatenate([rng.uniform(-80, 80, 100), rng.uniform(-1, 1, 20), [0.0, -0.0, 1e-40, 88.0,
+                        -103.0, np.inf, -np.inf, np.nan]]).astype(np.float32)  # 128: IR grows per element
     exp_out, log_out = np.full_like(x, np.nan), np.full_like(x, np.nan)
     math_kernel[(1,)](x, exp_out, log_out, N=x.size)
     with np.errstate(all="ignore"):
         want_exp, want_log = np.exp(x.astype(np.float64)), np.log(np.abs(x.astype(np.float64)))
     finite = np.isfinite(want_exp) & (want_exp > 1e-37) & (want_exp < 3e38)
-    assert np.max(np.abs(exp_out[finite] / want_exp[finite] - 1)) < 2e-6
+    # exp(x) = 2^(x * log2 e) as on the GPU: rounding x * log2 e costs |x| ulp-sized relative error
+    bound = 1.2e-7 * (np.abs(x[finite].astype(np.float64)) + 4)
+    assert np.all(np.abs(exp_out[finite] / want_exp[finite] - 1) < bound)
     assert np.array_equal(np.isnan(exp_out), np.isnan(want_exp))
     ok = np.isfinite(want_log)
     assert np.max(np.abs(log_out[ok] - want_log[ok]) / np.maximum(np.abs(want_log[ok]), 1)) < 2e-6

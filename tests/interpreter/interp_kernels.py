@@ -235,12 +235,13 @@ def use_target(target) -> None:
     _TARGET[:] = [target] if target is not None else []
 
 
-def run(func, args: list, grid, arg_names=None) -> None:
-    """Run hand-built `tile-opt` IR on the current test's target (the interpreter by default)."""
-    if not _TARGET:
+def run(func, args: list, grid, arg_names=None, **interpreter_options) -> None:
+    """Run hand-built `tile-opt` IR on the current test's target (the interpreter by default);
+    `interpreter_options` (stdout=...) go to the interpreter's `run`."""
+    if not _TARGET or _TARGET[0] == "interpreter":
         from tileworkbench.backends.interpreter import run as interpret
 
-        return interpret(func, args, grid, arg_names)
+        return interpret(func, args, grid, arg_names, **interpreter_options)
     return _TARGET[0].run(func, args, grid, arg_names)
 
 

@@ -44,12 +44,13 @@ def test_a_missing_tool_is_named_with_its_install(monkeypatch):
 
 def test_asm_says_why_a_stage_is_missing(monkeypatch):
     monkeypatch.setattr(tools, "find_tool", lambda name: None)
-    asm = StageTexts({"source": "", "ptx": ""}, "sm_90", ("sm_90",))
+    gpu_stages = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
+    asm = StageTexts({"source": "", "ptx": ""}, "sm_90", gpu_stages)
     with pytest.raises(MissingStageError, match="`ptxas` was not found") as info:
         asm["sass"]
     assert isinstance(info.value, KeyError)
-    with pytest.raises(KeyError, match="compiled for interpreter, which stops at tile-opt"):
-        StageTexts({"source": ""}, "interpreter", ("sm_90",))["ptx"]
+    with pytest.raises(KeyError, match="compiled for interpreter, whose stages are source, tile, tile-opt"):
+        StageTexts({"source": ""}, "interpreter", ("source", "tile", "tile-opt"))["ptx"]
     with pytest.raises(KeyError, match="no stage 'PTX'"):
         asm["PTX"]
     assert asm.get("sass") is None and "sass" not in asm

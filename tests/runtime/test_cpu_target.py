@@ -28,7 +28,7 @@ def math_kernel(x_ptr, exp_ptr, log_ptr, N: tl.constexpr):
     tl.store(log_ptr + offs, tl.log(tl.abs(x)))
 
 
-@tw.jit
+@tw.jit(debug=True)  # device_assert is compiled in debug mode only, as in Triton
 def assert_kernel(x_ptr, N: tl.constexpr):
     tl.device_assert(tl.load(x_ptr + tl.arange(0, N)) > 0, "x must be positive")
 

@@ -17,11 +17,11 @@ DEFAULT_ARCH = "sm_90"  # where there is no GPU: the H100/H200 generation
 
 
 def runs_on_gpu(target: str | None) -> bool:
-    """Whether `target` is a GPU arch (sm_90, ...): the one place the workbench asks this (a backend
-    registry will answer it)."""
-    from ..runtime.compiler import GPU_ARCHS
+    """Whether `target` is a GPU arch (sm_90, ...): the one place the workbench asks this (the
+    backend registry answers it)."""
+    from ..backends import is_gpu
 
-    return target in GPU_ARCHS
+    return target is not None and is_gpu(target)
 
 
 def local_gpu_arch() -> str | None:

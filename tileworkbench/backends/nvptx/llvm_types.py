@@ -36,7 +36,10 @@ SHARED_PTR = ir.PointerType(addrspace=3)
 GENERIC_PTR = ir.PointerType()
 
 _BY_LLVM_NAME = {"half": F16, "bfloat": BF16, "float": F32, "double": F64, "i8": I8}
-_FLOATS = {row.ir: _BY_LLVM_NAME[row.llvm] for row in DTYPES if row.is_float}
+# AMD's fnuz fp8 formats are rows of the table (the interpreter runs them) but not NVIDIA types
+_NOT_ON_NVIDIA = ("f8e4b8", "f8e5b16")
+_FLOATS = {row.ir: _BY_LLVM_NAME[row.llvm] for row in DTYPES
+           if row.is_float and row.ir not in _NOT_ON_NVIDIA}
 
 
 def llvm_type(t) -> ir.Type:

@@ -47,8 +47,9 @@ def assign_shared_offsets(lw, func) -> None:
 def lower_local_alloc(lw, op) -> None:
     tile = SharedTile(ir.Constant(I32, lw.alloc_offsets[id(op)]), op.result.type)
     if op.src is not None:
-        if lw.loop_depth:
-            lw.barrier()  # the last iteration's readers of this region are done
+        # after earlier shared-memory use (or the last iteration's readers of this region): a barrier,
+        # as before any reuse of shared memory
+        lw.barrier_before_shared()
         _store_tile(lw, lw.get(op.src), tile)
         lw.barrier()
     lw.set(op.result, tile)

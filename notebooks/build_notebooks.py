@@ -361,9 +361,18 @@ assert "ldmatrix.sync.aligned" in ptx and "cp.async.cg.shared.global" in ptx
 assert "wgmma" not in ptx
 print("checked: tensor-core layouts, mma.sync, ldmatrix, cp.async; no wgmma")"""),
         md(
-            "## Recorded on an H200\nfp16 matmul, 4096^3 and 8192^3: our kernel, Triton and cuBLAS (TFLOP/s)."
+            "## Recorded on an H200\nfp16 matmul, 4096^3 and 8192^3: our kernel, Triton and cuBLAS (TFLOP/s). "
+            "These figures were recorded on 2026-11-30, before `tl.dot` ran on tensor cores (ours then ran on "
+            "CUDA-core FMAs). The tensor-core figures of 2026-12-01 (0.53-0.56x cuBLAS with `mma.sync`) are in "
+            "the README's table and `bench/results/h200-2026-12-01-s5-tensor-cores-final.json`."
         ),
         code('show_recorded("03_matmul")'),
+        claim_check("""# claim check: the recorded data is the 2026-11-30 (pre-tensor-core) record the text describes
+import json, pathlib
+_record = json.loads((pathlib.Path(tw.__file__).parent.parent / "notebooks" / "data" / "03_matmul.json").read_text()) \
+    if (pathlib.Path(tw.__file__).parent.parent / "notebooks" / "data" / "03_matmul.json").exists() else None
+assert _record is None or _record["date"] == "2026-11-30", _record and _record["date"]
+print("checked: the recorded matmul data is the 2026-11-30 record")"""),
         md("""
 ## Exercises
 

@@ -19,7 +19,9 @@ class Config:
     `TILEWORKBENCH_DEBUG_FRONTEND=1` re-raises frontend exceptions unchanged (for compiler developers);
     `TILEWORKBENCH_LIBDEVICE` points at CUDA's libdevice.10.bc when it is not found by itself;
     `TILEWORKBENCH_DEBUG=1` compiles every kernel in debug mode (`@jit(debug=True)`: device asserts on,
-    GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`)."""
+    GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`);
+    `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints each autotuning's table and choice (Triton's
+    `TRITON_PRINT_AUTOTUNING`)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -28,6 +30,7 @@ class Config:
     debug_frontend: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG_FRONTEND"))
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
+    print_autotuning: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_PRINT_AUTOTUNING"))
 
 
 config = Config()

@@ -9,6 +9,8 @@ import pytest
 
 from tileworkbench.errors import CompilationError, OutOfResources, TileworkbenchError
 from tileworkbench.runtime import record
+import tileworkbench as tw
+import tileworkbench.language as tl
 from tileworkbench.runtime.autotuner import Config, autotune, heuristics
 
 
@@ -250,3 +252,54 @@ def test_timing_runs_are_not_recorded_and_results_follow_the_key():
     }
     tuned[(1,)](*_arrays(64), 64)  # cached: no tuning, but the results shown are this key's
     assert tuned.last_results is first
+
+
+@tw.jit
+def staged_matmul(a, b, c, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        y = tl.load(b + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * BN + rn[None, :], acc)
+
+
+class CompilingJIT(FakeJIT):
+    """Each launch returns the config's real kernel compiled for sm_90 (ptxas on PATH; no GPU)."""
+
+    def run(self, *args, grid, warmup=False, num_warps=4, num_stages=3, **kwargs):
+        time.sleep(0.001 * num_stages)  # stage 2 is the fastest
+        return tw.compile(
+            staged_matmul, signature="a=*fp16:16,b=*fp16:16,c=*fp32:16,K=i32:16",
+            constexprs=kwargs, target="sm_90", num_warps=num_warps, num_stages=num_stages,
+        )
+
+
+def test_autotune_table_has_each_configs_resources_and_prints_on_request(monkeypatch, capsys):
+    from tileworkbench.config import config as settings
+    from tileworkbench.workbench.build import autotune_rows
+
+    monkeypatch.setattr(settings, "print_autotuning", True)
+    configs = [Config({"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=s) for s in (2, 3)]
+    tuned = autotune(configs, key=["K"], warmup=1, rep=4)(CompilingJIT(staged_matmul.fn))
+    tuned[(1,)](None, None, None, 128)
+    results = {config.num_stages: result for config, result in tuned.last_results.items()}
+    for stages, result in results.items():
+        compiled = tw.compile(
+            staged_matmul, signature="a=*fp16:16,b=*fp16:16,c=*fp32:16,K=i32:16",
+            constexprs={"BM": 64, "BN": 64, "BK": 32}, target="sm_90", num_stages=stages,
+        )
+        assert result["shared"] == compiled.metadata.shared > 0
+        assert result["regs"] == compiled.metadata.n_regs and result["regs"] > 0
+        assert result["spills"] == compiled.metadata.n_spills
+    assert results[3]["shared"] > results[2]["shared"]  # one more ring slot
+    rows = {row.config: row for row in autotune_rows(tuned.last_results)}
+    assert all(f"{row.regs} regs" in row.resources() for row in rows.values())
+    printed = capsys.readouterr().out
+    assert "tileworkbench autotuning for function staged_matmul" in printed
+    assert f"best config selected: {tuned.best_config};" in printed
+    assert f"shared {results[3]['shared']}" in printed and f"shared {results[2]['shared']}" in printed
+    assert printed.count(" ms; regs ") == 2

@@ -3,8 +3,9 @@ meta-parameters (and num_warps/num_stages) per call.
 
 The autotuner times every config once per key (the values of the `key` arguments and the dtypes of
 the array arguments) and caches the fastest. Unlike Triton it keeps every config's outcome in
-`last_results`: its time, the error that stopped it (compile error, out of resources, ...), or why
-it was pruned, for the workbench to show.
+`last_results`: its time and the compiled kernel's resources (registers, spills, shared memory), the
+error that stopped it (compile error, out of resources, ...), or why it was pruned, for the workbench
+to show. `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints that table and the choice after each tuning.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tileworkbench.config import config as settings
 from tileworkbench.errors import TileworkbenchError
 from tileworkbench.runtime import record
 
@@ -203,7 +205,8 @@ class Autotuner(KernelInterface):
 
     def _bench(
         self, args: tuple, named_args: dict[str, Any], config: Config, grid, kwargs: dict[str, Any]
-    ) -> float:
+    ) -> tuple[float, Any]:
+        """The config's time in ms and the compiled kernel it launched."""
         conflicts = sorted(set(kwargs) & set(config.kwargs))
         if conflicts:
             raise ValueError(
@@ -212,14 +215,17 @@ class Autotuner(KernelInterface):
             )
         options = {**kwargs, **config.all_kwargs()}
         full_args = {**named_args, **options}
+        launched = []
 
         def kernel_call():
             if config.pre_hook is not None:
                 config.pre_hook(full_args)
             self._before_bench(named_args)
-            self.fn.run(*args, grid=grid, warmup=False, **options)
+            launched.append(self.fn.run(*args, grid=grid, warmup=False, **options))
+            del launched[:-1]
 
-        return _first(self._do_bench(kernel_call))
+        ms = _first(self._do_bench(kernel_call))
+        return ms, launched[-1] if launched else None
 
     def _do_bench(self, kernel_call: Callable[[], None]):
         if self.user_do_bench is not None:
@@ -238,8 +244,8 @@ class Autotuner(KernelInterface):
         for config in self.prune_configs(named_args, kwargs):
             try:
                 with record.paused():  # the workbench records the real launch, not the timing runs
-                    timings[config] = self._bench(args, named_args, config, grid, kwargs)
-                self.last_results[config] = {"ms": timings[config]}
+                    timings[config], compiled = self._bench(args, named_args, config, grid, kwargs)
+                self.last_results[config] = {"ms": timings[config], **resources(compiled)}
             except TileworkbenchError as error:  # compile error, out of resources, bad launch
                 timings[config] = float("inf")
                 self.last_results[config] = {"error": f"{type(error).__name__}: {error}"}
@@ -250,7 +256,28 @@ class Autotuner(KernelInterface):
         usable = [config for config, ms in timings.items() if ms != float("inf")]
         if not usable:
             raise TileworkbenchError(self._all_failed_message())
-        return min(usable, key=timings.__getitem__)
+        best = min(usable, key=timings.__getitem__)
+        if settings.print_autotuning:
+            print(self._tuning_summary(named_args, best), flush=True)
+        return best
+
+    def _tuning_summary(self, named_args: dict[str, Any], best: Config) -> str:
+        """What TILEWORKBENCH_PRINT_AUTOTUNING=1 prints: the choice (in Triton's words) and the table."""
+        lines = [
+            f"tileworkbench autotuning for function {_name(self.fn)}, with key as "
+            f"{self._key(named_args)}, finished after {self.bench_time_s:.2f}s; "
+            f"best config selected: {best};"
+        ]
+        for config, result in self.last_results.items():
+            if "ms" in result:
+                used = ", ".join(
+                    f"{name} {result[name]}" for name in ("regs", "spills", "shared")
+                    if result.get(name) is not None
+                )
+                lines.append(f"  {config}: {result['ms']:.4g} ms{'; ' + used if used else ''}")
+            else:
+                lines.append(f"  {config}: {result.get('pruned') or result.get('error')}")
+        return "\n".join(lines)
 
     def _all_failed_message(self) -> str:
         lines = [f"every config of {_name(self.fn)} failed or was pruned:"]
@@ -376,6 +403,21 @@ def _check_names(names: list[str], arg_names: list[str], what: str, fn) -> None:
 
 def _name(fn) -> str:
     return getattr(_base_function(fn), "__name__", repr(fn))
+
+
+def resources(compiled: Any) -> dict[str, Any]:
+    """Registers, spills and shared memory (bytes) of a compiled GPU kernel (n_regs waits for ptxas;
+    None without it); nothing for the interpreter's and the cpu target's kernels."""
+    from tileworkbench.backends import is_gpu
+
+    metadata = getattr(compiled, "metadata", None)
+    if metadata is None or not is_gpu(getattr(metadata, "target", None) or None):
+        return {}
+    return {
+        "regs": getattr(metadata, "n_regs", None),
+        "spills": getattr(metadata, "n_spills", None),
+        "shared": getattr(metadata, "shared", None),
+    }
 
 
 def _first(result) -> float:

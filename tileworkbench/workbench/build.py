@@ -197,7 +197,10 @@ def autotune_rows(results: dict | None) -> list[AutotuneRow] | None:
     rows = []
     for config, result in results.items():
         if "ms" in result:
-            rows.append(AutotuneRow(str(config), float(result["ms"])))
+            rows.append(AutotuneRow(
+                str(config), float(result["ms"]), regs=result.get("regs"),
+                spills=result.get("spills"), shared=result.get("shared"),
+            ))
         elif "pruned" in result:
             rows.append(AutotuneRow(str(config), None, "pruned", str(result["pruned"])))
         else:

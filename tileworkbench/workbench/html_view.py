@@ -140,12 +140,13 @@ def overview_html(report, with_png: bool = True) -> str:
 def autotune_html(rows) -> str:
     body = "".join(
         f"<tr><td>{html.escape(r.config)}</td><td>{'' if r.ms is None else f'{r.ms:.4g}'}</td>"
+        f"<td>{html.escape(r.resources())}</td>"
         f"<td>{r.status}</td><td>{html.escape(r.reason)}</td></tr>"
         for r in rows
     )
     return (
         '<div><b>Autotuner</b></div><table class="twtable"><tr><th>config</th><th>ms</th>'
-        f"<th>status</th><th>why</th></tr>{body}</table>"
+        f"<th>resources</th><th>status</th><th>why</th></tr>{body}</table>"
     )
 
 

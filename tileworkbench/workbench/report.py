@@ -29,6 +29,20 @@ class AutotuneRow:
     ms: float | None = None
     status: str = "ok"  # "ok", "best", "failed", "pruned"
     reason: str = ""
+    regs: int | None = None  # per thread, GPU kernels (None: unknown, e.g. no ptxas)
+    spills: int | None = None
+    shared: int | None = None  # bytes per program
+
+    def resources(self) -> str:
+        """"96 regs, 0 spills, 64 KB shared" (the parts known), or ""."""
+        parts = []
+        if self.regs is not None:
+            parts.append(f"{self.regs} regs")
+        if self.spills is not None:
+            parts.append(f"{self.spills} spills")
+        if self.shared is not None:
+            parts.append(f"{self.shared / 1024:.4g} KB shared")
+        return ", ".join(parts)
 
 
 @dataclass

@@ -88,8 +88,9 @@ def summary_lines(report: KernelReport) -> list[str]:
             lines.append("hint: " + report.check.hint)
     for row in report.autotune or []:
         time = f"{row.ms:.4g} ms" if row.ms is not None else row.status
+        used = f" ({row.resources()})" if row.resources() else ""
         lines.append(
-            f"autotune: {row.config}: {time}{' ' + row.reason if row.reason else ''}"
+            f"autotune: {row.config}: {time}{used}{' ' + row.reason if row.reason else ''}"
             f"{'  <- best' if row.status == 'best' else ''}"
         )
     if report.triton is not None:

@@ -7,6 +7,8 @@ context unusable: every later CUDA call fails with the same error. Two defences:
 - `@pytest.mark.gpu_isolated`: on "cuda" the test runs in a Python process of its own (its outcome
   reported here), for tests whose kernels fail on the device on purpose (debug mode's device_assert and
   bounds reports) or print from it (`tl.device_print`).
+- `device_stdout` (a fixture): what kernels printed, the GPU's printf buffer and C stdio flushed
+  first (device printf reaches fd 1 through C stdio, which pytest's capsys does not see).
 - After any test on "cuda" fails, the context is probed; if it is lost, the session stops there with
   "CUDA context lost in <test>: <error>" instead of failing every test after it for a reason they do
   not share. `tools/gpu_language_suite.py` then resumes the remaining tests in a new process.
@@ -14,6 +16,7 @@ context unusable: every later CUDA call fails with the same error. Two defences:
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -41,6 +44,20 @@ def context_error() -> str | None:
     except Exception as exc:  # noqa: BLE001 - any failure of the round trip means the context is gone
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
     return None
+
+
+@pytest.fixture
+def device_stdout(capfd):
+    """`device_stdout()`: the text written to stdout since the last call, by Python or by a kernel."""
+
+    from tileworkbench.workbench.capture import synchronize_device
+
+    def read() -> str:
+        synchronize_device()  # flushes the device's printf buffer (where CuPy is in use)
+        ctypes.CDLL(None).fflush(None)
+        return capfd.readouterr().out
+
+    return read
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -20,12 +20,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pytest_outcomes import read_records  # noqa: E402
 
+ISOLATED_TIMEOUT_S = 120  # tests/cuda_guard.py's limit for a test run in a process of its own
 SUITES = ["tests/kernels", "tests/frontend", "tests/interpreter"]
 SELECT = ["-m", "gpu", "-k", "cuda"]
 
@@ -34,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="gpu_language_suite.json", help="the JSON summary")
     parser.add_argument("--log", default=None, help="pytest's output (default: OUT with .log)")
+    parser.add_argument("--records", default=None,
+                        help="the per-test JSON lines (default: a temporary file, not beside OUT)")
     parser.add_argument("--budget", type=float, default=280, help="seconds for all runs together")
     parser.add_argument("--test-timeout", type=float, default=90, help="seconds one test may take")
     parser.add_argument("--restarts", type=int, default=6)
@@ -41,12 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     log = Path(args.log or out.with_suffix(".log"))
-    records_path = out.with_suffix(".jsonl")
+    records_path = Path(args.records or tempfile.mkstemp(suffix=".jsonl")[1])
     for path in (records_path, log):
         path.unlink(missing_ok=True)
     targets = args.pytest_args or SUITES
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rfE",
-               "-p", "pytest_outcomes", f"--outcomes={records_path}", *SELECT, *targets]
+               "--tb=short", "-p", "pytest_outcomes", f"--outcomes={records_path}", *SELECT, *targets]
     start = time.monotonic()
     restarts: list[dict] = []
     for run in range(args.restarts + 1):
@@ -62,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(read_records(records_path), restarts, time.monotonic() - start,
                         " ".join(["TILEWORKBENCH_TEST_CUDA=1", "pytest", *SELECT, *targets]))
     out.write_text(json.dumps(summary, indent=1) + "\n")
-    print_table(summary)
+    table = format_table(summary)
+    print(table)
+    with log.open("a") as stream:
+        stream.write("\n" + table + "\n")
     return 0 if summary["totals"]["failed"] + summary["totals"]["error"] == 0 else 1
 
 
@@ -105,12 +112,14 @@ def _run(command: list[str], log: Path, records_path: Path, budget: float, test_
 
 
 def _running(records_path: Path) -> tuple[str | None, float]:
-    """The test started and not yet reported, and when it started."""
+    """The test started and not yet reported, and when it started (a test run in a process of its own
+    is given the child's own time limit on top)."""
     started, reported = None, set()
     since = 0.0
     for record in read_records(records_path):
         if record.get("event") == "start":
             started, since = record["test"], record["time"]
+            since += ISOLATED_TIMEOUT_S if record.get("own_process") else 0
         elif record.get("event") == "outcome":
             reported.add(record["test"])
     return (started, since) if started is not None and started not in reported else (None, 0.0)
@@ -165,19 +174,18 @@ def summarize(records: list[dict], restarts: list[dict], wall: float, command: s
     }
 
 
-def print_table(summary: dict) -> None:
-    print(f"{'file':58} {'pass':>5} {'fail':>5} {'skip':>5}")
+def format_table(summary: dict) -> str:
+    lines = [f"{'file':58} {'pass':>5} {'fail':>5} {'skip':>5}"]
     for name, counts in summary["files"].items():
         failed = counts.get("failed", 0) + counts.get("error", 0)
-        print(f"{name[-58:]:58} {counts.get('passed', 0):5} {failed:5} {counts.get('skipped', 0):5}")
+        lines.append(f"{name[-58:]:58} {counts.get('passed', 0):5} {failed:5} {counts.get('skipped', 0):5}")
     totals = summary["totals"]
-    print(f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['error']} errors, "
-          f"{totals['skipped']} skipped, {summary['not_run']} not run; {summary['runs']} run(s), "
-          f"{summary['wall_s']} s")
-    for stop in summary["restarts"]:
-        print(f"stopped after {stop['after']}: {stop['reason']}")
-    for failure in summary["failures"][:40]:
-        print(f"FAILED {failure['test']}: {failure['error']}")
+    lines.append(f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['error']} errors, "
+                 f"{totals['skipped']} skipped, {summary['not_run']} not run; {summary['runs']} run(s), "
+                 f"{summary['wall_s']} s")
+    lines += [f"stopped after {stop['after']}: {stop['reason']}" for stop in summary["restarts"]]
+    lines += [f"FAILED {f['test']}: {f['error']}" for f in summary["failures"][:40]]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

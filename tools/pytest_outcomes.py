@@ -4,7 +4,7 @@ deselected, so a second run over the same file resumes where the first stopped.
 
     python -m pytest -p pytest_outcomes --outcomes=run.jsonl ...     (tools/ on PYTHONPATH)
 
-Records: {"event": "collected", "count"}, {"event": "start", "test"}, {"event": "outcome", "test",
+Records: {"event": "collected", "count"}, {"event": "start", "test", "time", "own_process"}, {"event": "outcome", "test",
 "file", "outcome" (passed, failed, error, skipped, xfailed, xpassed), "error" (the failure's first
 line, or a skip's reason), "duration"}, {"event": "finished", "exitstatus", "stopped" (why the
 session stopped early, or "")}. tools/gpu_language_suite.py drives it and summarizes the file.
@@ -54,8 +54,11 @@ class _Recorder:
             items[:] = kept
         self.write(event="collected", count=len(items), resumed=len(dropped))
 
-    def pytest_runtest_logstart(self, nodeid, location):
-        self.write(event="start", test=nodeid, time=time.time())
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        # own_process: tests/cuda_guard.py runs it in a child process (which takes longer)
+        self.write(event="start", test=item.nodeid, time=time.time(),
+                   own_process=item.get_closest_marker("gpu_isolated") is not None)
 
     def pytest_runtest_logreport(self, report):
         outcome = _outcome(report)

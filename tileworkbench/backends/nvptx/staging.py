@@ -5,6 +5,8 @@ is set, as tests/conftest.py's `target` fixture does on "cuda"."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 
@@ -42,6 +44,14 @@ class StagingLauncher:
         return False
 
     def launch(self, grid, args, stream=None) -> None:
+        with self.staged(args) as moved:
+            self.kernel.launch(grid, moved, stream)
+
+    @contextlib.contextmanager
+    def staged(self, args):
+        """`args` with each NumPy array replaced by a GPU copy of its memory, copied back into the host
+        array when the block ends without an error (debug mode launches through this: its hidden
+        arguments are the device copies' byte ranges, runtime/debug_checks.py)."""
         moved, copies = [], []
         for value in args:
             if isinstance(value, np.ndarray) and value.ndim > 0:
@@ -51,7 +61,7 @@ class StagingLauncher:
                     copies.append((device, raw))
             else:
                 moved.append(value[()] if isinstance(value, np.ndarray) else value)
-        self.kernel.launch(grid, moved, stream)
+        yield moved
         self.kernel.synchronize()
         for device, raw in copies:
             raw[...] = device.get()

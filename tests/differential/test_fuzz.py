@@ -48,6 +48,7 @@ class _TimeUp(BaseException):
 
 
 _DEADLINE: list[float] = []  # the running test's, when FUZZ_SECONDS is set
+_LOST: list[str] = []  # why the CUDA context of this process is lost, once it is
 
 
 class CudaContextLost(Exception):
@@ -95,6 +96,7 @@ def run_everywhere(program: Program, targets, test: str, strategy: str) -> list[
     if problems:
         TALLY.disagreement(test, strategy, program, problems)
     if lost is not None:
+        _LOST[:] = [f"{test}: {lost}"]
         raise CudaContextLost(f"the CUDA context is lost ({lost}) after:\n{program.describe()}")
     return problems
 
@@ -122,6 +124,13 @@ def _on_host(strategy, test: str, name: str):
     return search
 
 
+def _gpu_or_skip() -> None:
+    if not TARGETS["cuda"].available():
+        pytest.skip("no GPU visible")
+    if _LOST:
+        pytest.skip(f"the CUDA context was lost in an earlier test ({_LOST[0]})")
+
+
 def _on_gpu(strategy, test: str, name: str):
     @fuzz
     @given(program=strategy)
@@ -142,15 +151,13 @@ def test_dots_agree():
 
 @pytest.mark.gpu
 def test_tile_programs_agree_on_the_gpu():
-    if not TARGETS["cuda"].available():
-        pytest.skip("no GPU visible")
+    _gpu_or_skip()
     test = "test_tile_programs_agree_on_the_gpu"
     expect_agreement(_on_gpu(tile_programs(), test, "tile_programs"), test)
 
 
 @pytest.mark.gpu
 def test_dots_agree_on_the_gpu():
-    if not TARGETS["cuda"].available():
-        pytest.skip("no GPU visible")
+    _gpu_or_skip()
     test = "test_dots_agree_on_the_gpu"
     expect_agreement(_on_gpu(dot_programs(), test, "dot_programs"), test)

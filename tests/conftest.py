@@ -12,7 +12,7 @@ Two marks say where a test is meaningful:
 - `@pytest.mark.only_on("interpreter", ...)`: a test about some targets' own behaviour (the
   interpreter's bounds checks without debug mode, its stdout callback, an error only it raises) runs
   on those targets and is skipped on the others, with the reason in a comment beside the mark.
-- `@pytest.mark.gpu_isolated`: on "cuda" the test runs in a process of its own (tests/cuda_guard.py),
+- `@pytest.mark.gpu_isolated`: on "cuda" the test runs in a process of its own (cuda_guard.py),
   because its kernel fails or prints on the device on purpose; a device trap would leave the CUDA
   context unusable for every later test. After any failure on "cuda", cuda_guard also checks the
   context and stops the session with a clear message if it is lost.
@@ -27,9 +27,10 @@ import time
 import numpy as np
 import pytest
 
-# "cuda" is opt-in (TILEWORKBENCH_TEST_CUDA=1): staging every NumPy array through the GPU is slow, and
-# a device-side trap once left the CUDA context unusable for every later test (206 failures on the H200,
-# 2026-12-01; now only_on / gpu_isolated marks and cuda_guard.py). tools/gpu_language_suite.py runs it.
+# "cuda" is opt-in (TILEWORKBENCH_TEST_CUDA=1): staging every NumPy array through the GPU is slow,
+# and a device-side trap once left the CUDA context unusable for every later test (206 failures on
+# the H200, 2026-12-01; now only_on / gpu_isolated marks and cuda_guard.py).
+# tools/gpu_language_suite.py runs it.
 TARGETS = ["interpreter", "cpu"] + (
     [pytest.param("cuda", marks=pytest.mark.gpu)] if os.environ.get("TILEWORKBENCH_TEST_CUDA") else [])
 

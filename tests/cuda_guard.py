@@ -1,12 +1,12 @@
-"""The language suites on the `cuda` target, kept apart from the device's failures (a pytest plugin that
-tests/conftest.py registers).
+"""The language suites on the `cuda` target, kept apart from the device's failures (a pytest plugin
+that tests/conftest.py registers).
 
-A kernel that stops the device (a trap, `__assertfail`, an illegal address) leaves the process's CUDA
-context unusable: every later CUDA call fails with the same error. Two defences:
+A kernel that stops the device (a trap, `__assertfail`, an illegal address) leaves the process's
+CUDA context unusable: every later CUDA call fails with the same error. Two defences:
 
 - `@pytest.mark.gpu_isolated`: on "cuda" the test runs in a Python process of its own (its outcome
-  reported here), for tests whose kernels fail on the device on purpose (debug mode's device_assert and
-  bounds reports) or print from it (`tl.device_print`).
+  reported here), for tests whose kernels fail on the device on purpose (debug mode's device_assert
+  and bounds reports) or print from it (`tl.device_print`).
 - `device_stdout` (a fixture): what kernels printed, the GPU's printf buffer and C stdio flushed
   first (device printf reaches fd 1 through C stdio, which pytest's capsys does not see).
 - After any test on "cuda" fails, the context is probed; if it is lost, the session stops there with
@@ -41,14 +41,14 @@ def context_error() -> str | None:
         probe = cupy.arange(4, dtype=cupy.int32) + 1
         if probe.get().tolist() != [1, 2, 3, 4]:
             return "a probe kernel (arange + 1) gave a wrong result"
-    except Exception as exc:  # noqa: BLE001 - any failure of the round trip means the context is gone
+    except Exception as exc:  # noqa: BLE001 - any failure of the round trip: the context is gone
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
     return None
 
 
 @pytest.fixture
 def device_stdout(capfd):
-    """`device_stdout()`: the text written to stdout since the last call, by Python or by a kernel."""
+    """`device_stdout()`: what Python or a kernel wrote to stdout since the last call."""
 
     from tileworkbench.workbench.capture import synchronize_device
 
@@ -62,20 +62,39 @@ def device_stdout(capfd):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
-    """A `gpu_isolated` test on "cuda": run it in a child pytest, then pass, skip or fail as it did."""
+    """A `gpu_isolated` test on "cuda": run it in a child pytest; pass, skip or fail as it did."""
     if os.environ.get(_CHILD) or not _on_cuda(pyfuncitem):
         return None
     if pyfuncitem.get_closest_marker("gpu_isolated") is None:
         return None
     env = dict(os.environ, **{_CHILD: "1"})
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rs",
-               "-W", "ignore::pytest.PytestAssertRewriteWarning", pyfuncitem.nodeid]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--no-header",
+        "-rs",
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        pyfuncitem.nodeid,
+    ]
     try:
-        child = subprocess.run(command, cwd=pyfuncitem.config.rootpath, env=env, capture_output=True,
-                               text=True, timeout=ISOLATED_TIMEOUT_S)
+        child = subprocess.run(
+            command,
+            cwd=pyfuncitem.config.rootpath,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=ISOLATED_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"isolated on the GPU: no result after {ISOLATED_TIMEOUT_S} s (the kernel hangs?)",
-                    pytrace=False)
+        pytest.fail(
+            f"isolated on the GPU: no result after {ISOLATED_TIMEOUT_S} s (the kernel hangs?)",
+            pytrace=False,
+        )
     output = child.stdout + child.stderr
     tail = "\n".join(output.strip().splitlines()[-30:])
     if child.returncode == 0 and " passed" in output:
@@ -103,6 +122,8 @@ def pytest_runtest_makereport(item, call):
         return  # it ran in its own process
     error = context_error()
     if error is not None:
-        item.session.shouldstop = (f"CUDA context lost in {item.nodeid}: {error}; the tests after it "
-                                   "did not run (tools/gpu_language_suite.py resumes them)")
+        item.session.shouldstop = (
+            f"CUDA context lost in {item.nodeid}: {error}; the tests after it "
+            "did not run (tools/gpu_language_suite.py resumes them)"
+        )
         report.sections.append(("CUDA context", f"lost after this test: {error}"))

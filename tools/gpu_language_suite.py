@@ -1,14 +1,15 @@
-"""The language suites (tests/kernels, tests/frontend, tests/interpreter) on the `cuda` target, run so
-that one bad kernel cannot hide the rest, and summarized as JSON for the GPU session:
+"""The language suites (tests/kernels, tests/frontend, tests/interpreter) on the `cuda` target, run
+so that one bad kernel cannot hide the rest, and summarized as JSON for the GPU session:
 
     PYTHONPATH=. python3 tools/gpu_language_suite.py --out $OUT/gpu_language_suite.json --budget 280
 
-pytest runs with TILEWORKBENCH_TEST_CUDA=1, `-m gpu -k cuda` (each test's "cuda" parametrization) and
-tools/pytest_outcomes.py recording every outcome as it happens. When the run stops early (the CUDA
-context was lost: tests/cuda_guard.py stops the session; a crash; a test past --test-timeout, which
-is killed) a new pytest process resumes after the test that stopped it, up to --restarts times. The
-JSON holds passed/failed/skipped per test file, each failure with its first error line, the restarts
-and why, and the tests left unrun when the budget ran out. Exit status 0 when nothing failed.
+pytest runs with TILEWORKBENCH_TEST_CUDA=1, `-m gpu -k cuda` (each test's "cuda" parametrization)
+and tools/pytest_outcomes.py recording every outcome as it happens. When the run stops early (the
+CUDA context was lost: tests/cuda_guard.py stops the session; a crash; a test past --test-timeout,
+which is killed) a new pytest process resumes after the test that stopped it, up to --restarts
+times. The JSON holds passed/failed/skipped per test file, each failure with its first error line,
+the restarts and why, and the tests left unrun when the budget ran out. Exit status 0 when nothing
+failed.
 """
 
 from __future__ import annotations
@@ -36,12 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="gpu_language_suite.json", help="the JSON summary")
     parser.add_argument("--log", default=None, help="pytest's output (default: OUT with .log)")
-    parser.add_argument("--records", default=None,
-                        help="the per-test JSON lines (default: a temporary file, not beside OUT)")
+    parser.add_argument(
+        "--records",
+        default=None,
+        help="the per-test JSON lines (default: a temporary file, not beside OUT)",
+    )
     parser.add_argument("--budget", type=float, default=280, help="seconds for all runs together")
     parser.add_argument("--test-timeout", type=float, default=90, help="seconds one test may take")
     parser.add_argument("--restarts", type=int, default=6)
-    parser.add_argument("pytest_args", nargs="*", help="what pytest runs (default: the three suites)")
+    parser.add_argument(
+        "pytest_args", nargs="*", help="what pytest runs (default: the three suites)"
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     log = Path(args.log or out.with_suffix(".log"))
@@ -49,8 +55,22 @@ def main(argv: list[str] | None = None) -> int:
     for path in (records_path, log):
         path.unlink(missing_ok=True)
     targets = args.pytest_args or SUITES
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rfE",
-               "--tb=short", "-p", "pytest_outcomes", f"--outcomes={records_path}", *SELECT, *targets]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--no-header",
+        "-rfE",
+        "--tb=short",
+        "-p",
+        "pytest_outcomes",
+        f"--outcomes={records_path}",
+        *SELECT,
+        *targets,
+    ]
     start = time.monotonic()
     restarts: list[dict] = []
     for run in range(args.restarts + 1):
@@ -63,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         restarts.append(stop)
         if not stop["resume"]:
             break
-    summary = summarize(read_records(records_path), restarts, time.monotonic() - start,
-                        " ".join(["TILEWORKBENCH_TEST_CUDA=1", "pytest", *SELECT, *targets]))
+    summary = summarize(
+        read_records(records_path),
+        restarts,
+        time.monotonic() - start,
+        " ".join(["TILEWORKBENCH_TEST_CUDA=1", "pytest", *SELECT, *targets]),
+    )
     out.write_text(json.dumps(summary, indent=1) + "\n")
     table = format_table(summary)
     print(table)
@@ -73,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if summary["totals"]["failed"] + summary["totals"]["error"] == 0 else 1
 
 
-def _run(command: list[str], log: Path, records_path: Path, budget: float, test_timeout: float) -> dict | None:
-    """One pytest process; None if it finished, else why it stopped (the tests it left, resumed later)."""
+def _run(
+    command: list[str], log: Path, records_path: Path, budget: float, test_timeout: float
+) -> dict | None:
+    """One pytest process; None if it finished, else why it stopped (its tests left run later)."""
     env = dict(os.environ, TILEWORKBENCH_TEST_CUDA="1", PYTHONUNBUFFERED="1")
     here = str(Path(__file__).resolve().parent)
     env["PYTHONPATH"] = os.pathsep.join([p for p in (env.get("PYTHONPATH", "."), here) if p])
@@ -83,14 +109,17 @@ def _run(command: list[str], log: Path, records_path: Path, budget: float, test_
     with log.open("a") as stream:
         stream.write(f"\n==== {' '.join(command)}\n")
         stream.flush()
-        child = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, env=env,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            command, stdout=stream, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         reason = None
         while child.poll() is None:
             time.sleep(0.5)
             running, since = _running(records_path)
             if running is not None and time.time() - since > test_timeout:
-                reason = f"timed out after {test_timeout:.0f} s (killed; the run resumed without it)"
+                reason = (
+                    f"timed out after {test_timeout:.0f} s (killed; the run resumed without it)"
+                )
                 _kill(child)
                 _record(records_path, running, "failed", reason)
                 return {"after": running, "reason": reason, "resume": True}
@@ -101,19 +130,32 @@ def _run(command: list[str], log: Path, records_path: Path, budget: float, test_
     finished = [r for r in records if r.get("event") == "finished"]
     running, _ = _running(records_path)
     if running is not None:  # the process died inside a test (a crash)
-        _record(records_path, running, "failed", f"the pytest process died in it (exit status {child.returncode})")
-        return {"after": running, "reason": f"crashed (exit status {child.returncode})", "resume": True}
+        _record(
+            records_path,
+            running,
+            "failed",
+            f"the pytest process died in it (exit status {child.returncode})",
+        )
+        return {
+            "after": running,
+            "reason": f"crashed (exit status {child.returncode})",
+            "resume": True,
+        }
     if finished and finished[-1]["stopped"]:
         return {"after": _last_test(records), "reason": finished[-1]["stopped"], "resume": True}
     if not finished and child.returncode not in (0, 1, 5):  # no use retrying
-        return {"after": None, "reason": f"pytest exited with status {child.returncode} before it ran "
-                                         "a test (see the log)", "resume": False}
+        return {
+            "after": None,
+            "reason": f"pytest exited with status {child.returncode} before it ran "
+            "a test (see the log)",
+            "resume": False,
+        }
     return None
 
 
 def _running(records_path: Path) -> tuple[str | None, float]:
-    """The test started and not yet reported, and when it started (a test run in a process of its own
-    is given the child's own time limit on top)."""
+    """The test started and not yet reported, and when it started (a test run in a process of
+    its own is given the child's own time limit on top)."""
     started, reported = None, set()
     since = 0.0
     for record in read_records(records_path):
@@ -132,8 +174,19 @@ def _last_test(records: list[dict]) -> str | None:
 
 def _record(records_path: Path, test: str, outcome: str, error: str) -> None:
     with records_path.open("a") as stream:
-        stream.write(json.dumps({"event": "outcome", "test": test, "file": test.split("::")[0],
-                                 "outcome": outcome, "error": error, "duration": None}) + "\n")
+        stream.write(
+            json.dumps(
+                {
+                    "event": "outcome",
+                    "test": test,
+                    "file": test.split("::")[0],
+                    "outcome": outcome,
+                    "error": error,
+                    "duration": None,
+                }
+            )
+            + "\n"
+        )
 
 
 def _kill(child: subprocess.Popen) -> None:
@@ -159,8 +212,11 @@ def summarize(records: list[dict], restarts: list[dict], wall: float, command: s
         totals[record["outcome"]] += 1
         if record["outcome"] == "skipped":
             skip_reasons[record["error"]] += 1
-    failures = [{"test": r["test"], "outcome": r["outcome"], "error": r["error"]}
-                for r in outcomes.values() if r["outcome"] in ("failed", "error", "xpassed")]
+    failures = [
+        {"test": r["test"], "outcome": r["outcome"], "error": r["error"]}
+        for r in outcomes.values()
+        if r["outcome"] in ("failed", "error", "xpassed")
+    ]
     return {
         "command": command,
         "wall_s": round(wall, 1),
@@ -178,11 +234,15 @@ def format_table(summary: dict) -> str:
     lines = [f"{'file':58} {'pass':>5} {'fail':>5} {'skip':>5}"]
     for name, counts in summary["files"].items():
         failed = counts.get("failed", 0) + counts.get("error", 0)
-        lines.append(f"{name[-58:]:58} {counts.get('passed', 0):5} {failed:5} {counts.get('skipped', 0):5}")
+        lines.append(
+            f"{name[-58:]:58} {counts.get('passed', 0):5} {failed:5} {counts.get('skipped', 0):5}"
+        )
     totals = summary["totals"]
-    lines.append(f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['error']} errors, "
-                 f"{totals['skipped']} skipped, {summary['not_run']} not run; {summary['runs']} run(s), "
-                 f"{summary['wall_s']} s")
+    lines.append(
+        f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['error']} errors, "
+        f"{totals['skipped']} skipped, {summary['not_run']} not run; {summary['runs']} run(s), "
+        f"{summary['wall_s']} s"
+    )
     lines += [f"stopped after {stop['after']}: {stop['reason']}" for stop in summary["restarts"]]
     lines += [f"FAILED {f['test']}: {f['error']}" for f in summary["failures"][:40]]
     return "\n".join(lines)

@@ -4,10 +4,11 @@ deselected, so a second run over the same file resumes where the first stopped.
 
     python -m pytest -p pytest_outcomes --outcomes=run.jsonl ...     (tools/ on PYTHONPATH)
 
-Records: {"event": "collected", "count"}, {"event": "start", "test", "time", "own_process"}, {"event": "outcome", "test",
-"file", "outcome" (passed, failed, error, skipped, xfailed, xpassed), "error" (the failure's first
-line, or a skip's reason), "duration"}, {"event": "finished", "exitstatus", "stopped" (why the
-session stopped early, or "")}. tools/gpu_language_suite.py drives it and summarizes the file.
+Records: {"event": "collected", "count"}, {"event": "start", "test", "time", "own_process"},
+{"event": "outcome", "test", "file", "outcome" (passed, failed, error, skipped, xfailed, xpassed),
+"error" (the failure's first line, or a skip's reason), "duration"}, {"event": "finished",
+"exitstatus", "stopped" (why the session stopped early, or "")}. tools/gpu_language_suite.py drives
+it and summarizes the file.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import pytest
 
 
 def pytest_addoption(parser):
-    parser.addoption("--outcomes", default=None, help="append each test's outcome to this JSON-lines file")
+    parser.addoption(
+        "--outcomes", default=None, help="append each test's outcome to this JSON-lines file"
+    )
 
 
 def read_records(path: Path) -> list[dict]:
@@ -57,20 +60,31 @@ class _Recorder:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
         # own_process: tests/cuda_guard.py runs it in a child process (which takes longer)
-        self.write(event="start", test=item.nodeid, time=time.time(),
-                   own_process=item.get_closest_marker("gpu_isolated") is not None)
+        self.write(
+            event="start",
+            test=item.nodeid,
+            time=time.time(),
+            own_process=item.get_closest_marker("gpu_isolated") is not None,
+        )
 
     def pytest_runtest_logreport(self, report):
         outcome = _outcome(report)
         if outcome is None or (report.nodeid in self.reported and report.when != "teardown"):
-            return  # a teardown failure after the call's outcome is recorded too (the last one counts)
+            return  # a failing teardown after the call is recorded too (the last record counts)
         self.reported.add(report.nodeid)
-        self.write(event="outcome", test=report.nodeid, file=report.location[0], outcome=outcome,
-                   error=_first_line(report) if outcome not in ("passed", "xpassed") else "",
-                   duration=round(report.duration, 3))
+        self.write(
+            event="outcome",
+            test=report.nodeid,
+            file=report.location[0],
+            outcome=outcome,
+            error=_first_line(report) if outcome not in ("passed", "xpassed") else "",
+            duration=round(report.duration, 3),
+        )
 
     def pytest_sessionfinish(self, session, exitstatus):
-        self.write(event="finished", exitstatus=int(exitstatus), stopped=str(session.shouldstop or ""))
+        self.write(
+            event="finished", exitstatus=int(exitstatus), stopped=str(session.shouldstop or "")
+        )
 
 
 def _outcome(report) -> str | None:

@@ -1,5 +1,5 @@
-"""The differential fuzzer's modules import each other by name (as tests/nvptx's do); at the end of a
-session, its summary (fuzz_summary.py) goes to $FUZZ_SUMMARY when that is set."""
+"""The differential fuzzer's modules import each other by name (as tests/nvptx's do); at the end of
+a session, its summary (fuzz_summary.py) goes to $FUZZ_SUMMARY when that is set."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def pytest_sessionfinish(session, exitstatus):
     from fuzz_summary import TALLY
 
     path = os.environ.get("FUZZ_SUMMARY")
-    if path and TALLY.tests:
+    if path:
         TALLY.write(path)
 
 
@@ -24,7 +24,7 @@ def pytest_terminal_summary(terminalreporter):
     from fuzz_summary import TALLY
 
     for name, entry in TALLY.as_json()["tests"].items():
-        targets = ", ".join(f"{target} {dict(counts)}" for target, counts in entry["targets"].items())
+        targets = ", ".join(f"{name} {dict(counts)}" for name, counts in entry["targets"].items())
         terminalreporter.write_line(f"fuzz {name}: {entry['examples']} examples; {targets}")
     if TALLY.tests:
         terminalreporter.write_line(f"fuzz: {TALLY.count} disagreement(s) found")

@@ -1,7 +1,8 @@
-"""What a fuzzing run did, for its summary: examples run per test (each test one strategy) and target,
-the targets that could not run an example, and every disagreement with the program that showed it
-(source, launch, and the input arrays' exact bits, enough to write the named regression test that
-test_found.py keeps for each). The differential conftest writes it as JSON to $FUZZ_SUMMARY.
+"""What a fuzzing run did, for its summary: examples run per test (each test one strategy) and
+target, the targets that could not run an example, and every disagreement with the program that
+showed it (source, launch, and the input arrays' exact bits, enough to write the named regression
+test that test_found.py keeps for each). The differential conftest writes it as JSON to
+$FUZZ_SUMMARY.
 """
 
 from __future__ import annotations
@@ -22,37 +23,56 @@ MAX_ARRAY_BYTES = 1 << 16  # inputs larger than this are recorded by shape only
 class Tally:
     def __init__(self):
         self.start = time.time()
-        # test -> {"strategy", "examples", "targets": {target -> Counter(agreed, disagreed, unsupported)}}
+        # test -> {"strategy", "examples", "targets": {target -> Counter of `target`'s outcomes}}
         self.tests: dict[str, dict] = {}
         self.disagreements: list[dict] = []
         self.count = 0
 
     def _entry(self, test: str, strategy: str) -> dict:
-        return self.tests.setdefault(test, {"strategy": strategy, "examples": 0,
-                                            "targets": collections.defaultdict(collections.Counter)})
+        return self.tests.setdefault(
+            test,
+            {
+                "strategy": strategy,
+                "examples": 0,
+                "targets": collections.defaultdict(collections.Counter),
+            },
+        )
 
     def example(self, test: str, strategy: str) -> None:
         self._entry(test, strategy)["examples"] += 1
 
     def target(self, test: str, strategy: str, target: str, outcome: str) -> None:
-        """`outcome`: "agreed" (with the oracle and the others), "disagreed" (it raised, or was wrong
-        against the oracle, or, where there is none, differed from another target), "unsupported"."""
+        """`outcome`: "agreed" (with the oracle and the others), "disagreed" (it raised, or was
+        wrong against the oracle, or, where there is none, differed from another target), or
+        "unsupported"."""
         self._entry(test, strategy)["targets"][target][outcome] += 1
 
     def disagreement(self, test: str, strategy: str, program: Program, problems: list[str]) -> None:
         self.count += 1
         if len(self.disagreements) < MAX_RECORDED:
-            self.disagreements.append({"test": test, "strategy": strategy, "problems": problems[:8],
-                                       "program": program.describe(), "inputs": _inputs(program)})
+            self.disagreements.append(
+                {
+                    "test": test,
+                    "strategy": strategy,
+                    "problems": problems[:8],
+                    "program": program.describe(),
+                    "inputs": _inputs(program),
+                }
+            )
 
     def as_json(self) -> dict:
         return {
             "examples_per_test": int(os.environ.get("FUZZ_EXAMPLES", "6")),
             "seed": os.environ.get("FUZZ_SEED") or "derandomized (CI's fixed sample)",
             "wall_s": round(time.time() - self.start, 1),
-            "tests": {name: {"strategy": t["strategy"], "examples": t["examples"],
-                             "targets": {k: dict(v) for k, v in t["targets"].items()}}
-                      for name, t in self.tests.items()},
+            "tests": {
+                name: {
+                    "strategy": t["strategy"],
+                    "examples": t["examples"],
+                    "targets": {k: dict(v) for k, v in t["targets"].items()},
+                }
+                for name, t in self.tests.items()
+            },
             "disagreements_found": self.count,
             "disagreements": self.disagreements,
             "regression_tests": _regression_tests(),
@@ -63,14 +83,19 @@ class Tally:
 
 
 def _inputs(program: Program) -> list[dict]:
-    """Each argument: a scalar's value, or an array's dtype, shape and (when small) its bits in hex."""
+    """Each argument: a scalar's value, or an array's dtype, shape and (small) its bits in hex."""
     out = []
     for arg in program.args:
         if not isinstance(arg.data, np.ndarray):
             out.append({"name": arg.name, "value": int(arg.data)})
             continue
         data = arg.data
-        record = {"name": arg.name, "dtype": str(data.dtype), "shape": list(data.shape), "output": arg.output}
+        record = {
+            "name": arg.name,
+            "dtype": str(data.dtype),
+            "shape": list(data.shape),
+            "output": arg.output,
+        }
         if data.nbytes <= MAX_ARRAY_BYTES:
             record["hex"] = np.ascontiguousarray(data).tobytes().hex()
         out.append(record)
@@ -80,8 +105,11 @@ def _inputs(program: Program) -> list[dict]:
 def _regression_tests() -> list[str]:
     """The named tests test_found.py holds for earlier disagreements."""
     text = (Path(__file__).resolve().parent / "test_found.py").read_text()
-    return [line.split("(")[0].removeprefix("def ") for line in text.splitlines()
-            if line.startswith("def test_")]
+    return [
+        line.split("(")[0].removeprefix("def ")
+        for line in text.splitlines()
+        if line.startswith("def test_")
+    ]
 
 
 TALLY = Tally()

@@ -6,7 +6,7 @@ error bound and against the others.
 CI runs a bounded, derandomized sample (FUZZ_EXAMPLES, default 6 per family); a longer run, with
 another sample each FUZZ_SEED, and at most FUZZ_SECONDS per test:
 
-    FUZZ_EXAMPLES=2000 FUZZ_SEED=1 FUZZ_SECONDS=100 pytest tests/differential -m gpu -p no:cacheprovider
+    FUZZ_EXAMPLES=2000 FUZZ_SEED=1 FUZZ_SECONDS=100 pytest -m gpu tests/differential
 
 Each test runs its whole sample and then fails with the disagreements found (the kernels' sources);
 with FUZZ_SUMMARY=path the counts per test and target and every disagreement's program and inputs
@@ -29,7 +29,7 @@ from fuzz_summary import TALLY
 from fuzz_targets import TARGETS, Unsupported, host_targets
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "6"))
-SECONDS = float(os.environ.get("FUZZ_SECONDS", "0"))  # > 0: each test stops drawing examples after this
+SECONDS = float(os.environ.get("FUZZ_SECONDS", "0"))  # > 0: each test draws examples this long
 SEED = os.environ.get("FUZZ_SEED")  # another sample than CI's fixed one, reproducible by its number
 # No shrinking: every example compiles kernels, and the failure message prints the kernel source.
 _SETTINGS = settings(max_examples=EXAMPLES, derandomize=SEED is None, deadline=None, database=None,

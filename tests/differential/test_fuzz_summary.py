@@ -1,5 +1,5 @@
-"""The fuzzer's bookkeeping: a target that writes nothing or raises is a disagreement, counted per test
-and target, recorded with the program and its inputs' bits, and written to the JSON summary."""
+"""The fuzzer's bookkeeping: a target that writes nothing or raises is a disagreement, counted per
+test and target, recorded with the program and its inputs' bits, and written to the JSON summary."""
 
 from __future__ import annotations
 
@@ -30,23 +30,36 @@ def test_disagreements_are_counted_recorded_and_written(monkeypatch, tmp_path):
     monkeypatch.setattr(test_fuzz, "TALLY", tally)
     seen = []
 
-    @settings(max_examples=1, database=None, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=1,
+        database=None,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(program=tile_programs())
     def search(program):
         if program.written.any():
             seen.append(program)
-            test_fuzz.run_everywhere(program, [TARGETS["interpreter"], *FAKES], "test_x", "tile_programs")
+            test_fuzz.run_everywhere(
+                program, [TARGETS["interpreter"], *FAKES], "test_x", "tile_programs"
+            )
 
     search()
     if not seen:
         pytest.skip("the one program drawn writes nothing")
     summary = tally.as_json()
-    assert summary["tests"]["test_x"]["targets"] == {"interpreter": {"agreed": 1},
-                                                     "silent": {"disagreed": 1}, "raising": {"disagreed": 1}}
+    assert summary["tests"]["test_x"]["targets"] == {
+        "interpreter": {"agreed": 1},
+        "silent": {"disagreed": 1},
+        "raising": {"disagreed": 1},
+    }
     assert summary["disagreements_found"] == 1
     found = summary["disagreements"][0]
-    assert any(p.startswith("raising: raised RuntimeError: CUDA_ERROR_LAUNCH_FAILED") for p in found["problems"])
+    assert any(
+        p.startswith("raising: raised RuntimeError: CUDA_ERROR_LAUNCH_FAILED")
+        for p in found["problems"]
+    )
     assert any(p.startswith(("silent:", "interpreter vs silent:")) for p in found["problems"])
     assert found["program"] == seen[0].describe()
     first = next(a for a in seen[0].args if isinstance(a.data, np.ndarray) and not a.output)
@@ -62,7 +75,9 @@ def test_expect_agreement_fails_with_what_the_search_found(monkeypatch):
 
     def search():
         tally.count += 1
-        tally.disagreements.append({"test": "t", "problems": ["cuda: 3 wrong at [(0,)]"], "program": "src"})
+        tally.disagreements.append(
+            {"test": "t", "problems": ["cuda: 3 wrong at [(0,)]"], "program": "src"}
+        )
 
     with pytest.raises(AssertionError, match=r"1 disagreement\(s\)[\s\S]*cuda: 3 wrong[\s\S]*src"):
         test_fuzz.expect_agreement(search, "t")

@@ -176,7 +176,7 @@ def test_compiler_hints_and_assume(rng):
     assert "tt.divisibility" in tile or "divisibility" in tile
 
 
-@pytest.mark.only_on("interpreter")  # compiled, a false tl.assume is undefined behaviour (Triton's too)
+@pytest.mark.only_on("interpreter")  # compiled, a false tl.assume is undefined behaviour
 def test_a_false_assume_is_caught_by_the_interpreter(rng):
     x, out = randn(rng, 100), poisoned(100, np.float32)
     with pytest.raises(InterpreterError, match="tl.assume condition is false"):  # checked when interpreted

@@ -1,6 +1,7 @@
-"""tools/gpu_language_suite.py and tests/cuda_guard.py on a stand-in suite whose "cuda" tests pass, fail,
-skip, lose the (simulated) CUDA context, hang, crash the process, or run isolated: every outcome is
-counted in the JSON, each stop is resumed in a new process, and nothing after a stop is lost."""
+"""tools/gpu_language_suite.py and tests/cuda_guard.py on a stand-in suite whose "cuda" tests pass,
+fail, skip, lose the (simulated) CUDA context, hang, crash the process, or run isolated: every
+outcome is counted in the JSON, each stop is resumed in a new process, and nothing after a stop is
+lost."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CONFTEST = textwrap.dedent('''
+CONFTEST = textwrap.dedent("""
     import os, sys
     import pytest
     sys.path.insert(0, {tests!r})
     import cuda_guard
 
     # the simulated context is lost once a test of this process set FAKE_CONTEXT_LOST
-    cuda_guard.context_error = lambda: (
-        "CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS" if os.environ.get("FAKE_CONTEXT_LOST") else None)
+    LOST = "CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS"
+    cuda_guard.context_error = lambda: LOST if os.environ.get("FAKE_CONTEXT_LOST") else None
 
 
     def pytest_configure(config):
@@ -32,7 +33,7 @@ CONFTEST = textwrap.dedent('''
     @pytest.fixture(params=[pytest.param("cuda", marks=pytest.mark.gpu), "interpreter"])
     def target(request):
         return request.param
-''')
+""")
 
 TESTS = textwrap.dedent('''
     import os, time
@@ -101,9 +102,23 @@ def test_every_outcome_is_counted_and_each_stop_resumed(tmp_path):
     (suite / "conftest.py").write_text(CONFTEST.format(tests=str(ROOT / "tests")))
     (suite / "test_stand_in.py").write_text(TESTS)
     out = tmp_path / "summary.json"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_language_suite.py"), "--out", str(out),
-                             "--test-timeout", "8", "--budget", "100", "suite"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=150)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "gpu_language_suite.py"),
+            "--out",
+            str(out),
+            "--test-timeout",
+            "8",
+            "--budget",
+            "100",
+            "suite",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert result.returncode == 1, result.stdout + result.stderr  # some failed
     summary = json.loads(out.read_text())
     assert summary["totals"] == {"passed": 3, "failed": 5, "error": 0, "skipped": 1}, summary
@@ -116,7 +131,9 @@ def test_every_outcome_is_counted_and_each_stop_resumed(tmp_path):
     assert "died in it" in errors["test_6_crashes[cuda]"]
     assert "isolated on the GPU" in errors["test_7_isolated_fails[cuda]"]
     reasons = [stop["reason"] for stop in summary["restarts"]]
-    assert reasons[0].startswith("CUDA context lost in suite/test_stand_in.py::test_4_loses_the_context")
+    assert reasons[0].startswith(
+        "CUDA context lost in suite/test_stand_in.py::test_4_loses_the_context"
+    )
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in reasons[0]
     assert reasons[1].startswith("timed out") and reasons[2].startswith("crashed")
     assert "total: 3 passed, 5 failed" in result.stdout

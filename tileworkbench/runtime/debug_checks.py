@@ -102,7 +102,7 @@ class DebugChecks:
         ran on, and raise what it recorded."""
         from .launcher import torch_stream
 
-        staged = getattr(cuda, "staged", None)  # NumPy arrays staged through the GPU (tests' cuda target)
+        staged = getattr(cuda, "staged", None)  # NumPy arrays staged through the GPU (tests)
         if staged is not None:
             with staged(args) as device_args:
                 self.launch(cuda.kernel, grid, device_args, stream)

@@ -49,9 +49,9 @@ class StagingLauncher:
 
     @contextlib.contextmanager
     def staged(self, args):
-        """`args` with each NumPy array replaced by a GPU copy of its memory, copied back into the host
-        array when the block ends without an error (debug mode launches through this: its hidden
-        arguments are the device copies' byte ranges, runtime/debug_checks.py)."""
+        """`args` with each NumPy array replaced by a GPU copy of its memory, copied back into the
+        host array when the block ends without an error (debug mode launches through this: its
+        hidden arguments are the device copies' byte ranges, runtime/debug_checks.py)."""
         moved, copies = [], []
         for value in args:
             if isinstance(value, np.ndarray) and value.ndim > 0:

@@ -9,9 +9,9 @@ CUDA context unusable: every later CUDA call fails with the same error. Two defe
   and bounds reports) or print from it (`tl.device_print`).
 - `device_stdout` (a fixture): what kernels printed, the GPU's printf buffer and C stdio flushed
   first (device printf reaches fd 1 through C stdio, which pytest's capsys does not see).
-- After any test on "cuda" fails, the context is probed; if it is lost, the session stops there with
+- After every test on "cuda" the context is probed; if it is lost, the session stops there with
   "CUDA context lost in <test>: <error>" instead of failing every test after it for a reason they do
-  not share. `tools/gpu_language_suite.py` then resumes the remaining tests in a new process.
+  not share (a test that passed and left it lost, by an asynchronous fault, fails). `tools/gpu_language_suite.py` then resumes the remaining tests in a new process.
 """
 
 from __future__ import annotations
@@ -113,17 +113,25 @@ def _skip_reason(output: str) -> str:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """After a failed test on "cuda": stop the session if the CUDA context is lost."""
+    """After a test on "cuda" ran (or failed to set up): stop the session if the CUDA context is
+    lost. A test that passed and left it lost (an asynchronous fault) fails: its kernel did it."""
     outcome = yield
     report = outcome.get_result()
-    if not report.failed or not _on_cuda(item) or os.environ.get(_CHILD):
+    if report.skipped or not _on_cuda(item) or os.environ.get(_CHILD):
+        return
+    if report.passed and report.when != "call":
         return
     if item.get_closest_marker("gpu_isolated") is not None and report.when == "call":
         return  # it ran in its own process
     error = context_error()
-    if error is not None:
-        item.session.shouldstop = (
-            f"CUDA context lost in {item.nodeid}: {error}; the tests after it "
-            "did not run (tools/gpu_language_suite.py resumes them)"
-        )
+    if error is None:
+        return
+    item.session.shouldstop = (
+        f"CUDA context lost in {item.nodeid}: {error}; the tests after it "
+        "did not run (tools/gpu_language_suite.py resumes them)"
+    )
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = f"the test passed, but left the CUDA context lost: {error}"
+    else:
         report.sections.append(("CUDA context", f"lost after this test: {error}"))

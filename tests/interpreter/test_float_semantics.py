@@ -187,7 +187,7 @@ def test_unknown_extern_names_the_symbol():
     def build(kb, v):
         return kb.op(tt.ExternElementwiseOp, [v.type], symbol="__nv_frobnicatef", args=[v])
 
-    with pytest.raises((InterpreterError, CompilationError), match="__nv_frobnicatef"):
+    with pytest.raises((InterpreterError, CompilationError), match="frobnicatef"):
         run_elementwise(build, [np.ones(4, np.float32)], [f32], f32, np.float32)
 
 

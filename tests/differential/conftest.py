@@ -24,7 +24,9 @@ def pytest_terminal_summary(terminalreporter):
     from fuzz_summary import TALLY
 
     for name, entry in TALLY.as_json()["tests"].items():
-        targets = ", ".join(f"{name} {dict(counts)}" for name, counts in entry["targets"].items())
-        terminalreporter.write_line(f"fuzz {name}: {entry['examples']} examples; {targets}")
+        counts = ", ".join(f"{target} {dict(c)}" for target, c in entry["targets"].items())
+        seconds = ", ".join(f"{target} {s} s" for target, s in entry["seconds"].items())
+        line = f"fuzz {name}: {entry['examples']} examples; {counts}; {seconds}"
+        terminalreporter.write_line(line)
     if TALLY.tests:
         terminalreporter.write_line(f"fuzz: {TALLY.count} disagreement(s) found")

@@ -8,6 +8,7 @@ $FUZZ_SUMMARY.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import time
@@ -27,6 +28,7 @@ class Tally:
         self.tests: dict[str, dict] = {}
         self.disagreements: list[dict] = []
         self.count = 0
+        self.seconds: dict[str, collections.Counter] = {}  # test -> target -> seconds of its runs
 
     def _entry(self, test: str, strategy: str) -> dict:
         return self.tests.setdefault(
@@ -46,6 +48,16 @@ class Tally:
         wrong against the oracle, or, where there is none, differed from another target), or
         "unsupported"."""
         self._entry(test, strategy)["targets"][target][outcome] += 1
+
+    @contextlib.contextmanager
+    def timed(self, test: str, target: str):
+        """Adds the block's seconds to `target`'s in `test`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = self.seconds.setdefault(test, collections.Counter())
+            seconds[target] += time.perf_counter() - start
 
     def disagreement(self, test: str, strategy: str, program: Program, problems: list[str]) -> None:
         self.count += 1
@@ -70,6 +82,7 @@ class Tally:
                     "strategy": t["strategy"],
                     "examples": t["examples"],
                     "targets": {k: dict(v) for k, v in t["targets"].items()},
+                    "seconds": {k: round(v, 1) for k, v in self.seconds.get(name, {}).items()},
                 }
                 for name, t in self.tests.items()
             },

@@ -69,7 +69,8 @@ def run_everywhere(program: Program, targets, test: str, strategy: str) -> list[
     for target in targets:
         arrays = [a.data.copy() if isinstance(a.data, np.ndarray) else a.data for a in program.args]
         try:
-            target.run(program, kernel, arrays)
+            with TALLY.timed(test, target.name):
+                target.run(program, kernel, arrays)
         except Unsupported:
             TALLY.target(test, strategy, target.name, "unsupported")
             continue

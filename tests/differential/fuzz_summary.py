@@ -59,7 +59,10 @@ class Tally:
             seconds = self.seconds.setdefault(test, collections.Counter())
             seconds[target] += time.perf_counter() - start
 
-    def disagreement(self, test: str, strategy: str, program: Program, problems: list[str]) -> None:
+    def disagreement(
+        self, test: str, strategy: str, program: Program, problems: list[str], outputs: dict
+    ) -> None:
+        """Record one; `outputs`: each target's output array (fuzz_replay.py runs it again)."""
         self.count += 1
         if len(self.disagreements) < MAX_RECORDED:
             self.disagreements.append(
@@ -68,7 +71,15 @@ class Tally:
                     "strategy": strategy,
                     "problems": problems[:8],
                     "program": program.describe(),
+                    "launch": {
+                        "name": program.name,
+                        "source": program.source,
+                        "grid": list(program.grid),
+                        "num_warps": program.num_warps,
+                        "constexprs": program.constexprs,
+                    },
                     "inputs": _inputs(program),
+                    "outputs": {target: _bits(array) for target, array in outputs.items()},
                 }
             )
 
@@ -105,14 +116,20 @@ def _inputs(program: Program) -> list[dict]:
         data = arg.data
         record = {
             "name": arg.name,
-            "dtype": str(data.dtype),
+            "dtype": arg.dtype.name,  # fuzz_oracle.DTYPES' key
             "shape": list(data.shape),
             "output": arg.output,
+            "hex": _bits(data),
         }
-        if data.nbytes <= MAX_ARRAY_BYTES:
-            record["hex"] = np.ascontiguousarray(data).tobytes().hex()
         out.append(record)
     return out
+
+
+def _bits(data: np.ndarray) -> str | None:
+    """The array's bytes in hex; None when it is larger than MAX_ARRAY_BYTES."""
+    if data.nbytes > MAX_ARRAY_BYTES:
+        return None
+    return np.ascontiguousarray(data).tobytes().hex()
 
 
 def _regression_tests() -> list[str]:

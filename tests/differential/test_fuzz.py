@@ -95,7 +95,7 @@ def run_everywhere(program: Program, targets, test: str, strategy: str) -> list[
     for name in ran:
         TALLY.target(test, strategy, name, "disagreed" if name in wrong else "agreed")
     if problems:
-        TALLY.disagreement(test, strategy, program, problems)
+        TALLY.disagreement(test, strategy, program, problems, outputs)
     if lost is not None:
         _LOST[:] = [f"{test}: {lost}"]
         raise CudaContextLost(f"the CUDA context is lost ({lost}) after:\n{program.describe()}")

@@ -1,10 +1,12 @@
 """The fuzzer's bookkeeping: a target that writes nothing or raises is a disagreement, counted per
-test and target, recorded with the program and its inputs' bits, and written to the JSON summary."""
+test and target, recorded with the program and its inputs' bits, written to the JSON summary, and
+replayed from the JSON alone (fuzz_replay.py)."""
 
 from __future__ import annotations
 
 import json
 
+import fuzz_replay
 import numpy as np
 import pytest
 import test_fuzz
@@ -25,7 +27,7 @@ def _raising(program, kernel, arrays) -> None:
 FAKES = [Target("silent", _silent, lambda: True), Target("raising", _raising, lambda: True)]
 
 
-def test_disagreements_are_counted_recorded_and_written(monkeypatch, tmp_path):
+def test_disagreements_are_counted_recorded_and_written(monkeypatch, tmp_path, capsys):
     tally = Tally()
     monkeypatch.setattr(test_fuzz, "TALLY", tally)
     seen = []
@@ -66,7 +68,15 @@ def test_disagreements_are_counted_recorded_and_written(monkeypatch, tmp_path):
     recorded = next(a for a in found["inputs"] if a["name"] == first.name)
     assert bytes.fromhex(recorded["hex"]) == first.data.tobytes()  # the exact bits, to replay it
     tally.write(tmp_path / "fuzz.json")
-    assert json.loads((tmp_path / "fuzz.json").read_text())["disagreements_found"] == 1
+    record = json.loads((tmp_path / "fuzz.json").read_text())["disagreements"][0]
+    # replayed from the JSON alone, the interpreter gives the output it recorded, bit for bit
+    again = fuzz_replay.run(record, TARGETS["interpreter"])
+    recorded = fuzz_replay.recorded_output(record, "interpreter")
+    assert again.dtype == recorded.dtype and again.tobytes() == recorded.tobytes()
+    fuzz_replay.main([str(tmp_path / "fuzz.json"), "0", "--targets", "interpreter"])
+    shown = capsys.readouterr().out
+    assert "interpreter (now) vs interpreter (recorded): same bits" in shown
+    assert "interpreter (now) vs silent (recorded): " in shown and seen[0].source in shown
 
 
 def test_expect_agreement_fails_with_what_the_search_found(monkeypatch):

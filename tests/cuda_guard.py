@@ -11,7 +11,8 @@ CUDA context unusable: every later CUDA call fails with the same error. Two defe
   first (device printf reaches fd 1 through C stdio, which pytest's capsys does not see).
 - After every test on "cuda" the context is probed; if it is lost, the session stops there with
   "CUDA context lost in <test>: <error>" instead of failing every test after it for a reason they do
-  not share (a test that passed and left it lost, by an asynchronous fault, fails). `tools/gpu_language_suite.py` then resumes the remaining tests in a new process.
+  not share (a test that passed and left it lost, by an asynchronous fault, fails).
+  `tools/gpu_language_suite.py` then resumes the remaining tests in a new process.
 """
 
 from __future__ import annotations

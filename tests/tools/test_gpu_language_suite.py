@@ -126,7 +126,9 @@ def test_every_outcome_is_counted_and_each_stop_resumed(tmp_path):
     errors = {f["test"].split("::")[1]: f["error"] for f in summary["failures"]}
     assert errors["test_2_fails[cuda]"] == "AssertionError: wrong on the GPU"
     assert errors["test_4_passes_but_loses_the_context[cuda]"] == (
-        "the test passed, but left the CUDA context lost: CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS")
+        "the test passed, but left the CUDA context lost: "
+        "CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS"
+    )
     assert "timed out after 8 s" in errors["test_5_hangs[cuda]"]
     assert "died in it" in errors["test_6_crashes[cuda]"]
     assert "isolated on the GPU" in errors["test_7_isolated_fails[cuda]"]

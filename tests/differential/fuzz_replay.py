@@ -35,8 +35,14 @@ def program_of(record: dict) -> Program:
             raise ValueError(f"argument {arg['name']} was too large to record")
         data = np.frombuffer(bytes.fromhex(arg["hex"]), dtype.numpy).reshape(arg["shape"]).copy()
         args.append(Array(arg["name"], dtype, data, output=arg["output"]))
-    return Program(launch["name"], launch["source"], args, launch["constexprs"],
-                   tuple(launch["grid"]), launch["num_warps"])
+    return Program(
+        launch["name"],
+        launch["source"],
+        args,
+        launch["constexprs"],
+        tuple(launch["grid"]),
+        launch["num_warps"],
+    )
 
 
 def run(record: dict, target) -> np.ndarray:
@@ -81,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         got = run(record, target)
         for other in record["outputs"]:
-            print(f"{name} (now) vs {other} (recorded): "
-                  f"{_differences(got, recorded_output(record, other))}")
+            print(
+                f"{name} (now) vs {other} (recorded): "
+                f"{_differences(got, recorded_output(record, other))}"
+            )
     return 0
 
 

@@ -4,10 +4,18 @@
 `gpu`, skipped where no GPU is visible). It is a string with `put` (host NumPy array -> an array the
 target launches on), `get` (-> host NumPy) and `run` (hand-built `tile-opt` IR on host arrays). The
 language suites (tests/frontend, tests/kernels, tests/interpreter) request it through an autouse
-fixture, so each of their kernels runs on every target against its float64 reference; a test about
-one target's own behaviour (the interpreter's bounds checks, say) is marked `@pytest.mark.only_on(
-"interpreter")`. On "cuda", NumPy arguments are staged through the GPU by the NVPTX backend
-(`stage_host_arrays`), so a suite written for host arrays checks the GPU unchanged.
+fixture, so each of their kernels runs on every target against its float64 reference. On "cuda",
+NumPy arguments are staged through the GPU by the NVPTX backend (`stage_host_arrays`), so a suite
+written for host arrays checks the GPU unchanged.
+
+Two marks say where a test is meaningful:
+- `@pytest.mark.only_on("interpreter", ...)`: a test about some targets' own behaviour (the
+  interpreter's bounds checks without debug mode, its stdout callback, an error only it raises) runs
+  on those targets and is skipped on the others, with the reason in a comment beside the mark.
+- `@pytest.mark.gpu_isolated`: on "cuda" the test runs in a process of its own (cuda_guard.py),
+  because its kernel fails or prints on the device on purpose; a device trap would leave the CUDA
+  context unusable for every later test. After any failure on "cuda", cuda_guard also checks the
+  context and stops the session with a clear message if it is lost.
 """
 
 from __future__ import annotations
@@ -19,10 +27,10 @@ import time
 import numpy as np
 import pytest
 
-# "cuda" is opt-in (TILEWORKBENCH_TEST_CUDA=1): on the H200 (2026-12-01) the language suites on it met
-# tests about the interpreter's own behaviour that have no only_on mark yet, and a device-side trap
-# (device_print/assume tests) left the CUDA context unusable for every test after it (206 failures).
-# tools/gpu_session.sh's language-suite step turns it on; the next step is only_on marks for those tests.
+# "cuda" is opt-in (TILEWORKBENCH_TEST_CUDA=1): staging every NumPy array through the GPU is slow,
+# and a device-side trap once left the CUDA context unusable for every later test (206 failures on
+# the H200, 2026-12-01; now only_on / gpu_isolated marks and cuda_guard.py).
+# tools/gpu_language_suite.py runs it.
 TARGETS = ["interpreter", "cpu"] + (
     [pytest.param("cuda", marks=pytest.mark.gpu)] if os.environ.get("TILEWORKBENCH_TEST_CUDA") else [])
 
@@ -30,6 +38,11 @@ TARGETS = ["interpreter", "cpu"] + (
 def pytest_configure(config):
     config.addinivalue_line("markers", "only_on(*targets): run this test on these targets only")
     config.addinivalue_line("markers", "vectorize: compile for the cpu target with LLVM's vectorizers")
+    # -- cuda: tests that fail on the device on purpose, and a lost CUDA context (cuda_guard.py) --
+    config.addinivalue_line("markers", "gpu_isolated: on cuda, run in a process of its own")
+    import cuda_guard
+
+    config.pluginmanager.register(cuda_guard, "cuda_guard")
 
 
 class Target(str):

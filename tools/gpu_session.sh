@@ -55,17 +55,25 @@ if [ "${TEST_CORE_LIMIT:-0}" != 0 ]; then
     --mode gpu --jobs "${TEST_CORE_JOBS:-8}" --max-cases "${TEST_CORE_CASES:-10}" --json "$OUT/test_core_gpu.json" > "$OUT/test_core_gpu.log" 2>&1
   tail -n 15 "$OUT/test_core_gpu.log"
 fi
-if [ "${FUZZ_LIMIT:-0}" != 0 ]; then  # the differential fuzzer, longer than CI's, the GPU among the targets
-  FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-200} timeout "$FUZZ_LIMIT" python3 -m pytest -q -p no:cacheprovider --no-header \
-    -rfE -m gpu tests/differential 2>&1 | tail -n 30 > "$OUT/fuzz.log"
-  tail -n 8 "$OUT/fuzz.log"
+if [ "${FUZZ_LIMIT:-0}" != 0 ]; then
+  # the differential fuzzer, longer than CI's, the GPU among the targets: each of its two GPU tests
+  # draws examples for about 2/5 of FUZZ_LIMIT (FUZZ_SECONDS), another sample each FUZZ_SEED (in the
+  # JSON); $OUT/fuzz.json: examples per test and target, every disagreement with program and inputs
+  FUZZ_SUMMARY="$OUT/fuzz.json" FUZZ_EXAMPLES=${FUZZ_EXAMPLES:-5000} \
+    FUZZ_SEED=${FUZZ_SEED:-$(date +%j%H%M)} FUZZ_SECONDS=${FUZZ_SECONDS:-$((FUZZ_LIMIT * 2 / 5))} \
+    timeout -s INT -k 20 "$FUZZ_LIMIT" python3 -m pytest -q -p no:cacheprovider --no-header -rfE --tb=short -m gpu tests/differential \
+    > "$OUT/fuzz.log" 2>&1
+  tail -n 12 "$OUT/fuzz.log"
 fi
-if [ "${SHADOW_LIMIT:-150}" != 0 ]; then
+if [ "${SHADOW_LIMIT:-240}" != 0 ]; then
   # every kernel of the language suite on the GPU: the `target` fixture's "cuda" parameter (NumPy arrays
-  # staged through the GPU), each test's float64 reference judging the GPU's results
-  TILEWORKBENCH_TEST_CUDA=1 timeout "${SHADOW_LIMIT:-150}" python3 -m pytest -q -k cuda -p no:cacheprovider --no-header -rfE \
-    tests/kernels tests/frontend tests/interpreter 2>&1 | tail -n 40 > "$OUT/gpu_language_suite.log"
-  tail -n 12 "$OUT/gpu_language_suite.log"
+  # staged through the GPU), each test's float64 reference judging the GPU's results; a lost CUDA
+  # context, a hang or a crash resumes in a new process. $OUT/gpu_language_suite.json: passed,
+  # failed, skipped per file, the failures' first lines, the restarts; .log: pytest's output, then
+  # that table
+  timeout -k 20 "$((SHADOW_LIMIT + 30))" python3 tools/gpu_language_suite.py \
+    --budget "$SHADOW_LIMIT" --out "$OUT/gpu_language_suite.json" > /dev/null 2>&1
+  tail -n 30 "$OUT/gpu_language_suite.log"
 fi
 if [ "${PROFILE_LIMIT:-0}" != 0 ]; then
   # SASS, registers and interleaved timings of the shapes where we trail Triton, then ncu on one launch each

@@ -36,6 +36,16 @@ def test_cuda_extras_in_the_interpreter(num_warps):
     assert before <= stamps[0] <= stamps[1] <= time.time_ns()
 
 
+@pytest.mark.only_on("cuda")
+def test_cuda_extras_on_the_gpu():
+    out, stamps = np.full(64, -1, np.int32), np.zeros(2, np.int64)
+    cuda_extras_kernel[(1,)](out, stamps, num_warps=2)
+    offs = np.arange(64)
+    sm = out - (offs + 2000 + np.array([bin(v).count("1") for v in offs]))
+    assert np.all(sm == sm[0]) and 0 <= sm[0] < 1024  # one program: one SM id for every lane
+    assert 0 < stamps[0] <= stamps[1]  # a nanosecond timer that does not run backwards
+
+
 def test_cuda_extras_assemble(tmp_path):
     import subprocess
     import shutil

@@ -121,10 +121,11 @@ def print_kernel(x_ptr, N: tl.constexpr):
     tl.debug_barrier()
 
 
-def test_device_print(capfd):
+@pytest.mark.gpu_isolated  # on cuda: vprintf, in a process of its own
+def test_device_print(device_stdout):
     x = np.array([1.5, -2.25, 3.0, 4.125], np.float32)
     print_kernel[(2,)](x, N=4)
-    printed = capfd.readouterr().out
+    printed = device_stdout()
     for value in ("1.5", "-2.25", "3", "4.125"):
         assert value in printed
     assert printed.count("x: ") >= 8  # each program prints every element
@@ -137,8 +138,9 @@ def assert_kernel(x_ptr, N: tl.constexpr):
     tl.device_assert(x > 0, "x must be positive")
 
 
-@pytest.mark.only_on("interpreter")
-def test_device_assert_raises_in_the_interpreter_in_debug_mode():
+@pytest.mark.only_on("interpreter", "cuda")  # the cpu target raises a LaunchError of its own
+@pytest.mark.gpu_isolated  # on cuda: the failure travels through debug mode's error buffer
+def test_device_assert_raises_in_debug_mode():
     assert_kernel[(1,)](np.ones(8, np.float32), N=8, debug=True)
     x = np.ones(8, np.float32)
     x[3] = -1
@@ -164,7 +166,6 @@ def hints_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + same.to(tl.float32), mask=offs < n)
 
 
-@pytest.mark.only_on("interpreter")
 def test_compiler_hints_and_assume(rng):
     n, block = 100, 32
     x = randn(rng, n)
@@ -173,8 +174,13 @@ def test_compiler_hints_and_assume(rng):
     assert_close(out, x.astype(np.float64) + np.arange(n) // block, rtol=1e-6)
     tile = compile_tile(hints_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": block})
     assert "tt.divisibility" in tile or "divisibility" in tile
+
+
+@pytest.mark.only_on("interpreter")  # compiled, a false tl.assume is undefined behaviour
+def test_a_false_assume_is_caught_by_the_interpreter(rng):
+    x, out = randn(rng, 100), poisoned(100, np.float32)
     with pytest.raises(InterpreterError, match="tl.assume condition is false"):  # checked when interpreted
-        hints_kernel[(1,)](x, out, -1, BLOCK=block)
+        hints_kernel[(1,)](x, out, -1, BLOCK=32)
 
 
 @tw.jit
@@ -185,12 +191,20 @@ def inline_asm_kernel(x_ptr, out_ptr, N: tl.constexpr):
     tl.store(out_ptr + offs, y)
 
 
-@pytest.mark.only_on("interpreter")
+@pytest.mark.only_on("interpreter")  # its own refusal
 def test_inline_asm_compiles_but_the_interpreter_refuses_it():
     tile = compile_tile(inline_asm_kernel, {"x_ptr": "*i32", "out_ptr": "*i32"}, {"N": 8})
     assert "mov.b32" in tile
     with pytest.raises(InterpreterError, match="inline_asm_elementwise runs only on the GPU"):
         inline_asm_kernel[(1,)](np.arange(8, dtype=np.int32), poisoned(8, np.int32), N=8)
+
+
+@pytest.mark.only_on("cuda")
+def test_inline_asm_runs_on_the_gpu(rng):
+    x = rng.integers(-2**31, 2**31 - 1, 64, dtype=np.int64).astype(np.int32)
+    out = poisoned(64, np.int32)
+    inline_asm_kernel[(1,)](x, out, N=64)
+    np.testing.assert_array_equal(out, x)
 
 
 @tw.jit
@@ -217,10 +231,11 @@ def python_assert_kernel(x_ptr, N: tl.constexpr):
     assert x > 0, "x must be positive"
 
 
+@pytest.mark.gpu_isolated  # on cuda: the failure travels through debug mode's error buffer
 def test_a_python_assert_on_run_time_values_is_a_device_assert():
     x = np.ones(8, np.float32)
     x[5] = -2
     python_assert_kernel[(1,)](x, N=8)  # compiled out without debug, as in Triton
     with pytest.raises(InterpreterError, match="x must be positive") as info:
         python_assert_kernel[(1,)](x, N=8, debug=True)
-    assert "first failing index (5,)" in str(info.value)
+    assert "failing index (5,)" in str(info.value)  # the interpreter's says "first": it knows

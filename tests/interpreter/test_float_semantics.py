@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from interp_kernels import bf16, f16, f32, f64, i1, i32, run_elementwise
 
-from tileworkbench.errors import InterpreterError
+from tileworkbench.errors import CompilationError, InterpreterError
 from tileworkbench.ir.ops import arith, tt
 from tileworkbench.ir.ops import math as math_ops
 from tileworkbench.ir.types import ScalarType
@@ -101,7 +101,7 @@ def test_f16_math_stays_in_f16():
 def test_fp8_round_trip_saturates(name, dtype):
     fp8 = ScalarType(name)
     x = np.concatenate(
-        [RNG.standard_normal(60) * 4, [1e6, -1e6, 0.0, NAN, np.inf, -np.inf, 1e-9, -3.3]]
+        [RNG.standard_normal(56) * 4, [1e6, -1e6, 0.0, NAN, np.inf, -np.inf, 1e-9, -3.3]]
     ).astype(np.float32)
     got = run_elementwise(lambda kb, v: kb.cast(arith.TruncFOp, v, fp8), [x], [f32], fp8, dtype)
     limit = float(ml_dtypes.finfo(dtype).max)
@@ -143,7 +143,7 @@ def test_math_ops_match_float64(cls, ref):
 
 
 def test_erf_in_f64_is_accurate():
-    x = np.linspace(-6, 6, 513)
+    x = np.linspace(-6, 6, 512)  # compiled targets take power-of-two tiles (as Triton)
     got = run_elementwise(lambda kb, v: kb.unary(math_ops.ErfOp, v), [x], [f64], f64, np.float64)
     np.testing.assert_allclose(got, [math.erf(v) for v in x], rtol=1e-13, atol=1e-300)
 
@@ -187,10 +187,11 @@ def test_unknown_extern_names_the_symbol():
     def build(kb, v):
         return kb.op(tt.ExternElementwiseOp, [v.type], symbol="__nv_frobnicatef", args=[v])
 
-    with pytest.raises(InterpreterError, match="__nv_frobnicatef"):
+    with pytest.raises((InterpreterError, CompilationError), match="frobnicatef"):
         run_elementwise(build, [np.ones(4, np.float32)], [f32], f32, np.float32)
 
 
+@pytest.mark.only_on("interpreter")  # its refusal
 def test_inline_asm_runs_only_on_the_gpu():
     def build(kb, v):
         fields = {"asm_string": "mov.b32 $0, $1;", "constraints": "=r,r", "args": [v]}

@@ -67,6 +67,7 @@ def unmasked_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + tl.load(y_ptr + offs))
 
 
+@pytest.mark.only_on("interpreter")  # its bounds checks; the GPU's (debug mode) in tests/nvptx
 def test_unmasked_kernel_reports_the_source_line():
     n = 1000
     x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
@@ -194,6 +195,8 @@ def assert_kernel(x_ptr, BLOCK: tl.constexpr):
     tl.device_assert(x >= 0, "x must be non-negative")
 
 
+# `launch` runs the tile-opt IR without debug mode: on cuda its assert is `__assertfail`, a trap
+@pytest.mark.only_on("interpreter", "cpu")
 def test_device_assert_from_a_kernel():
     x = np.abs(RNG.standard_normal(32)).astype(np.float32)
     x[7] = -1
@@ -265,12 +268,14 @@ def while_print_kernel(o_ptr, n):
     tl.device_print("acc ", acc)
 
 
-def test_while_if_and_device_print(capsys):
+@pytest.mark.gpu_isolated  # on cuda: vprintf, in a process of its own
+def test_while_if_and_device_print(device_stdout):
     out = np.zeros(1, np.int32)
     while_print_kernel[(2,)](out, 10)
     assert out[0] == sum(i if i % 3 == 0 else -1 for i in range(10))
-    printed = capsys.readouterr().out.splitlines()
-    assert printed == ["pid (0, 0, 0) idx () acc 12", "pid (1, 0, 0) idx () acc 12"]
+    # a GPU prints a scalar from every thread (as Triton's does), its programs in any order
+    printed = device_stdout().splitlines()
+    assert sorted(set(printed)) == ["pid (0, 0, 0) idx () acc 12", "pid (1, 0, 0) idx () acc 12"]
 
 
 @tw.jit

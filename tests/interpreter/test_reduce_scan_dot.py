@@ -163,7 +163,9 @@ def test_dot_accumulates_in_float32(element, dtype, tol, batched):
     b = RNG.standard_normal(shape_b).astype(dtype)
     c = RNG.standard_normal(shape_a[:-1] + shape_b[-1:]).astype(np.float32)
     ref = np.matmul(a.astype(np.float64), b.astype(np.float64)) + c
-    run(_dot_kernel(element, f32, shape_a, shape_b, "tf32"), [a, b, c], (1,))
+    # fp32 inputs at ieee precision: tf32 (Triton's default, and the GPU's) would round them to 10 bits
+    precision = "ieee" if element == f32 else "tf32"
+    run(_dot_kernel(element, f32, shape_a, shape_b, precision), [a, b, c], (1,))
     np.testing.assert_allclose(c, ref, rtol=tol, atol=tol)
 
 

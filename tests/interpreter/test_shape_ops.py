@@ -89,7 +89,7 @@ def test_join_split_cat():
     np.testing.assert_array_equal(cat, np.concatenate([a, b]))
 
 
-def test_gather_along_axis_and_its_bounds_check():
+def test_gather_along_axis():
     src = RNG.standard_normal((4, 8)).astype(np.float32)
     index = RNG.integers(0, 8, (4, 8), dtype=np.int32)
 
@@ -98,7 +98,17 @@ def test_gather_along_axis_and_its_bounds_check():
 
     got = _run_shape(build, [src, index], [f32, i32], (4, 8))
     np.testing.assert_array_equal(got, np.take_along_axis(src, index, 1))
+
+
+@pytest.mark.only_on("interpreter")  # compiled, an index out of range is undefined behaviour
+def test_gather_index_out_of_range_is_caught_by_the_interpreter():
+    src = RNG.standard_normal((4, 8)).astype(np.float32)
+    index = RNG.integers(0, 8, (4, 8), dtype=np.int32)
     index[2, 3] = 8
+
+    def build(kb, s, i):
+        return kb.op(tt.GatherOp, [tensor((4, 8), f32)], src=s, indices=i, axis=1)
+
     with pytest.raises(InterpreterError, match="tl.gather index 8 out of range"):
         _run_shape(build, [src, index], [f32, i32], (4, 8))
 

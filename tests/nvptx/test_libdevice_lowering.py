@@ -100,3 +100,21 @@ def test_every_overload_on_the_gpu_matches_the_interpreter(tmp_path):
     assert close.all(), "differ: " + "; ".join(
         f"{label}: max |diff| {np.nanmax(np.abs(g - w)):.3g}" for label, g, w, ok in zip(labels, got, want, close)
         if not ok)
+
+
+@tw.jit
+def unknown_extern_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    symbols = {(tl.float32,): ("__nv_frobnicatef", tl.float32)}
+    y = tl.extern_elementwise("libdevice", "", [x], symbols, is_pure=True)
+    tl.store(x_ptr + tl.arange(0, N), y)
+
+
+@needs_ptxas  # libdevice.10.bc is found beside it
+def test_an_unknown_libdevice_function_is_a_compilation_error_naming_it():
+    """Not an unresolved symbol that ptxas or the driver's loader reports later, in its words."""
+    from tileworkbench.errors import CompilationError
+
+    with pytest.raises(CompilationError, match="calls __nv_frobnicatef, which libdevice does not"):
+        tw.compile(unknown_extern_kernel, signature={"x_ptr": "*fp32"}, constexprs={"N": 32},
+                   target="sm_90", use_cache=False)

@@ -102,6 +102,11 @@ class DebugChecks:
         ran on, and raise what it recorded."""
         from .launcher import torch_stream
 
+        staged = getattr(cuda, "staged", None)  # NumPy arrays staged through the GPU (tests)
+        if staged is not None:
+            with staged(args) as device_args:
+                self.launch(cuda.kernel, grid, device_args, stream)
+            return
         if stream is None:
             stream = torch_stream(args)  # where CudaKernel.launch sends it: torch's stream, else CuPy's
         cuda.launch(grid, [*args, *self.ranges(args), self.buffer()], stream)

@@ -112,6 +112,11 @@ def optimize(module_text: str, arch: str, kernel_name: str, uses_libdevice: bool
         library.triple = module.triple
         library.data_layout = module.data_layout
         module.link_in(library)
+        missing = sorted(fn.name for fn in module.functions
+                         if fn.is_declaration and fn.name.startswith("__nv_"))
+        if missing:  # else ptxas, or the driver at load, fails later with a less clear message
+            raise CompilationError(f"kernel '{kernel_name}' calls {', '.join(missing)}, which "
+                                   "libdevice does not have (check the extern_elementwise symbol)")
         for fn in module.functions:
             if not fn.is_declaration and fn.name != kernel_name:
                 fn.linkage = llvm.Linkage.internal

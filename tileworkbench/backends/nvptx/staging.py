@@ -5,6 +5,8 @@ is set, as tests/conftest.py's `target` fixture does on "cuda"."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 
@@ -16,19 +18,23 @@ def _root(array: np.ndarray) -> np.ndarray | None:
     return base if base.flags.c_contiguous else None
 
 
-def _to_device(array: np.ndarray):
-    """(device view of `array`, the device copy of its whole memory, the host memory to copy back into)."""
+def _to_device(array: np.ndarray, copies: dict):
+    """The device view of `array`. `copies` maps each host memory staged so far (by its root
+    array's id) to [its device copy, the host bytes, whether a writeable array views it]: arguments
+    that alias one memory (the same array passed twice) share one device copy, as on the host."""
     import cupy
 
     base = _root(array)
     if base is None:
         base = array = np.ascontiguousarray(array)
-    raw = base.view(np.uint8).reshape(-1)
-    device = cupy.asarray(raw)
+    if id(base) not in copies:
+        raw = base.view(np.uint8).reshape(-1)
+        copies[id(base)] = [cupy.asarray(raw), raw, False]
+    entry = copies[id(base)]
+    entry[2] = entry[2] or array.flags.writeable
     offset = array.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     bits = np.dtype(f"u{array.dtype.itemsize}") if array.dtype.kind == "V" else array.dtype  # bf16, fp8
-    view = cupy.ndarray(array.shape, bits, memptr=device.data + offset, strides=array.strides)
-    return view, device, raw
+    return cupy.ndarray(array.shape, bits, memptr=entry[0].data + offset, strides=array.strides)
 
 
 class StagingLauncher:
@@ -42,16 +48,22 @@ class StagingLauncher:
         return False
 
     def launch(self, grid, args, stream=None) -> None:
-        moved, copies = [], []
+        with self.staged(args) as moved:
+            self.kernel.launch(grid, moved, stream)
+
+    @contextlib.contextmanager
+    def staged(self, args):
+        """`args` with each NumPy array replaced by a GPU copy of its memory, copied back into the
+        host array when the block ends without an error (debug mode launches through this: its
+        hidden arguments are the device copies' byte ranges, runtime/debug_checks.py)."""
+        moved, copies = [], {}
         for value in args:
             if isinstance(value, np.ndarray) and value.ndim > 0:
-                view, device, raw = _to_device(value)
-                moved.append(view)
-                if value.flags.writeable:
-                    copies.append((device, raw))
+                moved.append(_to_device(value, copies))
             else:
                 moved.append(value[()] if isinstance(value, np.ndarray) else value)
-        self.kernel.launch(grid, moved, stream)
+        yield moved
         self.kernel.synchronize()
-        for device, raw in copies:
-            raw[...] = device.get()
+        for device, raw, written in copies.values():
+            if written:
+                raw[...] = device.get()

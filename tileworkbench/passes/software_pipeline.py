@@ -28,6 +28,7 @@ from ..ir.ops.ttg import (
     LocalLoadOp,
     MemDescIndexOp,
 )
+from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
 
@@ -77,9 +78,11 @@ def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
             continue
         alloc = users[0]
         readers = uses.get(id(alloc.result), [])
-        if not readers or not all(isinstance(r, LocalLoadOp) for r in readers):
+        if not readers or not all(isinstance(r, (LocalLoadOp, WarpGroupDotOp)) for r in readers):
             continue
         enc = op.result.type.encoding
+        if alloc.result.type.encoding.order[0] != enc.order[0]:
+            continue  # stored transposed (a K-major wgmma tile of an MN-major load): no cp.async
         contiguous = enc.size_per_thread[enc.order[0]] * max(1, op.result.type.element.bitwidth // 8)
         if contiguous < 4:
             continue
@@ -220,7 +223,10 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
 
     first = body.ops[0]
     top = _Emitter(body, first)
-    top.add(AsyncWaitOp(num=stages - 2), (), loc)
+    # wgmma reads the slots through the async proxy: each thread fences its copies before the barrier
+    wgmma_reads = any(isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
+                      for _, alloc in found for r in body.walk())
+    top.add(AsyncWaitOp(num=stages - 2, fence_async=wgmma_reads), (), loc)
     for (load, alloc), ring in zip(found, rings):
         view = top.add(MemDescIndexOp(src=ring, index=read_slot),
                        [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],

@@ -20,7 +20,7 @@ from .licm import licm
 from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
-from .wgmma import wgmma
+from .wgmma import wgmma, wgmma_pipeline
 
 Pass = Callable[[FuncOp], bool]
 
@@ -56,6 +56,8 @@ TILE_GPU: list[Pass] = [
     wgmma,
     # then the staged loads of loops become cp.async copies into rings of `num_stages` slots.
     pipeline,
+    # last: a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)).
+    wgmma_pipeline,
 ]
 
 

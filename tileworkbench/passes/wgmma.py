@@ -1,7 +1,8 @@
 """Hopper's `wgmma` for `tt.dot` (sm_90a): which dots take the version-3 `#mma` layout, the
 `#nvmma_shared` swizzle of their operand tiles, and the `wgmma` pass that turns such a dot, once
 its operands are staged in shared memory (`stage_dot_operands`), into `ttng.warp_group_dot` on the
-shared tiles plus a `ttng.warp_group_dot_wait`.
+shared tiles plus a `ttng.warp_group_dot_wait`, and `wgmma_pipeline`, which keeps one wgmma group in
+flight across loop iterations where the operand rings make that safe.
 
 A dot runs on `wgmma` (else on `mma.sync`, chosen in `mma.py`) when the target has it
 (`func.wgmma`, set by the NVPTX driver for sm_90a), `num_warps` is a multiple of 4, the dot is 2-D,
@@ -13,11 +14,11 @@ MN-major, with rows of at least 32 bytes.
 
 from __future__ import annotations
 
-from ..ir.ops import tt
-from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MmaEncoding, NvmmaSharedEncoding
+from ..ir.ops import scf, tt
+from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MemDescIndexOp, MmaEncoding, NvmmaSharedEncoding
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
-from ..ir.values import OpResult, Value
+from ..ir.values import BlockArgument, OpResult, Value
 from .mma import mma_kind
 
 WARP_GROUP = 4  # warps per warp group
@@ -154,3 +155,65 @@ def _erase_if_unused(func: tt.FuncOp, value: Value) -> None:
         return
     load = value.op
     load.erase()
+
+
+# -- one wgmma group in flight ------------------------------------------------------------------------
+
+
+def wgmma_pipeline(func: tt.FuncOp) -> bool:
+    """In a loop whose only `ttng.warp_group_dot` accumulates into a carried value and reads both tiles
+    from `pipeline` rings with a spare slot (`num_stages + 1` slots, see `software_pipeline`), wait
+    with `pendings = 1` inside the loop, so the wgmma of iteration i runs on while iteration i + 1's
+    copies are issued and its tiles awaited, and wait for it (`pendings = 0`) after the loop.
+    Runs after `pipeline`. Returns whether any wait changed."""
+    changed = False
+    for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
+        changed |= _keep_one_in_flight(func, loop)
+    return changed
+
+
+def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
+    body = loop.body.block
+    dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
+    if len(dots) != 1:
+        return False
+    dot = dots[0]
+    waits = _users(func, dot.result)
+    if len(waits) != 1 or not isinstance(waits[0], WarpGroupDotWaitOp):
+        return False
+    wait = waits[0]
+    yield_op = body.ops[-1]
+    carried = dot.c
+    # the accumulator goes round the loop untouched: only the next wgmma reads the in-flight value
+    if not (isinstance(carried, BlockArgument) and carried.block is body and carried.index > 0):
+        return False
+    position = carried.index - 1
+    if _users(func, carried) != [dot] or _users(func, wait.result) != [yield_op] \
+            or yield_op.values[position] is not wait.result:
+        return False
+    stages = getattr(func, "num_stages", 1)
+    if not all(_spare_slot_ring(tile, stages) for tile in (dot.a, dot.b)):
+        return False
+    wait.pendings = 1
+    result = loop.results[position]
+    final = WarpGroupDotWaitOp(acc=result, pendings=0)
+    final.results = [OpResult(result.type, final, 0, result.name_hint)]
+    final.loc = dot.loc
+    parent = loop.parent
+    for user in _users(func, result):
+        user.replace_operand(result, final.result)
+    parent.insert(parent.ops.index(loop) + 1, final)
+    return True
+
+
+def _spare_slot_ring(tile: Value, stages: int) -> bool:
+    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1) safe)."""
+    if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
+        return False
+    ring = tile.op.src
+    return isinstance(ring, OpResult) and isinstance(ring.op, LocalAllocOp) \
+        and ring.op.src is None and ring.type.shape[0] == stages + 1
+
+
+def _users(func: tt.FuncOp, value: Value) -> list:
+    return [op for op in func.walk() if any(v is value for v in op.operands)]

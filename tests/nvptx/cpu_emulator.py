@@ -64,9 +64,9 @@ class _Block:
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
-                 wgmma: bool = False):
+                 wgmma: bool = False, shared_limit: int | None = None):
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug)[0]
-        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma)
+        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit)
 
     @classmethod
     def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,
@@ -77,7 +77,7 @@ class Emulator:
         return emulator
 
     def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
-               debug: bool = False, wgmma: bool = False) -> None:
+               debug: bool = False, wgmma: bool = False, shared_limit: int | None = None) -> None:
         from tileworkbench.backends.nvptx import check_shapes
 
         check_shapes(func)
@@ -87,10 +87,12 @@ class Emulator:
         if wgmma:  # dots that fit on Hopper's wgmma (sm_90a), run by wgmma_standin.py
             func.tensor_core_sm = 90
             func.wgmma = True
+            func.shared_limit = shared_limit if shared_limit is not None else 232448  # an H200's
         func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
         run_passes(func, TILE_GPU)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug)
         text = _replace_asm(str(lowering.run()))
+        self.text = text
         self.threads = 32 * num_warps
         self.kinds = [_kind(a.type) for a in func.args]
         self.checks = None

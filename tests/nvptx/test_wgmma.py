@@ -201,3 +201,24 @@ def test_emulated_without_spare_slot_and_without_cp_async():
     """wait(0) where the rings have no spare slot; registers staged (no cp.async) on a K tail."""
     assert _emulate(shared_limit=1) <= TOLERANCE["fp16"]
     assert _emulate(m=64, n=64, k=72, block=(64, 64, 16)) <= TOLERANCE["fp16"]
+
+
+def test_the_epilogue_tile_lies_over_the_rings():
+    """The staged fp16 epilogue (64 KB) starts over the loop's rings, so 128x256x64 with 3 stages keeps
+    its spare slot (4 x 48 KB) and one wgmma group in flight, in 192 KB."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import kernels
+
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
+           "N": "i32:16", "K": "i32:16", "stride_am": "i32:16", "stride_ak": "i32:1",
+           "stride_bk": "i32:16", "stride_bn": "i32:1", "stride_cm": "i32:16", "stride_cn": "i32:1"}
+    compiled = tw.compile(kernels.load("tileworkbench").matmul_kernel, signature=sig,
+                          target="sm_90a", num_warps=8, num_stages=3, use_cache=False,
+                          constexprs={"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8})
+    gpu = compiled.asm["tile-gpu"]
+    assert "!ttg.memdesc<4x128x64xf16" in gpu and "ttg.local_alloc %c" in gpu
+    assert compiled.metadata.shared == 4 * 48 * 1024
+    assert "wgmma.wait_group.sync.aligned 1;" in compiled.asm["ptx"]

@@ -33,6 +33,7 @@ from ..ir.ops.ttg import (
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
+from .shared_reuse import reuses_earlier_space
 
 i32 = ScalarType("i32")
 i1 = ScalarType("i1")
@@ -175,10 +176,14 @@ def _ring_slots(func: tt.FuncOp, found, stages: int, wgmma_reads: bool) -> int:
     if not wgmma_reads:
         return stages
     staged = {id(alloc) for _, alloc in found}
-    sizes = [op.result.type.numel * op.result.type.element.bitwidth // 8 for op in func.walk()
-             if isinstance(op, LocalAllocOp) and id(op) not in staged]
+    own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)
+    for op in func.walk():
+        if isinstance(op, LocalAllocOp) and id(op) not in staged:
+            size = op.result.type.numel * op.result.type.element.bitwidth // 8
+            (over if reuses_earlier_space(func, op) else own).append(size)
     slot = sum(alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found)
-    need = sum(sizes) + (stages + 1) * slot + _ALIGN_SLACK * (len(sizes) + len(found) + 1)
+    need = max(sum(own) + (stages + 1) * slot, max(over))
+    need += _ALIGN_SLACK * (len(own) + len(found) + 1)
     return stages + 1 if need <= getattr(func, "shared_limit", 0) else stages
 
 

@@ -16,6 +16,7 @@ from llvmlite import ir
 from ....ir.ops import ttg
 from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding, NvmmaSharedEncoding
 from ....ir.types import MemDescType
+from ....passes.shared_reuse import reuses_earlier_space
 from ..llvm_types import I32, byte_size, llvm_type
 from ..lower import TVal
 from . import lowers
@@ -33,17 +34,24 @@ class SharedTile:
 
 
 def assign_shared_offsets(lw, func) -> None:
-    """Give each `local_alloc` its own region; the scratch of other ops starts after all of them."""
-    total = 0
+    """Give each `local_alloc` its own region, except that a tile stored after every earlier tile's
+    last use starts over them (`passes/shared_reuse.py`: the epilogue over the loop's rings); the
+    scratch of other ops starts after all of them."""
+    total = end = 0
+    lw.reused_allocs = set()
     for op in func.walk():
         if isinstance(op, ttg.LocalAllocOp):
             t = op.result.type
+            if reuses_earlier_space(func, op):
+                end = 0
+                lw.reused_allocs.add(id(op))
             if isinstance(t.encoding, NvmmaSharedEncoding):
                 # wgmma's swizzle is on address bits: its tiles start on a 1024-byte boundary
-                total = (total + NVMMA_ALIGN - 1) // NVMMA_ALIGN * NVMMA_ALIGN
+                end = (end + NVMMA_ALIGN - 1) // NVMMA_ALIGN * NVMMA_ALIGN
                 lw.smem_align = NVMMA_ALIGN
-            lw.alloc_offsets[id(op)] = total
-            total += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            lw.alloc_offsets[id(op)] = end
+            end += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            total = max(total, end)
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)
@@ -54,7 +62,9 @@ def lower_local_alloc(lw, op) -> None:
     tile = SharedTile(ir.Constant(I32, lw.alloc_offsets[id(op)]), op.result.type)
     if op.src is not None:
         # after earlier shared-memory use (or the last iteration's readers of this region): a barrier,
-        # as before any reuse of shared memory
+        # as before any reuse of shared memory; always where the tile lies over earlier tiles
+        if id(op) in lw.reused_allocs:
+            lw.barrier()
         lw.barrier_before_shared()
         _store_tile(lw, lw.get(op.src), tile)
         if isinstance(tile.type.encoding, NvmmaSharedEncoding):

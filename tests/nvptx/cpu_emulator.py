@@ -38,13 +38,14 @@ from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
 from wgmma_standin import FORMS as WGMMA_FORMS
 from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
 from wgmma_standin import asm_body as wgmma_asm_body
-from wgmma_standin import is_wgmma_asm, warp_group_mma
+from wgmma_standin import InFlight, is_wgmma_asm, warp_group_mma
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
 _SHFL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
                          ctypes.c_int32)
 _MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+_WAIT = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
 _CP_ASYNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 
 
@@ -154,13 +155,20 @@ class Emulator:
                                   (count,))[:] = out
             block.barrier.wait()
 
+        def in_flight() -> InFlight:
+            if getattr(local, "in_flight", None) is None or local.in_flight_block is not local.block:
+                local.in_flight, local.in_flight_block = InFlight(local.tid), local.block
+            return local.in_flight
+
         def wgmma(code, inputs, outputs):
             block = local.block
-            words = ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32))
-            block.wgmma_slots[local.tid] = np.ctypeslib.as_array(words, (MAX_WGMMA_WORDS,))
-            block.barrier.wait()
             form = WGMMA_FORMS[code]
             count = form[0] // 4 if form[2] == "f16" else form[0] // 2
+            words = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32)),
+                                          (MAX_WGMMA_WORDS,))
+            in_flight().chain(words[5:5 + count])
+            block.wgmma_slots[local.tid] = words
+            block.barrier.wait()
             group = local.tid // 128 * 128
             if local.tid == group:
                 memory = np.ctypeslib.as_array(
@@ -168,9 +176,16 @@ class Emulator:
                 block.wgmma_out[group:group + 128, :count] = warp_group_mma(
                     form, block.wgmma_slots[group:group + 128], memory, self._smem_address)
             block.barrier.wait()
-            np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
-                                  (count,))[:] = block.wgmma_out[local.tid, :count]
+            np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)), (count,))[:] = \
+                in_flight().hand_out(block.wgmma_out[local.tid, :count].copy(), form[2])
             block.barrier.wait()
+
+        def wgmma_commit():
+            in_flight().commit()
+
+        def wgmma_wait(pendings, words, count):
+            in_flight().wait(pendings, np.ctypeslib.as_array(
+                ctypes.cast(words, ctypes.POINTER(ctypes.c_uint32)), (count,)))
 
         def cp_async(dst, src, size, src_size):
             ctypes.memset(dst, 0, size)
@@ -181,7 +196,8 @@ class Emulator:
             raise AssertionError("device_assert failed in the emulated kernel")
 
         callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
-                     "emu_wgmma": _MMA(wgmma),
+                     "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
+                     "emu_wgmma_wait": _WAIT(wgmma_wait),
                      "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
         for name in ("tid", "ctaid", "nctaid"):
@@ -327,8 +343,12 @@ def _replace_asm(text: str) -> str:
     decls = [f"declare float @{n}(float)" for n in sorted(needed - declared)]
     if any("@emu_mma" in d for d in defs):
         decls.append("declare void @emu_mma(i32, ptr, ptr)")
-    if any("@emu_wgmma" in d for d in defs):
+    if any("@emu_wgmma(" in d for d in defs):
         decls.append("declare void @emu_wgmma(i32, ptr, ptr)")
+    if any("@emu_wgmma_commit" in d for d in defs):
+        decls.append("declare void @emu_wgmma_commit()")
+    if any("@emu_wgmma_wait" in d for d in defs):
+        decls.append("declare void @emu_wgmma_wait(i32, ptr, i32)")
     return "\n".join(lines + decls + defs)
 
 

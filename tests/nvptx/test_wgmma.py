@@ -222,3 +222,13 @@ def test_the_epilogue_tile_lies_over_the_rings():
     assert "!ttg.memdesc<4x128x64xf16" in gpu and "ttg.local_alloc %c" in gpu
     assert compiled.metadata.shared == 4 * 48 * 1024
     assert "wgmma.wait_group.sync.aligned 1;" in compiled.asm["ptx"]
+
+
+def test_the_stand_in_catches_a_missing_wait(monkeypatch):
+    """The check can fail: the stand-in is asynchronous as the GPU, so without the waits the
+    accumulators stored are the in-flight NaN tokens."""
+    from tileworkbench.backends.nvptx.lowering import LOWERINGS
+    from tileworkbench.ir.ops.wgmma import WarpGroupDotWaitOp
+
+    monkeypatch.setitem(LOWERINGS, WarpGroupDotWaitOp, lambda lw, op: lw.set(op.result, lw.get(op.acc)))
+    assert np.isnan(_emulate())

@@ -5,8 +5,10 @@ descriptor code: a wrong swizzle, stride, start address or fragment order gives 
 
 The emulated kernel calls `emu_wgmma(form, inputs, outputs)` from each of a warp group's 128 threads;
 the group's first thread computes D = A @ B + C from the descriptors and the 128 threads' C registers,
-and each thread takes its own D registers. `fence`, `commit_group` and `fence.proxy.async` do nothing
-on the host (the stand-in completes at once); `wait_group` returns its accumulators.
+and each thread takes its own D registers. The instruction is asynchronous as on the GPU (`InFlight`):
+f32 results come back as NaN tokens that only the next wgmma (chained accumulation) or the
+`wgmma.wait_group` retiring their group turns into values, so a kernel that reads an accumulator
+before waiting for it stores NaN. `fence` and `fence.proxy.async` do nothing on the host.
 """
 
 from __future__ import annotations
@@ -32,12 +34,22 @@ def is_wgmma_asm(op: str) -> bool:
 def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
     """The LLVM IR body of a host function standing in for one wgmma-family inline asm call."""
     op = asm.split(" ")[0]
+    if op.startswith("wgmma.commit_group"):
+        return "  call void @emu_wgmma_commit()\n  ret void\n}"
     if ret == "void":
         return "  ret void\n}"
     if op.startswith("wgmma.wait_group"):  # takes and returns the accumulators
-        lines, acc = [], "undef"
+        pendings = int(asm.split(" ")[1].rstrip(";"))
+        count = len(arg_types)
+        lines = [f"  %w = alloca [{count} x i32]"]
         for i, t in enumerate(arg_types):
-            lines.append(f"  %r{i} = insertvalue {ret} {acc}, {t} %a{i}, {i}")
+            lines.append(f"  %p{i} = getelementptr i32, ptr %w, i32 {i}")
+            lines.append(f"  store {t} %a{i}, ptr %p{i}")
+        lines.append(f"  call void @emu_wgmma_wait(i32 {pendings}, ptr %w, i32 {count})")
+        acc = "undef"
+        for i, t in enumerate(arg_types):
+            lines.append(f"  %o{i} = load {t}, ptr %p{i}")
+            lines.append(f"  %r{i} = insertvalue {ret} {acc}, {t} %o{i}, {i}")
             acc = f"%r{i}"
         return "\n".join(lines) + f"\n  ret {ret} {acc}\n}}"
     m = _MMA.match(asm)
@@ -157,3 +169,46 @@ def warp_group_mma(form: tuple, words: np.ndarray, memory: np.ndarray, base: int
             vals = np.array([d[dr + r, dc + col] for _, r, col in places]).astype(np.int64)
             out[t] = ((vals + (c if scale else 0)) & 0xFFFFFFFF).astype(np.uint32)
     return out
+
+
+class InFlight:
+    """One thread's wgmma groups not yet waited for. f32 results are handed out as NaN tokens
+    (0x7FC00000 | thread << 14 | counter); a wgmma whose C is a token reads its value (the tensor core
+    chains accumulators in place), and `wait_group n` retires all but the n newest committed groups,
+    turning their tokens into values. s32 and packed f16 results are handed out as values."""
+
+    def __init__(self, tid: int):
+        self.tid, self.counter = tid, 0
+        self.values: dict[int, int] = {}
+        self.open: list[int] = []
+        self.groups: list[list[int]] = []
+        self.retired: set[int] = set()
+
+    def chain(self, words: np.ndarray) -> None:
+        """C registers that are tokens of earlier wgmmas become their values (in place)."""
+        for i, w in enumerate(words.tolist()):
+            if w in self.values:
+                words[i] = self.values[w]
+
+    def hand_out(self, words: np.ndarray, acc: str) -> np.ndarray:
+        if acc != "f32":
+            return words
+        tokens = np.zeros_like(words)
+        for i, w in enumerate(words.tolist()):
+            self.counter = self.counter % 0x3FFF + 1
+            token = 0x7FC00000 | (self.tid & 0xFF) << 14 | self.counter
+            self.values[token] = w
+            self.open.append(token)
+            tokens[i] = token
+        return tokens
+
+    def commit(self) -> None:
+        self.groups.append(self.open)
+        self.open = []
+
+    def wait(self, pendings: int, words: np.ndarray) -> None:
+        while len(self.groups) > pendings:
+            self.retired.update(self.groups.pop(0))
+        for i, w in enumerate(words.tolist()):
+            if w in self.retired:
+                words[i] = self.values[w]

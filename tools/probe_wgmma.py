@@ -9,6 +9,8 @@ Prints a short table; exits 1 when a result is wrong (or no wgmma where one is e
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,7 @@ CASES = [("fp16", "tf32", False, False, 1e-4), ("fp16", "tf32", True, False, 1e-
          ("fp8e4nv", "tf32", True, False, 1e-2), ("fp8e5", "tf32", True, False, 1e-2),
          ("fp16", "tf32", False, True, 5e-3), ("fp32", "tf32x3", False, False, 1e-4)]
 FAILED = []
+RESULTS: dict = {}
 
 
 def operands(dtype: str, m: int, n: int, k: int, trans_b: bool):
@@ -54,8 +57,9 @@ def operands(dtype: str, m: int, n: int, k: int, trans_b: bool):
 
 def check_dtypes() -> None:
     print(f"{'dtype':8} {'prec':6} {'B':6} {'acc':4} {'wgmma':5} {'rel.err':>9} {'tol':>7}  ok")
-    m, n, k, block = 320, 264, 192, (128, 128, 64)
+    m, n, k = 320, 264, 192
     for dtype, precision, trans_b, acc16, tol in CASES:
+        block = (128, 128, 32 if dtype == "fp32" else 64)  # fp32 tiles: 2x the bytes
         a, b = operands(dtype, m, n, k, trans_b)
         out = torch.float16 if acc16 else (torch.int32 if dtype == "int8" else torch.float32)
         c = torch.full((m, n), -7 if dtype == "int8" else float("nan"), device="cuda", dtype=out)
@@ -95,13 +99,12 @@ def _in_flight(mod, name: str) -> str:
     return "  wait(1)" if "wgmma.wait_group.sync.aligned 1;" in ptx else "  wait(0)"
 
 
-def bench_fp16(size: int = 4096) -> None:
+def bench_fp16(size: int = 4096):
     a = torch.randn(size, size, device="cuda", dtype=torch.float16)
     b = torch.randn(size, size, device="cuda", dtype=torch.float16)
     want = (a.float() @ b.float())
     results = {}
-    # s2 at 128x256 and s4 at 128x128 leave room for the spare ring slot (one wgmma group in flight)
-    configs = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 2), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4)]
+    configs = [(128, 256, 64, 8, 3), (128, 256, 32, 8, 4), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4)]
     for name in ("tileworkbench", "triton"):
         mod = kernels.load(name)
         best = None
@@ -110,12 +113,12 @@ def bench_fp16(size: int = 4096) -> None:
             grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
 
             def run(mod=mod, c=c, grid=grid, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages):
-                mod.matmul_kernel[grid](a, b, c, size, size, size, a.stride(0), a.stride(1),
-                                        b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                                        BM=bm, BN=bn, BK=bk, GROUP_M=8, num_warps=warps,
-                                        num_stages=stages)
+                return mod.matmul_kernel[grid](a, b, c, size, size, size, a.stride(0), a.stride(1),
+                                               b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                                               BM=bm, BN=bn, BK=bk, GROUP_M=8, num_warps=warps,
+                                               num_stages=stages)
             try:
-                run()
+                KERNELS[(name, bm, bn, bk, warps, stages)] = run()
                 torch.cuda.synchronize()
                 err = ((c.float() - want).abs().max() / want.abs().max()).item()
                 ms = triton.testing.do_bench(run, warmup=10, rep=50, return_mode="median")
@@ -129,6 +132,7 @@ def bench_fp16(size: int = 4096) -> None:
             if best is None or ms < best[0]:
                 best = (ms, (bm, bn, bk, warps, stages))
         results[name] = best
+    RESULTS.update(results)
     c = torch.empty(size, size, device="cuda", dtype=torch.float16)
     results["torch"] = (triton.testing.do_bench(lambda: torch.matmul(a, b, out=c), warmup=10, rep=50,
                                                 return_mode="median"), "cuBLAS")
@@ -142,8 +146,58 @@ def bench_fp16(size: int = 4096) -> None:
     return results.get("tileworkbench")
 
 
+OPCODES = ("HGMMA", "HMMA", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "LDSM", "LDGSTS", "DEPBAR",
+           "BAR.SYNC", "FENCE.VIEW.ASYNC", "STS", "LDS", "STG")
+KERNELS: dict = {}  # (compiler, config) -> what its launch returned (Triton: its CompiledKernel)
+
+
+def _disassemble(cubin: bytes | None) -> str:
+    tool = find_tool("cuobjdump")
+    if not cubin or not tool:
+        return ""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([tool, "--dump-sass", str(path)], capture_output=True,
+                              text=True).stdout
+
+
+def _loop_counts(sass: str) -> dict:
+    """Opcode counts of the whole kernel and of its hottest loop (the backward branch's body)."""
+    lines = sass.splitlines()
+    code = [line for line in lines if "/*" in line and ";" in line]
+    whole = {op: sum(bool(re.search(rf"\b{re.escape(op)}\b", x)) for x in code) for op in OPCODES}
+    loop: list[str] = []
+    for i, line in enumerate(lines):  # the longest body of a backward BRA to a label above it
+        if "BRA" in line and "`(.L_x_" in line:
+            label = line.split("`(")[1].split(")")[0]
+            start = next((j for j in range(i) if lines[j].strip().startswith(label + ":")), None)
+            body = [x for x in lines[start:i + 1] if "/*" in x and ";" in x] if start is not None else []
+            loop = body if len(body) > len(loop) else loop
+    hot = {op: sum(bool(re.search(rf"\b{re.escape(op)}\b", x)) for x in loop) for op in OPCODES}
+    return {"all": whole, "loop": {**hot, "instructions": len(loop)}}
+
+
+def triton_sass(best) -> None:
+    """Triton's SASS for its best config beside ours for the same config (if ours compiled it)."""
+    if not best:
+        return
+    config = best[1]
+    theirs = KERNELS.get(("triton", *config))
+    try:
+        sass = _disassemble(theirs.asm["cubin"])
+        regs = getattr(theirs, "n_regs", "?")
+    except (AttributeError, KeyError, TypeError):
+        return
+    out = os.environ.get("OUT")
+    if out and sass:
+        Path(out, "s6wgmma_triton.sass").write_text(sass)
+    counts = _loop_counts(sass) if sass else {}
+    print(f"Triton SASS of {config}: registers {regs}; loop {counts.get('loop')}")
+
+
 def sass_counts(best) -> None:
-    """Compile the best config again and count HGMMA / HMMA in its SASS (cuobjdump on our cubin)."""
+    """Compile our best config again and count HGMMA / HMMA in its SASS (cuobjdump on our cubin)."""
     bm, bn, bk, warps, stages = best[1] if best else (128, 128, 64, 8, 3)
     mod = kernels.load("tileworkbench")
     sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
@@ -152,23 +206,18 @@ def sass_counts(best) -> None:
     compiled = tw.compile(mod.matmul_kernel, signature=sig, target="sm_90a", num_warps=warps,
                           num_stages=stages, use_cache=False,
                           constexprs={"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8})
-    cubin = compiled.cubin
-    tool = find_tool("cuobjdump")
-    sass = None
-    if cubin and tool:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "k.cubin"
-            path.write_bytes(cubin)
-            sass = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True,
-                                  text=True).stdout
-    sass = sass or compiled.asm.get("sass") or ""
-    counts = {op: sass.count(op) for op in ("HGMMA", "HMMA", "WARPGROUP", "LDSM", "LDGSTS", "BAR.SYNC")}
+    sass = _disassemble(compiled.cubin) or compiled.asm.get("sass") or ""
+    out = os.environ.get("OUT")
+    if out and sass:
+        Path(out, "s6wgmma_ours.sass").write_text(sass)
+        Path(out, "s6wgmma_ours.ptx").write_text(compiled.asm["ptx"])
+    counts = _loop_counts(sass)
     md = compiled.metadata
-    print(f"SASS of {bm}x{bn}x{bk} w{warps} s{stages}: {counts}; registers {md.n_regs}, spills "
-          f"{md.n_spills}, shared {md.shared} B")
+    print(f"our SASS of {bm}x{bn}x{bk} w{warps} s{stages}: registers {md.n_regs}, spills "
+          f"{md.n_spills}, shared {md.shared} B; loop {counts['loop']}")
     if not sass:
         print("  (no cuobjdump or nvdisasm here: SASS not checked)")
-    elif not counts["HGMMA"]:
+    elif not counts["all"]["HGMMA"]:
         FAILED.append(("sass", "no HGMMA"))
 
 
@@ -180,6 +229,7 @@ def main() -> int:
     check_dtypes()
     best = bench_fp16()
     sass_counts(best)
+    triton_sass(RESULTS.get("triton"))
     print(f"{'FAILED: ' + str(FAILED) if FAILED else 'all ok'} ({time.time() - start:.0f} s)")
     return 1 if FAILED else 0
 

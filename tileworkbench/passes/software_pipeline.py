@@ -183,11 +183,14 @@ def _ring_slots(func: tt.FuncOp, found, stages: int, wgmma_reads: bool) -> int:
             (over if reuses_earlier_space(func, op) else own).append(size)
     slot = sum(alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found)
     need = max(sum(own) + (stages + 1) * slot, max(over))
-    need += _ALIGN_SLACK * (len(own) + len(found) + 1)
+    need += _ALIGN_SLACK * (len(own) + len(found) + 1) + _SCRATCH_RESERVE
     return stages + 1 if need <= getattr(func, "shared_limit", 0) else stages
 
 
 _ALIGN_SLACK = 1024  # per shared tile: wgmma tiles start on 1024-byte boundaries
+# left for the scratch of conversions and scans, which is sized only when lowering: the spare slot
+# must not turn a kernel that fits into one that does not
+_SCRATCH_RESERVE = 16 * 1024
 
 
 def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:

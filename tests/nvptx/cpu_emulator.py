@@ -35,12 +35,17 @@ from tileworkbench.runtime.debug_checks import DebugChecks
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
 from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
+from wgmma_standin import FORMS as WGMMA_FORMS
+from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
+from wgmma_standin import asm_body as wgmma_asm_body
+from wgmma_standin import InFlight, is_wgmma_asm, warp_group_mma
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
 _SHFL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
                          ctypes.c_int32)
 _MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+_WAIT = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
 _CP_ASYNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 
 
@@ -51,15 +56,18 @@ class _Block:
         self.barrier = threading.Barrier(threads)
         self.slots = np.zeros(threads, dtype=np.int32)
         self.mma_slots = np.zeros((threads, 14), dtype=np.uint32)
+        self.wgmma_slots = np.zeros((threads, MAX_WGMMA_WORDS), dtype=np.uint32)
+        self.wgmma_out = np.zeros((threads, MAX_WGMMA_WORDS), dtype=np.uint32)
         self.addresses = np.zeros(threads, dtype=np.uint64)
         self.ctaid, self.nctaid = ctaid, nctaid
 
 
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
-                 tensor_cores: bool = False, num_stages: int = 1, debug: bool = False):
+                 tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
+                 wgmma: bool = False, shared_limit: int | None = None):
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug)[0]
-        self._setup(func, num_warps, tensor_cores, num_stages, debug)
+        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit)
 
     @classmethod
     def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,
@@ -70,17 +78,22 @@ class Emulator:
         return emulator
 
     def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
-               debug: bool = False) -> None:
+               debug: bool = False, wgmma: bool = False, shared_limit: int | None = None) -> None:
         from tileworkbench.backends.nvptx import check_shapes
 
         check_shapes(func)
         func.num_warps = num_warps
         if tensor_cores:  # dots on mma.sync (sm_89: fp8 too), run by the warp-level stand-in below
             func.tensor_core_sm = 89
+        if wgmma:  # dots that fit on Hopper's wgmma (sm_90a), run by wgmma_standin.py
+            func.tensor_core_sm = 90
+            func.wgmma = True
+            func.shared_limit = shared_limit if shared_limit is not None else 232448  # an H200's
         func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
         run_passes(func, TILE_GPU)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug)
         text = _replace_asm(str(lowering.run()))
+        self.text = text
         self.threads = 32 * num_warps
         self.kinds = [_kind(a.type) for a in func.args]
         self.checks = None
@@ -142,6 +155,38 @@ class Emulator:
                                   (count,))[:] = out
             block.barrier.wait()
 
+        def in_flight() -> InFlight:
+            if getattr(local, "in_flight", None) is None or local.in_flight_block is not local.block:
+                local.in_flight, local.in_flight_block = InFlight(local.tid), local.block
+            return local.in_flight
+
+        def wgmma(code, inputs, outputs):
+            block = local.block
+            form = WGMMA_FORMS[code]
+            count = form[0] // 4 if form[2] == "f16" else form[0] // 2
+            words = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32)),
+                                          (MAX_WGMMA_WORDS,))
+            in_flight().chain(words[5:5 + count])
+            block.wgmma_slots[local.tid] = words
+            block.barrier.wait()
+            group = local.tid // 128 * 128
+            if local.tid == group:
+                memory = np.ctypeslib.as_array(
+                    ctypes.cast(self._smem_address, ctypes.POINTER(ctypes.c_uint8)), (self.smem_size,))
+                block.wgmma_out[group:group + 128, :count] = warp_group_mma(
+                    form, block.wgmma_slots[group:group + 128], memory, self._smem_address)
+            block.barrier.wait()
+            np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)), (count,))[:] = \
+                in_flight().hand_out(block.wgmma_out[local.tid, :count].copy(), form[2])
+            block.barrier.wait()
+
+        def wgmma_commit():
+            in_flight().commit()
+
+        def wgmma_wait(pendings, words, count):
+            in_flight().wait(pendings, np.ctypeslib.as_array(
+                ctypes.cast(words, ctypes.POINTER(ctypes.c_uint32)), (count,)))
+
         def cp_async(dst, src, size, src_size):
             ctypes.memset(dst, 0, size)
             if src_size:
@@ -151,6 +196,8 @@ class Emulator:
             raise AssertionError("device_assert failed in the emulated kernel")
 
         callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
+                     "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
+                     "emu_wgmma_wait": _WAIT(wgmma_wait),
                      "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
         for name in ("tid", "ctaid", "nctaid"):
@@ -169,9 +216,11 @@ class Emulator:
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
-        text = text.replace(
-            '@"global_smem" = external addrspace(3) global [0 x i8], align 16',
-            f'@"global_smem" = addrspace(3) global [{self.smem_size} x i8] zeroinitializer, align 16')
+        # the shared memory is ours, aligned as a GPU's shared window (2^18 bytes): wgmma's descriptors
+        # hold address bits 4-17 and its swizzle reads bits 7-9
+        self._smem = np.zeros(self.smem_size + _WINDOW, dtype=np.uint8)
+        self._smem_address = (self._smem.ctypes.data + _WINDOW - 1) // _WINDOW * _WINDOW
+        llvm.add_symbol("global_smem", self._smem_address)
         for symbol, callback in self._callbacks.items():
             llvm.add_symbol(symbol, ctypes.cast(callback, ctypes.c_void_p).value)
         if re.search(r"@\"?llvm\.\w+\.(f16|bf16)\"?\(", text):
@@ -224,6 +273,7 @@ class Emulator:
             raise errors[0]
 
 
+_WINDOW = 1 << 18  # a shared-memory window's address bits
 _PRINTF = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _ASSERT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p,
                            ctypes.c_int64)
@@ -293,6 +343,12 @@ def _replace_asm(text: str) -> str:
     decls = [f"declare float @{n}(float)" for n in sorted(needed - declared)]
     if any("@emu_mma" in d for d in defs):
         decls.append("declare void @emu_mma(i32, ptr, ptr)")
+    if any("@emu_wgmma(" in d for d in defs):
+        decls.append("declare void @emu_wgmma(i32, ptr, ptr)")
+    if any("@emu_wgmma_commit" in d for d in defs):
+        decls.append("declare void @emu_wgmma_commit()")
+    if any("@emu_wgmma_wait" in d for d in defs):
+        decls.append("declare void @emu_wgmma_wait(i32, ptr, i32)")
     return "\n".join(lines + decls + defs)
 
 
@@ -429,6 +485,8 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
                        "  %t = and i32 %r, -8192\n  ret i32 %t\n}")
     if op.startswith("mma.sync"):
         return head + _mma_body(op, ret, arg_types)
+    if is_wgmma_asm(op):
+        return head + wgmma_asm_body(asm, ret, arg_types)
     m = re.search(r"atom\.global\.\w+\.\w+\.(\w+)\.(\w+)(?:\.(\w+))? ", asm)
     if m is None:
         raise ValueError(f"the CPU emulator cannot run inline PTX {asm!r}")

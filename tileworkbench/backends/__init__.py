@@ -76,7 +76,7 @@ class Backend:
         return True
 
     def resolve(self, target: str) -> str:
-        """The concrete target a kernel is compiled for ("cuda" -> "sm_90"); raises CompilationError."""
+        """The concrete target a kernel is compiled for ("cuda" -> "sm_90a"); raises CompilationError."""
         return target
 
     def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,

@@ -13,6 +13,7 @@ from ..ir.types import PointerType, TensorType
 from .axis_info import axis_info
 from .layouts import assign_layouts, dot_result_encoding, is_tensor
 from .mma import dot_encoding
+from .wgmma import operand_order
 
 _MEMORY = (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
 
@@ -59,13 +60,17 @@ def coalesce(func: tt.FuncOp) -> bool:
     for op in func.walk():
         for v in op.operands:
             users.setdefault(id(v), []).append(op)
+    load_orders = {key: choice[1] for key, choice in choices.items() if isinstance(key, int)}
     anchors = []
     for op in func.walk():
         if id(op) in choices:
             shape, order = choices[id(op)]
             anchors.append((op, blocked(shape, num_warps, choices[(shape, order)], order)))
         elif isinstance(op, tt.DotOp) and isinstance(op.result.type, TensorType):
-            mma = dot_encoding(op, num_warps, sm, users) if sm and not one_thread else None
+            # wgmma (sm_90a, `func.wgmma`): the operands' memory orders decide which descriptors fit
+            orders = (operand_order(op.a, load_orders), operand_order(op.b, load_orders)) \
+                if getattr(func, "wgmma", False) else None
+            mma = dot_encoding(op, num_warps, sm, users, orders) if sm and not one_thread else None
             anchors.append((op, mma or dot_result_encoding(op.result.type.shape, num_warps, one_thread)))
     assign_layouts(func, num_warps, anchors)
     return True

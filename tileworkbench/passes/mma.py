@@ -104,8 +104,10 @@ def _fed_by_dot(op: tt.DotOp) -> bool:
     return False
 
 
-def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list]) -> MmaEncoding | None:
-    """The `#mma` layout of `op`'s result, or None for the FMA path."""
+def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list],
+                 wgmma_orders: tuple | None = None) -> MmaEncoding | None:
+    """The `#mma` layout of `op`'s result, or None for the FMA path. `wgmma_orders`: the target has
+    `wgmma` (sm_90a) and the operands arrive in these memory orders; version 3 where it fits."""
     kind = mma_kind(op, sm)
     if kind is None or not fits(op, kind):
         return None
@@ -113,6 +115,12 @@ def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list]) 
     # both dots of a chain (attention: p = f(q @ k), p @ v) put every warp on M, so the first's
     # result is the second's A operand in the same threads and needs no exchange
     chained = _feeds_dot(op, users) or _fed_by_dot(op)
+    if wgmma_orders is not None and not chained:
+        from .wgmma import wgmma_encoding
+
+        v3 = wgmma_encoding(op, num_warps, wgmma_orders)
+        if v3 is not None:
+            return v3
     return MmaEncoding(2, warps_per_cta(shape, num_warps, chained))
 
 
@@ -124,10 +132,20 @@ def operand_encoding(op_idx: int, parent, element) -> DotOperandEncoding:
     return DotOperandEncoding(op_idx, parent)
 
 
-def shared_for_operand(shape: tuple[int, ...], element, order: tuple[int, ...]) -> SharedEncoding:
+def shared_for_operand(shape: tuple[int, ...], element, order: tuple[int, ...],
+                       operand=None) -> SharedEncoding:
     """The `#shared` swizzle of an operand tile whose `order[0]` dimension is contiguous: 16-byte
     chunks, XORed by row so that the 8 rows an `ldmatrix` (or a warp's stores) touch hit 8 different
-    bank groups, as Triton's mma v2 swizzle."""
+    bank groups, as Triton's mma v2 swizzle. A `wgmma` operand (`operand`, its `#dot_op` encoding,
+    has a version-3 parent) gets an `#nvmma_shared` layout instead (`wgmma.py`)."""
+    if operand is not None and isinstance(operand.parent, MmaEncoding) and operand.parent.version == 3:
+        from .wgmma import nvmma_for_operand
+
+        shared = nvmma_for_operand(operand.op_idx, shape, element, order, operand.parent)
+        if shared is None:  # staged in another order than the choice saw: store it K-major
+            k_major = (1, 0) if operand.op_idx == 0 else (0, 1)
+            shared = nvmma_for_operand(operand.op_idx, shape, element, k_major, operand.parent)
+        return shared
     elem_bytes = max(1, element_type(element).bitwidth // 8)
     row_bytes = shape[order[0]] * elem_bytes
     vec = max(1, 16 // elem_bytes)

@@ -20,6 +20,7 @@ from .licm import licm
 from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
+from .wgmma import wgmma, wgmma_pipeline
 
 Pass = Callable[[FuncOp], bool]
 
@@ -50,8 +51,13 @@ TILE_GPU: list[Pass] = [
     # tensor-core operands that still need a conversion go through shared memory explicitly
     # (local_alloc + local_load), after the conversions that move no data are gone.
     stage_dot_operands,
+    # dots with a version-3 #mma layout (sm_90a) read their staged tiles by wgmma descriptors; before
+    # `pipeline`, which then fills those tiles with cp.async and fences them for the async proxy.
+    wgmma,
     # then the staged loads of loops become cp.async copies into rings of `num_stages` slots.
     pipeline,
+    # last: a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)).
+    wgmma_pipeline,
 ]
 
 

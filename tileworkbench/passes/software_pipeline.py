@@ -7,6 +7,8 @@ copies of iterations 0..S-2 are issued, each its own commit group; iteration i w
 group of iteration i is complete (`ttg.async_wait {num = S-2}`, which ends in a barrier), reads
 slot i % S, computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1
 read (the barrier ordered those reads first). Copies for iterations past the end are skipped.
+Slots read by `wgmma` (`ttng.warp_group_dot`) get a fence for the async proxy, and a spare slot
+where shared memory has room (`_ring_slots`), so the wgmma of iteration i-1 may still be running.
 
 The ops that compute the loads' pointers and masks (the "address slice": pointer increments
 carried by the loop, masks from the induction variable) run S-1 iterations ahead: their carried
@@ -28,8 +30,10 @@ from ..ir.ops.ttg import (
     LocalLoadOp,
     MemDescIndexOp,
 )
+from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
+from .shared_reuse import reuses_earlier_space
 
 i32 = ScalarType("i32")
 i1 = ScalarType("i1")
@@ -42,7 +46,7 @@ def pipeline(func: tt.FuncOp) -> bool:
         return False
     changed = False
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _pipeline_loop(loop, stages)
+        changed |= _pipeline_loop(func, loop, stages)
     return changed
 
 
@@ -77,9 +81,11 @@ def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
             continue
         alloc = users[0]
         readers = uses.get(id(alloc.result), [])
-        if not readers or not all(isinstance(r, LocalLoadOp) for r in readers):
+        if not readers or not all(isinstance(r, (LocalLoadOp, WarpGroupDotOp)) for r in readers):
             continue
         enc = op.result.type.encoding
+        if alloc.result.type.encoding.order[0] != enc.order[0]:
+            continue  # stored transposed (a K-major wgmma tile of an MN-major load): no cp.async
         contiguous = enc.size_per_thread[enc.order[0]] * max(1, op.result.type.element.bitwidth // 8)
         if contiguous < 4:
             continue
@@ -162,7 +168,32 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
             mapping[id(old)] = new
 
 
-def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
+def _ring_slots(func: tt.FuncOp, found, stages: int, wgmma_reads: bool) -> int:
+    """`stages` slots, or one more where `wgmma` reads them and shared memory (`func.shared_limit`,
+    set by the NVPTX driver) has room: the slot written in iteration i is then the one iteration
+    i - 2 read, which every warp group's `wgmma.wait_group 1` of iteration i - 1 has retired before
+    the barrier that starts iteration i, so one wgmma group may stay in flight (`wgmma_pipeline`)."""
+    if not wgmma_reads:
+        return stages
+    staged = {id(alloc) for _, alloc in found}
+    own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)
+    for op in func.walk():
+        if isinstance(op, LocalAllocOp) and id(op) not in staged:
+            size = op.result.type.numel * op.result.type.element.bitwidth // 8
+            (over if reuses_earlier_space(func, op) else own).append(size)
+    slot = sum(alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found)
+    need = max(sum(own) + (stages + 1) * slot, max(over))
+    need += _ALIGN_SLACK * (len(own) + len(found) + 1) + _SCRATCH_RESERVE
+    return stages + 1 if need <= getattr(func, "shared_limit", 0) else stages
+
+
+_ALIGN_SLACK = 1024  # per shared tile: wgmma tiles start on 1024-byte boundaries
+# left for the scratch of conversions and scans, which is sized only when lowering: the spare slot
+# must not turn a kernel that fits into one that does not
+_SCRATCH_RESERVE = 16 * 1024
+
+
+def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     body = loop.body.block
     if body.args[0].type != i32:
         return False
@@ -180,11 +211,14 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
     iv, yield_op = body.args[0], body.ops[-1]
     outside = _Emitter(parent, loop)
 
-    # the rings, one per load
+    # the rings, one per load; wgmma reads its slots through the async proxy (see the fence below)
+    wgmma_reads = any(isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
+                      for _, alloc in found for r in body.walk())
+    slots = _ring_slots(func, found, stages, wgmma_reads)
     rings = []
     for load, alloc in found:
         t = alloc.result.type
-        ring_type = MemDescType((stages, *t.shape), t.element, t.encoding)
+        ring_type = MemDescType((slots, *t.shape), t.element, t.encoding)
         rings.append(outside.add(LocalAllocOp(), [ring_type], alloc.loc, [alloc.result.name_hint]))
 
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
@@ -220,7 +254,8 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
 
     first = body.ops[0]
     top = _Emitter(body, first)
-    top.add(AsyncWaitOp(num=stages - 2), (), loc)
+    # wgmma reads the slots through the async proxy: each thread fences its copies before the barrier
+    top.add(AsyncWaitOp(num=stages - 2, fence_async=wgmma_reads), (), loc)
     for (load, alloc), ring in zip(found, rings):
         view = top.add(MemDescIndexOp(src=ring, index=read_slot),
                        [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
@@ -234,7 +269,7 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
     end = _Emitter(body, yield_op)
     span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
     iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
-    size = end.const(stages, loc=loc)
+    size = end.const(slots, loc=loc)
     write_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
         lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
     nxt = issue(end, iv_next, {i: body.args[i + 1] for i in carried}, write_slot)

@@ -42,7 +42,9 @@ def stage_dot_operands(func: tt.FuncOp) -> bool:
         shape = src.type.shape
         blocked = src.type.encoding if isinstance(src.type.encoding, BlockedEncoding) else \
             op.result.type.encoding  # the rows run along the blocked side's contiguous dimension
-        shared = shared_for_operand(shape, src.type.element, blocked.order)
+        operand = op.result.type.encoding  # a `#dot_op`, or the epilogue's blocked layout
+        shared = shared_for_operand(shape, src.type.element, blocked.order,
+                                    operand if isinstance(operand, DotOperandEncoding) else None)
         alloc = LocalAllocOp(src=src)
         alloc.results = [OpResult(MemDescType(shape, src.type.element, shared), alloc, 0,
                                   src.name_hint)]

@@ -25,11 +25,13 @@ def runs_on_gpu(target: str | None) -> bool:
 
 
 def local_gpu_arch() -> str | None:
-    """The arch of the GPU this process sees (sm_90, ...), or None without one."""
+    """The arch launches on the GPU this process sees compile for (sm_90a on an H200: the backend
+    registry answers), or None without one."""
     try:
-        from ..runtime.device import device_properties, gpu_available
+        from ..backends import backend_for
+        from ..runtime.device import gpu_available
 
-        return device_properties().arch if gpu_available() else None
+        return backend_for("cuda").resolve("cuda") if gpu_available() else None
     except Exception:  # noqa: BLE001 - no CuPy, no driver: there is no local GPU
         return None
 

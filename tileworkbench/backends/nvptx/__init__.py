@@ -68,7 +68,9 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     check_shapes(func)
     func.num_warps = num_warps
     func.tensor_core_sm = codegen.sm_number(arch)
+    func.wgmma = codegen.has_wgmma(arch)  # warp-group MMA for fitting dots (passes/wgmma.py)
     func.num_stages = num_stages
+    func.shared_limit = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]  # room for a spare ring slot
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"

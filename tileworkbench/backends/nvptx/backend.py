@@ -33,8 +33,10 @@ class NvptxBackend(Backend):
             raise CompilationError(f"target {target!r} needs a GPU; none is visible. Use target='sm_90' "
                                    "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU")
         from ...runtime.device import device_properties
+        from .codegen import native_arch
 
-        arch = device_properties().arch
+        props = device_properties()
+        arch = native_arch(props.major, props.minor)  # an H100/H200 gets sm_90a (wgmma)
         if arch not in self.architectures():
             raise CompilationError(f"this GPU is {arch}, which the NVPTX back end does not support; "
                                    f"use one of {', '.join(self.architectures())}")

@@ -20,6 +20,23 @@ ARCHS = {
 }
 
 
+# Architectures with Hopper's warp-group MMA (`wgmma` needs the arch-specific "a" target).
+WGMMA_ARCHS = ("sm_90a",)
+
+
+def has_wgmma(arch: str) -> bool:
+    """Whether `tl.dot` may run on `wgmma` for `arch` (sm_90a; plain sm_90 keeps `mma.sync`)."""
+    return check_arch(arch) in WGMMA_ARCHS
+
+
+def native_arch(major: int, minor: int) -> str:
+    """The arch a launch on a GPU of compute capability major.minor compiles for: its arch-specific
+    form where we use its arch-specific instructions (9.0 -> sm_90a, `wgmma`, as Triton does), else
+    sm_<major><minor>."""
+    plain = f"sm_{major}{minor}"
+    return plain + "a" if plain + "a" in WGMMA_ARCHS else plain
+
+
 def check_arch(arch: str) -> str:
     if arch not in ARCHS:
         raise CompilationError(f"unsupported NVIDIA architecture {arch!r}; use one of "

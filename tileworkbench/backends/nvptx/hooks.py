@@ -117,7 +117,7 @@ class NvptxHooks(TargetHooks):
     def shared_memory(self, lw) -> ir.Value:
         smem = ir.GlobalVariable(lw.module, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
         smem.linkage = "external"
-        smem.align = 16
+        smem.align = getattr(lw, "smem_align", 16)  # 1024 under wgmma tiles (lowering/shared.py)
         # Give the global the opaque `ptr addrspace(3)` type, which stores of any type accept.
         smem.type = SHARED_PTR
         return smem

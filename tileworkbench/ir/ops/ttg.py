@@ -133,11 +133,16 @@ class MmaEncoding:
     """The result layout of tensor-core `mma.sync` (version 2): each warp computes 16x8 tiles of the
     output (`instr_shape`), a lane holding two adjacent columns of row g and g+8 (g = lane / 4, the
     columns 2 * (lane % 4)); `warps_per_cta` warps tile M and N; the warp tile repeats over the shape.
-    The last two dimensions are M and N; a leading batch dimension is repeated per thread."""
+    The last two dimensions are M and N; a leading batch dimension is repeated per thread.
+
+    Version 3 is Hopper's warp-group `wgmma` (`instr_shape` = (16, N, K) per warp, m64nNkK per group
+    of 4 consecutive warps): a warp holds mma v2's C fragment repeated over the instruction's N / 8
+    column blocks; the first 4 warps (one warp group) stack along M, 16 rows each, then further
+    warps (`warps_per_cta` = (4 * groups along M, groups along N)) tile M and N by whole groups."""
 
     version: int
     warps_per_cta: tuple[int, ...]
-    instr_shape: tuple[int, int] = (16, 8)
+    instr_shape: tuple[int, ...] = (16, 8)
 
     def __str__(self) -> str:
         return (f"#mma<{{versionMajor={self.version}, versionMinor=0, warpsPerCTA="
@@ -151,11 +156,13 @@ class MmaEncoding:
         return n
 
     def warp_bases(self) -> list[tuple[int, int]]:
-        """(dimension, stride) per warp-id bit, low bit first: N's warps, then M's (row-major warps)."""
+        """(dimension, stride) per warp-id bit, low bit first: N's warps, then M's (row-major warps);
+        version 3: M's first, so warps 4g..4g+3 form warp group g."""
         rank = len(self.warps_per_cta)
         m, n = rank - 2, rank - 1
-        out = [(n, self.instr_shape[1] << k) for k in range(_log2(self.warps_per_cta[n]))]
-        return out + [(m, self.instr_shape[0] << k) for k in range(_log2(self.warps_per_cta[m]))]
+        on_n = [(n, self.instr_shape[1] << k) for k in range(_log2(self.warps_per_cta[n]))]
+        on_m = [(m, self.instr_shape[0] << k) for k in range(_log2(self.warps_per_cta[m]))]
+        return on_m + on_n if self.version == 3 else on_n + on_m
 
     def linear(self, shape: tuple[int, ...]) -> LinearLayout:
         rank = len(shape)
@@ -164,10 +171,12 @@ class MmaEncoding:
         def u(dim, value):
             return _unit(rank, dim, value, shape)
         regs = [u(n, 1), u(m, 8)]
+        # version 3: a warp's 16 x N of the instruction is N / 8 such 16 x 8 blocks side by side
+        regs += [u(n, 8 << k) for k in range(_log2(self.instr_shape[1] // 8))]
         lanes = (u(n, 2), u(n, 4), u(m, 1), u(m, 2), u(m, 4))
         warps = tuple(u(d, s) for d, s in self.warp_bases())
         tile_m = 16 * self.warps_per_cta[m]
-        tile_n = 8 * self.warps_per_cta[n]
+        tile_n = self.instr_shape[1] * self.warps_per_cta[n]
         regs += [u(n, tile_n << k) for k in range(_log2(max(1, shape[n] // tile_n)))]
         regs += [u(m, tile_m << k) for k in range(_log2(max(1, shape[m] // tile_m)))]
         for d in range(rank - 2):
@@ -219,7 +228,9 @@ class DotOperandEncoding:
         lanes = (u(k, kw), u(k, 2 * kw), u(other, 1), u(other, 2), u(other, 4))
         warps = tuple(u(other, s) if d == parent_other else tuple([0] * rank)
                       for d, s in self.parent.warp_bases())
-        tile_other = (16 if self.op_idx == 0 else 8) * self.parent.warps_per_cta[parent_other]
+        warp_other = 16 if self.op_idx == 0 else self.parent.instr_shape[1]
+        regs += [u(other, 8 << j) for j in range(_log2(warp_other // 8)) if self.op_idx == 1]
+        tile_other = warp_other * self.parent.warps_per_cta[parent_other]
         regs += [u(k, 8 * kw << j) for j in range(_log2(max(1, shape[k] // (8 * kw))))]
         regs += [u(other, tile_other << j) for j in range(_log2(max(1, shape[other] // tile_other)))]
         for d in range(rank - 2):
@@ -241,6 +252,47 @@ class SharedEncoding:
     def __str__(self) -> str:
         return (f"#shared<{{vec={self.vec}, perPhase={self.per_phase}, maxPhase={self.max_phase}, "
                 f"order={_fmt(self.order)}}}>")
+
+
+@dataclass(frozen=True)
+class NvmmaSharedEncoding:
+    """A `wgmma` operand tile in shared memory in the tensor core's canonical swizzled form (Triton's
+    NVMMA shared layout; also TMA's SWIZZLE_128B/64B/32B): the `order[0]` dimension is contiguous in
+    rows of `swizzle_bytes` (the tile split into column blocks of that width, each block's rows
+    dense), and the 16-byte chunks of row r are XORed with (r // (128 / swizzle_bytes)) %
+    (swizzle_bytes / 16), which is the hardware's XOR of address bits 4-6 with bits 7-9 when the tile
+    starts on a 1024-byte boundary. `transposed`: the first dimension is the contiguous one."""
+
+    swizzle_bytes: int
+    element_bits: int
+    order: tuple[int, ...]
+
+    def __str__(self) -> str:
+        transposed = "true" if self.transposed else "false"
+        return (f"#nvmma_shared<{{swizzlingByteWidth={self.swizzle_bytes}, transposed={transposed}, "
+                f"elementBitWidth={self.element_bits}}}>")
+
+    @property
+    def transposed(self) -> bool:
+        return self.order[0] != len(self.order) - 1
+
+    @property
+    def vec(self) -> int:
+        """Elements per 16-byte chunk (the unit the swizzle moves)."""
+        return max(1, 128 // self.element_bits)
+
+    @property
+    def per_phase(self) -> int:
+        return 128 // self.swizzle_bytes
+
+    @property
+    def max_phase(self) -> int:
+        return self.swizzle_bytes // 16
+
+    @property
+    def row_elements(self) -> int:
+        """Elements of one swizzled row (a column block's width)."""
+        return self.swizzle_bytes * 8 // self.element_bits
 
 
 def linear_layout(encoding, shape: tuple[int, ...]) -> LinearLayout:
@@ -340,3 +392,5 @@ class AsyncWaitOp(Op, name="ttg.async_wait"):
     they filled are visible to every thread of the program."""
 
     num: int = attribute(0)
+    # the slots feed `wgmma` (the async proxy): `fence.proxy.async.shared::cta` before the barrier
+    fence_async: bool = attribute(False)

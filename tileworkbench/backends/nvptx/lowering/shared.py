@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ....ir.ops import ttg
-from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding
+from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding, NvmmaSharedEncoding
 from ....ir.types import MemDescType
+from ....passes.shared_reuse import reuses_earlier_space
 from ..llvm_types import I32, byte_size, llvm_type
 from ..lower import TVal
 from . import lowers
 from .mma import unpack_halves
+
+NVMMA_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 8 rows of 128 bytes
 
 
 @dataclass
@@ -31,13 +34,24 @@ class SharedTile:
 
 
 def assign_shared_offsets(lw, func) -> None:
-    """Give each `local_alloc` its own region; the scratch of other ops starts after all of them."""
-    total = 0
+    """Give each `local_alloc` its own region, except that a tile stored after every earlier tile's
+    last use starts over them (`passes/shared_reuse.py`: the epilogue over the loop's rings); the
+    scratch of other ops starts after all of them."""
+    total = end = 0
+    lw.reused_allocs = set()
     for op in func.walk():
         if isinstance(op, ttg.LocalAllocOp):
-            lw.alloc_offsets[id(op)] = total
             t = op.result.type
-            total += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            if reuses_earlier_space(func, op):
+                end = 0
+                lw.reused_allocs.add(id(op))
+            if isinstance(t.encoding, NvmmaSharedEncoding):
+                # wgmma's swizzle is on address bits: its tiles start on a 1024-byte boundary
+                end = (end + NVMMA_ALIGN - 1) // NVMMA_ALIGN * NVMMA_ALIGN
+                lw.smem_align = NVMMA_ALIGN
+            lw.alloc_offsets[id(op)] = end
+            end += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            total = max(total, end)
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)
@@ -48,9 +62,13 @@ def lower_local_alloc(lw, op) -> None:
     tile = SharedTile(ir.Constant(I32, lw.alloc_offsets[id(op)]), op.result.type)
     if op.src is not None:
         # after earlier shared-memory use (or the last iteration's readers of this region): a barrier,
-        # as before any reuse of shared memory
+        # as before any reuse of shared memory; always where the tile lies over earlier tiles
+        if id(op) in lw.reused_allocs:
+            lw.barrier()
         lw.barrier_before_shared()
         _store_tile(lw, lw.get(op.src), tile)
+        if isinstance(tile.type.encoding, NvmmaSharedEncoding):
+            fence_async_shared(lw)  # read next by wgmma (the async proxy)
         lw.barrier()
     lw.set(op.result, tile)
 
@@ -107,7 +125,15 @@ def lower_async_commit(lw, op) -> None:
 @lowers(ttg.AsyncWaitOp)
 def lower_async_wait(lw, op) -> None:
     lw.call_intrinsic("llvm.nvvm.cp.async.wait.group", ir.VoidType(), [ir.Constant(I32, op.num)])
+    if op.fence_async:
+        fence_async_shared(lw)
     lw.barrier()
+
+
+def fence_async_shared(lw) -> None:
+    """Orders this thread's shared-memory writes before the async proxy's reads (wgmma, TMA stores)
+    that follow the next barrier (HOPPER.md)."""
+    lw.asm("fence.proxy.async.shared::cta;", "", ir.VoidType(), [], side_effect=True)
 
 
 # -- addresses ------------------------------------------------------------------------------------
@@ -124,13 +150,21 @@ def _swizzled(lw, t: MemDescType, row: ir.Value, col: ir.Value) -> ir.Value:
     b = lw.builder
     enc = t.encoding
     row_len = t.shape[enc.order[0]]
+    block_start = None
+    if isinstance(enc, NvmmaSharedEncoding) and row_len > enc.row_elements:
+        # column blocks of one swizzled row's width, each stored whole (rows x width) in turn
+        width = enc.row_elements
+        rows = t.shape[1 - enc.order[0]]
+        block_start = b.mul(b.lshr(col, ir.Constant(I32, _log2(width))), ir.Constant(I32, rows * width))
+        col = b.and_(col, ir.Constant(I32, width - 1))
+        row_len = width
     phase = b.and_(b.lshr(row, ir.Constant(I32, _log2(enc.per_phase))),
                    ir.Constant(I32, enc.max_phase - 1))
     chunk = b.xor(b.lshr(col, ir.Constant(I32, _log2(enc.vec))), phase)
     within = b.and_(col, ir.Constant(I32, enc.vec - 1))
     index = b.add(b.mul(row, ir.Constant(I32, row_len)),
                   b.add(b.mul(chunk, ir.Constant(I32, enc.vec)), within))
-    return index
+    return index if block_start is None else b.add(block_start, index)
 
 
 def _thread_row_col(lw, layout: LinearLayout, t: MemDescType):

@@ -1,0 +1,219 @@
+"""Hopper's `wgmma` for `tt.dot` (sm_90a): which dots take the version-3 `#mma` layout, the
+`#nvmma_shared` swizzle of their operand tiles, and the `wgmma` pass that turns such a dot, once
+its operands are staged in shared memory (`stage_dot_operands`), into `ttng.warp_group_dot` on the
+shared tiles plus a `ttng.warp_group_dot_wait`, and `wgmma_pipeline`, which keeps one wgmma group in
+flight across loop iterations where the operand rings make that safe.
+
+A dot runs on `wgmma` (else on `mma.sync`, chosen in `mma.py`) when the target has it
+(`func.wgmma`, set by the NVPTX driver for sm_90a), `num_warps` is a multiple of 4, the dot is 2-D,
+not part of a chain (attention's second dot would want A from registers) and not `tf32x3`, M is at
+least 64, K a multiple of the instruction's 32 bytes, and each operand tile can be read by a
+descriptor: tf32 and 8-bit operands only K-major (K the contiguous dimension), 16-bit ones K- or
+MN-major, with rows of at least 32 bytes.
+"""
+
+from __future__ import annotations
+
+from ..ir.ops import scf, tt
+from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MemDescIndexOp, MmaEncoding, NvmmaSharedEncoding
+from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
+from ..ir.types import MemDescType, element_type
+from ..ir.values import BlockArgument, OpResult, Value
+from .mma import mma_kind
+
+WARP_GROUP = 4  # warps per warp group
+INSTR_M = 64  # rows of one wgmma (a warp group's 4 x 16)
+MAX_INSTR_N = 256
+
+
+def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], ...]
+                   ) -> MmaEncoding | None:
+    """The version-3 `#mma` layout of `op`'s result, or None when `wgmma` cannot run it.
+    `orders`: the memory order (contiguous dimension first) the operands A and B arrive in."""
+    kind = mma_kind(op, 90)
+    shape = op.result.type.shape
+    if kind is None or len(shape) != 2 or num_warps % WARP_GROUP or op.input_precision == "tf32x3":
+        return None
+    bits = element_type(op.a.type).bitwidth
+    instr_k = 256 // bits  # 32 bytes of K per instruction
+    m, n = shape
+    k = op.a.type.shape[-1]
+    if m < INSTR_M or k % instr_k or n < 8:
+        return None
+    groups_m, groups_n = 1, 1
+    while groups_m * groups_n < num_warps // WARP_GROUP:  # warp groups on M first (Triton's)
+        if m >= INSTR_M * groups_m * 2:
+            groups_m *= 2
+        else:
+            groups_n *= 2
+    instr_n = min(MAX_INSTR_N, n // groups_n)
+    if instr_n < 8:
+        return None
+    enc = MmaEncoding(3, (WARP_GROUP * groups_m, groups_n), (16, instr_n, instr_k))
+    for op_idx, (operand, order) in enumerate(zip((op.a, op.b), orders)):
+        if nvmma_for_operand(op_idx, operand.type.shape, element_type(operand.type), order,
+                             enc) is None:
+            return None
+    return enc
+
+
+def nvmma_for_operand(op_idx: int, shape: tuple[int, ...], element, order: tuple[int, ...],
+                      parent: MmaEncoding) -> NvmmaSharedEncoding | None:
+    """The `#nvmma_shared` layout of operand `op_idx` (0: A, M x K; 1: B, K x N) stored with
+    `order[0]` contiguous, or None when no descriptor can read it: the widest swizzle (128, 64 or
+    32 bytes) that a row of the tile fills and that, along M or N (MN-major), one instruction
+    covers whole."""
+    bits = element.bitwidth
+    k_dim = 1 if op_idx == 0 else 0
+    mn_major = order[0] != k_dim
+    if mn_major and bits != 16:
+        return None  # the PTX ISA: only 16-bit operands may be MN-major
+    row_bytes = shape[order[0]] * bits // 8
+    if mn_major:  # a row is M or N: one instruction reads 64 rows of A or instr_n columns of B
+        row_bytes = min(row_bytes, (INSTR_M if op_idx == 0 else parent.instr_shape[1]) * bits // 8)
+    for swizzle in (128, 64, 32):
+        if row_bytes >= swizzle and shape[1 - order[0]] >= 8:
+            return NvmmaSharedEncoding(swizzle, bits, tuple(order))
+    return None
+
+
+def operand_order(value: Value, load_orders: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The order a dot operand is staged in: its load's (through one-operand elementwise ops), else
+    row-major (the blocked default)."""
+    while isinstance(value, OpResult):
+        op = value.op
+        if id(op) in load_orders:
+            return load_orders[id(op)]
+        tensors = [v for v in op.operands if hasattr(v.type, "shape")]
+        if not (op.elementwise and len(tensors) == 1):
+            break
+        value = tensors[0]
+    rank = len(value.type.shape)
+    return tuple(range(rank - 1, -1, -1))
+
+
+def is_wgmma(encoding) -> bool:
+    return isinstance(encoding, MmaEncoding) and encoding.version == 3
+
+
+# -- the pass ---------------------------------------------------------------------------------------
+
+
+def wgmma(func: tt.FuncOp) -> bool:
+    """Replace each `tt.dot` with a version-3 `#mma` result by `ttng.warp_group_dot` on its operands'
+    shared tiles and a `ttng.warp_group_dot_wait {pendings = 0}`. Returns whether any changed."""
+    dots = [op for op in func.walk() if isinstance(op, tt.DotOp) and is_wgmma(op.result.type.encoding)]
+    for dot in dots:
+        a = _shared_tile(dot, 0, dot.a)
+        b = _shared_tile(dot, 1, dot.b)
+        issue = WarpGroupDotOp(a=a, b=b, c=dot.c, input_precision=dot.input_precision)
+        issue.results = [OpResult(dot.result.type, issue, 0, dot.result.name_hint)]
+        issue.loc = dot.loc
+        wait = WarpGroupDotWaitOp(acc=issue.result, pendings=0)
+        wait.results = [OpResult(dot.result.type, wait, 0, dot.result.name_hint)]
+        wait.loc = dot.loc
+        block = dot.parent
+        index = block.ops.index(dot)
+        block.insert(index, issue)
+        block.insert(index + 1, wait)
+        for user in func.walk():
+            if user is not wait:
+                user.replace_operand(dot.result, wait.result)
+        dot.erase()
+        for operand in (dot.a, dot.b):
+            _erase_if_unused(func, operand)
+    return bool(dots)
+
+
+def _shared_tile(dot: tt.DotOp, op_idx: int, value: Value) -> Value:
+    """The shared tile a dot operand was read from (`ttg.local_load` of a `#nvmma_shared` tile), or a
+    new `ttg.local_alloc` of the operand's registers (an operand made in registers)."""
+    if isinstance(value, OpResult) and isinstance(value.op, LocalLoadOp):
+        src = value.op.src
+        if isinstance(src.type.encoding, NvmmaSharedEncoding):
+            return src
+    t = value.type
+    rank = len(t.shape)
+    order = tuple(range(rank - 1, -1, -1))
+    if op_idx == 1 and t.element.bitwidth != 16:
+        order = (0, 1)  # 8-bit and tf32 B must be K-major: store it transposed
+    shared = nvmma_for_operand(op_idx, t.shape, t.element, order, dot.result.type.encoding)
+    if shared is None:  # the choice in wgmma_encoding checked the staged order; this one is ours
+        raise ValueError(f"internal: no #nvmma_shared layout for {t}")
+    alloc = LocalAllocOp(src=value)
+    alloc.results = [OpResult(MemDescType(t.shape, t.element, shared), alloc, 0, value.name_hint)]
+    alloc.loc = dot.loc
+    block = dot.parent
+    block.insert(block.ops.index(dot), alloc)
+    return alloc.result
+
+
+def _erase_if_unused(func: tt.FuncOp, value: Value) -> None:
+    if not isinstance(value, OpResult) or not isinstance(value.op, LocalLoadOp):
+        return
+    if any(v is value for op in func.walk() for v in op.operands):
+        return
+    load = value.op
+    load.erase()
+
+
+# -- one wgmma group in flight ------------------------------------------------------------------------
+
+
+def wgmma_pipeline(func: tt.FuncOp) -> bool:
+    """In a loop whose only `ttng.warp_group_dot` accumulates into a carried value and reads both tiles
+    from `pipeline` rings with a spare slot (`num_stages + 1` slots, see `software_pipeline`), wait
+    with `pendings = 1` inside the loop, so the wgmma of iteration i runs on while iteration i + 1's
+    copies are issued and its tiles awaited, and wait for it (`pendings = 0`) after the loop.
+    Runs after `pipeline`. Returns whether any wait changed."""
+    changed = False
+    for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
+        changed |= _keep_one_in_flight(func, loop)
+    return changed
+
+
+def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
+    body = loop.body.block
+    dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
+    if len(dots) != 1:
+        return False
+    dot = dots[0]
+    waits = _users(func, dot.result)
+    if len(waits) != 1 or not isinstance(waits[0], WarpGroupDotWaitOp):
+        return False
+    wait = waits[0]
+    yield_op = body.ops[-1]
+    carried = dot.c
+    # the accumulator goes round the loop untouched: only the next wgmma reads the in-flight value
+    if not (isinstance(carried, BlockArgument) and carried.block is body and carried.index > 0):
+        return False
+    position = carried.index - 1
+    if _users(func, carried) != [dot] or _users(func, wait.result) != [yield_op] \
+            or yield_op.values[position] is not wait.result:
+        return False
+    stages = getattr(func, "num_stages", 1)
+    if not all(_spare_slot_ring(tile, stages) for tile in (dot.a, dot.b)):
+        return False
+    wait.pendings = 1
+    result = loop.results[position]
+    final = WarpGroupDotWaitOp(acc=result, pendings=0)
+    final.results = [OpResult(result.type, final, 0, result.name_hint)]
+    final.loc = dot.loc
+    parent = loop.parent
+    for user in _users(func, result):
+        user.replace_operand(result, final.result)
+    parent.insert(parent.ops.index(loop) + 1, final)
+    return True
+
+
+def _spare_slot_ring(tile: Value, stages: int) -> bool:
+    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1) safe)."""
+    if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
+        return False
+    ring = tile.op.src
+    return isinstance(ring, OpResult) and isinstance(ring.op, LocalAllocOp) \
+        and ring.op.src is None and ring.type.shape[0] == stages + 1
+
+
+def _users(func: tt.FuncOp, value: Value) -> list:
+    return [op for op in func.walk() if any(v is value for v in op.operands)]

@@ -283,14 +283,15 @@ def test_autotune_table_has_each_configs_resources_and_prints_on_request(monkeyp
     from tileworkbench.workbench.build import autotune_rows
 
     monkeypatch.setattr(settings, "print_autotuning", True)
-    configs = [Config({"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=s) for s in (2, 3)]
+    # BK=64: the rings (stages x 16 KB) outweigh the epilogue's staging tile (16 KB) that reuses them
+    configs = [Config({"BM": 64, "BN": 64, "BK": 64}, num_warps=4, num_stages=s) for s in (2, 3)]
     tuned = autotune(configs, key=["K"], warmup=1, rep=4)(CompilingJIT(staged_matmul.fn))
     tuned[(1,)](None, None, None, 128)
     results = {config.num_stages: result for config, result in tuned.last_results.items()}
     for stages, result in results.items():
         compiled = tw.compile(
             staged_matmul, signature="a=*fp16:16,b=*fp16:16,c=*fp32:16,K=i32:16",
-            constexprs={"BM": 64, "BN": 64, "BK": 32}, target="sm_90", num_stages=stages,
+            constexprs={"BM": 64, "BN": 64, "BK": 64}, target="sm_90", num_stages=stages,
         )
         assert result["shared"] == compiled.metadata.shared > 0
         assert result["regs"] == compiled.metadata.n_regs and result["regs"] > 0

@@ -18,6 +18,9 @@ from ..nvptx.lower import TVal
 from .vectors import VTVal, concat, packed, shuffle, splat, widen
 
 RULES: dict[type, object] = {}
+# lanes per load/store instruction: wider ones make LLVM's x86 back end legalize huge i1 masks, which
+# cost seconds of compile time at 4096 lanes and nothing at run time
+MAX_ACCESS = 1 << 30
 
 
 def _rule(*classes):
@@ -75,7 +78,7 @@ def _run(lw, op, layout) -> int:
     while run < len(layout.regs) and layout.regs[run] == tuple(
             (1 << run) if d == dim else 0 for d in range(len(basis))):
         run += 1
-    vec = min(1 << run, lw.axis.info(op.ptr).contiguity[dim])
+    vec = min(1 << run, lw.axis.info(op.ptr).contiguity[dim], MAX_ACCESS)
     return max(1, 1 << (vec.bit_length() - 1))
 
 
@@ -167,8 +170,24 @@ def lower_store(lw, op):
                           [data.type, ptrs.type, I32, all_lanes.type])
         b.call(fn, [data, ptrs, align, all_lanes])
         return None
+    if mask is None:
+        _store_runs(lw, ptrs, data, None, etype, nbytes, vec)
+        return None
+    # AMD's masked stores are microcoded (Zen 3: one per ~20 cycles): plain stores when every lane
+    # is on, which is every program but the last of a masked tail
+    every = lw.call_intrinsic(f"llvm.vector.reduce.and.v{n}i1", I1, [mask])
+    with b.if_else(every, likely=True) as (whole, partial):
+        with whole:
+            _store_runs(lw, ptrs, data, None, etype, nbytes, vec)
+        with partial:
+            _store_runs(lw, ptrs, data, mask, etype, nbytes, vec)
+    return None
+
+
+def _store_runs(lw, ptrs, data, mask, etype, nbytes: int, vec: int) -> None:
+    b = lw.builder
     vtype = ir.VectorType(etype, vec)
-    for start in range(0, n, vec):
+    for start in range(0, ptrs.type.count, vec):
         lanes = list(range(start, start + vec))
         address = b.extract_element(ptrs, ir.Constant(I32, start))
         chunk = shuffle(lw, data, lanes)
@@ -177,8 +196,7 @@ def lower_store(lw, op):
             continue
         fn = lw.intrinsic(f"llvm.masked.store.{_vtype_name(etype, vec)}.p1", ir.VoidType(),
                           [vtype, address.type, I32, ir.VectorType(I1, vec)])
-        b.call(fn, [chunk, address, align, shuffle(lw, mask, lanes)])
-    return None
+        b.call(fn, [chunk, address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes)])
 
 
 # -- reductions --------------------------------------------------------------------------------------

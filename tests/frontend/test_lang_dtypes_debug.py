@@ -217,6 +217,8 @@ def python_assert_kernel(x_ptr, N: tl.constexpr):
     assert x > 0, "x must be positive"
 
 
+# checks the interpreter's InterpreterError report
+@pytest.mark.only_on("interpreter")
 def test_a_python_assert_on_run_time_values_is_a_device_assert():
     x = np.ones(8, np.float32)
     x[5] = -2

@@ -153,6 +153,8 @@ def _check_kernel(cls, **attrs):
     return kb.finish()
 
 
+# the interpreter's own report (InterpreterError with the failing index)
+@pytest.mark.only_on("interpreter")
 def test_device_assert_reports_message_line_and_first_failing_index():
     x = np.abs(RNG.standard_normal(16)).astype(np.float32) + 1
     run(_check_kernel(tt.AssertOp, message="x must be positive"), [x], (2,))
@@ -165,12 +167,16 @@ def test_device_assert_reports_message_line_and_first_failing_index():
     assert "program id (0, 0, 0)" in message
 
 
+# the interpreter checks tl.assume; compiled targets take it as a promise
+@pytest.mark.only_on("interpreter")
 def test_assume_is_checked():
     x = -np.abs(RNG.standard_normal(16)).astype(np.float32)
     with pytest.raises(InterpreterError, match="tl.assume condition is false"):
         run(_check_kernel(tt.AssumeOp), [x], (1,))
 
 
+# run(stdout=...) is the interpreter's print hook
+@pytest.mark.only_on("interpreter")
 def test_device_print_writes_one_line_per_element():
     kb = KernelBuilder("printer", [("x", ptr(i32)), ("n", i32)])
     x = kb.load(kb.addptr(kb["x"], kb.arange(4)))
@@ -186,6 +192,8 @@ def test_device_print_writes_one_line_per_element():
     assert lines[5].startswith("pid (1, 0, 0) idx (0) x: ")
 
 
+# run(stdout=...) is the interpreter's print hook
+@pytest.mark.only_on("interpreter")
 def test_device_print_formats_floats_like_printf():
     kb = KernelBuilder("printer2d", [("x", ptr(f32))])
     offs = kb.arange(6)

@@ -101,7 +101,7 @@ def test_f16_math_stays_in_f16():
 def test_fp8_round_trip_saturates(name, dtype):
     fp8 = ScalarType(name)
     x = np.concatenate(
-        [RNG.standard_normal(60) * 4, [1e6, -1e6, 0.0, NAN, np.inf, -np.inf, 1e-9, -3.3]]
+        [RNG.standard_normal(56) * 4, [1e6, -1e6, 0.0, NAN, np.inf, -np.inf, 1e-9, -3.3]]
     ).astype(np.float32)
     got = run_elementwise(lambda kb, v: kb.cast(arith.TruncFOp, v, fp8), [x], [f32], fp8, dtype)
     limit = float(ml_dtypes.finfo(dtype).max)
@@ -142,6 +142,8 @@ def test_math_ops_match_float64(cls, ref):
     np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=2e-6, atol=atol)
 
 
+# 513 points: compiled targets take power-of-two tensors only
+@pytest.mark.only_on("interpreter")
 def test_erf_in_f64_is_accurate():
     x = np.linspace(-6, 6, 513)
     got = run_elementwise(lambda kb, v: kb.unary(math_ops.ErfOp, v), [x], [f64], f64, np.float64)
@@ -183,6 +185,8 @@ def test_libdevice_predicate_returns_int():
     np.testing.assert_array_equal(got, [0, 1, 0, 0])
 
 
+# the interpreter's message; the cpu target refuses the symbol at compile time (test_cpu_target)
+@pytest.mark.only_on("interpreter")
 def test_unknown_extern_names_the_symbol():
     def build(kb, v):
         return kb.op(tt.ExternElementwiseOp, [v.type], symbol="__nv_frobnicatef", args=[v])
@@ -191,6 +195,8 @@ def test_unknown_extern_names_the_symbol():
         run_elementwise(build, [np.ones(4, np.float32)], [f32], f32, np.float32)
 
 
+# the interpreter's message; the cpu target refuses inline asm at compile time
+@pytest.mark.only_on("interpreter")
 def test_inline_asm_runs_only_on_the_gpu():
     def build(kb, v):
         fields = {"asm_string": "mov.b32 $0, $1;", "constraints": "=r,r", "args": [v]}
@@ -217,6 +223,8 @@ def test_fma_and_remf():
     np.testing.assert_allclose(rem, np.fmod(a.astype(np.float64) * 8, b), rtol=1e-5, atol=1e-6)
 
 
+# cpu: max(-0.0, +0.0) comes back -0.0 from LLVM's x86 lowering (issue 13)
+@pytest.mark.only_on("interpreter", "cuda")
 def test_min_max_order_signed_zeros_and_commute():
     """-0.0 < +0.0: max is -0.0 only when both are, min is -0.0 when either is, in either order."""
     a = np.array([-0.0, 0.0, -0.0, 0.0], np.float32)

@@ -89,6 +89,8 @@ def test_join_split_cat():
     np.testing.assert_array_equal(cat, np.concatenate([a, b]))
 
 
+# the second half checks the interpreter's bounds error
+@pytest.mark.only_on("interpreter")
 def test_gather_along_axis_and_its_bounds_check():
     src = RNG.standard_normal((4, 8)).astype(np.float32)
     index = RNG.integers(0, 8, (4, 8), dtype=np.int32)

@@ -98,6 +98,9 @@ class CpuHooks(TargetHooks):
         b.call(fn, [_as_vector(b, data, vtype), ptr, ir.Constant(I32, _size(etype) * vec),
                     _splat(b, pred, vec)])
 
+    def threads(self, lw) -> int:
+        return 1
+
     # -- a tensor's registers are one LLVM vector (vectors.py, vector_rules.py) ---------------------
     def own_rule(self, op):
         from .vector_rules import own_rule

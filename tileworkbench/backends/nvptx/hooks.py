@@ -81,6 +81,10 @@ class TargetHooks:
                    side_effect: bool) -> ir.Value:
         raise lw.error(lw.current_op, "inline assembly cannot run on this target")
 
+    def threads(self, lw) -> int:
+        """Threads that run one program (loops that spread work over them: sort, histogram)."""
+        return 32 * lw.num_warps
+
     # -- how a tensor's registers are held (the cpu target packs them into one LLVM vector) ---------
     def own_rule(self, op):
         """The target's own lowering of `op` (it may return NotImplemented: the shared rule runs)."""

@@ -114,6 +114,9 @@ _PLAIN = (ir.CastInstr, ir.ICMPInstr, ir.FCMPInstr, ir.SelectInstr, ir.GEPInstr)
 _IMMEDIATE_LAST = ("llvm.ctlz.", "llvm.cttz.", "llvm.abs.")
 
 
+_NO_VECTOR_FORM = ("sdiv", "udiv", "srem", "urem")  # x86 divides integers one at a time
+
+
 class _NotWidenable(Exception):
     pass
 
@@ -141,16 +144,45 @@ def widen(lw, rule, args: list, count: int) -> ir.Value:
 
 
 def per_lane(lw, rule, args: list, count: int) -> ir.Value:
-    """`rule` lane by lane (extract, compute, insert): for what does not widen."""
-    b = lw.builder
-    out = None
-    for lane in range(count):
-        index = ir.Constant(I32, lane)
-        value = rule(*[b.extract_element(a, index) if _is_vector(a) else a for a in args])
-        if out is None:
-            out = ir.Constant(ir.VectorType(value.type, count), ir.Undefined)
-        out = lw.builder.insert_element(out, value, index)
-    return out
+    """`rule` lane by lane, for what does not widen (branches, C-library calls, integer division,
+    which x86 has no vector instruction for): a loop over the lanes through stack buffers, so the
+    code stays one copy of the rule however wide the tensor (LLVM's scalarized form of a 256-lane
+    i64 division took minutes to compile)."""
+    b, entry = lw.builder, lw.entry_builder
+    buffers = {}
+    for k, a in enumerate(args):
+        if _is_vector(a):
+            buffers[k] = _buffer(entry, a.type.element, count)
+            b.store(a, b.bitcast(buffers[k], a.type.as_pointer())).align = 64
+    loop = lw.function.append_basic_block("lanes")
+    done = lw.function.append_basic_block("lanes.done")
+    before = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    lane = b.phi(I32)
+    lane.add_incoming(ir.Constant(I32, 0), before)
+    scalars = [_lane_of(b, buffers[k], a.type, lane) if k in buffers else a for k, a in enumerate(args)]
+    value = rule(*scalars)
+    out = _buffer(entry, value.type, count)
+    b.store(value, b.gep(out, [ir.Constant(I32, 0), lane]))
+    following = b.add(lane, ir.Constant(I32, 1))
+    lane.add_incoming(following, b.block)
+    b.cbranch(b.icmp_unsigned("<", following, ir.Constant(I32, count)), loop, done)
+    b.position_at_end(done)
+    vtype = ir.VectorType(value.type, count)
+    load = b.load(b.bitcast(out, vtype.as_pointer()), typ=vtype)
+    load.align = 64  # (a vector's natural alignment is its whole size)
+    return load
+
+
+def _buffer(entry, element, count: int):
+    buffer = entry.alloca(ir.ArrayType(element, count))
+    buffer.align = 64
+    return buffer
+
+
+def _lane_of(b, buffer, vtype, lane) -> ir.Value:
+    return b.load(b.gep(buffer, [ir.Constant(I32, 0), lane]), typ=vtype.element)
 
 
 def _is_vector(value) -> bool:
@@ -162,7 +194,8 @@ def _replay(lw, block, mapping: dict, result, count: int) -> ir.Value:
         if isinstance(instr, ir.CallInstr):
             mapping[instr] = _replay_call(lw, instr, mapping, count)
             continue
-        if not (type(instr) is ir.Instruction or isinstance(instr, _PLAIN)):
+        if not (type(instr) is ir.Instruction or isinstance(instr, _PLAIN)) or (
+                instr.opname in _NO_VECTOR_FORM and count > 4):
             raise _NotWidenable
         new = copy.copy(instr)
         new.parent = lw.builder.block

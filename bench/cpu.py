@@ -67,6 +67,21 @@ def on_target(target: str, fn):
     return run
 
 
+def one_thread(fn):
+    """`fn` with the grid run by the calling thread alone (no pool hand-offs: the kernel's own speed,
+    which a busy machine's scheduling does not blur)."""
+    from tileworkbench.backends.cpu import launch
+
+    def run():
+        saved = launch.workers
+        launch.workers = lambda: 1
+        try:
+            fn()
+        finally:
+            launch.workers = saved
+    return run
+
+
 def rel_err(got, want) -> float:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
@@ -145,6 +160,7 @@ def main() -> int:
         err = rel_err(w["out"], w["ref"])
         row = {"workload": name, "cpu_rel_err": err, "cpu_first_call_s": compile_s,
                "cpu_s": timed(on_target("cpu", w["kernel"])), "numpy_s": timed(w["numpy"])}
+        row["cpu_1thread_s"] = timed(one_thread(on_target("cpu", w["kernel"])))
         if torch is not None:
             row["torch_s"] = timed(lambda: w["torch"](torch))
         if not args.no_interpreter:
@@ -171,7 +187,8 @@ def print_row(row: dict) -> None:
     def ms(key):
         return f"{row[key] * 1e3:9.2f}" if key in row else "        -"
     ratio = row.get("interpreter_s", float("nan")) / row["cpu_s"]
-    print(f"{row['workload']:26} cpu {ms('cpu_s')} ms  numpy {ms('numpy_s')}  torch {ms('torch_s')}  "
+    print(f"{row['workload']:26} cpu {ms('cpu_s')} ms  1 thread {ms('cpu_1thread_s')}  numpy {ms('numpy_s')}  "
+          f"torch {ms('torch_s')}  "
           f"interp {ms('interpreter_s')}  cpu/numpy {row['numpy_s'] / row['cpu_s']:5.2f}x faster  "
           f"vs interp {ratio:7.1f}x  err {row['cpu_rel_err']:.1e}", flush=True)
 

@@ -1,9 +1,9 @@
-"""The cpu target's own lowering of the ops that move whole tensors, on `<N x T>` vectors (vectors.py):
-elementwise ops by widening the shared rule, ranges as constant vectors, loads and stores as vector
-(masked) accesses per contiguous run or gathers/scatters, reductions as a tree of half-vector
-combines, register renamings (broadcast, expand_dims, reshape, trans, layout conversions) as one
-shufflevector, and FMA dots row by row. A rule returns NotImplemented where the shared rule (on the
-per-register scalars `VTVal.vals` hands out) is to run instead.
+"""The cpu target's own lowering of the ops that move whole tensors, on `<N x T>` vectors
+(vectors.py): elementwise ops by widening the shared rule, ranges as constant vectors, loads and
+stores as vector (masked) accesses per contiguous run or gathers/scatters, reductions as a tree of
+half-vector combines, register renamings (broadcast, expand_dims, reshape, trans, layout
+conversions) as one shufflevector, and dots as a loop over k. A rule returns NotImplemented where
+the shared rule (on the per-register scalars `VTVal.vals` hands out) is to run instead.
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from ..nvptx.lower import TVal
 from .vectors import VTVal, concat, packed, shuffle, splat, widen
 
 RULES: dict[type, object] = {}
-# lanes per load/store instruction: wider ones make LLVM's x86 back end legalize huge i1 masks, which
-# cost seconds of compile time at 4096 lanes and nothing at run time
-MAX_ACCESS = 1 << 30
 
 
 def _rule(*classes):
@@ -42,7 +39,7 @@ def _count(value) -> int | None:
 
 
 def lower_elementwise(lw, op):
-    """One widened copy of the shared per-element rule (raw vectors too: a reduce's combine region)."""
+    """One widened copy of the shared per-element rule (raw vectors too: a combine region's)."""
     from ..nvptx.lowering import ELEMENTWISE
 
     args = [lw.get(v) for v in op.operands]
@@ -66,7 +63,7 @@ def lower_make_range(lw, op):
     lw.set(op.result, VTVal(ir.Constant(ir.VectorType(I32, len(lanes)), lanes), layout, lw))
 
 
-# -- loads and stores -----------------------------------------------------------------------------------
+# -- loads and stores ------------------------------------------------------------------------------
 def _run(lw, op, layout) -> int:
     """Registers per access: a run of consecutive registers along one dim that the pointers' axis
     info calls contiguous (any length: the host has no 16-byte limit, and masks are per lane)."""
@@ -78,7 +75,7 @@ def _run(lw, op, layout) -> int:
     while run < len(layout.regs) and layout.regs[run] == tuple(
             (1 << run) if d == dim else 0 for d in range(len(basis))):
         run += 1
-    vec = min(1 << run, lw.axis.info(op.ptr).contiguity[dim], MAX_ACCESS)
+    vec = min(1 << run, lw.axis.info(op.ptr).contiguity[dim])
     return max(1, 1 << (vec.bit_length() - 1))
 
 
@@ -102,7 +99,8 @@ def _lane_vector(lw, value, count: int):
 def _vtype_name(etype, count: int) -> str:
     if isinstance(etype, ir.IntType):
         return f"v{count}i{etype.width}"
-    return f"v{count}" + {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(etype)]
+    names = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
+    return f"v{count}" + names[str(etype)]
 
 
 @_rule(tt.LoadOp)
@@ -199,7 +197,7 @@ def _store_runs(lw, ptrs, data, mask, etype, nbytes: int, vec: int) -> None:
         b.call(fn, [chunk, address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes)])
 
 
-# -- reductions --------------------------------------------------------------------------------------
+# -- reductions ------------------------------------------------------------------------------------
 @_rule(tt.ReduceOp)
 def lower_reduce(lw, op):
     """Pairwise like the shared tree (element i with element i + half, level by level), each level
@@ -243,7 +241,7 @@ def lower_reduce(lw, op):
     return None
 
 
-# -- register renamings ------------------------------------------------------------------------------
+# -- register renamings ----------------------------------------------------------------------------
 class _Lane:
     """A placeholder register: lane `index` of operand `source` (no `.type`: any IR use fails)."""
 
@@ -296,9 +294,9 @@ def lower_renaming(lw, op):
 # -- dot -------------------------------------------------------------------------------------------
 @_rule(tt.DotOp)
 def lower_dot(lw, op):
-    """acc[m, :] += a[m, k] * b[k, :]: A (transposed: its columns) and B go to stack buffers, and a loop
-    over k loads a column of A and a row of B per step, the accumulator's rows its phis. The code is
-    one step long whatever K is (unrolled, a 16x64x16 dot took LLVM 45 s to compile)."""
+    """acc[m, :] += a[m, k] * b[k, :]: A (transposed: its columns) and B go to stack buffers, and a
+    loop over k loads a column of A and a row of B per step, the accumulator's rows its phis. The
+    code is one step long whatever K is (unrolled, a 16x64x16 dot took LLVM 45 s to compile)."""
     from ..nvptx.lowering.dot import DeferredOperand, _convert
 
     a, b, c = lw.get(op.a), lw.get(op.b), lw.get(op.c)

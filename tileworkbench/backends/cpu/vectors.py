@@ -1,10 +1,12 @@
-"""Tensors as LLVM vectors on the cpu target: the one thread's registers of a tensor are one `<N x T>`
-value (lane r = register r of the layout), so an elementwise op is one vector instruction, not N.
+"""Tensors as LLVM vectors on the cpu target: the one thread's registers of a tensor are one
+`<N x T>` value (lane r = register r of the layout), so an elementwise op is one vector instruction,
+not N.
 
 `VTVal` is a `TVal` whose `vals` (the per-register scalars the shared rules read) are extracted on
 demand; `packed` turns any `TVal` into its vector. `widen` runs a shared per-element rule once on
 scalars in a scratch block and replays what it built with every type widened to `<N x T>`, so the
-lowering keeps one copy of each rule; rules that branch or call non-intrinsic functions run per lane.
+lowering keeps one copy of each rule; rules that branch or call non-intrinsic functions run per
+lane.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class VTVal(TVal):
         block = self._lw.builder.block
         if self._scalars is None or self._scalars[0] is not block:
             b = self._lw.builder
-            lanes = [b.extract_element(self.vec, ir.Constant(I32, r)) for r in range(self.vec.type.count)]
+            count = self.vec.type.count
+            lanes = [b.extract_element(self.vec, ir.Constant(I32, r)) for r in range(count)]
             self._scalars = (block, lanes)
         return self._scalars[1]
 
@@ -80,7 +83,7 @@ def packed(lw, value) -> ir.Value:
 
 
 def shuffle(lw, vec: ir.Value, lanes: list[int], other: ir.Value | None = None) -> ir.Value:
-    """The lanes `lanes` of `vec` (indices >= its count pick from `other`); no op for the identity."""
+    """The lanes `lanes` of `vec` (indices past its count pick from `other`); identity: `vec`."""
     count = vec.type.count
     if other is None and lanes == list(range(count)):
         return vec
@@ -101,14 +104,15 @@ def concat(lw, parts: list[ir.Value]) -> ir.Value:
             elif n < m:
                 first = shuffle(lw, first, list(range(n)) + [0] * (m - n))
             width = max(n, m)
-            joined.append(shuffle(lw, first, list(range(n)) + list(range(width, width + m)), second))
+            lanes = list(range(n)) + list(range(width, width + m))
+            joined.append(shuffle(lw, first, lanes, second))
         if len(parts) % 2:
             joined.append(parts[-1])
         parts = joined
     return parts[0]
 
 
-# -- widening a per-element rule ----------------------------------------------------------------------
+# -- widening a per-element rule ------------------------------------------------------------
 _PLAIN = (ir.CastInstr, ir.ICMPInstr, ir.FCMPInstr, ir.SelectInstr, ir.GEPInstr)
 # intrinsics whose last argument is an immediate that stays scalar
 _IMMEDIATE_LAST = ("llvm.ctlz.", "llvm.cttz.", "llvm.abs.")
@@ -161,7 +165,8 @@ def per_lane(lw, rule, args: list, count: int) -> ir.Value:
     b.position_at_end(loop)
     lane = b.phi(I32)
     lane.add_incoming(ir.Constant(I32, 0), before)
-    scalars = [_lane_of(b, buffers[k], a.type, lane) if k in buffers else a for k, a in enumerate(args)]
+    scalars = [_lane_of(b, buffers[k], a.type, lane) if k in buffers else a
+               for k, a in enumerate(args)]
     value = rule(*scalars)
     out = _buffer(entry, value.type, count)
     b.store(value, b.gep(out, [ir.Constant(I32, 0), lane]))

@@ -115,7 +115,7 @@ def target(request, monkeypatch, kernel_cache_dir) -> Target:
         pytest.skip(f"about {', '.join(marker.args)} only")
     backend = backend_for(request.param)
     if request.param == "cpu" and os.environ.get("TILEWORKBENCH_TEST_CPU") != "1":
-        # the suites on the cpu target cost minutes of LLVM time (a tile's IR grows per element): opt in
+        # opt in (CI does): the language suites on the cpu target add minutes of LLVM compile time
         pytest.skip("cpu target: set TILEWORKBENCH_TEST_CPU=1 to run the language suites on it")
     if not backend.available():
         pytest.skip(f"no {request.param} device visible")

@@ -232,6 +232,7 @@ def python_assert_kernel(x_ptr, N: tl.constexpr):
 
 
 @pytest.mark.gpu_isolated  # on cuda: the failure travels through debug mode's error buffer
+@pytest.mark.only_on("interpreter", "cuda")  # the cpu target has no debug-mode asserts yet
 def test_a_python_assert_on_run_time_values_is_a_device_assert():
     x = np.ones(8, np.float32)
     x[5] = -2

@@ -153,9 +153,8 @@ def _check_kernel(cls, **attrs):
     return kb.finish()
 
 
-# hand-built IR runs without debug mode: on cuda its assert is `__assertfail`, a trap (debug mode's
-# asserts on the GPU: tests/frontend/test_lang_dtypes_debug.py)
-@pytest.mark.only_on("interpreter", "cpu")
+# the interpreter's own report (InterpreterError with the failing index)
+@pytest.mark.only_on("interpreter")
 def test_device_assert_reports_message_line_and_first_failing_index():
     x = np.abs(RNG.standard_normal(16)).astype(np.float32) + 1
     run(_check_kernel(tt.AssertOp, message="x must be positive"), [x], (2,))

@@ -107,6 +107,10 @@ def add_runtime_functions(module: ir.Module) -> None:
 def optimize(module_text: str, kernel_name: str, vectorize: bool = True):
     """Parse, verify and run O3 (with the vectorizers, unless told not to) for the host; the module."""
     llvm = binding()
+    # maxnum/minnum may return either zero of +0/-0 (x86's maxps returns its second operand); the
+    # GPU's max.f32 and the interpreter order -0 < +0, as IEEE 754-2019's maximumNumber does
+    for loose, strict in (("@llvm.maxnum.", "@llvm.maximumnum."), ("@llvm.minnum.", "@llvm.minimumnum.")):
+        module_text = module_text.replace(loose, strict)
     try:
         module = llvm.parse_assembly(module_text)
         module.verify()

@@ -98,6 +98,28 @@ class CpuHooks(TargetHooks):
         b.call(fn, [_as_vector(b, data, vtype), ptr, ir.Constant(I32, _size(etype) * vec),
                     _splat(b, pred, vec)])
 
+    def threads(self, lw) -> int:
+        return 1
+
+    # -- a tensor's registers are one LLVM vector (vectors.py, vector_rules.py) ---------------------
+    def own_rule(self, op):
+        from .vector_rules import own_rule
+
+        return own_rule(op)
+
+    def carried_registers(self, lw, tval) -> list:
+        from .vectors import packed
+
+        return [packed(lw, tval)]
+
+    def carried_types(self, lw, layout, element) -> list:
+        return [ir.VectorType(element, layout.num_regs)]
+
+    def tensor_of_registers(self, lw, registers, layout):
+        from .vectors import VTVal
+
+        return VTVal(registers[0], layout, lw)
+
     def atomic_rmw(self, lw, op, ptr, val, pred, t) -> ir.Value:
         kind = _RMW.get(op.kind)
         if kind is None:

@@ -77,15 +77,15 @@ class CpuKernel:
         total = gx * gy * gz
         if total >= 2**31:
             raise LaunchError(f"grid {grid3} of {self.name} has more than 2^31 programs")
-        count = min(total, workers() * 4)  # a few ranges per thread evens out uneven programs
-        if count <= 1:
-            self._grid_fn(block, 0, total, gx, gy, gz)
-        else:
-            bounds = [total * i // count for i in range(count + 1)]
-            futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
-                       for i in range(count)]
-            for future in futures:
-                future.result()
+        # one range per core, the first run by this thread: every hand-off to a pool thread costs a
+        # wake-up (tens of microseconds, milliseconds on a busy machine)
+        count = min(total, workers())
+        bounds = [total * i // count for i in range(count + 1)]
+        futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
+                   for i in range(1, count)]
+        self._grid_fn(block, bounds[0], bounds[1], gx, gy, gz)
+        for future in futures:
+            future.result()
         debug.raise_failed_asserts(self.name)
 
     __call__ = launch

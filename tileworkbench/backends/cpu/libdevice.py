@@ -35,7 +35,7 @@ def _as_ret(b, flag: ir.Value, ret: ir.Type) -> ir.Value:
 
 def _predicate(lw, name: str, x, ret):
     b = lw.builder
-    base = name.rstrip("fd") if name not in ("isinf",) else name
+    base = name[:-1]  # isnanf/isnand, isinff/isinfd, finitef, isfinited, signbitf/signbitd
     if base == "isnan":
         return _as_ret(b, b.fcmp_unordered("uno", x, x), ret)
     magnitude = lw.call_intrinsic(f"llvm.fabs.{_FLOAT_SUFFIX[str(x.type)]}", x.type, [x])

@@ -81,6 +81,27 @@ class TargetHooks:
                    side_effect: bool) -> ir.Value:
         raise lw.error(lw.current_op, "inline assembly cannot run on this target")
 
+    def threads(self, lw) -> int:
+        """Threads that run one program (loops that spread work over them: sort, histogram)."""
+        return 32 * lw.num_warps
+
+    # -- how a tensor's registers are held (the cpu target packs them into one LLVM vector) ---------
+    def own_rule(self, op):
+        """The target's own lowering of `op` (it may return NotImplemented: the shared rule runs)."""
+        return None
+
+    def carried_registers(self, lw, tval) -> list:
+        """The LLVM values a phi carries for a tensor (control.py): one per register here."""
+        return tval.vals
+
+    def carried_types(self, lw, layout, element: ir.Type) -> list[ir.Type]:
+        return [element] * layout.num_regs
+
+    def tensor_of_registers(self, lw, registers: list, layout):
+        from .lower import TVal
+
+        return TVal(registers, layout)
+
 
 class NvptxHooks(TargetHooks):
     """PTX: `ptx_kernel`, `nvvm.annotations`, NVVM special registers, `bar.sync`, `shfl.sync.bfly`,

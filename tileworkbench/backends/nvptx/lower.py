@@ -116,10 +116,12 @@ class Lowering:
             self.current_op = op
             self.builder.debug_metadata = self.debug.location(op.loc)
             rule = LOWERINGS.get(type(op))
-            if rule is None:
+            own = self.hooks.own_rule(op)
+            if rule is None and own is None:
                 raise self.error(op, f"the NVPTX back end cannot lower `{op.name}` yet")
             try:
-                rule(self, op)
+                if own is None or own(self, op) is NotImplemented:
+                    rule(self, op)
             except TileTypeError as exc:  # a type the target lacks (llvm_types): give it the op's place
                 error = self.error(op, str(exc))
                 error.hint = exc.hint

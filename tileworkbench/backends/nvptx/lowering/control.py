@@ -10,10 +10,10 @@ from ..lower import TVal
 from . import lowers
 
 
-def flatten(values: list) -> list:
+def flatten(lw, values: list) -> list:
     out = []
     for v in values:
-        out.extend(v.vals if isinstance(v, TVal) else [v])
+        out.extend(lw.hooks.carried_registers(lw, v) if isinstance(v, TVal) else [v])
     return out
 
 
@@ -23,8 +23,9 @@ def unflatten(lw, templates, flat: list) -> list:
     for t in templates:
         if isinstance(t.type, TensorType):
             layout = lw.layout(t)
-            out.append(TVal(flat[i:i + layout.num_regs], layout))
-            i += layout.num_regs
+            n = len(lw.hooks.carried_types(lw, layout, llvm_type(t.type)))
+            out.append(lw.hooks.tensor_of_registers(lw, flat[i:i + n], layout))
+            i += n
         else:
             out.append(flat[i])
             i += 1
@@ -34,8 +35,11 @@ def unflatten(lw, templates, flat: list) -> list:
 def _phis(lw, templates) -> list:
     phis = []
     for t in templates:
-        n = lw.layout(t).num_regs if isinstance(t.type, TensorType) else 1
-        phis += [lw.builder.phi(llvm_type(t.type)) for _ in range(n)]
+        if isinstance(t.type, TensorType):
+            types = lw.hooks.carried_types(lw, lw.layout(t), llvm_type(t.type))
+        else:
+            types = [llvm_type(t.type)]
+        phis += [lw.builder.phi(ty) for ty in types]
     return phis
 
 
@@ -45,7 +49,7 @@ def lower_for(lw, op) -> None:
     body_block = op.body.block
     iv_arg, carried = body_block.args[0], body_block.args[1:]
     lower, upper, step = lw.get(op.lower), lw.get(op.upper), lw.get(op.step)
-    inits = flatten([lw.get(v) for v in op.init_args])
+    inits = flatten(lw, [lw.get(v) for v in op.init_args])
     pre = b.block
     header = lw.function.append_basic_block("for.header")
     body = lw.function.append_basic_block("for.body")
@@ -62,7 +66,7 @@ def lower_for(lw, op) -> None:
     for arg, value in zip(carried, unflatten(lw, carried, phis)):
         lw.set(arg, value)
     lw.loop_depth += 1
-    yielded = flatten(lw.lower_block(body_block))
+    yielded = flatten(lw, lw.lower_block(body_block))
     lw.loop_depth -= 1
     next_iv = b.add(iv, step)
     latch = b.block
@@ -89,7 +93,7 @@ def lower_if(lw, op) -> None:
     for region, block in ((op.then_region, then_bb), (op.else_region, else_bb)):
         b.position_at_end(block)
         values = lw.lower_block(region.block) if region.blocks else []
-        incoming.append((flatten(values), b.block))
+        incoming.append((flatten(lw, values), b.block))
         b.branch(merge)
     b.position_at_end(merge)
     phis = _phis(lw, op.results)
@@ -104,7 +108,7 @@ def lower_if(lw, op) -> None:
 def lower_while(lw, op) -> None:
     b = lw.builder
     before_block, after_block = op.before.block, op.after.block
-    inits = flatten([lw.get(v) for v in op.init_args])
+    inits = flatten(lw, [lw.get(v) for v in op.init_args])
     pre = b.block
     before = lw.function.append_basic_block("while.before")
     after = lw.function.append_basic_block("while.body")
@@ -123,7 +127,7 @@ def lower_while(lw, op) -> None:
     b.position_at_end(after)
     for arg, value in zip(after_block.args, passed):
         lw.set(arg, value)
-    yielded = flatten(lw.lower_block(after_block))
+    yielded = flatten(lw, lw.lower_block(after_block))
     lw.loop_depth -= 1
     latch = b.block
     b.branch(before)

@@ -211,7 +211,7 @@ def lower_histogram(lw, op) -> None:
     smem = lw.shared_memory(bins * 4)
     lw.barrier_before_shared()
     tid = lw.sreg("tid.x")
-    threads = 32 * lw.num_warps
+    threads = lw.hooks.threads(lw)
     for start in range(0, bins, threads):
         i = b.add(tid, ir.Constant(I32, start))
         with b.if_then(b.icmp_unsigned("<", i, ir.Constant(I32, bins))):

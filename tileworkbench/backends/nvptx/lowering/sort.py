@@ -34,7 +34,7 @@ def _sort_in_shared(lw, op, descending: bool):
     write_shared(lw, src, shape, 0, nbytes, smem)
     lw.barrier()
     b = lw.builder
-    threads = 32 * lw.num_warps
+    threads = lw.hooks.threads(lw)
     tid = lw.sreg("tid.x")
     pairs = numel // 2
     reg_type = src.vals[0].type

@@ -35,6 +35,7 @@ from tileworkbench.runtime.debug_checks import DebugChecks
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
 from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
+from tma_standin import TMAStandIn, replace_tma_intrinsics
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
@@ -57,8 +58,11 @@ class _Block:
 
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
-                 tensor_cores: bool = False, num_stages: int = 1, debug: bool = False):
-        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug)[0]
+                 tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
+                 tma: bool = False):
+        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map)
+        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
+                           tma=tma)[0]
         self._setup(func, num_warps, tensor_cores, num_stages, debug)
 
     @classmethod
@@ -90,7 +94,8 @@ class Emulator:
             self.kinds += ["u64"] * (2 * len(self.checks.pointer_params)) + ["ptr"]
         self.smem_size = max(16, lowering.smem_bytes)
         self._local = threading.local()
-        self._callbacks = self._make_callbacks()
+        self._tma = TMAStandIn()
+        self._callbacks = self._make_callbacks() | self._tma.callbacks()
         self._engine, self._kernel = self._jit(text, func.sym_name)
 
     def _make_callbacks(self) -> dict[str, object]:
@@ -169,9 +174,10 @@ class Emulator:
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
-        text = text.replace(
-            '@"global_smem" = external addrspace(3) global [0 x i8], align 16',
-            f'@"global_smem" = addrspace(3) global [{self.smem_size} x i8] zeroinitializer, align 16')
+        text = re.sub(
+            r'@"global_smem" = external addrspace\(3\) global \[0 x i8\], align (\d+)',
+            rf'@"global_smem" = addrspace(3) global [{self.smem_size} x i8] zeroinitializer, align \1',
+            text)
         for symbol, callback in self._callbacks.items():
             llvm.add_symbol(symbol, ctypes.cast(callback, ctypes.c_void_p).value)
         if re.search(r"@\"?llvm\.\w+\.(f16|bf16)\"?\(", text):
@@ -273,8 +279,9 @@ def _replace_asm(text: str) -> str:
         lines[i] = line[:m.start()] + call
     defs = [_asm_function(name, *key) for key, name in bodies.items()]
     text, async_defs = replace_async_intrinsics("\n".join(lines))
+    text, tma_defs = replace_tma_intrinsics(text)
     lines = text.split("\n")
-    defs += async_defs
+    defs += async_defs + tma_defs
     # libdevice's __nv_<name> is the C library's <name> (expf, erf, ...), which the host JIT finds
     lines = [re.sub(r'@"?__nv_(\w+)"?', r'@"\1"', line) for line in lines]
     for name, ty in (("rsqrt", "double"), ("rsqrtf", "float")):  # not in the C library

@@ -8,12 +8,12 @@ import inspect
 import pytest
 
 from tileworkbench.backends.nvptx.lowering import LOWERINGS, STRUCTURAL, UNSUPPORTED
-from tileworkbench.ir.ops import arith, math, scf, tt, ttg
+from tileworkbench.ir.ops import arith, math, scf, tt, ttg, ttng
 from tileworkbench.ir.ops.base import Op
 
 
 def _op_classes():
-    for module in (arith, math, scf, tt, ttg):
+    for module in (arith, math, scf, tt, ttg, ttng):
         for cls in vars(module).values():
             if inspect.isclass(cls) and issubclass(cls, Op) and cls.__module__ == module.__name__ \
                     and cls.name != "<op>":

@@ -1,0 +1,96 @@
+"""TMA descriptor copies run in the CPU emulator: `cp.async.bulk.tensor` and the mbarrier ops by the
+host stand-in (tma_standin.py, written from the PTX ISA), so the box coordinates, the swizzle of the
+shared tile, out-of-bounds fill, clipped stores and the barrier phases are checked against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cpu_emulator import Emulator
+from tileworkbench.frontend import ArgSpec
+from tma_kernels import (
+    descriptor_args,
+    tma_load_to_pointers,
+    tma_matmul,
+    tma_scale_copy,
+    tma_shifted_copy,
+    tma_store_from_pointers,
+)
+from tma_standin import host_tensor_map
+
+RNG = np.random.default_rng(90)
+
+
+def _flat(array: np.ndarray, block, padding: str = "zero") -> list:
+    """A host descriptor's runtime parameters as the emulated kernel takes them."""
+    rows, cols = array.shape
+    return [array, rows, cols, array.strides[0] // array.itemsize,
+            host_tensor_map(array, block, padding)]
+
+
+@pytest.mark.parametrize("block", [(16, 32), (8, 16), (32, 8)], ids=["swizzle128", "swizzle64",
+                                                                     "swizzle32"])
+def test_copy_with_edge_tiles(block):
+    """Edge tiles run past the tensor: their loads read zeros and their stores are clipped."""
+    rows, cols = 37, 50
+    args = descriptor_args(["src", "dst"], "fp32", [block, block]) + [ArgSpec("factor", "fp32")]
+    emu = Emulator(tma_scale_copy, args, {"BM": block[0], "BN": block[1]}, num_warps=2, tma=True)
+    x = RNG.standard_normal((rows, 52)).astype(np.float32)[:, :cols]  # row stride 52 elements
+    out = np.full((rows, 52), np.nan, np.float32)
+    dst = out[:, :cols]
+    grid = (-(-rows // block[0]), -(-cols // block[1]))
+    emu.launch(grid, *_flat(x, block), *_flat(dst, block), np.float32(2.5))
+    np.testing.assert_allclose(dst, x.astype(np.float64) * 2.5, rtol=1e-6)
+    assert np.isnan(out[:, cols:]).all()  # the padding columns of the row stride: never written
+
+
+@pytest.mark.parametrize("block", [(16, 32), (16, 16), (16, 8), (8, 4)],
+                         ids=["swizzle128", "swizzle64", "swizzle32", "unswizzled"])
+def test_one_side_through_pointers(block):
+    """A descriptor load read out by plain stores, and plain loads stored by a descriptor: the shared
+    tile's swizzle must be TMA's, since nothing on the other side undoes it."""
+    rows, cols = 21, 44
+    consts = {"BM": block[0], "BN": block[1]}
+    scalars = [ArgSpec("rows", "i32"), ArgSpec("cols", "i32")]
+    grid = (-(-rows // block[0]), -(-cols // block[1]))
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = np.full((rows, cols), np.nan, np.float32)
+    load = Emulator(tma_load_to_pointers, descriptor_args(["src"], "fp32", [block])
+                    + [ArgSpec("out_ptr", "*fp32")] + scalars, consts, num_warps=1, tma=True)
+    load.launch(grid, *_flat(x, block), out, rows, cols)
+    np.testing.assert_array_equal(out, x)
+    out[:] = np.nan
+    store = Emulator(tma_store_from_pointers, [ArgSpec("x_ptr", "*fp32")]
+                     + descriptor_args(["dst"], "fp32", [block]) + scalars, consts, num_warps=1,
+                     tma=True)
+    store.launch(grid, x, *_flat(out, block), rows, cols)
+    np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize("padding", ["zero", "nan"])
+def test_negative_offsets_read_the_padding(padding):
+    block = (16, 16)
+    args = descriptor_args(["src", "dst"], "fp32", [block, block], padding) + [ArgSpec("shift", "i32")]
+    emu = Emulator(tma_shifted_copy, args, {"BM": 16, "BN": 16}, num_warps=1, tma=True)
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    out = np.full((32, 32), -7.0, np.float32)
+    emu.launch((2, 2), *_flat(x, block, padding), *_flat(out, block), 3)
+    want = np.full((32, 32), 0.0 if padding == "zero" else np.nan)
+    want[3:, 3:] = x[:29, :29]
+    np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+def test_matmul_loop_flips_the_barrier_phase():
+    """A K loop of descriptor loads: each iteration waits on the next phase of the op's mbarrier (a
+    wrong parity would read the previous tile, which the stand-in leaves in place until waited on)."""
+    m, n, k = 40, 24, 64
+    bm, bn, bk = 16, 8, 16
+    args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp32", [(bm, bk), (bk, bn), (bm, bn)])
+    emu = Emulator(tma_matmul, args + [ArgSpec("K", "i32")], {"BM": bm, "BN": bn, "BK": bk},
+                   num_warps=1, tma=True)
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    emu.launch((-(-m // bm), n // bn), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)),
+               *_flat(c, (bm, bn)), k)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)

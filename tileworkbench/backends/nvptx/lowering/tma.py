@@ -8,9 +8,9 @@ result's layout (`ldmatrix` for an `mma` operand). A store: every thread writes 
 `fence.proxy.async.shared::cta` makes those writes visible to the copy engine, a barrier, then thread 0
 issues the copy and waits until the engine has read the tile (`wait_group.read`) before it may be reused.
 
-The tile lives in the scratch shared memory (after the `local_alloc` regions), at an offset aligned to
-1024 bytes, which the swizzle patterns repeat on (`global_smem` is declared `.align 1024`), so TMA's
-address-based swizzle equals the tile's `#shared` swizzle. Each op has its own mbarrier (a static shared
+The tile lives in the scratch shared memory (after the `local_alloc` regions), at an address aligned to
+1024 bytes, which the swizzle patterns repeat on (the offset is rounded up at run time, `_align_up`),
+so TMA's address-based swizzle equals the tile's `#shared` swizzle. Each op has its own mbarrier (a static shared
 word), initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`).
 """
 
@@ -80,14 +80,27 @@ def _tile(lw, shape: tuple[int, ...], element, swizzle: int) -> SharedTile:
     """The op's shared tile: 1024-aligned scratch, swizzled as TMA's `swizzle`-byte mode."""
     nbytes = byte_size(element)
     offset = (lw.smem_base + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
-    lw.smem_bytes = max(lw.smem_bytes, offset + shape[0] * shape[1] * nbytes)
-    lw.shared_base().align = TILE_ALIGN
+    # room for `_align_up`'s shift, should the dynamic shared memory start off a 1024-byte boundary
+    lw.smem_bytes = max(lw.smem_bytes, offset + TILE_ALIGN + shape[0] * shape[1] * nbytes)
     vec = 16 // nbytes
     if swizzle:  # 16-byte chunk c of row r holds chunk c ^ ((r // per_phase) % max_phase)
         encoding = SharedEncoding(vec, 128 // swizzle, swizzle // 16, (1, 0))
     else:
         encoding = SharedEncoding(vec, 1, 1, (1, 0))
-    return SharedTile(ir.Constant(I32, offset), MemDescType(tuple(shape), element, encoding))
+    offset_value = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, offset))
+    return SharedTile(offset_value, MemDescType(tuple(shape), element, encoding))
+
+
+def _align_up(lw) -> ir.Value:
+    """The bytes from the dynamic shared memory's start to its first 1024-byte boundary, computed at
+    run time: the start follows the static shared arrays (the mbarriers, reductions' partials), so
+    no alignment is promised to LLVM, which would fold this to 0."""
+    key = ("tma_align_up",)
+    if key not in lw._cache:
+        b = lw.entry_builder
+        address = b.ptrtoint(lw.shared_base(), I32)
+        lw._cache[key] = b.and_(b.sub(ir.Constant(I32, 0), address), ir.Constant(I32, TILE_ALIGN - 1))
+    return lw._cache[key]
 
 
 def _tile_pointer(lw, tile: SharedTile) -> ir.Value:

@@ -62,3 +62,29 @@ def descriptor_args(names, element: str, blocks, padding: str = "zero", fits: bo
     and strides TMA takes)."""
     return [ArgSpec(name, f"tensordesc<{element},{'x'.join(map(str, block))},{padding}>", fits)
             for name, block in zip(names, blocks)]
+
+
+@tw.jit
+def tma_matmul_bt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                  BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+    """Tutorial 09's `matmul_kernel_tma`: grouped program order, B given as N x K (loaded then
+    transposed), the fp32 accumulator stored as fp16 through a descriptor."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (pid % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    offs_am = pid_m * BLOCK_SIZE_M
+    offs_bn = pid_n * BLOCK_SIZE_N
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in tl.range(k_tiles):
+        offs_k = k * BLOCK_SIZE_K
+        a = a_desc.load([offs_am, offs_k])
+        b = b_desc.load([offs_bn, offs_k])
+        accumulator = tl.dot(a, b.T, accumulator)
+    c_desc.store([offs_am, offs_bn], accumulator.to(tl.float16))

@@ -333,6 +333,8 @@ class ParamBuffer:
         self._block = self.new_block()
         self.buffer, self.params_address = self._block.buffer, self._block.params_address
         self._pointer_indices = tuple(i for i, k in enumerate(self.kinds) if k.startswith("*"))
+        # struct's "128s" pads or cuts other lengths silently: tensor maps are checked in `fill`
+        self._map_indices = tuple(i for i, k in enumerate(self.kinds) if k == TENSOR_MAP)
         self._converted = tuple(
             (i, _bits_converter(k, self.names[i], kernel_name))
             for i, k in enumerate(self.kinds)
@@ -371,6 +373,9 @@ class ParamBuffer:
                 )
         for index, convert in self._converted:
             values[index] = convert(values[index])
+        for index in self._map_indices:
+            if type(values[index]) is not bytes or len(values[index]) != 128:
+                self.packer(args)  # raises, naming the argument
         try:
             self._struct.pack_into(self.buffer, 0, *values)
         except (struct.error, TypeError, OverflowError, ValueError):

@@ -94,3 +94,22 @@ def test_matmul_loop_flips_the_barrier_phase():
     emu.launch((-(-m // bm), n // bn), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)),
                *_flat(c, (bm, bn)), k)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("blocks", [(32, 32, 32), (16, 32, 64)], ids=["64B-tiles", "128B-a"])
+def test_fp16_tensor_core_operands_read_from_the_tma_tile(blocks):
+    """mma.sync operands loaded by ldmatrix straight from the swizzled TMA tiles (the stand-ins of
+    both), K tiles past the tensor zero-filled, the fp32 result stored through a descriptor."""
+    bm, bn, bk = blocks
+    m, n, k = 40, 48, 80
+    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(bm, bk), (bk, bn)])
+    args += descriptor_args(["c_desc"], "fp32", [(bm, bn)]) + [ArgSpec("K", "i32")]
+    emu = Emulator(tma_matmul, args, {"BM": bm, "BN": bn, "BK": bk}, num_warps=2,
+                   tensor_cores=True, tma=True)
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    emu.launch((-(-m // bm), -(-n // bn)), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)),
+               *_flat(c, (bm, bn)), k)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3

@@ -8,7 +8,7 @@ import re
 
 import pytest
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_matmul, tma_scale_copy
+from tma_kernels import descriptor_args, tma_matmul, tma_matmul_bt, tma_scale_copy
 
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
@@ -55,6 +55,17 @@ def test_matmul_operands_go_from_the_tma_tile_to_ldmatrix():
     assert re.search(r"ttng\.tma_load .*#dot_op>", gpu_ir)
     assert "ttg.local_alloc" not in gpu_ir and "ttg.convert_layout" not in gpu_ir
     assert "ldmatrix" in _matmul("sm_90").asm["ptx"]
+
+
+def test_a_transposed_operand_folds_into_its_tma_load():
+    """Tutorial 09's dot(a, b.T): the transpose becomes the load's column-major view of its tile."""
+    args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16", [(64, 32), (64, 32), (64, 64)])
+    kernel = tw.compile(tma_matmul_bt, signature=args + [ArgSpec(n, "i32") for n in "MNK"],
+                        constexprs={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32,
+                                    "GROUP_SIZE_M": 8}, target="sm_90")
+    gpu_ir = kernel.asm["tile-gpu"]
+    assert re.search(r"ttng\.tma_load %b_desc\.tensormap.*trans = true.*tensor<32x64xf16, #dot_op", gpu_ir)
+    assert "tt.trans" not in gpu_ir and "ttg.local_alloc" not in gpu_ir
 
 
 @pytest.mark.parametrize("arch, case", [

@@ -12,6 +12,7 @@ from tma_kernels import (
     descriptor_args,
     tma_load_to_pointers,
     tma_matmul,
+    tma_matmul_bt,
     tma_scale_copy,
     tma_shifted_copy,
     tma_store_from_pointers,
@@ -113,3 +114,24 @@ def test_fp16_tensor_core_operands_read_from_the_tma_tile(blocks):
                *_flat(c, (bm, bn)), k)
     want = a.astype(np.float64) @ b.astype(np.float64)
     assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+
+
+@pytest.mark.parametrize("dtype, tensor_cores", [("fp32", False), ("fp16", True)])
+def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores):
+    """Tutorial 09's `dot(a, b.T)` with B stored N x K: the transpose folds into the TMA load
+    (passes/tma.py), which reads its tile as a column-major view (ldmatrix without .trans)."""
+    bm, bn, bk = 16, 32, 32
+    m, n, k = 40, 48, 72
+    args = descriptor_args(["a_desc", "b_desc"], dtype, [(bm, bk), (bn, bk)])
+    args += descriptor_args(["c_desc"], "fp16", [(bm, bn)])
+    args += [ArgSpec(name, "i32") for name in ("M", "N", "K")]
+    consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 2}
+    emu = Emulator(tma_matmul_bt, args, consts, num_warps=2, tensor_cores=tensor_cores, tma=True)
+    np_type = np.float16 if dtype == "fp16" else np.float32
+    a = RNG.standard_normal((m, k)).astype(np_type)
+    b = RNG.standard_normal((n, k)).astype(np_type)
+    c = np.full((m, n), np.nan, np.float16)
+    emu.launch((-(-m // bm) * -(-n // bn),), *_flat(a, (bm, bk)), *_flat(b, (bn, bk)),
+               *_flat(c, (bm, bn)), m, n, k)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3

@@ -20,6 +20,7 @@ from .licm import licm
 from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
+from .tma import fold_tma_transpose
 
 Pass = Callable[[FuncOp], bool]
 
@@ -40,6 +41,8 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
 ]
 
 TILE_GPU: list[Pass] = [
+    # TMA loads read transposed tiles themselves (before layouts: the fold changes result shapes).
+    fold_tma_transpose,
     # acc + dot(a, b) -> dot(a, b, acc) first, so the accumulator takes the dot's layout.
     combine_dot_add,
     # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at

@@ -23,6 +23,7 @@ class TMALoadOp(Op, name="ttng.tma_load"):
     offsets: list[Value] = operands()
     padding: str = attribute("zero")
     swizzle: int = attribute(0)  # bytes: 0, 32, 64 or 128 (tma_rules.swizzle_bytes)
+    trans: bool = attribute(False)  # the result is the box transposed (passes/tma.py)
 
 
 @dataclass(eq=False)

@@ -76,17 +76,19 @@ def _call(lw, builder, name: str, ret: ir.Type, args: list) -> ir.Value:
     return builder.call(lw.intrinsic(name, ret, [a.type for a in args]), args)
 
 
-def _tile(lw, shape: tuple[int, ...], element, swizzle: int) -> SharedTile:
-    """The op's shared tile: 1024-aligned scratch, swizzled as TMA's `swizzle`-byte mode."""
+def _tile(lw, shape: tuple[int, ...], element, swizzle: int, trans: bool = False) -> SharedTile:
+    """The op's shared tile: 1024-aligned scratch, swizzled as TMA's `swizzle`-byte mode; `trans`:
+    `shape` is the transposed box, read as a column-major view of it."""
     nbytes = byte_size(element)
     offset = (lw.smem_base + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
     # room for `_align_up`'s shift, should the dynamic shared memory start off a 1024-byte boundary
     lw.smem_bytes = max(lw.smem_bytes, offset + TILE_ALIGN + shape[0] * shape[1] * nbytes)
     vec = 16 // nbytes
+    order = (0, 1) if trans else (1, 0)  # the box's rows run along the contiguous dimension
     if swizzle:  # 16-byte chunk c of row r holds chunk c ^ ((r // per_phase) % max_phase)
-        encoding = SharedEncoding(vec, 128 // swizzle, swizzle // 16, (1, 0))
+        encoding = SharedEncoding(vec, 128 // swizzle, swizzle // 16, order)
     else:
-        encoding = SharedEncoding(vec, 1, 1, (1, 0))
+        encoding = SharedEncoding(vec, 1, 1, order)
     offset_value = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, offset))
     return SharedTile(offset_value, MemDescType(tuple(shape), element, encoding))
 
@@ -128,7 +130,7 @@ def _coordinates(lw, op) -> list[ir.Value]:
 @lowers(ttng.TMALoadOp)
 def lower_tma_load(lw, op) -> None:
     t = op.result.type
-    tile = _tile(lw, t.shape, t.element, op.swizzle)
+    tile = _tile(lw, t.shape, t.element, op.swizzle, op.trans)
     mbar = _mbarrier(lw)
     phase = lw.entry_builder.alloca(I32)
     lw.entry_builder.store(ir.Constant(I32, 0), phase)

@@ -81,14 +81,16 @@ def test_negative_offsets_read_the_padding(padding):
     np.testing.assert_array_equal(out, want.astype(np.float32))
 
 
-def test_matmul_loop_flips_the_barrier_phase():
-    """A K loop of descriptor loads: each iteration waits on the next phase of the op's mbarrier (a
-    wrong parity would read the previous tile, which the stand-in leaves in place until waited on)."""
-    m, n, k = 40, 24, 64
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_matmul_loop_flips_the_barrier_phase(stages):
+    """A K loop of descriptor loads: each iteration waits on the next phase of the op's mbarrier, or
+    with `num_stages` > 1 of its ring slot's (a wrong parity would read the previous tile, which the
+    stand-in leaves in place until waited on). K = 80 is 5 tiles: the ring wraps unevenly."""
+    m, n, k = 40, 24, 80
     bm, bn, bk = 16, 8, 16
     args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp32", [(bm, bk), (bk, bn), (bm, bn)])
     emu = Emulator(tma_matmul, args + [ArgSpec("K", "i32")], {"BM": bm, "BN": bn, "BK": bk},
-                   num_warps=1, tma=True)
+                   num_warps=1, tma=True, num_stages=stages)
     a = RNG.standard_normal((m, k)).astype(np.float32)
     b = RNG.standard_normal((k, n)).astype(np.float32)
     c = np.full((m, n), np.nan, np.float32)
@@ -116,8 +118,9 @@ def test_fp16_tensor_core_operands_read_from_the_tma_tile(blocks):
     assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
 
 
-@pytest.mark.parametrize("dtype, tensor_cores", [("fp32", False), ("fp16", True)])
-def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores):
+@pytest.mark.parametrize("dtype, tensor_cores, stages", [("fp32", False, 1), ("fp16", True, 1),
+                                                         ("fp16", True, 3)])
+def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores, stages):
     """Tutorial 09's `dot(a, b.T)` with B stored N x K: the transpose folds into the TMA load
     (passes/tma.py), which reads its tile as a column-major view (ldmatrix without .trans)."""
     bm, bn, bk = 16, 32, 32
@@ -126,7 +129,8 @@ def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores):
     args += descriptor_args(["c_desc"], "fp16", [(bm, bn)])
     args += [ArgSpec(name, "i32") for name in ("M", "N", "K")]
     consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 2}
-    emu = Emulator(tma_matmul_bt, args, consts, num_warps=2, tensor_cores=tensor_cores, tma=True)
+    emu = Emulator(tma_matmul_bt, args, consts, num_warps=2, tensor_cores=tensor_cores, tma=True,
+                   num_stages=stages)
     np_type = np.float16 if dtype == "fp16" else np.float32
     a = RNG.standard_normal((m, k)).astype(np_type)
     b = RNG.standard_normal((n, k)).astype(np_type)

@@ -21,6 +21,7 @@ from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
 from .tma import fold_tma_transpose
+from .tma_pipeline import pipeline_tma
 
 Pass = Callable[[FuncOp], bool]
 
@@ -53,8 +54,10 @@ TILE_GPU: list[Pass] = [
     # tensor-core operands that still need a conversion go through shared memory explicitly
     # (local_alloc + local_load), after the conversions that move no data are gone.
     stage_dot_operands,
-    # then the staged loads of loops become cp.async copies into rings of `num_stages` slots.
+    # then the staged loads of loops become cp.async copies into rings of `num_stages` slots,
     pipeline,
+    # and the TMA loads of loops TMA copies into rings of slots with an mbarrier each.
+    pipeline_tma,
 ]
 
 

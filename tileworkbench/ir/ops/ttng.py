@@ -35,3 +35,34 @@ class TMAStoreOp(Op, name="ttng.tma_store"):
     value: Value = operand()
     offsets: list[Value] = operands()
     swizzle: int = attribute(0)
+
+
+# -- the num_stages ring of TMA loads in a loop (passes/tma_pipeline.py) --------------------------------
+
+
+@dataclass(eq=False)
+class TMARingOp(Op, name="ttng.tma_ring"):
+    """A ring of `!ttg.memdesc<S x box>` shared slots that TMA fills, with one mbarrier per slot."""
+
+
+@dataclass(eq=False)
+class TMACopyOp(Op, name="ttng.tma_copy"):
+    """Thread 0 arms slot `slot`'s mbarrier and copies the box at `offsets` of tensor map `desc` into
+    the slot; nothing when `pred` is false (an iteration past the loop's end). The slot's last readers
+    are done first (a barrier)."""
+
+    desc: Value = operand()
+    ring: Value = operand()
+    slot: Value = operand()
+    pred: Value = operand()
+    offsets: list[Value] = operands()
+
+
+@dataclass(eq=False)
+class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
+    """Waits for slot `slot`'s copy (the next phase of its mbarrier), then reads the tile into the
+    result's layout (transposed where `trans`)."""
+
+    ring: Value = operand()
+    slot: Value = operand()
+    trans: bool = attribute(False)

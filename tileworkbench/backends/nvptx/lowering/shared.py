@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ....ir.ops import ttg
+from ....ir.ops import ttg, ttng
 from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding
 from ....ir.types import MemDescType
 from ..llvm_types import I32, byte_size, llvm_type
@@ -38,6 +38,12 @@ def assign_shared_offsets(lw, func) -> None:
             lw.alloc_offsets[id(op)] = total
             t = op.result.type
             total += (t.numel * byte_size(t.element) + 127) // 128 * 128
+        elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
+            from .tma import TILE_ALIGN, ring_bytes
+
+            total = (total + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
+            lw.alloc_offsets[id(op)] = total
+            total += ring_bytes(op.result.type)
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)

@@ -16,10 +16,13 @@ word), initialized once by thread 0 in the kernel's prologue (`finish_tensor_map
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llvmlite import ir
 
 from ....ir.ops import ttng
-from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding, SharedEncoding
+from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding
+from ....passes.tma import tma_shared_encoding
 from ....ir.types import MemDescType
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..lower import TVal
@@ -83,12 +86,7 @@ def _tile(lw, shape: tuple[int, ...], element, swizzle: int, trans: bool = False
     offset = (lw.smem_base + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
     # room for `_align_up`'s shift, should the dynamic shared memory start off a 1024-byte boundary
     lw.smem_bytes = max(lw.smem_bytes, offset + TILE_ALIGN + shape[0] * shape[1] * nbytes)
-    vec = 16 // nbytes
-    order = (0, 1) if trans else (1, 0)  # the box's rows run along the contiguous dimension
-    if swizzle:  # 16-byte chunk c of row r holds chunk c ^ ((r // per_phase) % max_phase)
-        encoding = SharedEncoding(vec, 128 // swizzle, swizzle // 16, order)
-    else:
-        encoding = SharedEncoding(vec, 1, 1, order)
+    encoding = tma_shared_encoding(swizzle, nbytes, trans)
     offset_value = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, offset))
     return SharedTile(offset_value, MemDescType(tuple(shape), element, encoding))
 
@@ -136,25 +134,33 @@ def lower_tma_load(lw, op) -> None:
     lw.entry_builder.store(ir.Constant(I32, 0), phase)
     b = lw.builder
     lw.barrier_before_shared()  # the scratch's last readers are done before the engine writes it
-    box_bytes = t.numel * byte_size(t.element)
-    coords = _coordinates(lw, op)
     with b.if_then(_first_thread(lw)):
-        lw.call_intrinsic("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", I64,
-                          [mbar, ir.Constant(I32, box_bytes)])
-        dst = b.addrspacecast(_tile_pointer(lw, tile), CLUSTER_PTR)
-        lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", ir.VoidType(),
-                          [dst, mbar, lw.get(op.desc), *coords, ir.Constant(I16, 0),
-                           ir.Constant(I64, 0), ir.Constant(I1, 0), ir.Constant(I1, 0),
-                           ir.Constant(I32, 0)])
+        _issue(lw, op, _tile_pointer(lw, tile), mbar, t.numel * byte_size(t.element))
     parity = b.load(phase)
     _wait(lw, mbar, parity)
     b.store(b.xor(parity, ir.Constant(I32, 1)), phase)
-    layout = lw.layout(op.result)
-    enc = t.encoding
+    _read(lw, tile, op.result)
+
+
+def _issue(lw, op, dst: ir.Value, mbar: ir.Value, box_bytes: int) -> None:
+    """(Thread 0:) arm `mbar` with the box's bytes and copy the box at `op.offsets` to `dst`."""
+    coords = _coordinates(lw, op)
+    lw.call_intrinsic("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", I64,
+                      [mbar, ir.Constant(I32, box_bytes)])
+    lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", ir.VoidType(),
+                      [lw.builder.addrspacecast(dst, CLUSTER_PTR), mbar, lw.get(op.desc), *coords,
+                       ir.Constant(I16, 0), ir.Constant(I64, 0), ir.Constant(I1, 0),
+                       ir.Constant(I1, 0), ir.Constant(I32, 0)])
+
+
+def _read(lw, tile: SharedTile, result) -> None:
+    """The tile into `result`'s layout: `ldmatrix` for a 16-bit mma operand, else shared loads."""
+    layout = lw.layout(result)
+    enc = result.type.encoding
     if (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, MmaEncoding)
-            and byte_size(t.element) == 2):
-        return lw.set(op.result, TVal(_ldmatrix_operand(lw, tile, enc, layout), layout))
-    lw.set(op.result, TVal(_load_elements(lw, tile, layout), layout))
+            and byte_size(result.type.element) == 2):
+        return lw.set(result, TVal(_ldmatrix_operand(lw, tile, enc, layout), layout))
+    lw.set(result, TVal(_load_elements(lw, tile, layout), layout))
 
 
 def _wait(lw, mbar: ir.Value, parity: ir.Value) -> None:
@@ -189,3 +195,80 @@ def lower_tma_store(lw, op) -> None:
         # the tile may be reused once the engine has read it (the next use's barrier waits for us)
         lw.call_intrinsic("llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(),
                           [ir.Constant(I32, 0)])
+
+
+# -- the ring of a pipelined loop (passes/tma_pipeline.py) ----------------------------------------------
+
+
+@dataclass
+class _Ring:
+    """A lowered `ttng.tma_ring`: slot 0's tile, the slots' mbarriers (8 bytes apart) and the phase
+    bits of the slots (bit s flips at each wait on slot s)."""
+
+    tile: SharedTile
+    mbarriers: ir.Value
+    phases: ir.Value
+    slot_bytes: int
+
+
+def ring_bytes(t: MemDescType) -> int:
+    """The shared bytes a ring takes (`assign_shared_offsets`): its slots plus `_align_up`'s room."""
+    return t.numel * byte_size(t.element) + TILE_ALIGN
+
+
+@lowers(ttng.TMARingOp)
+def lower_tma_ring(lw, op) -> None:
+    t = op.result.type
+    offset = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, lw.alloc_offsets[id(op)]))
+    slot = MemDescType(t.shape[1:], t.element, t.encoding)
+    mbarriers = lw.private_shared_memory(8 * t.shape[0])
+    if not hasattr(lw, "tma_mbarriers"):
+        lw.tma_mbarriers = []
+    lw.tma_mbarriers += [lw.entry_builder.gep(mbarriers, [ir.Constant(I32, 8 * s)], source_etype=I8)
+                         for s in range(t.shape[0])]
+    phases = lw.entry_builder.alloca(I32)
+    lw.entry_builder.store(ir.Constant(I32, 0), phases)
+    lw.set(op.result, _Ring(SharedTile(offset, slot), mbarriers, phases,
+                            slot.numel * byte_size(t.element)))
+
+
+def _slot(lw, ring: _Ring, slot: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(the slot's byte offset, its mbarrier)."""
+    b = lw.builder
+    offset = b.add(ring.tile.offset, b.mul(slot, ir.Constant(I32, ring.slot_bytes)))
+    mbar = b.gep(ring.mbarriers, [b.mul(slot, ir.Constant(I32, 8))], source_etype=I8)
+    return offset, mbar
+
+
+@lowers(ttng.TMACopyOp)
+def lower_tma_copy(lw, op) -> None:
+    ring = lw.get(op.ring)
+    block = op.parent.ops
+    previous = block[block.index(op) - 1] if block.index(op) else None
+    if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
+        lw.barrier()  # every thread is done reading the slots these copies overwrite
+    b = lw.builder
+    offset, mbar = _slot(lw, ring, lw.get(op.slot))
+    with b.if_then(b.and_(_first_thread(lw), lw.get(op.pred))):
+        _issue(lw, op, lw.smem_ptr(lw.shared_base(), offset), mbar, ring.slot_bytes)
+
+
+@lowers(ttng.TMAWaitReadOp)
+def lower_tma_wait_read(lw, op) -> None:
+    ring = lw.get(op.ring)
+    b = lw.builder
+    slot = lw.get(op.slot)
+    offset, mbar = _slot(lw, ring, slot)
+    phases = b.load(ring.phases)
+    _wait(lw, mbar, b.and_(b.lshr(phases, slot), ir.Constant(I32, 1)))
+    b.store(b.xor(phases, b.shl(ir.Constant(I32, 1), slot)), ring.phases)
+    t = op.result.type
+    view = MemDescType(tuple(t.shape), t.element, tma_shared_encoding(
+        ring.tile.type.encoding and _swizzle_of(ring.tile.type), byte_size(t.element), op.trans))
+    _read(lw, SharedTile(offset, view), op.result)
+
+
+def _swizzle_of(t: MemDescType) -> int:
+    """The swizzle span (bytes) of a TMA tile's `#shared` layout."""
+    enc = t.encoding
+    return 0 if enc.max_phase == 1 else enc.max_phase * 16

@@ -29,6 +29,7 @@ from tileworkbench.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 from tma_kernels import (  # noqa: E402
     tma_load_to_pointers,
     tma_matmul,
+    tma_matmul_bt,
     tma_scale_copy,
     tma_shifted_copy,
     tma_store_from_pointers,
@@ -144,7 +145,8 @@ def probe_one_sided(cp) -> None:
     row("plain loads -> TMA store", err == 0, err, tma_facts(compiled, True))
 
 
-def probe_matmul(cp, m: int, n: int, k: int, blocks, out_dtype, num_warps: int = 4) -> None:
+def probe_matmul(cp, m: int, n: int, k: int, blocks, out_dtype, stages: int = 3,
+                 num_warps: int = 4) -> None:
     bm, bn, bk = blocks
     a_host = RNG.standard_normal((m, k)).astype(np.float16)
     b_host = RNG.standard_normal((k, n)).astype(np.float16)
@@ -155,7 +157,8 @@ def probe_matmul(cp, m: int, n: int, k: int, blocks, out_dtype, num_warps: int =
     grid = (-(-m // bm), -(-n // bn))
 
     def launch():
-        return tma_matmul[grid](*descs, k, BM=bm, BN=bn, BK=bk, num_warps=num_warps)
+        return tma_matmul[grid](*descs, k, BM=bm, BN=bn, BK=bk, num_warps=num_warps,
+                                num_stages=stages)
 
     compiled = launch()
     got = cp.asnumpy(c)
@@ -168,8 +171,25 @@ def probe_matmul(cp, m: int, n: int, k: int, blocks, out_dtype, num_warps: int =
     cp.cuda.runtime.deviceSynchronize()
     ms = (time.perf_counter() - start) / 10 * 1e3
     tol = 2e-2 if out_dtype == np.float16 else 5e-3
-    row(f"matmul fp16 {m}x{n}x{k} -> {np.dtype(out_dtype).name} blocks {blocks}", err <= tol, err,
-        tma_facts(compiled, True), ms)
+    flops = 2 * m * n * k / (ms * 1e-3) / 1e12
+    row(f"matmul fp16 {m}x{n}x{k} -> {np.dtype(out_dtype).name} {blocks} stages {stages}",
+        err <= tol, err, tma_facts(compiled, True) + f", {flops:.1f} TFLOP/s", ms)
+
+
+def probe_matmul_bt(cp, m: int, n: int, k: int, blocks, stages: int = 3) -> None:
+    """Tutorial 09's TMA matmul (B as N x K, transposed in the kernel), grouped program order."""
+    bm, bn, bk = blocks
+    a_host = RNG.standard_normal((m, k)).astype(np.float16)
+    b_host = RNG.standard_normal((n, k)).astype(np.float16)
+    c = cp.full((m, n), np.nan, dtype=np.float16)
+    compiled = tma_matmul_bt[(-(-m // bm) * -(-n // bn),)](
+        TensorDescriptor.from_tensor(cp.asarray(a_host), [bm, bk]),
+        TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
+        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn,
+        BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, num_stages=stages)
+    err = rel_err(cp.asnumpy(c), a_host.astype(np.float64) @ b_host.astype(np.float64).T)
+    row(f"tutorial-09 matmul {m}x{n}x{k} b.T stages {stages}", err <= 2e-2, err,
+        tma_facts(compiled, True))
 
 
 def main() -> int:
@@ -189,9 +209,12 @@ def main() -> int:
         ("zero padding", lambda: probe_padding(cp, "zero")),
         ("nan padding", lambda: probe_padding(cp, "nan")),
         ("one-sided", lambda: probe_one_sided(cp)),
-        ("matmul small", lambda: probe_matmul(cp, 300, 264, 328, (64, 64, 32), np.float32)),
-        ("matmul 512", lambda: probe_matmul(cp, 512, 512, 512, (128, 128, 64), np.float16)),
-        ("matmul 2048", lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 128, 64), np.float16)),
+        ("matmul small 1", lambda: probe_matmul(cp, 300, 264, 328, (64, 64, 32), np.float32, 1)),
+        ("matmul small 3", lambda: probe_matmul(cp, 300, 264, 328, (64, 64, 32), np.float32, 3)),
+        ("matmul 512 2", lambda: probe_matmul(cp, 512, 512, 512, (128, 128, 64), np.float16, 2)),
+        ("matmul 2048 1", lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 128, 64), np.float16, 1)),
+        ("matmul 2048 3", lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 128, 64), np.float16, 3)),
+        ("matmul bt 1024", lambda: probe_matmul_bt(cp, 1000, 520, 776, (128, 128, 64))),
     ]
     for name, probe in probes:
         try:

@@ -22,10 +22,11 @@ def _copy(arch: str, element: str = "fp16", block=(64, 64), padding: str = "zero
                       constexprs={"BM": block[0], "BN": block[1]}, target=arch)
 
 
-def _matmul(arch: str):
+def _matmul(arch: str, num_stages: int = 1):
     args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16", [(64, 32), (32, 64), (64, 64)])
     return tw.compile(tma_matmul, signature=args + [ArgSpec("K", "i32")],
-                      constexprs={"BM": 64, "BN": 64, "BK": 32}, target=arch)
+                      constexprs={"BM": 64, "BN": 64, "BK": 32}, target=arch,
+                      num_stages=num_stages)
 
 
 @needs_ptxas
@@ -49,6 +50,24 @@ def test_descriptor_copy_and_matmul_use_tma(arch, tmp_path):
     assert "ttng.tma_load" in _matmul("sm_90").asm["tile-gpu"]
 
 
+@needs_ptxas
+def test_num_stages_make_a_ring_per_load(tmp_path):
+    """num_stages=3: two rings of 3 slots, 2 iterations issued before the loop, one wait-and-read per
+    load and one copy per load at the end of each iteration; one mbarrier per slot."""
+    kernel = _matmul("sm_90", num_stages=3)
+    gpu_ir = kernel.asm["tile-gpu"]
+    assert len(re.findall(r"ttng\.tma_ring : !ttg\.memdesc<3x", gpu_ir)) == 2
+    assert gpu_ir.count("ttng.tma_copy") == 2 * 3 and gpu_ir.count("ttng.tma_wait_read") == 2
+    assert "ttng.tma_load" not in gpu_ir
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 6
+    assert ptx.count("mbarrier.init") == 6
+    ring_bytes = 3 * (64 * 32 + 32 * 64) * 2
+    assert kernel.metadata.shared >= ring_bytes
+    result = run_ptxas(ptx, "sm_90", tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
 def test_matmul_operands_go_from_the_tma_tile_to_ldmatrix():
     """No second trip through shared memory: the loads take the dot operand layouts themselves."""
     gpu_ir = _matmul("sm_90").asm["tile-gpu"]
@@ -62,7 +81,7 @@ def test_a_transposed_operand_folds_into_its_tma_load():
     args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16", [(64, 32), (64, 32), (64, 64)])
     kernel = tw.compile(tma_matmul_bt, signature=args + [ArgSpec(n, "i32") for n in "MNK"],
                         constexprs={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32,
-                                    "GROUP_SIZE_M": 8}, target="sm_90")
+                                    "GROUP_SIZE_M": 8}, target="sm_90", num_stages=1)
     gpu_ir = kernel.asm["tile-gpu"]
     assert re.search(r"ttng\.tma_load %b_desc\.tensormap.*trans = true.*tensor<32x64xf16, #dot_op", gpu_ir)
     assert "tt.trans" not in gpu_ir and "ttg.local_alloc" not in gpu_ir

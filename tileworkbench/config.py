@@ -19,7 +19,9 @@ class Config:
     `TILEWORKBENCH_DEBUG_FRONTEND=1` re-raises frontend exceptions unchanged (for compiler developers);
     `TILEWORKBENCH_LIBDEVICE` points at CUDA's libdevice.10.bc when it is not found by itself;
     `TILEWORKBENCH_DEBUG=1` compiles every kernel in debug mode (`@jit(debug=True)`: device asserts on,
-    GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`)."""
+    GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`);
+    `TILEWORKBENCH_TMA_UNVERIFIED=1` lets TMA take descriptor boxes not yet verified on a GPU (16-, 32-
+    and 64-byte rows, boxes smaller than the program's threads; frontend/tma_rules.py), for probing."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -28,6 +30,7 @@ class Config:
     debug_frontend: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG_FRONTEND"))
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
+    tma_unverified: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA_UNVERIFIED"))
 
 
 config = Config()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
-from tileworkbench.frontend import ArgSpec
 from tma_kernels import (
     descriptor_args,
     tma_load_to_pointers,
@@ -19,7 +18,17 @@ from tma_kernels import (
 )
 from tma_standin import host_tensor_map
 
+from tileworkbench.frontend import ArgSpec
+
 RNG = np.random.default_rng(90)
+
+
+@pytest.fixture(autouse=True)
+def every_box(monkeypatch):
+    """The stand-in checks the lowering of every box TMA takes, verified on a GPU or not."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma_unverified", True)
 
 
 def _flat(array: np.ndarray, block, padding: str = "zero") -> list:

@@ -35,11 +35,14 @@ def _uses_tma(compiled) -> bool:
     return "cp.async.bulk.tensor" in compiled.asm["ptx"]
 
 
-@pytest.mark.parametrize("dtype, block, row", [
-    (np.float16, (64, 64), 200), (np.float32, (32, 32), 204), (np.float32, (16, 16), 48),
-    (np.float32, (32, 8), 48), (np.float32, (16, 64), 40), (np.float32, (16, 16), 45),
+@pytest.mark.parametrize("dtype, block, row, tma", [
+    (np.float16, (64, 64), 200, True), (np.float32, (32, 32), 204, True),
+    (np.float32, (16, 16), 48, False), (np.float32, (32, 8), 48, False),
+    (np.float32, (16, 64), 40, True), (np.float32, (32, 32), 45, False),
 ], ids=["fp16-128B", "fp32-128B", "fp32-64B", "fp32-32B", "fp32-unswizzled", "fp32-fallback"])
-def test_copy_with_edge_tiles(cp, dtype, block, row):
+def test_copy_with_edge_tiles(cp, dtype, block, row, tma):
+    """TMA where verified (128-byte swizzle, rows of 256 bytes); 32/64-byte rows (wrong on the GPU on
+    2026-12-01) and a 180-byte row stride keep the pointer lowering."""
     rows, cols = 77, min(row, 45 if row < 100 else 200)
     host = RNG.standard_normal((rows, row)).astype(dtype)
     x = cp.asarray(host)[:, :cols]
@@ -51,15 +54,16 @@ def test_copy_with_edge_tiles(cp, dtype, block, row):
     got = cp.asnumpy(out_full)
     np.testing.assert_array_equal(got[:, :cols], host[:, :cols] * dtype(2.0))
     assert np.isnan(got[:, cols:]).all()  # past the shape, inside the row stride: never written
-    assert _uses_tma(compiled) == (row * np.dtype(dtype).itemsize % 16 == 0)
+    assert _uses_tma(compiled) == tma
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_negative_offsets_read_the_padding(cp, padding):
     host = RNG.standard_normal((128, 96)).astype(np.float32)
     out = cp.full((128, 96), -7.0, dtype=np.float32)
-    compiled = tma_shifted_copy[(2, 3)](TensorDescriptor.from_tensor(cp.asarray(host), [64, 32], padding),
-                                        TensorDescriptor.from_tensor(out, [64, 32]), 5, BM=64, BN=32)
+    src = TensorDescriptor.from_tensor(cp.asarray(host), [64, 32], padding)
+    compiled = tma_shifted_copy[(2, 3)](src, TensorDescriptor.from_tensor(out, [64, 32]), 5,
+                                        BM=64, BN=32)
     want = np.full((128, 96), 0.0 if padding == "zero" else np.nan, np.float32)
     want[5:, 5:] = host[:123, :91]
     np.testing.assert_array_equal(cp.asnumpy(out), want)
@@ -72,7 +76,8 @@ def test_one_sided(cp):
     x = cp.asarray(host)
     grid = (4, 3)
     out = cp.full((rows, cols), np.nan, dtype=np.float32)
-    tma_load_to_pointers[grid](TensorDescriptor.from_tensor(x, [32, 32]), out, rows, cols, BM=32, BN=32)
+    tma_load_to_pointers[grid](TensorDescriptor.from_tensor(x, [32, 32]), out, rows, cols,
+                               BM=32, BN=32)
     np.testing.assert_array_equal(cp.asnumpy(out), host)
     out = cp.full((rows, cols), np.nan, dtype=np.float32)
     tma_store_from_pointers[grid](x, TensorDescriptor.from_tensor(out, [32, 32]), rows, cols,
@@ -85,7 +90,8 @@ def test_misaligned_base_falls_back(cp):
     x = cp.asarray(host)[:, 1:65]  # base 4 bytes past the allocation's alignment
     out = cp.full((64, 64), np.nan, dtype=np.float32)
     compiled = tma_scale_copy[(2, 2)](TensorDescriptor.from_tensor(x, [32, 32]),
-                                      TensorDescriptor.from_tensor(out, [32, 32]), -1.0, BM=32, BN=32)
+                                      TensorDescriptor.from_tensor(out, [32, 32]), -1.0,
+                                      BM=32, BN=32)
     np.testing.assert_array_equal(cp.asnumpy(out), -host[:, 1:65])
     assert not _uses_tma(compiled)
 

@@ -158,10 +158,10 @@ _WRAPPERS = {
         "i1 (ptr addrspace(3) %m, i32 %p)",
         "%w = call i32 @emu_mbar_try_wait(ptr %gm, i32 %p)\n  %b = trunc i32 %w to i1", "i1 %b"),
     "llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d": (
-        "void (ptr addrspace(7) %d, ptr addrspace(3) %m, ptr %t, i32 %x, i32 %y, i16 %c, i64 %h, "
-        "i1 %uc, i1 %uh, i32 %g)",
-        "%gd = addrspacecast ptr addrspace(7) %d to ptr\n"
-        "  call void @emu_tma_load(ptr %gd, ptr %gm, ptr %t, i32 %x, i32 %y)", "void"),
+        ("void (ptr addrspace(7) %d, ptr addrspace(3) %m, ptr %t, i32 %x, i32 %y, i16 %c, i64 %h, "
+         "i1 %uc, i1 %uh, i32 %g)"),
+        ("%gd = addrspacecast ptr addrspace(7) %d to ptr\n"
+         "  call void @emu_tma_load(ptr %gd, ptr %gm, ptr %t, i32 %x, i32 %y)"), "void"),
     "llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d": (
         "void (ptr addrspace(3) %m, ptr %t, i32 %x, i32 %y, i64 %h, i1 %uh)",
         "call void @emu_tma_store(ptr %gm, ptr %t, i32 %x, i32 %y)", "void"),

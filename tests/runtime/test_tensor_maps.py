@@ -35,9 +35,21 @@ def test_tma_rules():
     assert not host_fits(0x1008, [300, 200], [200, 1], 2)  # base off 16 bytes
     assert not host_fits(0x1000, [77, 45], [45, 1], 4)  # 180-byte rows
     assert not host_fits(0x1000, [2**32, 8], [8, 1], 2)  # a dimension of 2^32 elements
-    assert box_fits((64, 64), 2) and box_fits((256, 8), 2) and not box_fits((512, 8), 2)
+    assert box_fits((64, 64), 2) and box_fits((16, 128), 2) and not box_fits((512, 64), 2)
     assert not box_fits((16, 2), 4) and not box_fits((4, 4, 4), 4) and not box_fits((64,), 4)
     assert [swizzle_bytes((8, c), 4) for c in (4, 8, 16, 32, 64)] == [0, 32, 64, 128, 0]
+    # verified on the H200: 128-byte rows and rows of 256 bytes or more, 16 bytes per thread
+    assert not box_fits((64, 16), 4) and not box_fits((64, 8), 4) and not box_fits((256, 8), 2)
+    assert box_fits((8, 32), 4) and not box_fits((8, 32), 4, threads=128)
+    assert box_fits((16, 32), 4, threads=128)
+
+
+def test_unverified_boxes_on_request(monkeypatch):
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma_unverified", True)
+    assert box_fits((64, 16), 4) and box_fits((256, 8), 2) and box_fits((8, 32), 4, threads=128)
+    assert not box_fits((16, 2), 4) and not box_fits((512, 8), 2)
 
 
 def test_descriptor_key_says_whether_tma_can_take_it(monkeypatch):
@@ -88,9 +100,11 @@ def test_tensor_map_encoding_arguments(monkeypatch):
     """What reaches cuTensorMapEncodeTiled: dims innermost first, byte strides, box, swizzle, fill."""
     calls = []
 
+    def as_list(pointer, n, ctype):
+        return list((ctype * n).from_address(ctypes.cast(pointer, ctypes.c_void_p).value))
+
     def fake_encode(out, data_type, rank, address, dims, strides, box, element_strides, interleave,
                     swizzle, l2, fill):
-        as_list = lambda p, n, t: list((t * n).from_address(ctypes.cast(p, ctypes.c_void_p).value))  # noqa: E731
         calls.append((data_type, rank, address.value, as_list(dims, rank, ctypes.c_uint64),
                       as_list(strides, rank - 1, ctypes.c_uint64), as_list(box, rank, ctypes.c_uint32),
                       swizzle, fill))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..config import config
+
 MAX_BOX = 256  # elements per box dimension
 MAX_DIM = 2**32  # elements per global dimension
 MAX_STRIDE = 2**40  # bytes per global stride
@@ -16,12 +18,23 @@ SWIZZLES = (32, 64, 128)  # the swizzle spans in bytes (CU_TENSOR_MAP_SWIZZLE_32
 TMA_RANK = 2
 
 
-def box_fits(block_shape: Sequence[int], element_bytes: int) -> bool:
+def box_fits(block_shape: Sequence[int], element_bytes: int, threads: int | None = None) -> bool:
     """Whether a block of `block_shape` can be one TMA box: rank 2, each dimension at most 256
-    elements, and its contiguous row a multiple of 16 bytes."""
+    elements, and its contiguous row a multiple of 16 bytes; and, unless
+    `config.tma_unverified`, a shape checked on the H200: a 128-byte row (128-byte swizzle) or
+    one of 256 bytes or more (no swizzle), and at least 16 bytes per thread of `threads` (no
+    thread holding a copy of another's part). The 32- and 64-byte swizzles gave wrong copies on the
+    GPU (2026-12-01, small boxes; the cause is open), so those boxes keep the pointer lowering."""
     if len(block_shape) != TMA_RANK or not all(1 <= b <= MAX_BOX for b in block_shape):
         return False
-    return block_shape[-1] * element_bytes % 16 == 0
+    row = block_shape[-1] * element_bytes
+    if row % 16:
+        return False
+    if config.tma_unverified:
+        return True
+    if row != 128 and row < 256:
+        return False
+    return threads is None or block_shape[0] * row >= 16 * threads
 
 
 def swizzle_bytes(block_shape: Sequence[int], element_bytes: int) -> int:

@@ -487,10 +487,11 @@ class _BoundKernel:
         # host tensor descriptors are several runtime parameters each (frontend/descriptor_args.py)
         self.descriptors = {s.name for s in specs if parse_descriptor_type(s.type) is not None}
         # ... and one more, its CUtensorMap, where the kernel copies its tiles with TMA (sm_90+)
-        tma = backend_for(compiled.launch_metadata.target).has_tma(compiled.launch_metadata.target)
+        md = compiled.launch_metadata
+        tma, threads = backend_for(md.target).has_tma(md.target), 32 * md.num_warps
         self.tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in specs
-                            if tma and s.name in self.descriptors and takes_tensor_map(s)}
-        flat = [part for s in specs for part in expand_arg(s, tma)]
+                            if tma and s.name in self.descriptors and takes_tensor_map(s, threads)}
+        flat = [part for s in specs for part in expand_arg(s, tma, threads)]
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         md = compiled.launch_metadata

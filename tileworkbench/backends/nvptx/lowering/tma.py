@@ -22,8 +22,8 @@ from llvmlite import ir
 
 from ....ir.ops import ttng
 from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding
-from ....passes.tma import tma_shared_encoding
 from ....ir.types import MemDescType
+from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..lower import TVal
 from . import lowers

@@ -21,7 +21,9 @@ class Config:
     `TILEWORKBENCH_DEBUG=1` compiles every kernel in debug mode (`@jit(debug=True)`: device asserts on,
     GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`);
     `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints each autotuning's table and choice (Triton's
-    `TRITON_PRINT_AUTOTUNING`)."""
+    `TRITON_PRINT_AUTOTUNING`);
+    `TILEWORKBENCH_TMA_UNVERIFIED=1` lets TMA take descriptor boxes not yet verified on a GPU (16-, 32-
+    and 64-byte rows, boxes smaller than the program's threads; frontend/tma_rules.py), for probing."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -31,6 +33,7 @@ class Config:
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
     print_autotuning: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_PRINT_AUTOTUNING"))
+    tma_unverified: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA_UNVERIFIED"))
 
 
 config = Config()

@@ -39,6 +39,7 @@ from wgmma_standin import FORMS as WGMMA_FORMS
 from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
 from wgmma_standin import asm_body as wgmma_asm_body
 from wgmma_standin import InFlight, is_wgmma_asm, warp_group_mma
+from tma_standin import TMAStandIn, replace_tma_intrinsics
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
@@ -65,8 +66,10 @@ class _Block:
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
-                 wgmma: bool = False, shared_limit: int | None = None):
-        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug)[0]
+                 wgmma: bool = False, shared_limit: int | None = None, tma: bool = False):
+        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map)
+        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
+                           tma=tma)[0]
         self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit)
 
     @classmethod
@@ -103,7 +106,8 @@ class Emulator:
             self.kinds += ["u64"] * (2 * len(self.checks.pointer_params)) + ["ptr"]
         self.smem_size = max(16, lowering.smem_bytes)
         self._local = threading.local()
-        self._callbacks = self._make_callbacks()
+        self._tma = TMAStandIn()
+        self._callbacks = self._make_callbacks() | self._tma.callbacks()
         self._engine, self._kernel = self._jit(text, func.sym_name)
 
     def _make_callbacks(self) -> dict[str, object]:
@@ -323,8 +327,9 @@ def _replace_asm(text: str) -> str:
         lines[i] = line[:m.start()] + call
     defs = [_asm_function(name, *key) for key, name in bodies.items()]
     text, async_defs = replace_async_intrinsics("\n".join(lines))
+    text, tma_defs = replace_tma_intrinsics(text)
     lines = text.split("\n")
-    defs += async_defs
+    defs += async_defs + tma_defs
     # libdevice's __nv_<name> is the C library's <name> (expf, erf, ...), which the host JIT finds
     lines = [re.sub(r'@"?__nv_(\w+)"?', r'@"\1"', line) for line in lines]
     for name, ty in (("rsqrt", "double"), ("rsqrtf", "float")):  # not in the C library

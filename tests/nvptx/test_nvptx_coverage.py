@@ -8,12 +8,12 @@ import inspect
 import pytest
 
 from tileworkbench.backends.nvptx.lowering import LOWERINGS, STRUCTURAL, UNSUPPORTED
-from tileworkbench.ir.ops import arith, math, scf, tt, ttg, wgmma
+from tileworkbench.ir.ops import arith, math, scf, tt, ttg, ttng, wgmma
 from tileworkbench.ir.ops.base import Op
 
 
 def _op_classes():
-    for module in (arith, math, scf, tt, ttg, wgmma):
+    for module in (arith, math, scf, tt, ttg, ttng, wgmma):
         for cls in vars(module).values():
             if inspect.isclass(cls) and issubclass(cls, Op) and cls.__module__ == module.__name__ \
                     and cls.name != "<op>":

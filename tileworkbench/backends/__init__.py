@@ -79,6 +79,11 @@ class Backend:
         """The concrete target a kernel is compiled for ("cuda" -> "sm_90a"); raises CompilationError."""
         return target
 
+    def has_tma(self, target: str) -> bool:
+        """Whether kernels for `target` (resolved) copy descriptor tiles with the TMA engine, so host
+        tensor descriptors pass a tensor map (frontend/descriptor_args.py)."""
+        return False
+
     def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,
               debug: bool = False) -> Lowered | None:
         """Lower `tile-opt` IR `func` (changed in place) past `tile-opt`; None: run the IR as it is.

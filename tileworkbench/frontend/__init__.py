@@ -15,7 +15,7 @@ from ..language.core import pointer_type, tensor
 from ..language.descriptor import tensor_descriptor
 from . import calls, descriptors, math_calls, reductions, shape_calls  # noqa: F401  (register the builtins)
 from .codegen import CodeGenerator
-from .descriptor_args import expand_arg, parse_descriptor_type
+from .descriptor_args import TENSOR_MAP, expand_arg, parse_descriptor_type
 from .source import get_source
 from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 
@@ -23,10 +23,11 @@ __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
 def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
-             num_warps: int = 4, debug: bool = False) -> tt.FuncOp:
+             num_warps: int = 4, debug: bool = False, tma: bool = False) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
     be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads;
-    `tl.device_assert` makes a `tt.assert` only when `debug`."""
+    `tl.device_assert` makes a `tt.assert` only when `debug`; `tma`: the target has the TMA engine, so
+    host descriptors that fit it take a tensor map (descriptor_args.py)."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -34,17 +35,19 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     if unknown:
         raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
                                f"parameters are {', '.join(params)}")
-    flat = [part for a in args for part in expand_arg(a)]  # a host descriptor is several parameters
-    types = [parse_type(a.type) for a in flat]
+    # a host descriptor is several parameters (and a tensor map where it takes one)
+    flat = [part for a in args for part in expand_arg(a, tma, 32 * num_warps)]
+    types = [_param_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
     ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
     func.body.add_block(Block(ir_types, [a.name for a in flat]))
     func.loc = Loc(source.display_file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
+    tma_args = [a.name for a in flat if a.type == TENSOR_MAP]
     block_args = iter(zip(func.body.block.args, types))
     for name, param in params.items():
         if name in by_name and parse_descriptor_type(by_name[name].type) is not None:
-            scope[name] = _descriptor_param(by_name[name], block_args)
+            scope[name] = _descriptor_param(by_name[name], block_args, tma_args)
         elif name in by_name:
             arg, ty = next(block_args)
             if ty.is_ptr() and _is_const_annotation(param.annotation):  # `ptr: tl.const`: read-only
@@ -72,12 +75,23 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     return func
 
 
-def _descriptor_param(arg: ArgSpec, block_args) -> tensor_descriptor:
+def _descriptor_param(arg: ArgSpec, block_args, tma_args: list[str]) -> tensor_descriptor:
     """A host descriptor parameter as a `tl.tensor_descriptor` of its block arguments."""
     _, block, padding = parse_descriptor_type(arg.type)
     parts = [tensor(value, ty) for value, ty in (next(block_args) for _ in range(2 * len(block)))]
     rank = len(block)
-    return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding)
+    tensormap = None
+    if tma_args and tma_args[0] == f"{arg.name}.{TENSOR_MAP}":
+        tensormap = tensor(*next(block_args))
+        tma_args.pop(0)
+    return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding,
+                             tensormap)
+
+
+def _param_type(text: str):
+    """The language type of a runtime parameter; a tensor map is an opaque `!tt.ptr<i8>` (it is passed
+    by value, `.param .align 64 .b8 [128]`, which the arg attribute `tt.tensormap` tells the back end)."""
+    return pointer_type(core.int8) if text == TENSOR_MAP else parse_type(text)
 
 
 def _is_const_annotation(annotation) -> bool:
@@ -94,4 +108,6 @@ def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
 
 
 def _arg_attrs(arg: ArgSpec) -> dict:
+    if arg.type == TENSOR_MAP:
+        return {"tt.tensormap": 128}
     return {"tt.divisibility": 16} if arg.divisible_16 else {}

@@ -4,6 +4,11 @@ A descriptor parameter specializes on its element type, block shape and padding,
 `tensordesc<fp16,64x64,zero>`. It reaches the kernel as several runtime parameters: the base pointer,
 the shape (i64 each) and every stride but the last (i64 each; the last is 1 by construction). The
 frontend rebuilds a `tl.tensor_descriptor` from them; the runtime flattens the host object alike.
+
+On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means a
+16-byte aligned base and strides, `tma_rules.host_fits`) and whose block is one TMA box
+(`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte CUtensorMap the
+launcher encodes, passed by value (`runtime/tensor_map.py`).
 """
 
 from __future__ import annotations
@@ -11,9 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CompilationError, LaunchError
-from .specialize import ArgSpec
+from .specialize import ArgSpec, parse_type
+from .tma_rules import box_fits
 
 PREFIX = "tensordesc<"
+TENSOR_MAP = "tensormap"  # the kind of a tensor map parameter (128 bytes, by value)
 
 
 def descriptor_type(element: str, block_shape, padding: str) -> str:
@@ -34,8 +41,10 @@ def parse_descriptor_type(text: str) -> tuple[str, tuple[int, ...], str] | None:
         ) from None
 
 
-def expand_arg(arg: ArgSpec) -> list[ArgSpec]:
-    """The runtime parameters one kernel parameter becomes: itself, or a descriptor's parts."""
+def expand_arg(arg: ArgSpec, tma: bool = False, threads: int | None = None) -> list[ArgSpec]:
+    """The runtime parameters one kernel parameter becomes: itself, or a descriptor's parts (with
+    its tensor map last where `takes_tensor_map`; `tma`: the target has TMA; `threads`: per
+    program)."""
     parsed = parse_descriptor_type(arg.type)
     if parsed is None:
         return [arg]
@@ -44,7 +53,19 @@ def expand_arg(arg: ArgSpec) -> list[ArgSpec]:
     parts = [ArgSpec(arg.name, "*" + element, arg.divisible_16)]
     parts += [ArgSpec(f"{arg.name}.shape{i}", "i64") for i in range(rank)]
     parts += [ArgSpec(f"{arg.name}.stride{i}", "i64") for i in range(rank - 1)]
+    if tma and takes_tensor_map(arg, threads):
+        parts.append(ArgSpec(f"{arg.name}.{TENSOR_MAP}", TENSOR_MAP))
     return parts
+
+
+def takes_tensor_map(arg: ArgSpec, threads: int | None = None) -> bool:
+    """Whether descriptor parameter `arg` lowers to TMA on a target that has it: the launch saw a
+    base and strides TMA takes (`:16`), its block is one box, and NaN padding has a float type."""
+    element, block, padding = parse_descriptor_type(arg.type)
+    dtype = parse_type(element)
+    if padding == "nan" and (not dtype.is_floating() or dtype.primitive_bitwidth < 16):
+        return False  # TMA fills NaN for its float types only (no fp8 one)
+    return arg.divisible_16 and box_fits(block, max(1, dtype.primitive_bitwidth // 8), threads)
 
 
 def is_host_descriptor(value: Any) -> bool:
@@ -52,9 +73,13 @@ def is_host_descriptor(value: Any) -> bool:
     return all(hasattr(value, a) for a in ("base", "shape", "strides", "block_shape"))
 
 
-def flatten_descriptor(value: Any) -> list[Any]:
-    """A host descriptor's runtime parameter values, in `expand_arg`'s order."""
+def flatten_descriptor(value: Any, tensor_map=None) -> list[Any]:
+    """A host descriptor's runtime parameter values, in `expand_arg`'s order; `tensor_map(value)`
+    gives the encoded map where the kernel takes one."""
     strides = [int(s) for s in value.strides]
     if strides[-1] != 1:
         raise LaunchError(f"the last stride of a tensor descriptor must be 1, got {strides}")
-    return [value.base, *(int(s) for s in value.shape), *strides[:-1]]
+    parts = [value.base, *(int(s) for s in value.shape), *strides[:-1]]
+    if tensor_map is not None:
+        parts.append(tensor_map(value))
+    return parts

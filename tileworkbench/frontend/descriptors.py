@@ -14,6 +14,7 @@ from ..language.core import tensor
 from ..language.descriptor import block_pointer, tensor_descriptor
 from .calls import BUILTIN_IMPLS, check_shape, impl
 from .semantics import unwrap
+from .tma_calls import tma_load, tma_store
 
 
 def _as_list(value, what: str) -> list:
@@ -100,9 +101,20 @@ def _block_tile(
     return cg.sem.broadcast_to(pointers, block_shape), mask
 
 
+def _tma_offsets(cg, desc, offsets) -> list | None:
+    """The checked offsets of a descriptor access that goes through TMA (tma_calls.py), else None."""
+    if not isinstance(desc, tensor_descriptor) or desc.tensormap is None:
+        return None
+    return [_scalar_int(cg, offset, "each offset") for offset in _as_list(offsets, "offsets")]
+
+
 @impl("descriptor_load")
 def descriptor_load(cg, desc, offsets):
-    pointers, mask = _block_pointers(cg, unwrap(desc), offsets)
+    desc = unwrap(desc)
+    tma_offsets = _tma_offsets(cg, desc, offsets)
+    if tma_offsets is not None:
+        return tma_load(cg, desc, tma_offsets)
+    pointers, mask = _block_pointers(cg, desc, offsets)
     other = float("nan") if desc.padding == "nan" else 0
     if other != 0 and not desc.dtype.is_floating():
         raise TileTypeError("padding 'nan' needs a floating-point descriptor")
@@ -111,13 +123,17 @@ def descriptor_load(cg, desc, offsets):
 
 @impl("descriptor_store")
 def descriptor_store(cg, desc, offsets, value):
-    pointers, mask = _block_pointers(cg, unwrap(desc), offsets)
+    desc = unwrap(desc)
+    tma_offsets = _tma_offsets(cg, desc, offsets)
+    pointers, mask = (None, None) if tma_offsets is not None else _block_pointers(cg, desc, offsets)
     value = cg.sem.to_tensor(unwrap(value))
     if value.shape and tuple(value.shape) != tuple(desc.block_shape):
         raise TileTypeError(
             f"a descriptor store takes a tile of its block shape {list(desc.block_shape)}, "
             f"got {list(value.shape)}"
         )
+    if tma_offsets is not None:
+        return tma_store(cg, desc, tma_offsets, value)
     cg.sem.store(pointers, value, mask)
 
 

@@ -26,13 +26,16 @@ class tensor_descriptor:
     }
 
     def __init__(
-        self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str
+        self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str,
+        tensormap=None,
     ):
         self.base = base
         self.shape = list(shape)
         self.strides = list(strides)
         self.block_shape = tuple(block_shape)
         self.padding = padding
+        # a host descriptor's CUtensorMap parameter where loads and stores use TMA (sm_90+)
+        self.tensormap = tensormap
 
     @property
     def dtype(self) -> dtype:

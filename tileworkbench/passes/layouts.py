@@ -9,7 +9,7 @@ operands (a reduction's result is the slice of its input's layout). Used by `coa
 
 from __future__ import annotations
 
-from ..ir.ops import arith, scf, tt
+from ..ir.ops import arith, scf, tt, ttng
 from ..ir.ops.ttg import (
     BlockedEncoding,
     ConvertLayoutOp,
@@ -22,8 +22,9 @@ from ..ir.types import TensorType
 from ..ir.values import BlockArgument, OpResult, Value
 from .mma import operand_encoding
 
-# Ops whose result may take any layout its users want, passing the want on to its operands.
-_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
+# Ops whose result may take any layout its users want, passing the want on to its operands. A TMA
+# load reads its tile from shared memory into any layout (an mma operand's by ldmatrix).
+_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp, ttng.TMALoadOp)
 
 
 def is_tensor(v: Value) -> bool:
@@ -196,6 +197,8 @@ class LayoutAssigner:
             return encoding_of(op.indices)  # one result element per index, where the index is
         if op.elementwise and srcs and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp)):
             return srcs[0]
+        if isinstance(op, ttng.TMALoadOp):  # 16-byte reads of the shared tile's rows
+            return self.blocked(res.type.shape, self.num_warps, 128 // res.type.element.bitwidth)
         return self.default(res)
 
     # -- conversions --------------------------------------------------------------------------------

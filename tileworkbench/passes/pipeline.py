@@ -21,6 +21,8 @@ from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
 from .wgmma import wgmma, wgmma_pipeline
+from .tma import fold_tma_transpose
+from .tma_pipeline import pipeline_tma
 
 Pass = Callable[[FuncOp], bool]
 
@@ -41,6 +43,8 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
 ]
 
 TILE_GPU: list[Pass] = [
+    # TMA loads read transposed tiles themselves (before layouts: the fold changes result shapes).
+    fold_tma_transpose,
     # acc + dot(a, b) -> dot(a, b, acc) first, so the accumulator takes the dot's layout.
     combine_dot_add,
     # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at
@@ -54,8 +58,10 @@ TILE_GPU: list[Pass] = [
     # dots with a version-3 #mma layout (sm_90a) read their staged tiles by wgmma descriptors; before
     # `pipeline`, which then fills those tiles with cp.async and fences them for the async proxy.
     wgmma,
-    # then the staged loads of loops become cp.async copies into rings of `num_stages` slots.
+    # then the staged loads of loops become cp.async copies into rings of `num_stages` slots,
     pipeline,
+    # and the TMA loads of loops TMA copies into rings of slots with an mbarrier each.
+    pipeline_tma,
     # last: a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)).
     wgmma_pipeline,
 ]

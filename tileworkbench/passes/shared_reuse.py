@@ -22,6 +22,8 @@ def reuses_earlier_space(func: tt.FuncOp, alloc: LocalAllocOp) -> bool:
     for op in func.walk():
         if op is alloc:
             break
+        if op.name == "ttng.tma_ring":  # the copy engine writes rings asynchronously: never reuse them
+            return False
         if isinstance(op, LocalAllocOp):
             earlier.append(op)
     return bool(earlier) and not any(_used_from(func, op.result, index) for op in earlier)

@@ -1,8 +1,9 @@
 """Triton's `triton.set_allocator`: the function kernels would call for global scratch memory.
 
 Triton's device-side tensor descriptors (and some other features) need per-launch scratch on the GPU,
-obtained through this allocator. tileworkbench's kernels need none yet (descriptors lower to plain
-masked pointer tiles), so the allocator is recorded, for code that sets one, and not called.
+obtained through this allocator. tileworkbench's kernels need none yet (descriptors made in the kernel
+lower to plain masked pointer tiles; host descriptors bring their TMA tensor maps as parameters), so
+the allocator is recorded, for code that sets one, and not called.
 """
 
 from __future__ import annotations

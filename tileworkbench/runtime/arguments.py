@@ -18,6 +18,7 @@ import numpy as np
 
 from tileworkbench.dtypes import TABLE as DTYPES
 from tileworkbench.errors import LaunchError
+from tileworkbench.frontend.descriptor_args import TENSOR_MAP
 
 # kind -> NumPy scalar type, for the kinds NumPy has natively (from the one dtype table)
 _SCALAR_TYPES: dict[str, type] = {
@@ -79,6 +80,8 @@ def make_arg_packer(
 
 
 def _make_converter(kind: str, name: str, kernel: str, device_id: int | None) -> Callable:
+    if kind == TENSOR_MAP:
+        return _tensor_map_converter(name, kernel)
     if kind.startswith("*"):
         return _pointer_converter(name, kernel, device_id)
     if kind in _BIT_KINDS:
@@ -133,6 +136,16 @@ def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
             return np.asarray(value, dtype=scalar_type).view(bits_type)[()]
         except (OverflowError, TypeError, ValueError):
             raise _scalar_error(value, kind, name, kernel) from None
+
+    return convert
+
+
+def _tensor_map_converter(name: str, kernel: str) -> Callable:
+    def convert(value):
+        if not isinstance(value, bytes) or len(value) != 128:
+            raise LaunchError(f"argument {name!r} of {kernel} is a 128-byte CUtensorMap; got "
+                              f"{_short_repr(value)}")
+        return value
 
     return convert
 
@@ -267,8 +280,9 @@ def _device_of_pointer(pointer: int) -> int | None:
         return None
 
 
-# struct codes for one parameter slot; every slot is 8 bytes, so slot i starts at 8 * i
-_SLOT_CODES = {row.kind: row.slot for row in DTYPES}
+# struct codes for one parameter slot: 8 bytes for every kind but a tensor map (TMA's CUtensorMap,
+# 128 bytes by value)
+_SLOT_CODES = {row.kind: row.slot for row in DTYPES} | {TENSOR_MAP: "128s"}
 
 
 class ParamBlock:
@@ -277,11 +291,12 @@ class ParamBlock:
 
     __slots__ = ("_addresses", "_view", "buffer", "params_address")
 
-    def __init__(self, size: int, count: int):
+    def __init__(self, size: int, offsets: Sequence[int]):
+        count = len(offsets)
         self.buffer = bytearray(max(size, 8))
         self._view = (ctypes.c_char * len(self.buffer)).from_buffer(self.buffer)
         base = ctypes.addressof(self._view)
-        self._addresses = (ctypes.c_void_p * max(count, 1))(*[base + 8 * i for i in range(count)])
+        self._addresses = (ctypes.c_void_p * max(count, 1))(*[base + offset for offset in offsets])
         self.params_address = ctypes.addressof(self._addresses) if count else 0
 
 
@@ -318,6 +333,8 @@ class ParamBuffer:
         self._block = self.new_block()
         self.buffer, self.params_address = self._block.buffer, self._block.params_address
         self._pointer_indices = tuple(i for i, k in enumerate(self.kinds) if k.startswith("*"))
+        # struct's "128s" pads or cuts other lengths silently: tensor maps are checked in `fill`
+        self._map_indices = tuple(i for i, k in enumerate(self.kinds) if k == TENSOR_MAP)
         self._converted = tuple(
             (i, _bits_converter(k, self.names[i], kernel_name))
             for i, k in enumerate(self.kinds)
@@ -356,6 +373,9 @@ class ParamBuffer:
                 )
         for index, convert in self._converted:
             values[index] = convert(values[index])
+        for index in self._map_indices:
+            if type(values[index]) is not bytes or len(values[index]) != 128:
+                self.packer(args)  # raises, naming the argument
         try:
             self._struct.pack_into(self.buffer, 0, *values)
         except (struct.error, TypeError, OverflowError, ValueError):
@@ -377,7 +397,11 @@ class ParamBuffer:
         raise LaunchError(f"the arguments of {self.kernel_name} do not fit its parameters")
 
     def new_block(self) -> ParamBlock:
-        return ParamBlock(self._struct.size, len(self.kinds))
+        offsets, at = [], 0
+        for code in self._codes:
+            offsets.append(at)
+            at += struct.calcsize("<" + code)
+        return ParamBlock(self._struct.size, offsets)
 
     def values(self) -> tuple:
         """The values now in the buffer, one per parameter (for tests and debugging)."""

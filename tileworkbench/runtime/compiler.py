@@ -374,7 +374,8 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), tools_identity(),
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
-                        num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()))
+                        num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
+                        *(("tma_unverified",) if config.tma_unverified else ()))
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs, debug)
@@ -399,11 +400,12 @@ def _store(key: str, kernel: CompiledKernel) -> None:
 
 
 def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
-                debug: bool = False):
-    """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines)."""
+                debug: bool = False, tma: bool = False):
+    """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines).
+    `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`)."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs, num_warps, debug=debug)
+    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
@@ -413,7 +415,8 @@ def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]
 def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion,
                    debug: bool = False) -> CompiledKernel:
     source = get_source(py_fn)
-    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug)
+    tma = backend_for(target).has_tma(target)
+    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
@@ -439,7 +442,7 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
         binary = result.binary
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug)[0]
+        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
                             regenerate=regenerate)

@@ -23,12 +23,14 @@ from ..errors import ArgumentBindingError, LaunchError
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
+    takes_tensor_map,
 )
 from ..backends import backend_for
 from . import binder as binder_module
 from . import record as record_module
 from .arguments import argument_error
 from .compiler import CompiledKernel, compile
+from .tensor_map import descriptor_fits, tensor_map
 from .tensor_wrapper import TensorWrapper, reinterpret  # noqa: F401  (Triton's triton.runtime.jit names)
 
 # NumPy / torch / CuPy dtype names -> Triton's.
@@ -162,12 +164,15 @@ def _pointer_kind_reader(reader):
 
 
 def _descriptor_key(value) -> tuple:
-    """A host TensorDescriptor specializes on its dtype, block shape and padding (and base alignment)."""
+    """A host TensorDescriptor specializes on its dtype, block shape and padding, and on whether TMA
+    can take it (a 16-byte aligned base and strides, `tensor_map.descriptor_fits`)."""
     base = _array_pointer(value.base)
     if base is None:
         raise LaunchError(f"a TensorDescriptor's base must be an array, got {type(value.base).__name__}")
     padding = getattr(value, "padding", "zero")
-    return (descriptor_type(base[0], value.block_shape, padding), base[1] % 16 == 0, False)
+    # host memory never goes to TMA (a NumPy base is staged to the GPU by tests' launchers)
+    fits = not isinstance(value.base, np.ndarray) and descriptor_fits(base[0], base[1], value)
+    return (descriptor_type(base[0], value.block_shape, padding), fits, False)
 
 
 class JITFunction:
@@ -481,7 +486,12 @@ class _BoundKernel:
         self.names = [s.name for s in specs]
         # host tensor descriptors are several runtime parameters each (frontend/descriptor_args.py)
         self.descriptors = {s.name for s in specs if parse_descriptor_type(s.type) is not None}
-        flat = [part for s in specs for part in expand_arg(s)]
+        # ... and one more, its CUtensorMap, where the kernel copies its tiles with TMA (sm_90+)
+        md = compiled.launch_metadata
+        tma, threads = backend_for(md.target).has_tma(md.target), 32 * md.num_warps
+        self.tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in specs
+                            if tma and s.name in self.descriptors and takes_tensor_map(s, threads)}
+        flat = [part for s in specs for part in expand_arg(s, tma, threads)]
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         md = compiled.launch_metadata
@@ -501,11 +511,17 @@ class _BoundKernel:
                 return False
         return True
 
+    def _flatten(self, name: str, value) -> list:
+        kind = self.tensor_maps.get(name)
+        if kind is None:
+            return flatten_descriptor(value)
+        return flatten_descriptor(value, lambda v: tensor_map(v, kind, name, self.compiled.name))
+
     def launch(self, grid: tuple[int, int, int], bound: dict, stream=None) -> None:
         args = [bound[name] for name in self.names]
         if self.descriptors:
             args = [part for name in self.names for part in
-                    (flatten_descriptor(bound[name]) if name in self.descriptors else [bound[name]])]
+                    (self._flatten(name, bound[name]) if name in self.descriptors else [bound[name]])]
         if self.checks is not None:
             self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
         else:

@@ -1,6 +1,6 @@
 """Triton 3.2's `triton.tools.experimental_descriptor` (host-built TMA descriptors), for code that imports
-it. Building host TMA descriptors needs a GPU driver call that tileworkbench does not make; kernels here
-use `tl.make_tensor_descriptor` (device-side descriptors) instead, which works on every target.
+it. Its raw 128-byte descriptors are not taken; pass a `tileworkbench.tools.tensor_descriptor.
+TensorDescriptor` instead (TMA on sm_90+, plain loads elsewhere), or use `tl.make_tensor_descriptor`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ class TmaDescKernelParam:
 
 
 _MESSAGE = (
-    "host-built TMA descriptors (triton.tools.experimental_descriptor) are not supported; "
-    "build the descriptor in the kernel with tl.make_tensor_descriptor"
+    "host-built TMA descriptors (triton.tools.experimental_descriptor) are not supported; pass a "
+    "TensorDescriptor (tileworkbench.tools.tensor_descriptor), which uses TMA on sm_90+, or build "
+    "the descriptor in the kernel with tl.make_tensor_descriptor"
 )
 
 

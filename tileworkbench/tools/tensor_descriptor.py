@@ -1,9 +1,9 @@
 """Triton's host-side `TensorDescriptor` (`triton.tools.tensor_descriptor`): a tensor plus the shape,
 strides and block shape of the tiles a kernel moves through it.
 
-Kernels here build descriptors on the device with `tl.make_tensor_descriptor`; passing a host
-`TensorDescriptor` as a kernel argument is not supported yet (a launch says so).
-"""
+Passed as a kernel argument, it reaches the kernel as its base, shape and strides; on sm_90+, where the
+base and strides are 16-byte aligned and the block is one TMA box, also as a CUtensorMap that the
+launcher encodes, and the kernel's loads and stores of it are TMA copies (runtime/tensor_map.py)."""
 
 from __future__ import annotations
 

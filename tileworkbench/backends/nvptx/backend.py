@@ -42,6 +42,11 @@ class NvptxBackend(Backend):
                                    f"use one of {', '.join(self.architectures())}")
         return arch
 
+    def has_tma(self, target) -> bool:
+        from .codegen import sm_number
+
+        return target in self.architectures() and sm_number(target) >= 90
+
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
         from . import compile_nvptx
 

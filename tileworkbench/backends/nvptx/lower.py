@@ -60,6 +60,9 @@ class Lowering:
         self.module.triple = self.hooks.triple
         self.module.data_layout = self.hooks.data_layout
         params = [kernel_param_type(a.type) for a in func.args]
+        from .lowering.tma import tensor_map_param_types
+
+        params = tensor_map_param_types(func, params)  # TMA's CUtensorMaps travel by value
         # debug mode (lowering/bounds.py): checked accesses and hidden parameters after the kernel's own
         self.bounds = None
         if debug:
@@ -102,6 +105,9 @@ class Lowering:
         self.lower_block(self.func.body.block)
         if not self.builder.block.is_terminated:
             self.builder.ret_void()
+        from .lowering.tma import finish_tensor_maps
+
+        finish_tensor_maps(self)  # byval maps; the mbarriers' prologue (may move the entry builder)
         self.entry_builder.branch(self.function.basic_blocks[1])
         self.hooks.annotate(self)
         return self.module

@@ -35,6 +35,7 @@ def elementwise(*classes):
 from ....ir.ops import scf as _scf
 from ....ir.ops import tt as _tt
 from . import arith, control, dot, math, memory, misc, reduce, scan, shape, shared, sort, wgmma  # noqa: F401
+from . import tma  # noqa: F401  (sm_90+ descriptor copies)
 
 STRUCTURAL: dict[type, str] = {
     _scf.YieldOp: "lowered by its scf.for / scf.if / scf.while (phi incoming values)",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ....ir.ops import ttg
+from ....ir.ops import ttg, ttng
 from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding, NvmmaSharedEncoding
 from ....ir.types import MemDescType
 from ....passes.shared_reuse import reuses_earlier_space
@@ -51,6 +51,13 @@ def assign_shared_offsets(lw, func) -> None:
                 lw.smem_align = NVMMA_ALIGN
             lw.alloc_offsets[id(op)] = end
             end += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            total = max(total, end)
+        elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
+            from .tma import TILE_ALIGN, ring_bytes
+
+            end = (end + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
+            lw.alloc_offsets[id(op)] = end
+            end += ring_bytes(op.result.type)
             total = max(total, end)
     lw.smem_base = total
     if total:

@@ -1,0 +1,118 @@
+"""TMA in the compiled kernel: host descriptors that fit become `cp.async.bulk.tensor` with mbarrier
+completion on sm_90+ (assembled by ptxas), their tensor maps `.param .align 64 .b8 [128]` read in
+place (grid_constant: never copied to local memory); every other case keeps the pointer lowering."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from nvptx_support import needs_ptxas, run_ptxas
+from tma_kernels import descriptor_args, tma_matmul, tma_matmul_bt, tma_scale_copy
+
+import tileworkbench as tw
+from tileworkbench.frontend import ArgSpec
+
+_COPY_CONSTS = {"BM": 64, "BN": 64}
+
+
+def _copy(arch: str, element: str = "fp16", block=(64, 64), padding: str = "zero", fits=True):
+    args = descriptor_args(["src", "dst"], element, [block, block], padding, fits)
+    return tw.compile(tma_scale_copy, signature=args + [ArgSpec("factor", "fp32")],
+                      constexprs={"BM": block[0], "BN": block[1]}, target=arch)
+
+
+def _matmul(arch: str, num_stages: int = 1):
+    args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16", [(64, 64), (64, 64), (64, 64)])
+    return tw.compile(tma_matmul, signature=args + [ArgSpec("K", "i32")],
+                      constexprs={"BM": 64, "BN": 64, "BK": 64}, target=arch,
+                      num_stages=num_stages)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_90", "sm_90a"])
+def test_descriptor_copy_and_matmul_use_tma(arch, tmp_path):
+    for kernel, loads, stores in ((_copy(arch), 1, 1), (_matmul(arch), 2, 1)):
+        ptx = kernel.asm["ptx"]
+        assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier") == loads
+        assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == stores
+        assert "mbarrier.init" in ptx and "mbarrier.try_wait.parity" in ptx
+        assert "mbarrier.arrive.expect_tx" in ptx and "fence.proxy.async.shared::cta" in ptx
+        assert "cp.async.bulk.wait_group.read" in ptx
+        maps = re.findall(r"\.param \.align 64 \.b8 \w+_param_(\d+)\[128\]", ptx)
+        assert len(maps) == loads + stores
+        for index in maps:  # the map is addressed in the parameter space, not copied to local
+            assert re.search(rf"mov.b64\s+%rd\d+, \w+_param_{index};", ptx)
+        assert ptx.count("cvta.param.u64") == len(maps)
+        assert ".local" not in ptx and "ld.param.u8" not in ptx
+        result = run_ptxas(ptx, arch, tmp_path)
+        assert result.returncode == 0, result.stderr
+    assert "ttng.tma_load" in _matmul("sm_90").asm["tile-gpu"]
+
+
+@needs_ptxas
+def test_num_stages_make_a_ring_per_load(tmp_path):
+    """num_stages=3: two rings of 3 slots, 2 iterations issued before the loop, one wait-and-read per
+    load and one copy per load at the end of each iteration; one mbarrier per slot."""
+    kernel = _matmul("sm_90", num_stages=3)
+    gpu_ir = kernel.asm["tile-gpu"]
+    assert len(re.findall(r"ttng\.tma_ring : !ttg\.memdesc<3x", gpu_ir)) == 2
+    assert gpu_ir.count("ttng.tma_copy") == 2 * 3 and gpu_ir.count("ttng.tma_wait_read") == 2
+    assert "ttng.tma_load" not in gpu_ir
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 6
+    assert ptx.count("mbarrier.init") == 6
+    ring_bytes = 3 * (64 * 64 + 64 * 64) * 2
+    assert kernel.metadata.shared >= ring_bytes
+    result = run_ptxas(ptx, "sm_90", tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_matmul_operands_go_from_the_tma_tile_to_ldmatrix():
+    """No second trip through shared memory: the loads take the dot operand layouts themselves."""
+    gpu_ir = _matmul("sm_90").asm["tile-gpu"]
+    assert re.search(r"ttng\.tma_load .*#dot_op>", gpu_ir)
+    assert "ttg.local_alloc" not in gpu_ir and "ttg.convert_layout" not in gpu_ir
+    assert "ldmatrix" in _matmul("sm_90").asm["ptx"]
+
+
+def test_a_transposed_operand_folds_into_its_tma_load():
+    """Tutorial 09's dot(a, b.T): the transpose becomes the load's column-major view of its tile."""
+    args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16", [(64, 64), (64, 64), (64, 64)])
+    kernel = tw.compile(tma_matmul_bt, signature=args + [ArgSpec(n, "i32") for n in "MNK"],
+                        constexprs={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64,
+                                    "GROUP_SIZE_M": 8}, target="sm_90", num_stages=1)
+    gpu_ir = kernel.asm["tile-gpu"]
+    pattern = r"ttng\.tma_load %b_desc\.tensormap.*trans = true.*tensor<64x64xf16, #dot_op"
+    assert re.search(pattern, gpu_ir)
+    assert "tt.trans" not in gpu_ir and "ttg.local_alloc" not in gpu_ir
+
+
+@pytest.mark.parametrize("arch, case", [
+    ("sm_80", {}),  # no TMA before Hopper
+    ("sm_90", {"fits": False}),  # the launch saw a base or stride TMA cannot take
+    ("sm_90", {"block": (64, 512), "element": "fp16"}),  # a box dimension over 256
+    ("sm_90", {"block": (16, 2), "element": "fp32"}),  # an 8-byte box row (TMA needs 16)
+    ("sm_90", {"element": "fp8e4nv", "padding": "nan"}),  # NaN fill has no 8-bit float type
+    ("sm_90", {"block": (16, 16), "element": "fp32"}),  # 64-byte rows: not verified on a GPU
+    ("sm_90", {"block": (8, 32), "element": "fp32"}),  # fewer than 16 bytes per thread
+])
+def test_other_descriptors_keep_the_pointer_lowering(arch, case):
+    kernel = _copy(arch, **case)
+    assert "cp.async.bulk" not in kernel.asm["ptx"] and "mbarrier" not in kernel.asm["ptx"]
+    assert "tensormap" not in kernel.asm["tile"]
+    assert "tt.load" in kernel.asm["tile"] and "tt.store" in kernel.asm["tile"]
+
+
+def test_unverified_boxes_take_tma_when_asked(monkeypatch):
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma_unverified", True)
+    ptx = _copy("sm_90", element="fp32", block=(16, 16)).asm["ptx"]
+    assert "cp.async.bulk.tensor" in ptx
+
+
+def test_interpreter_and_cpu_targets_take_no_tensor_map():
+    for target in ("interpreter", "cpu"):
+        kernel = _copy(target, element="fp32", block=(16, 32))  # small: the cpu target unrolls it
+        assert "tensormap" not in kernel.asm["tile"] and "ttng." not in kernel.asm["tile-opt"]

@@ -1,0 +1,90 @@
+"""Kernels on host tensor descriptors, shared by the TMA tests (compile, emulated, GPU): a tile copy
+with a scale (loads and stores), and a tiled matmul whose operands come through descriptors."""
+
+from __future__ import annotations
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.frontend import ArgSpec
+
+
+@tw.jit
+def tma_scale_copy(src, dst, factor, BM: tl.constexpr, BN: tl.constexpr):
+    """dst[tile] = src[tile] * factor for the tile of this program (edge tiles run past the tensor)."""
+    row = tl.program_id(0) * BM
+    col = tl.program_id(1) * BN
+    tile = src.load([row, col])
+    dst.store([row, col], tile * factor)
+
+
+@tw.jit
+def tma_shifted_copy(src, dst, shift, BM: tl.constexpr, BN: tl.constexpr):
+    """dst's tile = src's tile at offsets moved by -shift (negative offsets read the padding)."""
+    row = tl.program_id(0) * BM
+    col = tl.program_id(1) * BN
+    dst.store([row, col], src.load([row - shift, col - shift]))
+
+
+@tw.jit
+def tma_load_to_pointers(src, out_ptr, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
+    """A descriptor load stored through plain pointers (row-major out, masked at the edges): the
+    shared tile's swizzle must match the engine's, as no TMA store undoes it."""
+    r = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+    c = tl.program_id(1) * BN + tl.arange(0, BN)[None, :]
+    tile = src.load([tl.program_id(0) * BM, tl.program_id(1) * BN])
+    tl.store(out_ptr + r * cols + c, tile, mask=(r < rows) & (c < cols))
+
+
+@tw.jit
+def tma_store_from_pointers(x_ptr, dst, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
+    """A tile loaded through plain pointers (zeros outside) stored through a descriptor."""
+    r = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+    c = tl.program_id(1) * BN + tl.arange(0, BN)[None, :]
+    tile = tl.load(x_ptr + r * cols + c, mask=(r < rows) & (c < cols), other=0.0)
+    dst.store([tl.program_id(0) * BM, tl.program_id(1) * BN], tile)
+
+
+@tw.jit
+def tma_matmul(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """c = a @ b over K (a loop of descriptor loads feeding tl.dot), stored through a descriptor."""
+    row = tl.program_id(0) * BM
+    col = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([row, k])
+        b = b_desc.load([k, col])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+def descriptor_args(names, element: str, blocks, padding: str = "zero", fits: bool = True):
+    """ArgSpecs of descriptor parameters `names` with the given blocks (`fits`: the launch saw a base
+    and strides TMA takes)."""
+    return [ArgSpec(name, f"tensordesc<{element},{'x'.join(map(str, block))},{padding}>", fits)
+            for name, block in zip(names, blocks)]
+
+
+@tw.jit
+def tma_matmul_bt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                  BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+    """Tutorial 09's `matmul_kernel_tma`: grouped program order, B given as N x K (loaded then
+    transposed), the fp32 accumulator stored as fp16 through a descriptor."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (pid % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    offs_am = pid_m * BLOCK_SIZE_M
+    offs_bn = pid_n * BLOCK_SIZE_N
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in tl.range(k_tiles):
+        offs_k = k * BLOCK_SIZE_K
+        a = a_desc.load([offs_am, offs_k])
+        b = b_desc.load([offs_bn, offs_k])
+        accumulator = tl.dot(a, b.T, accumulator)
+    c_desc.store([offs_am, offs_bn], accumulator.to(tl.float16))

@@ -1,0 +1,199 @@
+"""A host stand-in for TMA (`cp.async.bulk.tensor` 2-D tile copies) and the mbarrier ops, for the CPU
+emulator, written from the PTX ISA and the CUDA driver API's definitions rather than from the
+compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase gives wrong numbers.
+
+- The tensor map: the emulated host cannot call `cuTensorMapEncodeTiled`, so `host_tensor_map` packs
+  the same facts into 128 bytes of our own layout (`_MAP`): the base address, the dimensions
+  innermost first, the byte strides of the outer dimensions, the box, the swizzle span and the
+  out-of-bounds fill.
+- A load writes the box densely, row after row (innermost dimension contiguous), each element at its
+  shared address with the swizzle applied to the address bits: for a span of S bytes, the 16-byte
+  chunk bits [4, 4 + log2(S / 16)) are XORed with bits [7, 7 + log2(S / 16)). Positions outside the
+  tensor are filled with zeros, or NaN with the NaN fill. Stores skip positions outside the tensor.
+- mbarrier (count 1): `arrive.expect_tx` adds the bytes and arrives; the copy's completion subtracts
+  them; a phase completes when both are zero, and `try_wait.parity p` is true once the phase of
+  parity p has completed. Copies are deferred until a thread waits and finds the phase incomplete,
+  so a kernel that reads the tile before waiting on the right phase reads stale data.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+# the host tensor map's fields (our own layout; 124 of the 128 bytes)
+_MAP = np.dtype([("base", "<u8"), ("rank", "<u4"), ("element_bytes", "<u4"), ("dims", "<u8", 5),
+                 ("strides", "<u8", 5), ("box", "<u4", 5), ("swizzle", "<u4"), ("nan_fill", "<u4")])
+
+_LOAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                         ctypes.c_int32)
+_STORE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
+_INIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)
+_WAIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
+_NAN_BITS = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+
+
+def host_tensor_map(array: np.ndarray, block_shape, padding: str = "zero") -> np.ndarray:
+    """The 128-byte host map of a 2-D NumPy array seen through a descriptor of `block_shape`."""
+    rows, cols = array.shape
+    nbytes = array.itemsize
+    span = block_shape[-1] * nbytes
+    fields = np.zeros((), _MAP)
+    fields["base"] = array.__array_interface__["data"][0]
+    fields["rank"], fields["element_bytes"] = 2, nbytes
+    fields["dims"][:2] = (cols, rows)
+    fields["strides"][0] = array.strides[0]
+    fields["box"][:2] = (block_shape[1], block_shape[0])
+    fields["swizzle"] = span if span in (32, 64, 128) else 0
+    fields["nan_fill"] = padding == "nan"
+    out = np.zeros(128, np.uint8)
+    out[:_MAP.itemsize] = np.frombuffer(fields.tobytes(), np.uint8)
+    return out
+
+
+def _read_map(address: int) -> np.void:
+    return np.frombuffer(ctypes.string_at(address, _MAP.itemsize), _MAP)[0]
+
+
+def _swizzled(address: int, swizzle: int) -> int:
+    if not swizzle:
+        return address
+    bits = (swizzle // 16).bit_length() - 1
+    mask = (1 << bits) - 1
+    return address ^ (((address >> 7) & mask) << 4)
+
+
+def _box_positions(tmap: np.void, x: int, y: int):
+    """(box row, box column, inside the tensor, global byte address) of each box element."""
+    cols, rows = int(tmap["dims"][0]), int(tmap["dims"][1])
+    box_cols, box_rows = int(tmap["box"][0]), int(tmap["box"][1])
+    nbytes, stride = int(tmap["element_bytes"]), int(tmap["strides"][0])
+    for i in range(box_rows):
+        for j in range(box_cols):
+            gy, gx = y + i, x + j
+            inside = 0 <= gx < cols and 0 <= gy < rows
+            yield i, j, inside, int(tmap["base"]) + gy * stride + gx * nbytes
+
+
+class TMAStandIn:
+    """The callbacks' state: mbarriers by address, and the copies each one still owes."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.barriers: dict[int, dict] = {}
+
+    def callbacks(self) -> dict[str, object]:
+        return {"emu_mbar_init": _INIT(self.init), "emu_mbar_expect_tx": _INIT(self.expect_tx),
+                "emu_mbar_try_wait": _WAIT(self.try_wait), "emu_tma_load": _LOAD(self.load),
+                "emu_tma_store": _STORE(self.store)}
+
+    def init(self, mbar: int, count: int) -> None:
+        with self.lock:
+            self.barriers[mbar] = {"count": count, "pending": count, "tx": 0, "phase": 0,
+                                   "copies": []}
+
+    def expect_tx(self, mbar: int, nbytes: int) -> None:
+        with self.lock:
+            barrier = self.barriers[mbar]
+            barrier["tx"] += nbytes
+            barrier["pending"] -= 1
+            self._maybe_complete(barrier)
+
+    def load(self, dst: int, mbar: int, tmap_address: int, x: int, y: int) -> None:
+        tmap = _read_map(tmap_address)
+        with self.lock:
+            self.barriers[mbar]["copies"].append((dst, tmap, x, y))
+
+    def try_wait(self, mbar: int, parity: int) -> int:
+        with self.lock:
+            barrier = self.barriers[mbar]
+            if barrier["phase"] % 2 != parity:
+                return 1  # the phase of this parity has completed
+            for copy in barrier["copies"]:  # the engine finishes the owed copies now
+                barrier["tx"] -= self._copy_in(*copy)
+            barrier["copies"] = []
+            self._maybe_complete(barrier)
+            return 0
+
+    @staticmethod
+    def _maybe_complete(barrier: dict) -> None:
+        if barrier["pending"] == 0 and barrier["tx"] == 0:
+            barrier["phase"] += 1
+            barrier["pending"] = barrier["count"]
+
+    @staticmethod
+    def _copy_in(dst: int, tmap: np.void, x: int, y: int) -> int:
+        nbytes, swizzle = int(tmap["element_bytes"]), int(tmap["swizzle"])
+        row_bytes = int(tmap["box"][0]) * nbytes
+        assert dst % max(swizzle * 8, 128) == 0, "TMA's shared tile must be aligned"
+        assert not swizzle or row_bytes <= swizzle, "a swizzled box row must fit the span"
+        fill = _NAN_BITS[nbytes] if tmap["nan_fill"] else 0
+        for i, j, inside, source in _box_positions(tmap, x, y):
+            target = _swizzled(dst + i * row_bytes + j * nbytes, swizzle)
+            if inside:
+                ctypes.memmove(target, source, nbytes)
+            else:
+                ctypes.memmove(target, fill.to_bytes(nbytes, "little"), nbytes)
+        return int(tmap["box"][0]) * int(tmap["box"][1]) * nbytes
+
+    @staticmethod
+    def store(src: int, tmap_address: int, x: int, y: int) -> None:
+        tmap = _read_map(tmap_address)
+        nbytes, swizzle = int(tmap["element_bytes"]), int(tmap["swizzle"])
+        row_bytes = int(tmap["box"][0]) * nbytes
+        for i, j, inside, target in _box_positions(tmap, x, y):
+            if inside:
+                ctypes.memmove(target, _swizzled(src + i * row_bytes + j * nbytes, swizzle), nbytes)
+
+
+# intrinsic -> (host function, its LLVM signature, how the wrapper calls it)
+_WRAPPERS = {
+    "llvm.nvvm.mbarrier.init.shared": (
+        "void (ptr addrspace(3) %m, i32 %n)", "call void @emu_mbar_init(ptr %gm, i32 %n)", "void"),
+    "llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta": (
+        "i64 (ptr addrspace(3) %m, i32 %n)", "call void @emu_mbar_expect_tx(ptr %gm, i32 %n)", "i64 0"),
+    "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta": (
+        "i1 (ptr addrspace(3) %m, i32 %p)",
+        "%w = call i32 @emu_mbar_try_wait(ptr %gm, i32 %p)\n  %b = trunc i32 %w to i1", "i1 %b"),
+    "llvm.nvvm.cp.async.bulk.tensor.g2s.tile.2d": (
+        ("void (ptr addrspace(7) %d, ptr addrspace(3) %m, ptr %t, i32 %x, i32 %y, i16 %c, i64 %h, "
+         "i1 %uc, i1 %uh, i32 %g)"),
+        ("%gd = addrspacecast ptr addrspace(7) %d to ptr\n"
+         "  call void @emu_tma_load(ptr %gd, ptr %gm, ptr %t, i32 %x, i32 %y)"), "void"),
+    "llvm.nvvm.cp.async.bulk.tensor.s2g.tile.2d": (
+        "void (ptr addrspace(3) %m, ptr %t, i32 %x, i32 %y, i64 %h, i1 %uh)",
+        "call void @emu_tma_store(ptr %gm, ptr %t, i32 %x, i32 %y)", "void"),
+    # the host's copies are done when they return: fences, commits and waits have nothing to do
+    "llvm.nvvm.fence.proxy.async.shared_cta": ("void ()", "", "void"),
+    "llvm.nvvm.cp.async.bulk.commit.group": ("void ()", "", "void"),
+    "llvm.nvvm.cp.async.bulk.wait.group.read": ("void (i32 %n)", "", "void"),
+}
+_DECLARATIONS = ["declare void @emu_mbar_init(ptr, i32)", "declare void @emu_mbar_expect_tx(ptr, i32)",
+                 "declare i32 @emu_mbar_try_wait(ptr, i32)",
+                 "declare void @emu_tma_load(ptr, ptr, ptr, i32, i32)",
+                 "declare void @emu_tma_store(ptr, ptr, i32, i32)"]
+
+
+def replace_tma_intrinsics(text: str) -> tuple[str, list[str]]:
+    """TMA and mbarrier intrinsic calls become calls of host-callback wrappers; tensor-map parameters
+    lose `byval` (the host passes a pointer to the map). Returns the text and the definitions."""
+    text = text.replace("byval([128 x i8]) align 64 ", "")
+    defs = []
+    for intrinsic, (signature, body, ret) in _WRAPPERS.items():
+        pattern = f'@"{intrinsic}"'
+        if pattern not in text:
+            continue
+        name = "emu_" + intrinsic.replace(".", "_")
+        ret_type, params = signature.split(" ", 1)
+        cast = "  %gm = addrspacecast ptr addrspace(3) %m to ptr\n" if "%m" in params else ""
+        lines = f"{cast}  {body}\n" if body else cast
+        defs.append(f'define internal {ret_type} @"{name}"{params} {{\n{lines}  ret {ret}\n}}')
+        text = "\n".join(line for line in text.split("\n")
+                         if not (line.startswith("declare") and pattern in line))
+        text = text.replace(pattern, f'@"{name}"')
+    if defs:
+        defs += _DECLARATIONS
+    return text, defs
+

@@ -1,0 +1,274 @@
+"""TMA (sm_90+): `ttng.tma_load` / `ttng.tma_store` as `cp.async.bulk.tensor` copies between global
+memory and a shared tile, and the kernel parameters they read (128-byte CUtensorMaps).
+
+A load: thread 0 arms the op's mbarrier with the box's byte count (`arrive.expect_tx`) and issues the
+copy; every thread waits on the barrier's current phase (`try_wait.parity`; the phase bit is a local
+that flips at each use, which O3 turns into a loop-carried register), then reads the tile into the
+result's layout (`ldmatrix` for an `mma` operand). A store: every thread writes its part of the tile,
+`fence.proxy.async.shared::cta` makes those writes visible to the copy engine, a barrier, then thread 0
+issues the copy and waits until the engine has read the tile (`wait_group.read`) before it may be reused.
+
+The tile lives in the scratch shared memory (after the `local_alloc` regions), at an address aligned to
+1024 bytes, which the swizzle patterns repeat on (the offset is rounded up at run time, `_align_up`),
+so TMA's address-based swizzle equals the tile's `#shared` swizzle. Each op has its own mbarrier (a static shared
+word), initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ....ir.ops import ttng
+from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding
+from ....ir.types import MemDescType
+from ....passes.tma import tma_shared_encoding
+from ..llvm_types import I1, I8, I16, I32, I64, byte_size
+from ..lower import TVal
+from . import lowers
+from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile
+
+TENSOR_MAP_BYTES = 128
+TILE_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 1024 bytes
+CLUSTER_PTR = ir.PointerType(addrspace=7)  # shared::cluster, where cp.async.bulk.tensor writes
+
+
+def tensor_map_param_types(func, params: list[ir.Type]) -> list[ir.Type]:
+    """The kernel's LLVM parameter types with each tensor map a `ptr` to `[128 x i8]` (passed
+    `byval`, see `finish_tensor_maps`)."""
+    out = list(params)
+    for index, attrs in enumerate(func.arg_attrs):
+        if attrs.get("tt.tensormap"):
+            pointer = ir.PointerType()
+            pointer.pointee = ir.ArrayType(I8, TENSOR_MAP_BYTES)  # what llvmlite prints in byval(...)
+            out[index] = pointer
+    return out
+
+
+def finish_tensor_maps(lw) -> None:
+    """Mark the tensor-map parameters `byval align 64` and grid-constant, and add the prologue that
+    initializes the mbarriers (thread 0, then a barrier). Without grid_constant LLVM copies the map
+    to local memory and hands TMA a local address, which ptxas accepts and the hardware faults on."""
+    constant = [i for i, attrs in enumerate(lw.func.arg_attrs) if attrs.get("tt.tensormap")]
+    for index in constant:
+        param = lw.function.args[index]
+        param.add_attribute("byval")
+        param.attributes.align = 64
+    if constant:
+        indices = lw.module.add_metadata([ir.Constant(I32, i + 1) for i in constant])
+        annotations = lw.module.add_named_metadata("nvvm.annotations")
+        annotations.add(lw.module.add_metadata([lw.function, "grid_constant", indices]))
+    barriers = getattr(lw, "tma_mbarriers", [])
+    if not barriers:
+        return
+    b = lw.entry_builder
+    first = b.icmp_unsigned("==", lw.sreg("tid.x"), ir.Constant(I32, 0))
+    init = lw.function.append_basic_block("mbarrier_init")
+    ready = lw.function.append_basic_block("mbarrier_ready")
+    b.cbranch(first, init, ready)
+    b.position_at_end(init)
+    for mbar in barriers:
+        _call(lw, b, "llvm.nvvm.mbarrier.init.shared", ir.VoidType(), [mbar, ir.Constant(I32, 1)])
+    b.branch(ready)
+    b.position_at_end(ready)
+    _call(lw, b, "llvm.nvvm.barrier0", ir.VoidType(), [])  # every thread sees them initialized
+
+
+def _call(lw, builder, name: str, ret: ir.Type, args: list) -> ir.Value:
+    return builder.call(lw.intrinsic(name, ret, [a.type for a in args]), args)
+
+
+def _tile(lw, shape: tuple[int, ...], element, swizzle: int, trans: bool = False) -> SharedTile:
+    """The op's shared tile: 1024-aligned scratch, swizzled as TMA's `swizzle`-byte mode; `trans`:
+    `shape` is the transposed box, read as a column-major view of it."""
+    nbytes = byte_size(element)
+    offset = (lw.smem_base + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
+    # room for `_align_up`'s shift, should the dynamic shared memory start off a 1024-byte boundary
+    lw.smem_bytes = max(lw.smem_bytes, offset + TILE_ALIGN + shape[0] * shape[1] * nbytes)
+    encoding = tma_shared_encoding(swizzle, nbytes, trans)
+    offset_value = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, offset))
+    return SharedTile(offset_value, MemDescType(tuple(shape), element, encoding))
+
+
+def _align_up(lw) -> ir.Value:
+    """The bytes from the dynamic shared memory's start to its first 1024-byte boundary, computed at
+    run time: the start follows the static shared arrays (the mbarriers, reductions' partials), so
+    no alignment is promised to LLVM, which would fold this to 0."""
+    key = ("tma_align_up",)
+    if key not in lw._cache:
+        b = lw.entry_builder
+        address = b.ptrtoint(lw.shared_base(), I32)
+        lw._cache[key] = b.and_(b.sub(ir.Constant(I32, 0), address), ir.Constant(I32, TILE_ALIGN - 1))
+    return lw._cache[key]
+
+
+def _tile_pointer(lw, tile: SharedTile) -> ir.Value:
+    return lw.smem_ptr(lw.shared_base(), tile.offset)
+
+
+def _mbarrier(lw) -> ir.Value:
+    """A fresh mbarrier (8 bytes of static shared memory) that the prologue initializes."""
+    mbar = lw.private_shared_memory(8)
+    if not hasattr(lw, "tma_mbarriers"):
+        lw.tma_mbarriers = []
+    lw.tma_mbarriers.append(mbar)
+    return mbar
+
+
+def _first_thread(lw):
+    return lw.builder.icmp_unsigned("==", lw.sreg("tid.x"), ir.Constant(I32, 0))
+
+
+def _coordinates(lw, op) -> list[ir.Value]:
+    """The box coordinates innermost first, as TMA takes them (the op's offsets are outermost first)."""
+    return [lw.get(v) for v in reversed(op.offsets)]
+
+
+@lowers(ttng.TMALoadOp)
+def lower_tma_load(lw, op) -> None:
+    t = op.result.type
+    tile = _tile(lw, t.shape, t.element, op.swizzle, op.trans)
+    mbar = _mbarrier(lw)
+    phase = lw.entry_builder.alloca(I32)
+    lw.entry_builder.store(ir.Constant(I32, 0), phase)
+    b = lw.builder
+    lw.barrier_before_shared()  # the scratch's last readers are done before the engine writes it
+    with b.if_then(_first_thread(lw)):
+        _issue(lw, op, _tile_pointer(lw, tile), mbar, t.numel * byte_size(t.element))
+    parity = b.load(phase)
+    _wait(lw, mbar, parity)
+    b.store(b.xor(parity, ir.Constant(I32, 1)), phase)
+    _read(lw, tile, op.result)
+
+
+def _issue(lw, op, dst: ir.Value, mbar: ir.Value, box_bytes: int) -> None:
+    """(Thread 0:) arm `mbar` with the box's bytes and copy the box at `op.offsets` to `dst`."""
+    coords = _coordinates(lw, op)
+    lw.call_intrinsic("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", I64,
+                      [mbar, ir.Constant(I32, box_bytes)])
+    lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", ir.VoidType(),
+                      [lw.builder.addrspacecast(dst, CLUSTER_PTR), mbar, lw.get(op.desc), *coords,
+                       ir.Constant(I16, 0), ir.Constant(I64, 0), ir.Constant(I1, 0),
+                       ir.Constant(I1, 0), ir.Constant(I32, 0)])
+
+
+def _read(lw, tile: SharedTile, result) -> None:
+    """The tile into `result`'s layout: `ldmatrix` for a 16-bit mma operand, else shared loads."""
+    layout = lw.layout(result)
+    enc = result.type.encoding
+    if (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, MmaEncoding)
+            and byte_size(result.type.element) == 2):
+        return lw.set(result, TVal(_ldmatrix_operand(lw, tile, enc, layout), layout))
+    lw.set(result, TVal(_load_elements(lw, tile, layout), layout))
+
+
+def _wait(lw, mbar: ir.Value, parity: ir.Value) -> None:
+    """Spin until the mbarrier's phase `parity` has completed."""
+    b = lw.builder
+    spin = lw.function.append_basic_block("tma_wait")
+    done = lw.function.append_basic_block("tma_ready")
+    b.branch(spin)
+    b.position_at_end(spin)
+    ok = lw.call_intrinsic("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", I1,
+                           [mbar, parity])
+    b.cbranch(ok, done, spin)
+    b.position_at_end(done)
+
+
+@lowers(ttng.TMAStoreOp)
+def lower_tma_store(lw, op) -> None:
+    t = op.value.type
+    tile = _tile(lw, t.shape, t.element, op.swizzle)
+    b = lw.builder
+    lw.barrier_before_shared()
+    _store_tile(lw, lw.get(op.value), tile)
+    # the engine reads through the async proxy: each writer fences its own writes, then a barrier
+    lw.call_intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ir.VoidType(), [])
+    lw.barrier()
+    coords = _coordinates(lw, op)
+    with b.if_then(_first_thread(lw)):
+        lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d", ir.VoidType(),
+                          [_tile_pointer(lw, tile), lw.get(op.desc), *coords, ir.Constant(I64, 0),
+                           ir.Constant(I1, 0)])
+        lw.call_intrinsic("llvm.nvvm.cp.async.bulk.commit.group", ir.VoidType(), [])
+        # the tile may be reused once the engine has read it (the next use's barrier waits for us)
+        lw.call_intrinsic("llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(),
+                          [ir.Constant(I32, 0)])
+
+
+# -- the ring of a pipelined loop (passes/tma_pipeline.py) ----------------------------------------------
+
+
+@dataclass
+class _Ring:
+    """A lowered `ttng.tma_ring`: slot 0's tile, the slots' mbarriers (8 bytes apart) and the phase
+    bits of the slots (bit s flips at each wait on slot s)."""
+
+    tile: SharedTile
+    mbarriers: ir.Value
+    phases: ir.Value
+    slot_bytes: int
+
+
+def ring_bytes(t: MemDescType) -> int:
+    """The shared bytes a ring takes (`assign_shared_offsets`): its slots plus `_align_up`'s room."""
+    return t.numel * byte_size(t.element) + TILE_ALIGN
+
+
+@lowers(ttng.TMARingOp)
+def lower_tma_ring(lw, op) -> None:
+    t = op.result.type
+    offset = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, lw.alloc_offsets[id(op)]))
+    slot = MemDescType(t.shape[1:], t.element, t.encoding)
+    mbarriers = lw.private_shared_memory(8 * t.shape[0])
+    if not hasattr(lw, "tma_mbarriers"):
+        lw.tma_mbarriers = []
+    lw.tma_mbarriers += [lw.entry_builder.gep(mbarriers, [ir.Constant(I32, 8 * s)], source_etype=I8)
+                         for s in range(t.shape[0])]
+    phases = lw.entry_builder.alloca(I32)
+    lw.entry_builder.store(ir.Constant(I32, 0), phases)
+    lw.set(op.result, _Ring(SharedTile(offset, slot), mbarriers, phases,
+                            slot.numel * byte_size(t.element)))
+
+
+def _slot(lw, ring: _Ring, slot: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(the slot's byte offset, its mbarrier)."""
+    b = lw.builder
+    offset = b.add(ring.tile.offset, b.mul(slot, ir.Constant(I32, ring.slot_bytes)))
+    mbar = b.gep(ring.mbarriers, [b.mul(slot, ir.Constant(I32, 8))], source_etype=I8)
+    return offset, mbar
+
+
+@lowers(ttng.TMACopyOp)
+def lower_tma_copy(lw, op) -> None:
+    ring = lw.get(op.ring)
+    block = op.parent.ops
+    previous = block[block.index(op) - 1] if block.index(op) else None
+    if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
+        lw.barrier()  # every thread is done reading the slots these copies overwrite
+    b = lw.builder
+    offset, mbar = _slot(lw, ring, lw.get(op.slot))
+    with b.if_then(b.and_(_first_thread(lw), lw.get(op.pred))):
+        _issue(lw, op, lw.smem_ptr(lw.shared_base(), offset), mbar, ring.slot_bytes)
+
+
+@lowers(ttng.TMAWaitReadOp)
+def lower_tma_wait_read(lw, op) -> None:
+    ring = lw.get(op.ring)
+    b = lw.builder
+    slot = lw.get(op.slot)
+    offset, mbar = _slot(lw, ring, slot)
+    phases = b.load(ring.phases)
+    _wait(lw, mbar, b.and_(b.lshr(phases, slot), ir.Constant(I32, 1)))
+    b.store(b.xor(phases, b.shl(ir.Constant(I32, 1), slot)), ring.phases)
+    t = op.result.type
+    view = MemDescType(tuple(t.shape), t.element, tma_shared_encoding(
+        ring.tile.type.encoding and _swizzle_of(ring.tile.type), byte_size(t.element), op.trans))
+    _read(lw, SharedTile(offset, view), op.result)
+
+
+def _swizzle_of(t: MemDescType) -> int:
+    """The swizzle span (bytes) of a TMA tile's `#shared` layout."""
+    enc = t.encoding
+    return 0 if enc.max_phase == 1 else enc.max_phase * 16

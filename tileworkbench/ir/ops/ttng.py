@@ -1,0 +1,68 @@
+"""The `ttng` dialect (Triton's TritonNvidiaGPU): tensor-descriptor copies by the TMA engine of sm_90+.
+
+The frontend makes these only for host descriptors that passed a tensor map (frontend/tma_calls.py);
+every other descriptor access is plain pointer loads and stores. The NVPTX lowering
+(`lowering/tma.py`) moves the box through a shared tile swizzled as `swizzle` says, completing on an
+mbarrier (loads) or a bulk group (stores).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..values import Value
+from .base import Op, attribute, operand, operands
+
+
+@dataclass(eq=False)
+class TMALoadOp(Op, name="ttng.tma_load"):
+    """The box at `offsets` (elements, outermost dimension first) of the tensor that the tensor map
+    `desc` describes; positions outside it read as zero (`padding` "zero") or NaN ("nan")."""
+
+    desc: Value = operand()
+    offsets: list[Value] = operands()
+    padding: str = attribute("zero")
+    swizzle: int = attribute(0)  # bytes: 0, 32, 64 or 128 (tma_rules.swizzle_bytes)
+    trans: bool = attribute(False)  # the result is the box transposed (passes/tma.py)
+
+
+@dataclass(eq=False)
+class TMAStoreOp(Op, name="ttng.tma_store"):
+    """Writes the tile `value` as the box at `offsets` of the tensor map `desc`'s tensor; positions
+    outside the tensor are not written."""
+
+    desc: Value = operand()
+    value: Value = operand()
+    offsets: list[Value] = operands()
+    swizzle: int = attribute(0)
+
+
+# -- the num_stages ring of TMA loads in a loop (passes/tma_pipeline.py) --------------------------------
+
+
+@dataclass(eq=False)
+class TMARingOp(Op, name="ttng.tma_ring"):
+    """A ring of `!ttg.memdesc<S x box>` shared slots that TMA fills, with one mbarrier per slot."""
+
+
+@dataclass(eq=False)
+class TMACopyOp(Op, name="ttng.tma_copy"):
+    """Thread 0 arms slot `slot`'s mbarrier and copies the box at `offsets` of tensor map `desc` into
+    the slot; nothing when `pred` is false (an iteration past the loop's end). The slot's last readers
+    are done first (a barrier)."""
+
+    desc: Value = operand()
+    ring: Value = operand()
+    slot: Value = operand()
+    pred: Value = operand()
+    offsets: list[Value] = operands()
+
+
+@dataclass(eq=False)
+class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
+    """Waits for slot `slot`'s copy (the next phase of its mbarrier), then reads the tile into the
+    result's layout (transposed where `trans`)."""
+
+    ring: Value = operand()
+    slot: Value = operand()
+    trans: bool = attribute(False)

@@ -1,0 +1,139 @@
+"""`pipeline_tma`: the TMA loads of an `scf.for` body become a ring of `num_stages` shared slots with one
+mbarrier per slot, so the tiles of the next iterations load while this one computes (issue 11's TMA
+pipeline; `software_pipeline.py` does the same for `cp.async`).
+
+Before the loop, the copies of iterations 0..S-2 are issued (`ttng.tma_copy`, each slot's mbarrier
+armed with its bytes); iteration i waits for slot i % S (`ttng.tma_wait_read`: the next phase of the
+slot's mbarrier, then the tile into registers), computes, and issues iteration i+S-1 into the slot
+iteration i-1 read (after a barrier, so no thread still reads it). Copies past the end are skipped.
+The ops computing the loads' offsets run S-1 iterations ahead, as in `software_pipeline.py`; loops
+whose other ops use them are left alone, as are loops with a non-constant or negative step. Runs
+after the layout passes (the read takes the load's layout); reads `func.num_stages`.
+"""
+
+from __future__ import annotations
+
+from ..ir.ops import arith, scf, tt, ttng
+from ..ir.types import MemDescType, ScalarType
+from ..ir.values import BlockArgument, OpResult, Value
+from .software_pipeline import _clone_slice, _Emitter
+from .tma import tma_shared_encoding
+
+i32 = ScalarType("i32")
+i1 = ScalarType("i1")
+
+
+def pipeline_tma(func: tt.FuncOp) -> bool:
+    """Pipeline the TMA loads of every eligible loop; returns whether any loop changed."""
+    stages = getattr(func, "num_stages", 1)
+    if stages < 2:
+        return False
+    changed = False
+    for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
+        changed |= _pipeline_loop(loop, stages)
+    return changed
+
+
+def _positive_constant(v: Value) -> bool:
+    return isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) and v.op.value > 0
+
+
+def _offset_slice(body, loads) -> tuple[list, list[int]] | None:
+    """The body ops the loads' offsets need, in order, and the carried values they read; None when
+    another op of the body uses them (they will run S-1 iterations ahead) or one is impure."""
+    in_slice: set[int] = set()
+    carried: set[int] = set()
+    work = [v for load in loads for v in load.offsets]
+    yield_op = body.ops[-1]
+    while work:
+        v = work.pop()
+        if isinstance(v, BlockArgument) and v.block is body:
+            if v.index > 0 and v.index - 1 not in carried:
+                carried.add(v.index - 1)
+                work.append(yield_op.operands[v.index - 1])
+            continue
+        if not isinstance(v, OpResult) or v.op.parent is not body or id(v.op) in in_slice:
+            continue
+        if not v.op.pure or v.op.regions:
+            return None
+        in_slice.add(id(v.op))
+        work.extend(v.op.operands)
+    ops = [op for op in body.ops if id(op) in in_slice]
+    ahead = {id(r) for op in ops for r in op.results} | {id(body.args[i + 1]) for i in carried}
+    skip = in_slice | {id(load) for load in loads}
+    for op in body.ops:
+        if id(op) in skip:
+            continue
+        rest = [v for i, v in enumerate(op.operands) if op is not yield_op or i not in carried]
+        if any(id(v) in ahead for v in rest):
+            return None
+    return ops, sorted(carried)
+
+
+def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
+    body = loop.body.block
+    loads = [op for op in body.ops if isinstance(op, ttng.TMALoadOp)]
+    if not loads or body.args[0].type != i32 or not _positive_constant(loop.step):
+        return False
+    sliced = _offset_slice(body, loads)
+    if sliced is None:
+        return False
+    slice_ops, carried = sliced
+    parent, loc = loop.parent, loop.loc
+    iv, yield_op = body.args[0], body.ops[-1]
+    outside = _Emitter(parent, loop)
+    rings = []
+    for load in loads:
+        t = load.result.type
+        box = (t.shape[1], t.shape[0]) if load.trans else tuple(t.shape)
+        encoding = tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, False)
+        rings.append(outside.add(ttng.TMARingOp(), [MemDescType((stages, *box), t.element, encoding)],
+                                 load.loc, [load.result.name_hint]))
+
+    def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
+        """Clone the offsets' slice for iteration `iv_value`, copy its boxes into `slot`; returns the
+        slice's next carried values."""
+        mapping = {id(iv): iv_value}
+        mapping.update({id(body.args[i + 1]): carried_values[i] for i in carried})
+        _clone_slice(emit, slice_ops, mapping)
+        in_range = emit.add(arith.CmpIOp(predicate="slt", lhs=iv_value, rhs=loop.upper), [i1], loc)
+        for load, ring in zip(loads, rings):
+            offsets = [mapping.get(id(v), v) for v in load.offsets]
+            emit.add(ttng.TMACopyOp(desc=load.desc, ring=ring, slot=slot, pred=in_range,
+                                    offsets=offsets), (), load.loc)
+        return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
+
+    ahead = {i: loop.init_args[i] for i in carried}
+    for s in range(stages - 1):  # the prologue: iterations 0..S-2
+        offset = outside.add(arith.MulIOp(lhs=loop.step, rhs=outside.const(s, loc=loc)), [i32], loc)
+        iv_s = outside.add(arith.AddIOp(lhs=loop.lower, rhs=offset), [i32], loc)
+        ahead = issue(outside, iv_s, ahead, outside.const(s, loc=loc))
+    for i in carried:
+        loop.init_args[i] = ahead[i]
+    loop.init_args.append(outside.const(0, loc=loc))  # the loop carries the slot it reads next
+    read_slot = body.add_arg(i32, "slot")
+    loop.results.append(OpResult(i32, loop, len(loop.results), "slot"))
+
+    for load, ring in zip(loads, rings):  # each load becomes a wait and read of its slot
+        here = _Emitter(body, load)
+        read = here.add(ttng.TMAWaitReadOp(ring=ring, slot=read_slot, trans=load.trans),
+                        [load.result.type], load.loc, [load.result.name_hint])
+        for op in list(body.walk()):
+            op.replace_operand(load.result, read)
+        body.remove(load)
+    for op in slice_ops:
+        body.remove(op)
+
+    end = _Emitter(body, yield_op)  # iteration i + S - 1 into the slot iteration i - 1 read
+    span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
+    iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
+    size = end.const(stages, loc=loc)
+    write_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
+        lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    nxt = issue(end, iv_next, {i: body.args[i + 1] for i in carried}, write_slot)
+    for i in carried:
+        yield_op.values[i] = nxt[i]
+    next_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
+        lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    yield_op.values.append(next_slot)
+    return True

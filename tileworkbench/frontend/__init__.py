@@ -62,7 +62,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:
-        raise exc.with_traceback(None) from None  # the message has the place; frontend frames are noise
+        # the message has the place; frontend frames are noise; the unplaced cause stays (Triton's)
+        raise exc.with_traceback(None) from exc.__cause__
     returned = generator.scope.get("__return__")
     if returned is not None:
         raise CompilationError(f"kernel {fn.__name__} returns a value; kernels write results with tl.store",

@@ -1,0 +1,83 @@
+"""The cases of Triton's test_core.py that Triton's own interpreter passes and tileworkbench did not
+(tools/run_test_core.py --mode reference / --compare): each fix with its regression test here.
+Errors keep our place/caret/hint format; their `__cause__` is the unplaced error in Triton's words, as
+Triton's tests read it there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.errors import CompilationError
+from tileworkbench.runtime.stage_texts import MissingStageError, StageTexts
+
+HERE = "test_test_core_work_list.py"
+
+
+@tw.jit
+def pid_axis_kernel(out_ptr, AXIS: tl.constexpr):
+    tl.store(out_ptr, tl.program_id(AXIS))
+
+
+def test_program_id_axis_error_in_tritons_words_with_cause():
+    with pytest.raises(tw.TritonError) as info:
+        pid_axis_kernel[(1,)](np.zeros(1, np.int32), 20)
+    text = str(info.value)
+    assert f"{HERE}:" in text and "^" in text  # our place and carets stay
+    assert "program_id axis must be 0, 1, or 2 but got 20" in text.splitlines()[0]
+    cause = info.value.__cause__
+    assert str(cause) == "program_id axis must be 0, 1, or 2 but got 20"
+    assert cause.__traceback__ is None  # no frontend frames shown under the user's error
+
+
+@tw.jit
+def expand_dims_kernel(out_ptr, AXES: tl.constexpr):
+    t = tl.expand_dims(tl.arange(0, 8), AXES)
+    tl.store(out_ptr + tl.arange(0, 8), tl.reshape(t, (8,)))
+
+
+@pytest.mark.parametrize("axes, message", [(-3, "invalid axis -3"), (2, "invalid axis 2"),
+                                           ((0, 0), "duplicate axes, normalized axes = [0, 0]")])
+def test_expand_dims_error_cause_has_the_message(axes, message):
+    with pytest.raises(CompilationError) as info:
+        expand_dims_kernel[(1,)](np.zeros(8, np.int32), axes)
+    assert message in str(info.value.__cause__)
+    assert f"{HERE}:" not in str(info.value.__cause__)  # the cause is the bare message
+
+
+def test_an_unexpected_exception_is_the_cause():
+    @tw.jit
+    def bad_kernel(out_ptr):
+        tl.store(out_ptr, 1 // 0)
+
+    with pytest.raises(CompilationError) as info:
+        bad_kernel[(1,)](np.zeros(1, np.int32))
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert "ZeroDivisionError" in str(info.value).splitlines()[0]
+
+
+def test_triton_stage_names_read_our_stages():
+    texts = {"source": "s", "tile": "t", "tile-opt": "tt.func @k", "tile-gpu": "ttg", "llvm": "ll",
+             "ptx": "p"}
+    gpu_stages = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass")
+    asm = StageTexts(texts, "sm_90", gpu_stages)
+    assert asm["ttir"] == "tt.func @k" and asm["ttgir"] == "ttg" and asm["llir"] == "ll"
+    assert "ttir" not in asm and list(asm) == list(texts)  # listed once, under our names
+    interp = StageTexts({"source": "s", "tile-opt": "o"}, "interpreter", ("source", "tile", "tile-opt"))
+    assert interp["ttir"] == "o"
+    with pytest.raises(MissingStageError, match="no 'tile-gpu' stage: this kernel was compiled for "
+                                                "interpreter"):
+        interp["ttgir"]
+
+
+def test_triton_stage_names_on_a_compiled_kernel():
+    from tests.kernels.canonical_kernels import add_kernel
+
+    compiled = tw.compile(add_kernel, signature={"x_ptr": "*fp32:16", "y_ptr": "*fp32:16",
+                                                 "out_ptr": "*fp32:16", "n_elements": "i32"},
+                          constexprs={"BLOCK_SIZE": 128}, target="sm_80")
+    assert compiled.asm["ttir"] == compiled.asm["tile-opt"] and "tt.load" in compiled.asm["ttir"]
+    assert compiled.asm["ttgir"] == compiled.asm["tile-gpu"]
+    assert compiled.asm["llir"] == compiled.asm["llvm"] and "define" in compiled.asm["llir"]

@@ -10,7 +10,7 @@ import pytest
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.errors import CompilationError
+from tileworkbench.errors import CompilationError, InterpreterError
 from tileworkbench.runtime.stage_texts import MissingStageError, StageTexts
 
 HERE = "test_test_core_work_list.py"
@@ -81,3 +81,27 @@ def test_triton_stage_names_on_a_compiled_kernel():
     assert compiled.asm["ttir"] == compiled.asm["tile-opt"] and "tt.load" in compiled.asm["ttir"]
     assert compiled.asm["ttgir"] == compiled.asm["tile-gpu"]
     assert compiled.asm["llir"] == compiled.asm["llvm"] and "define" in compiled.asm["llir"]
+
+
+@tw.jit
+def narrow_descriptor_kernel(ptr, out_ptr, BLOCK_N: tl.constexpr):
+    desc = tl.make_tensor_descriptor(ptr, [16, 16], [16, 1], [2, BLOCK_N])
+    tl.store(out_ptr + tl.arange(0, BLOCK_N), tl.sum(desc.load([0, 0]), axis=0))
+
+
+@pytest.mark.only_on("interpreter")
+def test_descriptor_block_rows_under_16_bytes_are_refused_as_by_triton(rng):
+    x = rng.integers(-100, 100, size=(16, 16)).astype(np.int32)
+    with pytest.raises(CompilationError) as info:  # 2 int32 = 8 bytes a row
+        narrow_descriptor_kernel[(1,)](x, np.zeros(2, np.int32), 2)
+    assert "Descriptor block shape must have at least 16 bytes in the last dimension, but got " \
+           "2 * 4 = 8 bytes" in str(info.value.__cause__)
+    assert f"{HERE}:" in str(info.value) and "hint: make the last block dimension at least 4" \
+        in str(info.value)
+    # Triton's interpreter raises it as an InterpreterError; so does ours, and it is still a
+    # CompilationError of the same name
+    assert isinstance(info.value, InterpreterError)
+    assert type(info.value).__name__ == "TileTypeError"
+    out = np.full(4, -7, np.int32)  # 4 int32 = 16 bytes: accepted, and it loads the right block
+    narrow_descriptor_kernel[(1,)](x, out, 4)
+    np.testing.assert_array_equal(out, x[:2, :4].astype(np.int64).sum(axis=0))

@@ -19,7 +19,7 @@ import numpy as np
 from ..config import config
 from ..dtypes import BY_ARRAY_NAME
 from ..dtypes import TABLE as DTYPES
-from ..errors import ArgumentBindingError, LaunchError
+from ..errors import ArgumentBindingError, CompilationError, LaunchError
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
@@ -436,14 +436,26 @@ class JITFunction:
                 constexprs[name] = bound[name]
             else:
                 specs.append(ArgSpec(name, part[0], part[1], part[2]))
-        compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
-                           num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
+        try:
+            compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
+                               num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
+        except CompilationError as exc:
+            also = backend_for(target).compile_errors_also
+            if also is not None and not isinstance(exc, also):
+                exc.__class__ = _error_also(type(exc), also)
+            raise
         compiled.jit_function = self
         _, used_globals = dependencies(self.fn)
         return _BoundKernel(compiled, specs, used_globals)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+@functools.cache
+def _error_also(cls: type, also: type) -> type:
+    """`cls` that is also an `also` (same name, so the message prints as before)."""
+    return type(cls.__name__, (cls, also), {"__module__": cls.__module__})
 
 
 def _hashable(value):

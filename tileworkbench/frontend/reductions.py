@@ -254,7 +254,7 @@ def cumprod(cg, input, axis=0, reverse=False):
 
 # -- dot ---------------------------------------------------------------------------------------------------
 
-_DOT_INPUTS = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64", "int8")
+_DOT_INPUTS = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp16", "bf16", "fp32", "fp64", "int8")
 
 
 @impl("dot")

@@ -105,3 +105,61 @@ def test_descriptor_block_rows_under_16_bytes_are_refused_as_by_triton(rng):
     out = np.full(4, -7, np.int32)  # 4 int32 = 16 bytes: accepted, and it loads the right block
     narrow_descriptor_kernel[(1,)](x, out, 4)
     np.testing.assert_array_equal(out, x[:2, :4].astype(np.int64).sum(axis=0))
+
+
+@tw.jit
+def batched_dot_kernel(x_ptr, y_ptr, z_ptr, RANK: tl.constexpr, TRANS_A: tl.constexpr,
+                       TRANS_B: tl.constexpr):
+    numel: tl.constexpr = 16 << RANK  # (2,) * (RANK - 2) + (8, 8)
+    x = tl.load(x_ptr + tl.arange(0, numel)).reshape([2] * (RANK - 2) + [8, 8])
+    y = tl.load(y_ptr + tl.arange(0, numel)).reshape([2] * (RANK - 2) + [8, 8])
+    if TRANS_A:
+        x = tl.trans(x)  # Triton's default: the last two axes
+    if TRANS_B:
+        y = tl.trans(y)
+    tl.store(z_ptr + tl.arange(0, numel), tl.dot(x, y, input_precision="bf16x3").reshape([numel]))
+
+
+@pytest.mark.parametrize("rank", [2, 4, 5])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True)])
+def test_dot_with_several_batch_dimensions_and_batched_trans(rng, rank, trans_a, trans_b):
+    shape = (2,) * (rank - 2) + (8, 8)
+    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in "xy")
+    z = np.full(shape, np.nan, np.float32)
+    batched_dot_kernel[(1,)](x, y, z, rank, trans_a, trans_b)
+    a = np.swapaxes(x, -1, -2) if trans_a else x
+    b = np.swapaxes(y, -1, -2) if trans_b else y
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_trans_of_a_1d_tile_is_refused_in_tritons_words():
+    @tw.jit
+    def trans_1d_kernel(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 4), tl.trans(tl.arange(0, 4)))
+
+    with pytest.raises(CompilationError) as info:
+        trans_1d_kernel[(1,)](np.zeros(4, np.int32))
+    assert "tl.trans invoked with a 0- or 1-dimensional tensor" in str(info.value.__cause__)
+
+
+@tw.jit
+def split_to_scalars_kernel(x_ptr, z1_ptr, z2_ptr):
+    z1, z2 = tl.split(tl.load(x_ptr + tl.arange(0, 2)))
+    tl.static_assert(z1.shape == [] and z2.shape == [])
+    tl.store(z1_ptr, z1)
+    tl.store(z2_ptr, z2 * 3)
+
+
+def test_split_of_two_elements_gives_scalars(rng):
+    x = rng.integers(-1000, 1000, 2).astype(np.int64)
+    z1, z2 = np.full(1, -77, np.int64), np.full(1, -77, np.int64)
+    split_to_scalars_kernel[(1,)](x, z1, z2)
+    assert z1[0] == x[0] and z2[0] == 3 * x[1]
+
+
+def test_split_to_scalars_compiles_for_the_gpu():
+    """It raised KeyError (1,) in the NVPTX lowering (the two elements live in different threads)."""
+    compiled = tw.compile(split_to_scalars_kernel, signature={"x_ptr": "*i64", "z1_ptr": "*i64",
+                                                              "z2_ptr": "*i64"}, target="sm_90")
+    assert "st.global" in compiled.asm["ptx"]

@@ -163,3 +163,31 @@ def test_split_to_scalars_compiles_for_the_gpu():
     compiled = tw.compile(split_to_scalars_kernel, signature={"x_ptr": "*i64", "z1_ptr": "*i64",
                                                               "z2_ptr": "*i64"}, target="sm_90")
     assert "st.global" in compiled.asm["ptx"]
+
+
+def test_jit_repr_names_the_compiled_kernel_from_its_specialization(rng):
+    def name_of(specialization):
+        ones = "_".join(k for k, v in specialization.constants.items() if v == 1)
+        return f"kernel_{specialization.signature['value']}_{ones}"
+
+    @tw.jit(repr=name_of)
+    def store_kernel(value, is_one, out_ptr):
+        tl.store(out_ptr, value + is_one)
+
+    out = np.full(1, -5, np.int64)
+    big = int(rng.integers(2**40, 2**50))
+    compiled = store_kernel.warmup(big, 1, out, grid=(1,))
+    assert compiled.name == "kernel_i64_is_one"
+    store_kernel[(1,)](big, 1, out)
+    assert out[0] == big + 1
+
+
+@pytest.mark.parametrize("value", [2**64, -(2**63) - 1])
+def test_an_integer_beyond_64_bits_is_an_overflow_error_naming_the_parameter(value):
+    @tw.jit
+    def scalar_kernel(VALUE, out_ptr):
+        tl.store(out_ptr, 1)
+
+    with pytest.raises(OverflowError, match="argument 'VALUE' of scalar_kernel .*fits in no 64-bit"):
+        scalar_kernel[(1,)](value, np.zeros(1, np.int32))
+    scalar_kernel[(1,)](2**64 - 1, np.zeros(1, np.int32))  # u64's largest still launches

@@ -139,8 +139,9 @@ def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
 
 def argument_error(error: LaunchError, name: str, value: object, kernel: str) -> LaunchError:
     """`error` (raised for one argument's value) restated with the parameter it was given for."""
-    return LaunchError(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
-                       f"{error}")
+    cls = type(error) if isinstance(error, OverflowError) else LaunchError  # keep Triton's class
+    return cls(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
+               f"{error}")
 
 
 def _short_repr(value: object) -> str:

@@ -191,3 +191,68 @@ def test_an_integer_beyond_64_bits_is_an_overflow_error_naming_the_parameter(val
     with pytest.raises(OverflowError, match="argument 'VALUE' of scalar_kernel .*fits in no 64-bit"):
         scalar_kernel[(1,)](value, np.zeros(1, np.int32))
     scalar_kernel[(1,)](2**64 - 1, np.zeros(1, np.int32))  # u64's largest still launches
+
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def mx_numbers(bits: np.ndarray, fmt: str, k_axis: int) -> np.ndarray:
+    """float64 numbers of MX operand bits: e2m1 nibbles (low first along K) or fp8 bytes."""
+    import ml_dtypes
+
+    if fmt == "e2m1":
+        pair = np.stack([E2M1[bits & 15], E2M1[bits >> 4]], axis=k_axis + 1)
+        shape = list(bits.shape)
+        shape[k_axis] *= 2
+        return pair.reshape(shape)
+    kind = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}[fmt]
+    return bits.view(kind).astype(np.float64)
+
+
+@tw.jit
+def scaled_dot_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
+                      K: tl.constexpr, FA: tl.constexpr, FB: tl.constexpr):
+    KA: tl.constexpr = K // 2 if FA == "e2m1" else K
+    KB: tl.constexpr = K // 2 if FB == "e2m1" else K
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * KA + tl.arange(0, KA)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, KB)[:, None] * N + tl.arange(0, N)[None, :])
+    sa = tl.load(sa_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    sb = tl.load(sb_ptr + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    c = tl.dot_scaled(a, sa, FA, b, sb, FB)
+    tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+@pytest.mark.parametrize("fa, fb", [("e2m1", "e4m3"), ("e5m2", "e2m1"), ("e4m3", "e5m2")])
+def test_dot_scaled_upcasts_mx_operands(rng, fa, fb):
+    m, n, k = 16, 16, 64
+    a = rng.integers(0, 256, (m, k // 2 if fa == "e2m1" else k)).astype(np.uint8)
+    b = rng.integers(0, 256, (k // 2 if fb == "e2m1" else k, n)).astype(np.uint8)
+    for bits, fmt in ((a, fa), (b, fb)):  # no NaN/inf fp8 patterns
+        if fmt != "e2m1":
+            mask = 0x7F if fmt == "e4m3" else 0x7C
+            bits[(bits & mask) == mask] &= 0x3B
+    sa = rng.integers(118, 136, (m, k // 32)).astype(np.uint8)
+    sb = rng.integers(118, 136, (n, k // 32)).astype(np.uint8)
+    out = np.full((m, n), np.nan, np.float32)
+    scaled_dot_kernel[(1,)](a, sa, b, sb, out, m, n, k, fa, fb)
+    a_num = mx_numbers(a, fa, 1) * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)
+    b_num = mx_numbers(b, fb, 0) * np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, axis=1).T
+    want = a_num @ b_num
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+
+
+def test_dot_scaled_refuses_a_wrong_scale_shape():
+    with pytest.raises(CompilationError, match="lhs_scale must be a uint8 tile of shape \\(16, 2\\)"):
+        tw.compile(scaled_dot_kernel, signature={"a_ptr": "*u8", "sa_ptr": "*u16", "b_ptr": "*u8",
+                                                 "sb_ptr": "*u8", "out_ptr": "*fp32"},
+                   constexprs={"M": 16, "N": 16, "K": 64, "FA": "e4m3", "FB": "e4m3"},
+                   target="interpreter")
+
+
+def test_dot_scaled_compiles_for_the_gpu():
+    compiled = tw.compile(scaled_dot_kernel, signature={"a_ptr": "*u8", "sa_ptr": "*u8",
+                                                        "b_ptr": "*u8", "sb_ptr": "*u8",
+                                                        "out_ptr": "*fp32"},
+                          constexprs={"M": 32, "N": 32, "K": 64, "FA": "e2m1", "FB": "e4m3"},
+                          target="sm_90")
+    assert "tt.dot" in compiled.asm["ttir"] and ".entry" in compiled.asm["ptx"]

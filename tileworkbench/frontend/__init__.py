@@ -13,7 +13,8 @@ from ..ir.values import Block
 from ..language import core
 from ..language.core import pointer_type, tensor
 from ..language.descriptor import tensor_descriptor
-from . import calls, descriptors, math_calls, reductions, shape_calls  # noqa: F401  (register the builtins)
+# imported to register the builtins
+from . import calls, descriptors, math_calls, reductions, scaled_dot, shape_calls  # noqa: F401
 from .codegen import CodeGenerator
 from .descriptor_args import expand_arg, parse_descriptor_type
 from .source import get_source

@@ -63,7 +63,7 @@ class LaunchError(TileworkbenchError):
 
 
 class ArgumentOverflowError(LaunchError, OverflowError):
-    """An integer argument fits in no 64-bit kind (i64, u64); an OverflowError too, as Triton raises."""
+    """An integer argument fits in no 64-bit kind (i64, u64); an OverflowError, as in Triton."""
 
 
 class ArgumentBindingError(LaunchError, TypeError):

@@ -1,5 +1,5 @@
-"""GPU probe for branch s6i14: the test_core.py functions its fixes touch, compiled on the GPU through
-tools/run_test_core.py. Prints the counts per function; exits 1 if a function expected to pass fully
+"""GPU probe for branch s6i14: the test_core.py functions its fixes touch, compiled on the GPU
+through tools/run_test_core.py. Prints the counts per function; exits 1 if a function expected to pass fully
 has a failing case (the others are printed for information: their checks read Triton's own TTGIR
 and PTX patterns)."""
 
@@ -36,9 +36,10 @@ def main() -> int:
     selection = " or ".join(names)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "counts.json"
-        subprocess.run([sys.executable, str(ROOT / "tools" / "run_test_core.py"), str(test_core_path()),
-                        "--mode", "gpu", "--jobs", "4", "--max-cases", "10", "-k", selection,
-                        "--json", str(out), "--failures", "--timeout", "60"], timeout=110, check=False)
+        runner = str(ROOT / "tools" / "run_test_core.py")
+        subprocess.run([sys.executable, runner, str(test_core_path()), "--mode", "gpu", "--jobs", "4",
+                        "--max-cases", "10", "-k", selection, "--json", str(out), "--failures",
+                        "--timeout", "60"], timeout=110, check=False)
         result = json.loads(out.read_text())
     bad = []
     for case, info in sorted(result["cases"].items()):

@@ -1,7 +1,7 @@
-"""`tl.dot_scaled`: the product of microscaling (MX) tiles, built as Triton does on GPUs without MX
-tensor cores: each operand is upcast to float32 (fp4 e2m1 unpacked from its bytes, fp8 from its bits,
-each group of 32 along K times 2**(scale - 127)), then one `tl.dot` in full fp32. Every back end runs
-it, and the upcast is exact (every MX value times a power of two is an fp32)."""
+"""`tl.dot_scaled`: the product of microscaling (MX) tiles, built as Triton does on GPUs without
+MX tensor cores: each operand is upcast to float32 (fp4 e2m1 unpacked from its bytes, fp8 from its
+bits, each group of 32 along K times 2**(scale - 127)), then one `tl.dot` in full fp32. Every back
+end runs it, and the upcast is exact (every MX value times a power of two is an fp32)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ SCALE_GROUP = 32  # elements along K that share one scale
 
 
 @impl("dot_scaled")
-def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
-               lhs_k_pack=True, rhs_k_pack=True, out_dtype=core.float32):
+def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
+               fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dtype=core.float32):
     lhs_format, rhs_format = unwrap(lhs_format), unwrap(rhs_format)
     if not unwrap(lhs_k_pack) or not unwrap(rhs_k_pack):
         raise TileTypeError("tl.dot_scaled packs fp4 along K only (lhs_k_pack=rhs_k_pack=True)")
@@ -33,20 +33,24 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
 def _upcast(cg, x: tensor, scale, fmt: str, k_axis: int, what: str) -> tensor:
     """Operand `x` (M x K for lhs, K x N for rhs) in `fmt` as float32 numbers, scaled."""
     if fmt not in FORMATS:
-        raise TileTypeError(f"tl.dot_scaled: {what}_format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise TileTypeError(f"tl.dot_scaled: {what}_format must be one of {', '.join(FORMATS)}, "
+                            f"got {fmt!r}")
     if len(x.shape) != 2:
-        raise TileTypeError(f"tl.dot_scaled needs 2-D operands, got {what} of shape {shape_str(x.shape)}")
+        raise TileTypeError(f"tl.dot_scaled needs 2-D operands, got {what} of shape "
+                            f"{shape_str(x.shape)}")
     if fmt in _FLOATS:
         numbers = cg.sem.cast(x, core.float32)
     elif x.dtype != core.uint8:
-        raise TileTypeError(f"tl.dot_scaled: {what} in {fmt} must be a uint8 tile of its bits, got {x.dtype}")
+        raise TileTypeError(f"tl.dot_scaled: {what} in {fmt} must be a uint8 tile of its bits, "
+                            f"got {x.dtype}")
     elif fmt == "e2m1":
         numbers = _unpack_e2m1(cg, x, k_axis)
     else:
         numbers = cg.sem.cast(cg.sem.cast(x, _FP8[fmt], bitcast=True), core.float32)
     if scale is None:
         return numbers
-    return cg.sem.mul(numbers, _scale_factors(cg, cg.sem.to_tensor(scale), numbers.shape, k_axis, what))
+    factors = _scale_factors(cg, cg.sem.to_tensor(scale), numbers.shape, k_axis, what)
+    return cg.sem.mul(numbers, factors)
 
 
 def _unpack_e2m1(cg, x: tensor, k_axis: int) -> tensor:
@@ -61,7 +65,7 @@ def _unpack_e2m1(cg, x: tensor, k_axis: int) -> tensor:
 
 
 def _e2m1_numbers(cg, nibble: tensor) -> tensor:
-    """fp4 e2m1: sign bit 3, exponent bits 2-1 (bias 1), mantissa bit 0; 0, 0.5, 1, 1.5, 2, 3, 4, 6."""
+    """fp4 e2m1: sign bit 3, exponent bits 2-1 (bias 1), mantissa bit 0: 0, 0.5, 1, ..., 4, 6."""
     sem = cg.sem
     exponent = sem.and_(sem.shr(nibble, 1), 3)
     half_mantissa = sem.mul(sem.cast(sem.and_(nibble, 1), core.float32), 0.5)
@@ -79,7 +83,8 @@ def _scale_factors(cg, scale: tensor, shape: tuple[int, int], k_axis: int, what:
     k = shape[k_axis]
     if scale.dtype != core.uint8 or scale.shape != (rows, k // SCALE_GROUP):
         raise TileTypeError(f"tl.dot_scaled: {what}_scale must be a uint8 tile of shape "
-                            f"({rows}, {k // SCALE_GROUP}), got {scale.dtype} {shape_str(scale.shape)}")
+                            f"({rows}, {k // SCALE_GROUP}), got {scale.dtype} "
+                            f"{shape_str(scale.shape)}")
     bits = sem.shl(sem.cast(scale, core.uint32), 23)
     factor = sem.where(sem.compare("==", scale, 255), float("nan"),
                        sem.cast(bits, core.float32, bitcast=True))

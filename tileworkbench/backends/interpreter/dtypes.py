@@ -104,15 +104,15 @@ def _convert(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return array.astype(np.float64).astype(dtype)
 
 
-# Triton's fp8e4b15 has e4m3fn's bit layout (4 exponent and 3 mantissa bits, NaN at S.1111.111, no
-# inf) with exponent bias 15 instead of 7. No NumPy format has it, so the interpreter holds its values
-# as the float8_e4m3fn of the same bits: the number is that value times 2**-8. Loads, stores, bitcasts
-# and shape ops then need nothing; ops that read or make a number go through `value_scale`.
+# Triton's fp8e4b15 has e4m3fn's bit layout (4 exponent and 3 mantissa bits, NaN at S.1111.111,
+# no inf) with exponent bias 15 instead of 7. No NumPy format has it, so the interpreter holds its
+# values as the float8_e4m3fn of the same bits: the number is that value times 2**-8. Loads, stores,
+# bitcasts and shape ops then need nothing; ops that read or make a number go through value_scale.
 E4B15_SCALE = 2.0**-8
 
 
 def value_scale(t: Type) -> float:
-    """The factor from a value held for type `t` to the number it stands for (1 but for fp8e4b15)."""
+    """The factor from a value held for type `t` to the number it stands for (1 but fp8e4b15)."""
     element = element_type(t)
     return E4B15_SCALE if isinstance(element, ScalarType) and element.name == "f8e4b15" else 1.0
 

@@ -14,8 +14,8 @@ class MissingStageError(KeyError):
 
 # Triton's stage -> ours holding the same step of the pipeline: `ttir` is after the
 # target-independent passes, `ttgir` after the GPU passes (layouts, pipelining), `llir` the LLVM IR.
-# Our IR prints Triton's dialect names, so text searched there (`tt.dot`, `arith.constant`, `scf.for`) answers honestly;
-# what our IR does not have (`ttg.async_wait`, `ub.poison`) is simply not found.
+# Our IR prints Triton's dialect names, so text searched there (`tt.dot`, `arith.constant`,
+# `scf.for`) answers honestly; what our IR does not have (`ttg.async_wait`, `ub.poison`) is not found.
 TRITON_STAGES = {"ttir": "tile-opt", "ttgir": "tile-gpu", "llir": "llvm"}
 
 

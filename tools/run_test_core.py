@@ -424,7 +424,10 @@ def run_in_process(path: Path, args) -> dict:
             argv += ["-k", args.k]
         start = time.monotonic()
         pytest.main(argv, plugins=[counter])
+    versions = {name: getattr(sys.modules.get(name), "__version__", None)
+                for name in ("triton", "numpy", "torch")}
     return {"mode": args.mode, "test_core": str(path), "max_cases": args.max_cases,
+            "versions": versions,
             "stand_ins": stubbed, "collect_errors": counter.collect_errors,
             "seconds": round(time.monotonic() - start, 1), "cases": counter.results}
 

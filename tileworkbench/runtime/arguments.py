@@ -124,7 +124,12 @@ _BIT_KINDS = {
 def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
     import ml_dtypes
 
+    from tileworkbench.dtypes import HELD_AS
+
     type_name, bits_type = _BIT_KINDS[kind]
+    if type_name in HELD_AS:  # its bits are not those of any NumPy value
+        raise LaunchError(f"argument {name!r} of {kernel}: a {kind} scalar cannot be passed; pass a "
+                          "float32 and convert it in the kernel")
     scalar_type = getattr(ml_dtypes, type_name)
 
     def convert(value):

@@ -42,13 +42,17 @@ class DType:
         if self.numpy.startswith(("bfloat", "float8")):
             import ml_dtypes
 
-            return np.dtype(getattr(ml_dtypes, self.numpy))
+            return np.dtype(getattr(ml_dtypes, HELD_AS.get(self.numpy, self.numpy)))
         return np.dtype(self.numpy)
 
     @property
     def is_float(self) -> bool:
         return self.ir.startswith(("f", "bf"))
 
+
+# Formats no NumPy or ml_dtypes type has, and the type that holds their bits: fp8e4b15 arrays are
+# viewed as float8_e4m3fn and the interpreter scales their values (backends/interpreter/dtypes.py).
+HELD_AS = {"float8_e4b15": "float8_e4m3fn"}
 
 TABLE: tuple[DType, ...] = (
     DType("int1", "i1", "i1", "bool", "bool", "bool", 1, "i1", "?7x"),
@@ -60,6 +64,8 @@ TABLE: tuple[DType, ...] = (
     DType("uint16", "u16", "u16", "uint16", "uint16", "uint16", 16, "i16", "H6x"),
     DType("uint32", "u32", "u32", "uint32", "uint32", "uint32", 32, "i32", "I4x"),
     DType("uint64", "u64", "u64", "uint64", "uint64", "uint64", 64, "i64", "Q"),
+    # Triton's fp8e4b15: e4m3fn's bits with exponent bias 15 (see HELD_AS)
+    DType("fp8e4b15", "fp8e4b15", "f8e4b15", "float8_e4b15", "uint8", "", 8, "i8", "B7x"),
     DType("fp8e4nv", "fp8e4nv", "f8e4nv", "float8_e4m3fn", "uint8", "float8_e4m3fn", 8, "i8", "B7x"),
     DType("fp8e5", "fp8e5", "f8e5", "float8_e5m2", "uint8", "float8_e5m2", 8, "i8", "B7x"),
     # AMD's fnuz fp8 formats (Triton's fp8e4b8, fp8e5b16): the interpreter runs them, NVPTX refuses them

@@ -62,6 +62,10 @@ class LaunchError(TileworkbenchError):
     """A launch was refused before it ran (bad argument, grid or resources) or failed on the device."""
 
 
+class ArgumentOverflowError(LaunchError, OverflowError):
+    """An integer argument fits in no 64-bit kind (i64, u64); an OverflowError, as in Triton."""
+
+
 class ArgumentBindingError(LaunchError, TypeError):
     """The call's arguments do not match the kernel's parameters (too many, missing, unknown, given
     twice). A TypeError too, as for any Python call: the warm launcher's own binding raises CPython's

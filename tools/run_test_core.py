@@ -10,6 +10,13 @@ For the run, `triton` *is* tileworkbench: an import hook maps `triton` and every
 run in the interpreter, and only the cases Triton marks `interpreter` are selected, as Triton's own
 interpreter CI does; with `--mode gpu` they are compiled and launched on the GPU. Triton's file is read
 where it lies and never copied into this repository.
+
+`--mode reference` runs the same selection on *Triton's own* interpreter (`TRITON_INTERPRET=1`, no
+mapping), from a Python that has Triton installed, and `--compare REF.json` lists the cases that
+Triton's interpreter passes and this run does not (the work list):
+
+    /tmp/tritonref/bin/python tools/run_test_core.py --mode reference --json ref.json
+    python tools/run_test_core.py --mode interpreter --compare ref.json
 """
 
 from __future__ import annotations
@@ -234,6 +241,21 @@ def jit_source_api() -> list[str]:
     return added
 
 
+def reference_triton(test_core: Path) -> list[str]:
+    """`--mode reference`: the real Triton in its interpreter. test_core.py may be newer than the
+    installed Triton and import AMD target predicates it lacks (`is_hip_rdna3`, ...); those are added
+    as `False` (no AMD device here). Returns the names added."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    import triton._internal_testing as testing
+
+    added = []
+    for name in re.findall(r"\bis_hip_\w+", test_core.read_text()):
+        if not hasattr(testing, name):
+            setattr(testing, name, lambda: False)
+            added.append(f"_internal_testing.{name}")
+    return sorted(set(added))
+
+
 def install_triton(gpu: bool) -> list[str]:
     """Make `import triton...` import tileworkbench; returns the stand-ins this tool had to add."""
     os.environ["TRITON_INTERPRET"] = "0" if gpu else "1"
@@ -253,8 +275,10 @@ def install_triton(gpu: bool) -> list[str]:
 
 
 class Counter:
-    def __init__(self, max_cases: int, gpu: bool, timeout: float, shard: tuple[int, int]):
+    def __init__(self, max_cases: int, gpu: bool, timeout: float, shard: tuple[int, int],
+                 reference: bool = False):
         self.max_cases, self.gpu, self.timeout, self.shard = max_cases, gpu, timeout, shard
+        self.reference = reference
         self.results: dict[str, dict] = {}
         self.collect_errors: list[str] = []
 
@@ -285,6 +309,9 @@ class Counter:
     @__import__("pytest").fixture
     def with_allocator(self):
         """Triton's: scratch memory for device-side tensor descriptors, from torch."""
+        if self.reference:
+            yield from _reference_allocator()
+            return
         import tileworkbench as tw
 
         if hasattr(tw, "set_allocator"):
@@ -296,10 +323,35 @@ class Counter:
 
     @__import__("pytest").fixture
     def fresh_triton_cache(self, tmp_path, monkeypatch):
+        if self.reference:
+            from triton import knobs
+
+            with knobs.cache.scope(), knobs.runtime.scope():
+                knobs.cache.dir = str(tmp_path)
+                yield str(tmp_path)
+            return
         from tileworkbench.config import config
 
         monkeypatch.setattr(config, "cache_dir", tmp_path)
         yield str(tmp_path)
+
+    @__import__("pytest").fixture
+    def fresh_knobs(self):
+        """Triton's knobs, reset around the case. STAND-IN, FOR COUNTING ONLY: tileworkbench has no
+        `knobs` (its settings are `tileworkbench.config` and launch options), so a case gets an empty
+        `language` / `runtime` namespace: what it sets there has no effect, and the case passes or
+        fails on its own assertions instead of erroring on a missing fixture."""
+        if self.reference:
+            from triton._internal_testing import _fresh_knobs_impl
+
+            fresh, reset = _fresh_knobs_impl(skipped_attr={"build", "nvidia", "amd"})
+            try:
+                yield fresh()
+            finally:
+                reset()
+            return
+        yield types.SimpleNamespace(language=types.SimpleNamespace(),
+                                    runtime=types.SimpleNamespace())
 
     @__import__("pytest").hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -330,6 +382,18 @@ class Counter:
             self.results[case] = {"outcome": outcome, "why": why[:300]}
 
 
+def _reference_allocator():
+    import triton
+    from triton._internal_testing import default_alloc_fn
+    from triton.runtime._allocation import NullAllocator
+
+    triton.set_allocator(default_alloc_fn)
+    try:
+        yield
+    finally:
+        triton.set_allocator(NullAllocator())
+
+
 def _first_error(text: str) -> str:
     """The first `E   ` line of a pytest failure (the exception and message), else its last line."""
     lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
@@ -346,9 +410,9 @@ def by_design(case: str, mode: str) -> str | None:
 def run_in_process(path: Path, args) -> dict:
     import pytest
 
-    gpu = args.mode == "gpu"
-    stubbed = install_triton(gpu)
-    counter = Counter(args.max_cases, gpu, args.timeout, args.shard)
+    gpu, reference = args.mode == "gpu", args.mode == "reference"
+    stubbed = reference_triton(path) if reference else install_triton(gpu)
+    counter = Counter(args.max_cases, gpu, args.timeout, args.shard, reference)
     with tempfile.TemporaryDirectory() as tmp:
         ini = Path(tmp) / "pytest.ini"
         ini.write_text("[pytest]\n")
@@ -360,7 +424,10 @@ def run_in_process(path: Path, args) -> dict:
             argv += ["-k", args.k]
         start = time.monotonic()
         pytest.main(argv, plugins=[counter])
+    versions = {name: getattr(sys.modules.get(name), "__version__", None)
+                for name in ("triton", "numpy", "torch")}
     return {"mode": args.mode, "test_core": str(path), "max_cases": args.max_cases,
+            "versions": versions,
             "stand_ins": stubbed, "collect_errors": counter.collect_errors,
             "seconds": round(time.monotonic() - start, 1), "cases": counter.results}
 
@@ -391,6 +458,31 @@ def run_sharded(path: Path, args) -> dict:
         return merged
 
 
+def compare(result: dict, reference: dict) -> dict:
+    """Per function: cases Triton's interpreter passes (`reference`) and this run fails or skips
+    (`work`), and cases this run passes that Triton's interpreter does not (`beyond`)."""
+    rows: dict[str, dict] = collections.defaultdict(lambda: {"work": [], "beyond": []})
+    for case, info in reference["cases"].items():
+        ours = result["cases"].get(case, {"outcome": "not run"})
+        if info["outcome"] == "passed" and ours["outcome"] != "passed":
+            rows[case.split("[")[0]]["work"].append((case, ours["outcome"], ours.get("why", "")))
+    for case, info in result["cases"].items():
+        theirs = reference["cases"].get(case, {"outcome": "not run"})["outcome"]
+        if info["outcome"] == "passed" and theirs != "passed":
+            rows[case.split("[")[0]]["beyond"].append((case, theirs, ""))
+    return dict(sorted(rows.items()))
+
+
+def print_comparison(rows: dict) -> None:
+    work = sum(len(r["work"]) for r in rows.values())
+    beyond = sum(len(r["beyond"]) for r in rows.values())
+    print(f"\nagainst Triton's interpreter: {work} cases it passes and this run does not; "
+          f"{beyond} this run passes and it does not")
+    for name, row in rows.items():
+        for case, outcome, why in row["work"]:
+            print(f"  WORK {case}: {outcome} {why[:160]}")
+
+
 def summarize(result: dict) -> dict:
     """Counts per test function: passed, failed, skipped, error, by_design."""
     per_function: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -417,7 +509,7 @@ def print_table(result: dict, counts: dict) -> None:
     print(f"\nmode {result['mode']}, at most {result['max_cases'] or 'all'} cases per function, "
           f"{result['seconds']} s")
     if result["stand_ins"]:
-        print("stand-ins made by this tool only (tileworkbench lacks them): "
+        print("stand-ins made by this tool only (the package under test lacks them): "
               + ", ".join(result["stand_ins"]))
     for error in result["collect_errors"]:
         print("collection error:", error)
@@ -427,8 +519,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", nargs="?", default=os.environ.get(ENV_VAR, DEFAULT_PATH),
                         help=f"Triton's test_core.py (default: ${ENV_VAR} or {DEFAULT_PATH})")
-    parser.add_argument("--mode", choices=("interpreter", "gpu"), default=None,
-                        help="interpreter, or compiled on the GPU (default: gpu where one is visible)")
+    parser.add_argument("--mode", choices=("interpreter", "gpu", "reference"), default=None,
+                        help="interpreter, compiled on the GPU (default where one is visible), or "
+                        "reference: Triton's own interpreter, from a Python with Triton installed")
+    parser.add_argument("--compare", type=Path,
+                        help="a --mode reference JSON: list the cases it passes and this run does not")
     parser.add_argument("--max-cases", type=int, default=10,
                         help="at most this many cases per test function (0: all)")
     parser.add_argument("-k", default="", help="pytest -k expression to select tests")
@@ -447,11 +542,18 @@ def main(argv: list[str] | None = None) -> int:
         from tileworkbench.runtime.device import gpu_available
 
         args.mode = "gpu" if gpu_available() else "interpreter"
+    if args.mode == "reference":
+        os.environ["TRITON_INTERPRET"] = "1"  # before any shard imports triton
     k, n = (int(x) for x in args.shard.split("/"))
     args.shard = (k, n)
     result = run_sharded(path, args) if args.jobs > 1 else run_in_process(path, args)
     counts = summarize(result)
     result["counts"] = counts
+    if args.compare:
+        rows = compare(result, json.loads(args.compare.read_text()))
+        result["against_reference"] = {n: {"work": [c for c, _, _ in r["work"]],
+                                           "beyond": [c for c, _, _ in r["beyond"]]}
+                                       for n, r in rows.items()}
     if args.json:
         args.json.write_text(json.dumps(result, indent=1, sort_keys=True))
     if not args.quiet:
@@ -460,6 +562,8 @@ def main(argv: list[str] | None = None) -> int:
             for case, info in sorted(result["cases"].items()):
                 if info["outcome"] in ("failed", "error"):
                     print(f"  {case}: {info['why']}")
+        if args.compare:
+            print_comparison(rows)
     return 0
 
 

@@ -1,6 +1,7 @@
-"""Triton's other fp8 types: tl.float8e4b8 and tl.float8e5b16 (ml_dtypes' e4m3fnuz and e5m2fnuz) run in
-the interpreter; tl.float8e4b15 exists (test_core.py names it) but is refused with a clear error; dtype
-attributes (`exponent_bias`, int limits); TensorWrapper / reinterpret views of torch tensors."""
+"""Triton's other fp8 types: tl.float8e4b8 and tl.float8e5b16 (ml_dtypes' e4m3fnuz and e5m2fnuz) and
+tl.float8e4b15 (e4m3 with bias 15, no NumPy format: checked against a float64 decoding of its bits) run
+in the interpreter and are refused by the NVIDIA lowering; dtype attributes (`exponent_bias`, int
+limits); TensorWrapper / reinterpret views of torch tensors."""
 
 from __future__ import annotations
 
@@ -57,12 +58,72 @@ def test_fnuz_fp8_round_trip_in_interpreter(rng, name, ml_type):
     np.testing.assert_array_equal(out, x.astype(ml_type).astype(np.float32))
 
 
-def test_float8e4b15_is_refused_with_place_and_hint():
-    with pytest.raises(CompilationError) as info:
-        through_fp8_kernel[(1,)](np.ones(8, np.float32), np.ones(8, np.float32), 8, tl.float8e4b15)
-    message = str(info.value)
-    assert "tl.float8e4b15 is not supported" in message and "test_lang_fp8_variants.py" in message
-    assert "tl.float8e4nv" in message  # the hint
+def e4b15_numbers(bits: np.ndarray) -> np.ndarray:
+    """float64 numbers of fp8e4b15 bit patterns: 1 sign, 4 exponent (bias 15), 3 mantissa bits; the
+    all-ones exponent and mantissa is NaN, there is no infinity (Triton's test_core decoding)."""
+    bits = bits.astype(np.int64) & 0xFF
+    sign = np.where(bits >> 7, -1.0, 1.0)
+    exponent, fraction = (bits >> 3) & 0xF, bits & 7
+    number = np.where(exponent == 0, 2.0**-14 * fraction / 8, 2.0 ** (exponent - 15.0) * (1 + fraction / 8))
+    return np.where((bits & 0x7F) == 0x7F, np.nan, sign * number)
+
+
+def e4b15_round(x: np.ndarray) -> np.ndarray:
+    """The fp8e4b15 number nearest each of `x` (ties to an even mantissa), saturating at +-1.75."""
+    codes = np.array([c for c in range(256) if (c & 0x7F) != 0x7F])
+    numbers = e4b15_numbers(codes)
+    distance = np.abs(x.astype(np.float64)[:, None] - numbers[None, :])
+    best = distance.min(axis=1, keepdims=True)
+    tied = distance == best
+    preference = tied.astype(int) + (tied & ((codes[None, :] & 1) == 0))  # an even mantissa first
+    return numbers[preference.argmax(axis=1)]
+
+
+@pytest.mark.only_on("interpreter")  # the NVIDIA and cpu lowerings refuse fp8e4b15 (below)
+def test_float8e4b15_round_trip_matches_its_bit_format(rng):
+    x = np.concatenate([rng.standard_normal(96) * 0.6, rng.standard_normal(26) * 2.0**-15,
+                        [3.0, -5.0, 1.75, 2.0**-17, 0.0, -2.0**-19]]).astype(np.float32)
+    out = poisoned(x.shape, np.float32)
+    through_fp8_kernel[(1,)](x, out, len(x), tl.float8e4b15)
+    np.testing.assert_array_equal(out.astype(np.float64), e4b15_round(x))
+
+
+@tw.jit
+def e4b15_kernel(x_ptr, abs_ptr, wide_ptr, a_ptr, b_ptr, dot_ptr, N: tl.constexpr, M: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(abs_ptr + offs, tl.abs(x))
+    tl.store(wide_ptr + offs, x)  # an implicit cast to the pointee, float16
+    rows, cols = tl.arange(0, M)[:, None], tl.arange(0, M)[None, :]
+    a, b = tl.load(a_ptr + rows * M + cols), tl.load(b_ptr + rows * M + cols)
+    tl.store(dot_ptr + rows * M + cols, tl.dot(a, b, out_dtype=tl.float32))
+
+
+@pytest.mark.only_on("interpreter")
+def test_float8e4b15_loads_abs_casts_and_dots_by_its_bits(rng):
+    torch = pytest.importorskip("torch")
+    from tileworkbench.runtime.tensor_wrapper import reinterpret
+
+    def fp8(bits):
+        return reinterpret(torch.from_numpy(bits), tl.float8e4b15)
+
+    bits = rng.integers(-128, 128, 256).astype(np.int8)
+    bits[(bits.view(np.uint8) & 0x7F) == 0x7F] = 0x11  # no NaN patterns
+    a_bits, b_bits = (rng.integers(-128, 128, (16, 16)).astype(np.int8) & np.int8(0x5F) for _ in "ab")
+    abs_bits = np.full(256, 0x7F, np.int8)
+    wide, dot = poisoned((256,), np.float16), poisoned((16, 16), np.float32)
+    e4b15_kernel[(1,)](fp8(bits), fp8(abs_bits), wide, fp8(a_bits), fp8(b_bits), dot, 256, 16)
+    numbers = e4b15_numbers(bits)
+    np.testing.assert_array_equal(e4b15_numbers(abs_bits), np.abs(numbers))
+    np.testing.assert_array_equal(wide.astype(np.float64), numbers)  # every e4b15 number is an f16
+    want = e4b15_numbers(a_bits) @ e4b15_numbers(b_bits)
+    np.testing.assert_allclose(dot, want, rtol=2e-6, atol=1e-9)
+
+
+def test_float8e4b15_is_refused_by_nvptx_naming_why():
+    with pytest.raises(CompilationError, match="f8e4b15 is not supported on NVIDIA GPUs .*sm_90"):
+        tw.compile(through_fp8_kernel, signature={"x_ptr": "*fp32", "out_ptr": "*fp32"},
+                   constexprs={"N": 8, "FP8": tl.float8e4b15}, target="sm_90")
 
 
 @tw.jit
@@ -99,12 +160,6 @@ def test_tensor_wrapper_views_torch_memory_as_unsigned_and_fp8(rng, target):
         np.testing.assert_array_equal(out, want)
     with pytest.raises(TypeError, match="cannot reinterpret"):
         reinterpret([1, 2], tl.uint8)
-
-
-def test_float8e4b15_signature_names_the_argument():
-    with pytest.raises(CompilationError, match="argument 'x_ptr'.*float8e4b15"):
-        tw.compile(load_as_float_kernel, signature={"x_ptr": "*fp8e4b15", "out_ptr": "*fp32"},
-                   constexprs={"N": 8}, target="interpreter")
 
 
 def test_fnuz_fp8_refused_by_nvptx_at_the_cast():

@@ -77,4 +77,7 @@ def test_derived_tables_follow_the_dtype_table():
     for row in dtypes.TABLE:
         assert _NUMPY[row.ir] == row.numpy_dtype
         assert core.dtype(row.triton).name == row.triton
+        if row.numpy in dtypes.HELD_AS:  # fp8e4b15: its arrays are other rows' dtype by design
+            assert jit.dtype_name(row.numpy_dtype) != row.kind
+            continue
         assert jit.dtype_name(row.numpy_dtype) == row.kind

@@ -77,3 +77,18 @@ def test_counts_on_a_stand_in(tmp_path):
     assert counts == {"test_add": {"passed": 3}, "test_patched_kernel": {"passed": 1},
                       "test_skipped": {"skipped": 1}, "test_wrong_on_purpose": {"failed": 1}}
     assert "TOTAL" in done.stdout and "test_wrong_on_purpose" in done.stdout
+
+
+def test_compare_lists_what_the_reference_passes_and_we_do_not():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import run_test_core
+
+    ours = {"cases": {"test_a[1]": {"outcome": "passed"}, "test_a[2]": {"outcome": "failed", "why": "E"},
+                      "test_b": {"outcome": "passed"}, "test_c": {"outcome": "skipped"}}}
+    reference = {"cases": {"test_a[1]": {"outcome": "passed"}, "test_a[2]": {"outcome": "passed"},
+                           "test_b": {"outcome": "failed"}, "test_c": {"outcome": "passed"},
+                           "test_d": {"outcome": "passed"}}}
+    rows = run_test_core.compare(ours, reference)
+    assert [case for case, _, _ in rows["test_a"]["work"]] == ["test_a[2]"]
+    assert rows["test_c"]["work"][0][1] == "skipped" and rows["test_d"]["work"][0][1] == "not run"
+    assert [case for case, _, _ in rows["test_b"]["beyond"]] == ["test_b"]

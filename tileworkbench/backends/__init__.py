@@ -47,6 +47,8 @@ class Backend:
         cacheable: compiled kernels are stored in the on-disk cache.
         models_gpu: its kernels report the resources of a model GPU (the interpreter's do).
         hooks: the target hooks object the shared LLVM lowering calls (None: no LLVM lowering).
+        compile_errors_also: an exception class that a launch's compile errors also are (the
+            interpreter's: Triton's interpreter reports them as InterpreterError), or None.
     """
 
     name = "backend"
@@ -57,6 +59,7 @@ class Backend:
     cacheable = False
     models_gpu = False
     hooks: Any = None
+    compile_errors_also: type | None = None
 
     def claims(self, target: str) -> bool:
         """Whether `target` (a user's spelling: "cuda", "sm_90", "cpu", ...) names this backend."""

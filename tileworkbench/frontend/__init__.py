@@ -13,7 +13,8 @@ from ..ir.values import Block
 from ..language import core
 from ..language.core import pointer_type, tensor
 from ..language.descriptor import tensor_descriptor
-from . import calls, descriptors, math_calls, reductions, shape_calls  # noqa: F401  (register the builtins)
+# imported to register the builtins
+from . import calls, descriptors, math_calls, reductions, scaled_dot, shape_calls  # noqa: F401
 from .codegen import CodeGenerator
 from .descriptor_args import TENSOR_MAP, expand_arg, parse_descriptor_type
 from .source import get_source
@@ -65,7 +66,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:
-        raise exc.with_traceback(None) from None  # the message has the place; frontend frames are noise
+        # the message has the place; frontend frames are noise; the unplaced cause stays (Triton's)
+        raise exc.with_traceback(None) from exc.__cause__
     returned = generator.scope.get("__return__")
     if returned is not None:
         raise CompilationError(f"kernel {fn.__name__} returns a value; kernels write results with tl.store",

@@ -88,7 +88,7 @@ def dims_arg(dims) -> tuple[int, ...]:
 def program_id(cg, axis):
     axis = constexpr_int(axis, "program_id's axis")
     if axis not in (0, 1, 2):
-        raise TileTypeError(f"program_id axis must be 0, 1 or 2, got {axis}")
+        raise TileTypeError(f"program_id axis must be 0, 1, or 2 but got {axis}")  # Triton's words
     return cg.sem.make(tt.GetProgramIdOp, core.int32, axis=axis)
 
 

@@ -76,14 +76,15 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
             except CompilationError as exc:
                 if exc.loc is not None:
                     raise
-                raise located(exc, loc, self.kernel_name) from None
+                # `__cause__` is the unplaced error, as in Triton (whose tests match its text there)
+                raise located(exc, loc, self.kernel_name) from exc.with_traceback(None)
             except RecursionError:
                 raise
             except Exception as exc:
                 if config.debug_frontend:
                     raise
                 error = CompilationError(f"{type(exc).__name__}: {exc}")
-                raise located(error, loc, self.kernel_name) from None
+                raise located(error, loc, self.kernel_name) from exc.with_traceback(None)
 
     def error(self, message: str, hint: str | None = None) -> CompilationError:
         return CompilationError(message, hint=hint)

@@ -54,6 +54,12 @@ def make_tensor_descriptor(cg, base, shape, strides, block_shape, padding_option
             "the last dimension of a tensor descriptor must be contiguous: its stride must "
             f"be the constant 1, got {strides[-1]!r}"
         )
+    elem_bytes = base.dtype.element_ty.primitive_bitwidth // 8
+    if block[-1] * elem_bytes < 16:  # TMA moves at least 16 bytes per row; Triton's words
+        raise TileTypeError(
+            "Descriptor block shape must have at least 16 bytes in the last dimension, but got "
+            f"{block[-1]} * {elem_bytes} = {block[-1] * elem_bytes} bytes",
+            hint=f"make the last block dimension at least {-(-16 // max(elem_bytes, 1))}")
     padding = unwrap(padding_option)
     if padding not in ("zero", "nan"):
         raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")

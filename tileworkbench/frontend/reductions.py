@@ -254,7 +254,7 @@ def cumprod(cg, input, axis=0, reverse=False):
 
 # -- dot ---------------------------------------------------------------------------------------------------
 
-_DOT_INPUTS = ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64", "int8")
+_DOT_INPUTS = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp16", "bf16", "fp32", "fp64", "int8")
 
 
 @impl("dot")
@@ -262,6 +262,10 @@ def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
         out_dtype=core.float32):
     a, b = cg.sem.to_tensor(input), cg.sem.to_tensor(other)
     rank = len(a.shape)
+    if rank > 3 and len(b.shape) == rank and a.shape[:-2] == b.shape[:-2]:
+        return _batched_dot(cg, a, b, unwrap(acc), dict(
+            input_precision=input_precision, allow_tf32=allow_tf32,
+            max_num_imprecise_acc=max_num_imprecise_acc, out_dtype=out_dtype))
     if rank not in (2, 3) or len(b.shape) != rank:
         raise TileTypeError(f"tl.dot needs two 2-D (or batched 3-D) tiles, got shapes {a.shape} and {b.shape}")
     if a.shape[-1] != b.shape[-2] or (rank == 3 and a.shape[0] != b.shape[0]):
@@ -296,6 +300,22 @@ def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
                        max_num_imprecise_acc=constexpr_int(mnia, "max_num_imprecise_acc"))
 
 
+def _batched_dot(cg, a: tensor, b: tensor, acc, options: dict) -> tensor:
+    """A dot with several batch dimensions (Triton takes any number) as one 3-D batched dot over
+    their product, reshaped back."""
+    batch = a.shape[:-2]
+    count = 1
+    for size in batch:
+        count *= size
+    a3 = cg.sem.reshape(a, (count,) + a.shape[-2:])
+    b3 = cg.sem.reshape(b, (count,) + b.shape[-2:])
+    if acc is not None:
+        acc = cg.sem.to_tensor(acc)
+        acc = cg.sem.reshape(acc, (count,) + acc.shape[-2:])
+    product = dot(cg, a3, b3, acc, **options)
+    return cg.sem.reshape(product, batch + product.shape[-2:])
+
+
 def _precision(a: tensor, input_precision, allow_tf32) -> str:
     if input_precision is not None and allow_tf32 is not None:
         raise TileTypeError("give tl.dot either input_precision or allow_tf32, not both")
@@ -303,6 +323,9 @@ def _precision(a: tensor, input_precision, allow_tf32) -> str:
         input_precision = "tf32" if allow_tf32 else "ieee"
     if input_precision is None:
         input_precision = "tf32" if a.dtype.is_fp32() else "ieee"
+    if input_precision in ("bf16x3", "bf16x6"):  # Triton's fp32 emulations on bf16 tensor cores:
+        input_precision = "ieee"  # computed here in full fp32, at least as exact
     if input_precision not in ("ieee", "tf32", "tf32x3"):
-        raise TileTypeError(f"input_precision must be 'ieee', 'tf32' or 'tf32x3', got {input_precision!r}")
+        raise TileTypeError("input_precision must be 'ieee', 'tf32', 'tf32x3', 'bf16x3' or 'bf16x6', "
+                            f"got {input_precision!r}")
     return input_precision if a.dtype.is_fp32() else "ieee"

@@ -91,8 +91,13 @@ def permute(cg, input, *dims):
 @impl("trans")
 def trans(cg, input, *dims):
     input = cg.sem.to_tensor(input)
-    order = dims_arg(dims) if dims else tuple(reversed(range(len(input.shape))))
-    return permute(cg, input, *order)
+    if dims:
+        return permute(cg, input, *dims_arg(dims))
+    rank = len(input.shape)  # Triton's default: swap the last two axes (a batched 2-D transpose)
+    if rank < 2:
+        raise TileTypeError("tl.trans invoked with a 0- or 1-dimensional tensor",
+                            hint="give the order, tl.trans(x, 0), or drop the call")
+    return permute(cg, input, *range(rank - 2), rank - 1, rank - 2)
 
 
 @impl("join")
@@ -111,7 +116,13 @@ def split(cg, a):
     if not a.shape or a.shape[-1] != 2:
         raise TileTypeError(f"tl.split needs a last dimension of size 2, got shape {shape_str(a.shape)}")
     shape = a.shape[:-1]
-    out = block_type(a.dtype, shape) if shape else a.dtype
+    if not shape:  # to scalars: split a (1, 2) tile and take each one-element half, so every back
+        # end lowers it as tiles (the NVPTX lowering keeps the two elements in different threads)
+        from .reductions import unsplat
+
+        halves = split(cg, cg.sem.reshape(a, (1, 2)))
+        return unsplat(cg, halves[0]), unsplat(cg, halves[1])
+    out = block_type(a.dtype, shape)
     op = cg.builder.create(tt.SplitOp, [out.to_ir(), out.to_ir()], src=a.handle)
     return tensor(op.results[0], out), tensor(op.results[1], out)
 

@@ -395,6 +395,15 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     fp32 inputs use tf32 unless input_precision="ieee"."""
 
 
+@builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+               lhs_k_pack=True, rhs_k_pack=True, out_dtype=float32):
+    """The matrix product of two microscaling (MX) tiles, plus `acc`: `lhs` (M x K) in `lhs_format`
+    ("e2m1": two fp4 values per uint8 along K; "e4m3", "e5m2": fp8 bits as uint8; "bf16", "fp16"),
+    each group of 32 along K times 2**(s - 127) for the uint8 `lhs_scale` (M x K/32, or None); `rhs`
+    (K x N) and `rhs_scale` (N x K/32) alike. Computed as an fp32 dot of the upcast operands."""
+
+
 # -- compile-time and debugging ----------------------------------------------------------------------
 
 

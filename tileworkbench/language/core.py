@@ -12,8 +12,7 @@ from ..dtypes import TABLE as DTYPES
 from ..errors import CompilationError
 
 # Triton dtype name -> Tile IR scalar type name.
-# fp8e4b15 (Triton's bias-15 e4m3) has no NumPy format and no IR type: named, refused where used
-_IR_NAMES = {**{row.triton: row.ir for row in DTYPES}, "fp8e4b15": None}
+_IR_NAMES = {row.triton: row.ir for row in DTYPES}
 _ALIASES = {"i1": "int1", "bool": "int1", "float16": "fp16", "float32": "fp32", "float64": "fp64",
             "bfloat16": "bf16", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8_e4m3fn": "fp8e4nv",
             "float8_e5m2": "fp8e5", "float8e4b15": "fp8e4b15", "float8e4b8": "fp8e4b8",
@@ -201,15 +200,7 @@ class dtype:
 
     @property
     def ir_name(self) -> str:
-        ir_name = _IR_NAMES[self.name]
-        if ir_name is None:
-            from ..errors import TileTypeError
-
-            raise TileTypeError(
-                f"tl.{_PUBLIC_NAMES[self.name]} is not supported by tileworkbench: no NumPy or GPU format "
-                "has an fp8 with 4 exponent bits of bias 15 (Triton, too, refuses it on sm_90 and later)",
-                hint="use tl.float8e4nv (e4m3, bias 7) or tl.float8e4b8 (e4m3fnuz, bias 8)")
-        return ir_name
+        return _IR_NAMES[self.name]
 
     def to_ir(self):
         from ..ir.types import ScalarType

@@ -127,7 +127,12 @@ _BIT_KINDS = {
 def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
     import ml_dtypes
 
+    from tileworkbench.dtypes import HELD_AS
+
     type_name, bits_type = _BIT_KINDS[kind]
+    if type_name in HELD_AS:  # its bits are not those of any NumPy value
+        raise LaunchError(f"argument {name!r} of {kernel}: a {kind} scalar cannot be passed; pass a "
+                          "float32 and convert it in the kernel")
     scalar_type = getattr(ml_dtypes, type_name)
 
     def convert(value):
@@ -152,8 +157,9 @@ def _tensor_map_converter(name: str, kernel: str) -> Callable:
 
 def argument_error(error: LaunchError, name: str, value: object, kernel: str) -> LaunchError:
     """`error` (raised for one argument's value) restated with the parameter it was given for."""
-    return LaunchError(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
-                       f"{error}")
+    cls = type(error) if isinstance(error, OverflowError) else LaunchError  # keep Triton's class
+    return cls(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
+               f"{error}")
 
 
 def _short_repr(value: object) -> str:

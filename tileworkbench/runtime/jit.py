@@ -19,7 +19,7 @@ import numpy as np
 from ..config import config
 from ..dtypes import BY_ARRAY_NAME
 from ..dtypes import TABLE as DTYPES
-from ..errors import ArgumentBindingError, LaunchError
+from ..errors import ArgumentBindingError, ArgumentOverflowError, CompilationError, LaunchError
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
@@ -120,6 +120,8 @@ def arg_spec_key(value) -> tuple:
     if kind is int:
         if -(2**31) <= value < 2**31:
             return ("i32", value % 16 == 0, value == 1)
+        if not -(2**63) <= value < 2**64:
+            raise ArgumentOverflowError(f"the integer {value} fits in no 64-bit kind (i64 or u64)")
         return ("u64" if value >= 2**63 else "i64", value % 16 == 0, value == 1)
     if kind is bool:
         return ("i1", False, False)
@@ -190,6 +192,7 @@ class JITFunction:
         self.do_not_specialize = {self._param_name(p) for p in do_not_specialize}
         self.no_align = {self._param_name(p) for p in do_not_specialize_on_alignment}
         self.debug = debug
+        self.repr = repr  # Triton's: specialization -> the compiled kernel's name
         self.defaults = {n: p.default for n, p in self.signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self.cache: dict[tuple, _BoundKernel] = {}
@@ -441,14 +444,37 @@ class JITFunction:
                 constexprs[name] = bound[name]
             else:
                 specs.append(ArgSpec(name, part[0], part[1], part[2]))
-        compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
-                           num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
+        try:
+            compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
+                               num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
+        except CompilationError as exc:
+            also = backend_for(target).compile_errors_also
+            if also is not None and not isinstance(exc, also):
+                exc.__class__ = _error_also(type(exc), also)
+            raise
         compiled.jit_function = self
+        if self.repr is not None:
+            compiled.name = self.repr(_Specialization(specs, constexprs))
         _, used_globals = dependencies(self.fn)
         return _BoundKernel(compiled, specs, used_globals)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+class _Specialization:
+    """What `@jit(repr=...)` is given, as in Triton: `signature` (runtime parameter -> its kind,
+    "i32", "*fp32", ...) and `constants` (constexprs, and the integers specialized as equal to 1)."""
+
+    def __init__(self, specs: list[ArgSpec], constexprs: dict[str, Any]):
+        self.signature = {spec.name: spec.type for spec in specs}
+        self.constants = {**constexprs, **{spec.name: 1 for spec in specs if spec.equal_1}}
+
+
+@functools.cache
+def _error_also(cls: type, also: type) -> type:
+    """`cls` that is also an `also` (same name, so the message prints as before)."""
+    return type(cls.__name__, (cls, also), {"__module__": cls.__module__})
 
 
 def _hashable(value):

@@ -1,5 +1,6 @@
 """`CompiledKernel.asm`: stage name -> text, a dict that says why a stage is absent, not with a bare
-KeyError (`sass` without nvdisasm, GPU stages of an interpreter kernel, a misspelt stage)."""
+KeyError (`sass` without nvdisasm, GPU stages of an interpreter kernel, a misspelt stage). Triton's
+stage names (`ttir`, `ttgir`, `llir`) read our nearest stage, so code written for Triton runs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ class MissingStageError(KeyError):
 
     def __str__(self) -> str:  # KeyError's str() would quote the whole sentence
         return str(self.args[0])
+
+
+# Triton's stage -> ours holding the same step of the pipeline: `ttir` is after the
+# target-independent passes, `ttgir` after the GPU passes (layouts, pipelining), `llir` the LLVM IR.
+# Our IR prints Triton's dialect names, so text searched there (`tt.dot`, `arith.constant`,
+# `scf.for`) answers honestly; what our IR does not have (`ttg.async_wait`, `ub.poison`) is not found.
+TRITON_STAGES = {"ttir": "tile-opt", "ttgir": "tile-gpu", "llir": "llvm"}
 
 
 class StageTexts(dict):
@@ -21,7 +29,10 @@ class StageTexts(dict):
         self.backend_stages = backend_stages  # the stages the target's backend makes
 
     def __missing__(self, stage: str) -> str:
-        raise MissingStageError(self.why_missing(stage))
+        ours = TRITON_STAGES.get(stage)
+        if ours is not None and dict.__contains__(self, ours):
+            return self[ours]
+        raise MissingStageError(self.why_missing(ours or stage))
 
     def why_missing(self, stage: str) -> str:
         from .compiler import STAGES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import LaunchError
+from ...errors import InterpreterError, LaunchError
 from .. import Backend, register
 
 # The GPU an interpreter kernel's resource figures (n_regs, shared) describe (CompiledKernel._init_handles)
@@ -29,6 +29,7 @@ class InterpreterLauncher:
 class InterpreterBackend(Backend):
     name = "interpreter"
     models_gpu = True
+    compile_errors_also = InterpreterError  # Triton's interpreter raises every kernel error as one
 
     def finish(self, kernel, recompile) -> None:
         # the resources it would use on the GPU the interpreter models, compiled on demand

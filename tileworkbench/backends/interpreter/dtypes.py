@@ -104,6 +104,39 @@ def _convert(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return array.astype(np.float64).astype(dtype)
 
 
+# Triton's fp8e4b15 has e4m3fn's bit layout (4 exponent and 3 mantissa bits, NaN at S.1111.111,
+# no inf) with exponent bias 15 instead of 7. No NumPy format has it, so the interpreter holds its
+# values as the float8_e4m3fn of the same bits: the number is that value times 2**-8. Loads, stores,
+# bitcasts and shape ops then need nothing; ops that read or make a number go through value_scale.
+E4B15_SCALE = 2.0**-8
+
+
+def value_scale(t: Type) -> float:
+    """The factor from a value held for type `t` to the number it stands for (1 but fp8e4b15)."""
+    element = element_type(t)
+    return E4B15_SCALE if isinstance(element, ScalarType) and element.name == "f8e4b15" else 1.0
+
+
+def typed_math(fn: Callable, t: Type) -> Callable:
+    """`float_math(fn)` for an op whose operands and result have type `t`, on the numbers they stand
+    for (fp8e4b15: unscaled, computed in float32, rounded and scaled back)."""
+    dtype = numpy_dtype(t)
+    scale = value_scale(t)
+    if scale == 1.0:
+        return float_math(fn, dtype)
+
+    def on_numbers(*args):
+        result = fn(*(np.asarray(a).astype(F32) * F32.type(scale) for a in args))
+        return to_float8(np.asarray(result, F32) / F32.type(scale), dtype)
+
+    return on_numbers
+
+
+def rescaled(source: Type, result: Type) -> float:
+    """The factor a cast from `source` to `result` applies to the held value (fp8e4b15's scale)."""
+    return value_scale(source) / value_scale(result)
+
+
 def float_math(fn: Callable, dtype: np.dtype) -> Callable:
     """`fn` computed in `dtype`, or for bf16/fp8 in float32 and rounded back (one rounding per op)."""
     if dtype not in LOW_FLOATS:

@@ -14,11 +14,14 @@ from .dtypes import (
     float_math,
     make_value,
     numpy_dtype,
+    rescaled,
     signed,
     signed_dtype,
     to_float8,
+    typed_math,
     unsigned,
     unsigned_dtype,
+    value_scale,
 )
 
 
@@ -76,7 +79,7 @@ INT_BINARY: dict[type, tuple[Callable, str | None]] = {
 
 
 def eval_float_binary(op, ctx):
-    return float_math(FLOAT_BINARY[type(op)], numpy_dtype(op.result.type))
+    return typed_math(FLOAT_BINARY[type(op)], op.result.type)
 
 
 def eval_int_binary(op, ctx):
@@ -107,11 +110,13 @@ def _on_bits(fn: Callable, dtype: np.dtype) -> Callable:
 
 
 def eval_negf(op, ctx):
-    return float_math(np.negative, numpy_dtype(op.result.type))
+    return typed_math(np.negative, op.result.type)
 
 
 def eval_constant(op, ctx):
-    value = make_value(op.value, op.result.type)
+    scale = value_scale(op.result.type)
+    number = op.value if scale == 1.0 else np.asarray(op.value, np.float64) / scale
+    value = make_value(number, op.result.type)
     return lambda: value
 
 
@@ -197,6 +202,11 @@ def eval_trunci(op, ctx):
 def eval_float_cast(op, ctx):
     """extf / truncf: round to nearest even; fp8 saturates like the GPU's satfinite conversions."""
     dtype = numpy_dtype(op.result.type)
+    factor = rescaled(op.operand.type, op.result.type)
+    if factor != 1.0:  # to or from fp8e4b15 (exact in float64: a power of two)
+        if dtype.itemsize == 1:
+            return lambda x: to_float8(np.asarray(x).astype(np.float64) * factor, dtype)
+        return lambda x: (np.asarray(x).astype(np.float64) * factor).astype(dtype)[()]
     if dtype in LOW_FLOATS and dtype.itemsize == 1:
         return lambda x: to_float8(x, dtype)
     return lambda x: np.asarray(x).astype(dtype)[()]
@@ -207,7 +217,8 @@ def _int_to_float(view: Callable):
         dtype = numpy_dtype(op.result.type)
         wide = np.float64 if dtype in LOW_FLOATS else dtype
         if dtype in LOW_FLOATS and dtype.itemsize == 1:
-            return lambda x: to_float8(view(x).astype(np.float64), dtype)
+            factor = 1.0 / value_scale(op.result.type)
+            return lambda x: to_float8(view(x).astype(np.float64) * factor, dtype)
         return lambda x: view(x).astype(wide).astype(dtype)[()]
 
     return factory
@@ -224,8 +235,10 @@ def _float_to_int(unsigned_result: bool):
         # the largest float64 not above the integer maximum (2**63 - 1 itself rounds up)
         high = float(np.nextafter(np.float64(info.max), 0)) if info.bits == 64 else float(info.max)
 
+        factor = value_scale(op.operand.type)
+
         def convert(x):
-            wide = np.asarray(x).astype(np.float64)
+            wide = np.asarray(x).astype(np.float64) * factor
             wide = np.where(np.isnan(wide), 0.0, np.clip(np.trunc(wide), float(info.min), high))
             return wide.astype(target).view(dtype)[()]
 

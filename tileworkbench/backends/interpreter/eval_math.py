@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import InterpreterError
 from ...ir.ops import math as math_ops
 from ...ir.ops import tt
-from .dtypes import LOW_FLOATS, float_math, numpy_dtype, unsigned, unsigned_dtype
+from .dtypes import LOW_FLOATS, numpy_dtype, typed_math, unsigned, unsigned_dtype, value_scale
 from .libdevice import lookup
 from .special import erf
 
@@ -42,7 +42,7 @@ MATH_UNARY: dict[type, Callable] = {
 
 
 def eval_math_unary(op, ctx):
-    return float_math(MATH_UNARY[type(op)], numpy_dtype(op.result.type))
+    return typed_math(MATH_UNARY[type(op)], op.result.type)
 
 
 def eval_absi(op, ctx):
@@ -52,21 +52,22 @@ def eval_absi(op, ctx):
 def eval_fma(op, ctx):
     """One rounding: the product and sum are exact in float64 for f16/bf16 and nearly so for f32."""
     dtype = numpy_dtype(op.result.type)
+    if value_scale(op.result.type) != 1.0:  # fp8e4b15
+        return typed_math(lambda a, b, c: a * b + c, op.result.type)
     if dtype == np.float64:
         return lambda a, b, c: a * b + c
     return lambda a, b, c: (np.asarray(a, np.float64) * b + c).astype(dtype)[()]
 
 
 def eval_precise_divf(op, ctx):
-    return float_math(np.divide, numpy_dtype(op.result.type))
+    return typed_math(np.divide, op.result.type)
 
 
 def eval_clampf(op, ctx):
     """`propagate_nan`: a NaN x gives NaN (maximum/minimum); otherwise NaN x gives lo (fmax/fmin)."""
-    dtype = numpy_dtype(op.result.type)
     if op.propagate_nan:
-        return float_math(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), dtype)
-    return float_math(lambda x, lo, hi: np.fmin(np.fmax(x, lo), hi), dtype)
+        return typed_math(lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi), op.result.type)
+    return typed_math(lambda x, lo, hi: np.fmin(np.fmax(x, lo), hi), op.result.type)
 
 
 def eval_mulhiui(op, ctx):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...ir.ops import arith, tt
-from .dtypes import F32, LOW_FLOATS, numpy_dtype, signed, unsigned
+from .dtypes import F32, LOW_FLOATS, numpy_dtype, signed, unsigned, value_scale
 
 # Combine ops with a ufunc, and how their operands are read (None: as they are).
 COMBINE_UFUNCS: dict[type, tuple[np.ufunc, Callable | None]] = {
@@ -154,8 +154,12 @@ def eval_dot(op, ctx):
     else:
         compute = F32
 
+    scale = value_scale(op.a.type) * value_scale(op.b.type)  # fp8e4b15 operands (a power of two)
+
     def dot(a, b, c):
         product = np.matmul(np.asarray(a).astype(compute), np.asarray(b).astype(compute))
+        if scale != 1.0:
+            product = product * compute.type(scale)
         return (product + np.asarray(c).astype(compute)).astype(result)
 
     return dot

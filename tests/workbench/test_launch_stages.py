@@ -32,12 +32,6 @@ add_kernel[(tw.cdiv(n, 256),)](x, y, out, n, BLOCK=256, num_warps=2)
 """
 
 
-@pytest.fixture
-def real_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
-
-
 def run(shell, line: str, n: int):
     shell.user_ns.pop("_tilekernel_reports", None)
     shell.run_cell_magic("tilekernel", line, CELL.replace("N", str(n), 1))

@@ -1,12 +1,16 @@
-"""Records the GPU results the teaching notebooks show in place of GPU-only cells (notebooks/data/*.json).
+"""Records the GPU results the teaching notebooks show in place of GPU-only cells
+(notebooks/data/*.json).
 
-Run on a GPU machine:  PYTHONPATH=. python bench/record_notebook_data.py [--quick] [--out notebooks/data]
+Run on a GPU machine:
 
-It measures the device's ceilings (`%tilekernel_peaks`), then times the showcase kernels with `do_bench` at
-realistic sizes, beside Triton (same source, when installed) and CuPy/cuBLAS where there is a library
-equivalent. Each result is checked against a float64 reference first; a failing kernel is recorded as such.
-Nothing is written without a GPU: the notebooks keep their last record. `--interpret` runs the same
-suites in the interpreter at tiny sizes (no Triton, no cuBLAS), to test this script without a GPU.
+    PYTHONPATH=. python bench/record_notebook_data.py [--quick] [--out notebooks/data]
+
+It measures the device's ceilings (`%tilekernel_peaks`), then times the showcase kernels with
+`do_bench` at realistic sizes, beside Triton (same source, when installed) and CuPy/cuBLAS where
+there is a library equivalent. Each result is checked against a float64 reference first; a failing
+kernel is recorded as such. Nothing is written without a GPU: the notebooks keep their last record.
+`--interpret` runs the same suites in the interpreter at tiny sizes (no Triton, no cuBLAS), to test
+this script without a GPU.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ def row(label: str, ms: float, flops: float, nbytes: float, compute: str = "fp32
 
 
 def torch_softmax_ms(x) -> float | None:
-    """torch.softmax's time on the same CuPy array (shared through DLPack), or None without torch."""
+    """torch.softmax's time on the same array (shared through DLPack), or None without torch."""
     try:
         import torch
     except ImportError:
@@ -131,7 +135,8 @@ def vector_add(sizes: list[int]) -> list[dict]:
         x, y, out = rand(n), rand(n), poisoned(n)
         grid = (tw.cdiv(n, 1024),)
         add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)
-        status = check(out[: 1 << 20], host(x[: 1 << 20]).astype(np.float64) + host(y[: 1 << 20]), 1e-6)
+        head = slice(0, 1 << 20)
+        status = check(out[head], host(x[head]).astype(np.float64) + host(y[head]), 1e-6)
         ms = bench_ms(lambda: add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024))
         copy_ms = bench_ms(lambda: XP.add(x, y, out=out))
         rows.append(
@@ -188,7 +193,7 @@ MATMUL_SIGNATURE = (
 
 
 def best_config(launch, configs) -> tuple[tuple, float, list]:
-    """The fastest of `configs` for `launch(config)`, with each config's time or the error it raised."""
+    """The fastest of `configs` for `launch(config)`, with each one's time or the error raised."""
     tried = []
     for config in configs:
         try:
@@ -201,6 +206,9 @@ def best_config(launch, configs) -> tuple[tuple, float, list]:
         raise RuntimeError(f"no config ran: {tried}")
     config, ms = min(timed, key=lambda ct: ct[1])
     return config, ms, [[list(c), t] for c, t in tried]
+
+
+PTX_COUNTED = ("mma.sync", "wgmma.mma_async", "ldmatrix", "cp.async")
 
 
 def sass_record(compiled) -> dict:
@@ -216,7 +224,7 @@ def sass_record(compiled) -> dict:
     return {
         "arch": compiled.target,
         "counts": count_instructions(sass),
-        "ptx_counts": {k: ptx.count(k) for k in ("mma.sync", "wgmma.mma_async", "ldmatrix", "cp.async")},
+        "ptx_counts": {k: ptx.count(k) for k in PTX_COUNTED},
         "registers": compiled.n_regs,
         "excerpt": tensor_core_excerpt(sass),
     }

@@ -1,23 +1,24 @@
-"""Executes the notebooks and stores them with their outputs: `python notebooks/execute_notebooks.py [NAME]`.
+"""Executes the notebooks and stores them with their outputs.
 
-Each notebook (notebooks/*.ipynb and the puzzles) runs with nbclient as a learner without a GPU meets it:
-kernels in the interpreter, GPU stages compiled for sm_90, the GPU results recorded in notebooks/data/
-shown in place of GPU-only cells. Then it is tidied (widget views and widget state go, the static HTML
-view stays, without colours or the IR after each pass; no execution timestamps) and stamped with a fingerprint of what its outputs came from (its
-cells, the recorded data it shows) and whether the SASS tools were there. tests/workbench/
-test_notebooks.py checks the stamp without running anything, and re-executes every notebook to compare
-the text it prints with the stored text.
+    python notebooks/execute_notebooks.py [NAME ...]
+
+Each notebook (notebooks/*.ipynb and the puzzles) runs with nbclient as a learner without a GPU
+meets it: kernels in the interpreter, GPU stages compiled for sm_90, the GPU results recorded in
+notebooks/data/ shown in place of GPU-only cells. Then it is tidied (widget views and widget state
+go; the static HTML view stays, without colours or the IR after each pass; no execution timestamps)
+and stamped with a fingerprint of what its outputs came from (its cells, the recorded data it shows)
+and whether the SASS tools were there. tests/workbench/test_notebooks.py checks the stamp without
+running anything, and re-executes every notebook to compare what it prints with the stored outputs.
 
 Run it after editing a builder (build_notebooks.py, build_puzzles.py: they write notebooks without
-outputs) or re-recording notebooks/data/ on a GPU (bench/record_notebook_data.py). It needs `nvdisasm`
-(`pip install "tileworkbench[sass]"`), so the stored notebooks show SASS.
+outputs) or re-recording notebooks/data/ on a GPU (bench/record_notebook_data.py). It needs
+`nvdisasm` (`pip install "tileworkbench[sass]"`), so the stored notebooks show SASS.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import re
 import sys
@@ -31,7 +32,7 @@ ROOT = HERE.parent
 DATA = HERE / "data"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 STAMP = "tileworkbench"
-# what `show_recorded("02_fused_softmax")` or `load_recorded("03_matmul")` reads from notebooks/data/
+# what `show_recorded("02_fused_softmax")` or `load_recorded("03_matmul")` reads (notebooks/data/)
 _RECORD_USE = re.compile(r"""(?:show_recorded|load_recorded)\(\s*["'](\w+)["']""")
 
 
@@ -46,7 +47,7 @@ def recorded_data(nb) -> list[Path]:
 
 
 def fingerprint(nb) -> str:
-    """A hash of what the stored outputs came from: every cell's source and the recorded data shown."""
+    """A hash of what the stored outputs came from: every cell's source, the recorded data shown."""
     digest = hashlib.sha256()
     for cell in nb.cells:
         digest.update(f"{cell.cell_type}\0{cell.source}\0".encode())
@@ -70,7 +71,9 @@ from tileworkbench.workbench.html_view import render_report
 from tileworkbench.workbench.report import KernelReport
 
 get_ipython().display_formatter.mimebundle_formatter.for_type(
-    KernelReport, lambda report: {"text/plain": repr(report), "text/html": render_report(report, True)})
+    KernelReport,
+    lambda report: {"text/plain": repr(report), "text/html": render_report(report, compact=True)},
+)
 """
 
 
@@ -91,7 +94,7 @@ def environment(folder: str) -> dict[str, str]:
 
 
 def execute(nb, folder: Path, timeout: int = 300):
-    """Run every cell of `nb` in a fresh kernel started in `folder`; returns `nb`, its outputs filled.
+    """Run every cell of `nb` in a fresh kernel started in `folder`; returns `nb` with its outputs.
 
     An error in a cell raises nbclient's CellExecutionError (the notebook stops as Run All does)."""
     import nbclient
@@ -163,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if not sass_tools():
-        print('nvdisasm or ptxas is missing: pip install "tileworkbench[sass]" (the stored notebooks '
-              "show SASS)", file=sys.stderr)
+        print('nvdisasm or ptxas is missing: pip install "tileworkbench[sass]" (the stored '
+              "notebooks show SASS)", file=sys.stderr)
         return 1
     paths = [p for p in notebook_paths() if not args.names or p.stem in args.names]
     for path in paths:

@@ -1,6 +1,7 @@
-"""Fixtures for workbench tests: an IPython shell with the extension loaded (with a fake recorder, or
-the runtime's real one), `tilekernel(line, cell)` to run a cell in it, and the one GPU check: a test
-marked `gpu` skips where no GPU is visible."""
+"""Fixtures for workbench tests: an IPython shell with the extension loaded (with a fake recorder,
+or the runtime's real one), `tilekernel(line, cell)` to run a cell in it, and the one GPU check: a
+test marked `gpu` skips where no GPU is visible.
+"""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_redefining_a_global_recompiles(tilekernel, real_shell):
     assert second.asm["tile-opt"] != first.asm["tile-opt"]
 
 
-def test_redefining_a_helper_recompiles():
+def test_redefining_a_helper_recompiles(tilekernel, real_shell):
     helper = """
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -74,9 +74,7 @@ def combine(a, b):
 """
     cell = ADD_CELL.replace("x + y * SCALE", "combine(x, y)")
     real_shell.run_cell(helper.format(op="+"))
-    assert tilekernel("--target interpreter --ref 'x.astype(np.float64) + y'", cell)[
-        0
-    ].check.passed
+    assert tilekernel("--target interpreter --ref 'x.astype(np.float64) + y'", cell)[0].check.passed
     real_shell.run_cell(helper.format(op="-"))
     report = tilekernel("--target interpreter --ref 'x.astype(np.float64) - y'", cell)[0]
     assert report.check.passed, "the kernel kept the old @jit helper"

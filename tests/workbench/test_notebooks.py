@@ -1,11 +1,12 @@
-"""The notebooks: stored executed and current, and executed again with nbclient on the CPU path (no GPU).
+"""The notebooks: stored executed and current, and executed again with nbclient on the CPU path (no
+GPU).
 
-Each notebook is stored with its outputs (notebooks/execute_notebooks.py) and a stamp of what they came
-from. The fast tests read the stored files only: every cell ran, top to bottom, no error, each claim
-check printed its "checked:", no widget state, a small file, and the stamp matches the cells and
-recorded data of today. The `notebooks` tests run every notebook again and compare what it prints with
-what is stored: a compiler whose output moved, or a notebook edited without being re-executed, fails
-here instead of going stale in silence.
+Each notebook is stored with its outputs (notebooks/execute_notebooks.py) and a stamp of what they
+came from. The fast tests read the stored files only: every cell ran, top to bottom, no error, each
+claim check printed its "checked:", no widget state, a small file, and the stamp matches the cells
+and recorded data of today. The `notebooks` tests run every notebook again and compare what it
+prints with what is stored: a compiler whose output moved, or a notebook edited without being
+re-executed, fails here instead of going stale in silence.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def test_notebook_is_stored_executed_and_current(path):
         + RERUN.format(path.stem)
     )
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), "not run top to bottom"
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), "not run top to bottom"
     outputs = [o for cell in code for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert "widgets" not in nb.metadata
@@ -91,8 +93,8 @@ def test_notebook_runs_on_cpu_and_prints_what_is_stored(path):
         assert "checked:" in text, cell.source
     kept = nbformat.read(path, as_version=4)
     if kept.metadata.get(stored.STAMP, {}).get("sass") != stored.sass_tools():
-        pytest.skip("stored with the SASS tools and run without them (or the reverse): printed text "
-                    "not compared; CI has them (the dev extra)")
+        pytest.skip("stored with the SASS tools and run without them (or the reverse): what it "
+                    "prints is not compared; CI has them (the dev extra)")
     assert stored.printed_text(nb) == stored.printed_text(kept), (
         f"{path.name} prints something else than its stored outputs: " + RERUN.format(path.stem)
     )

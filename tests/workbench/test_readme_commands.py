@@ -1,7 +1,8 @@
-"""The README's first commands, as a new user types them, in a fresh virtual environment made from a copy
-of this checkout: `pip install ".[lab]"` and `tileworkbench lab` (JupyterLab starts on the copied
-notebooks), then `tileworkbench demo`. Slow (pip downloads JupyterLab and the rest, a few minutes): run
-with TILEWORKBENCH_TEST_README=1 (`.ci/run` sets it). The README's test command is what `.ci/run` runs.
+"""The README's first commands, as a new user types them, in a fresh virtual environment made from a
+copy of this checkout: `pip install ".[lab]"` and `tileworkbench lab` (JupyterLab starts on the
+copied notebooks), then `tileworkbench demo`. Slow (pip downloads JupyterLab and the rest, a few
+minutes): run with TILEWORKBENCH_TEST_README=1 (`.ci/run` sets it). The README's test command is
+what `.ci/run` runs.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def test_install_open_the_workbench_and_run_the_demo(tmp_path):
             if "http://127.0.0.1:" in line or "http://localhost:" in line:
                 break
     finally:
-        os.killpg(lab.pid, signal.SIGTERM)
+        if lab.poll() is None:  # JupyterLab is serving: stop it (and its kernels)
+            os.killpg(lab.pid, signal.SIGTERM)
         lab.wait(timeout=60)
     text = "".join(output)
     assert "http://" in text and "/lab" in text, text[-3000:]

@@ -77,7 +77,8 @@ def test_sweep_runs_every_config_with_gpu_resources(tilekernel):
 
 def test_sweep_rows_say_why_a_config_failed(tilekernel):
     # a grid fixed at 1024-element blocks leaves elements unwritten for BLOCK=256; 100 is no power of 2
-    reports = tilekernel("--target interpreter --ref 'x.astype(np.float64) + y' --sweep BLOCK=100,256,1024",
+    reports = tilekernel(
+        "--target interpreter --ref 'x.astype(np.float64) + y' --sweep BLOCK=100,256,1024",
         cell(grid="(tw.cdiv(n, 1024),)"),
     )
     rows = next(s for s in reports[0].sections if s.title == "sweep").rows
@@ -137,6 +138,15 @@ def test_another_cell_with_the_same_kernel_is_not_its_last_run(tilekernel, real_
     changes = edited[0].sections[0]
     assert changes.title == "changed since the last run of this cell"
     assert any(r.kind == "-" and "arith.addf" in r.text for r in changes.diffs["tile-opt"])
+
+
+def test_a_compile_only_cell_after_a_launch_is_not_its_rerun(tilekernel):
+    """Without cell ids (nbclient, terminal IPython) a compile-only view of the launched kernel is
+    still another cell: no "changed since the last run" against the launch."""
+    tilekernel("--target interpreter", cell("+"))
+    view = tilekernel('--signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32" '
+                      "--constexprs BLOCK=1024 --kernel add_kernel --target sm_90", "pass")
+    assert not any(s.title.startswith("changed") for s in view[0].sections)
 
 def _row(block: int, seconds: float | None):
     from types import SimpleNamespace

@@ -38,7 +38,8 @@ gpu_add[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
 
 
 def test_sweep_on_the_gpu_is_timed_with_cuda_events(tilekernel):
-    reports = tilekernel("--ref 'x.astype(cp.float64) + y' --sweep \"BLOCK=256,1024 num_warps=4,8\"",
+    reports = tilekernel(
+        "--ref 'x.astype(cp.float64) + y' --sweep \"BLOCK=256,1024 num_warps=4,8\"",
         CELL.replace("OP", "+"),
     )
     section = next(s for s in reports[0].sections if s.title == "sweep")

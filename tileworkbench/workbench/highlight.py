@@ -71,7 +71,8 @@ def _css_class(token_type) -> str | None:
     """The `tw-` class of a token type, or None where the style gives it no look (plain text)."""
     style = HtmlFormatter(style="default").style
     while not style.styles_token(token_type) and token_type.parent is not None:
-        token_type = token_type.parent  # a lexer's own subtype (Name.Variable.Anonymous) looks as its parent
+        # a lexer's own subtype (Name.Variable.Anonymous) looks as its parent does
+        token_type = token_type.parent
     look = style.style_for_token(token_type)
     styled = look["color"] or look["bold"] or look["italic"] or look["bgcolor"] or look["underline"]
     if token_type in Whitespace or not styled:

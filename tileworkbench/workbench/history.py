@@ -1,7 +1,8 @@
 """What changed since the last run of a cell: PTX/SASS diff, registers, spills, shared memory and time.
 
-A `RunHistory` lives in the magic's session state (one per `TileKernelMagics`), keyed by the notebook
-cell (Jupyter's cell id, where the front end sends one) and the kernel name; after each cell it compares
+A `RunHistory` lives in the magic's session state (one per `TileKernelMagics`), keyed by the
+notebook cell (Jupyter's cell id, where the front end sends one: JupyterLab does, nbclient does
+not), the kind of cell (a launch, or compile-only) and the kernel name; after each cell it compares
 every report with the one the same kernel had in the same cell last time and attaches a
 `ChangesSection` to it. Another cell with the same kernel (a compile-only view after a launch) is no
 "last run of this cell".
@@ -106,14 +107,14 @@ class RunHistory:
     """The last snapshot of each (cell, kernel name), for one notebook session."""
 
     def __init__(self):
-        self.last: dict[tuple[str | None, str], Snapshot] = {}
+        self.last: dict[tuple, Snapshot] = {}
 
-    def annotate(self, reports: list, cell_id: str | None = None) -> None:
+    def annotate(self, reports: list, cell: tuple = ()) -> None:
         """Attach what changed since its last run in this cell to each report, then remember this
-        run. Without a cell id (terminal IPython) every cell counts as one."""
+        run. `cell` tells cells apart: (cell id or None, "launch" or "compile-only")."""
         for report in reports:
             now = Snapshot.of(report)
-            key = (cell_id, report.name)
+            key = (*cell, report.name)
             before = self.last.get(key)
             if before is not None:
                 report.sections.insert(0, ChangesSection(before, now))

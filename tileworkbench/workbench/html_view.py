@@ -198,7 +198,8 @@ def _passes_panel(report, uid: str, compact: bool = False) -> str:
         elif not flags[i]:  # the static page holds each IR once: an unchanged pass points back
             before = next(j for j in range(i - 1, -1, -1) if j == 0 or flags[j])
             ir = (f'<div class="twnote">the IR after {html.escape(name)} is the IR after pass '
-                  f"{before}. {html.escape(report.passes[before][0])}, values renamed at most</div>")
+                  f"{before}. {html.escape(report.passes[before][0])}, values renamed at most"
+                  "</div>")
         panels.append(
             f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
             f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div>"

@@ -1,7 +1,11 @@
-"""Fixtures for workbench tests: an IPython shell with the extension loaded and a fake recorder."""
+"""Fixtures for workbench tests: an IPython shell with the extension loaded (with a fake recorder,
+or the runtime's real one), `tilekernel(line, cell)` to run a cell in it, and the one GPU check: a
+test marked `gpu` skips where no GPU is visible.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -14,6 +18,21 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "notebooks: runs a teaching notebook with nbclient (slow-ish)"
     )
+
+
+@functools.cache
+def _gpu_visible() -> bool:
+    try:
+        from tileworkbench.runtime.device import gpu_available
+
+        return gpu_available()
+    except Exception:  # noqa: BLE001 - no CuPy, no driver: no GPU
+        return False
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None and not _gpu_visible():
+        pytest.skip("needs an NVIDIA GPU and CuPy")
 
 
 @pytest.fixture(autouse=True)
@@ -39,3 +58,23 @@ def shell():
     ip.user_ns["_rec"] = recorder
     yield ip
     ip.magics_manager.registry["TileKernelMagics"].recorder = None
+
+
+@pytest.fixture
+def real_shell(shell):
+    """The shell with the runtime's real recorder instead of the fake one."""
+    shell.magics_manager.registry["TileKernelMagics"].recorder = None
+    return shell
+
+
+@pytest.fixture
+def tilekernel(real_shell):
+    """`tilekernel(line, cell)`: run `%%tilekernel line` on `cell` in the real shell; returns the
+    cell's reports (None where it made none)."""
+
+    def run(line: str, cell: str):
+        real_shell.user_ns.pop("_tilekernel_reports", None)
+        real_shell.run_cell_magic("tilekernel", line, cell)
+        return real_shell.user_ns.get("_tilekernel_reports")
+
+    return run

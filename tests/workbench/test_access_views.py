@@ -63,21 +63,9 @@ shift_kernel[(tw.cdiv(n, 256),)](x, out, n, BLOCK=256)
 """
 
 
-@pytest.fixture
-def real_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
-
-
-def run(shell, line: str, cell: str):
-    shell.user_ns.pop("_tilekernel_reports", None)
-    shell.run_cell_magic("tilekernel", line, cell)
-    return shell.user_ns.get("_tilekernel_reports")
-
-
-def test_launch_report_has_access_picture_and_mismatch_map(real_shell):
+def test_launch_report_has_access_picture_and_mismatch_map(tilekernel):
     cell = CELL.replace("SHIFT", "0").replace("MASK", "offs < n - 300")  # last 300 never loaded
-    reports = run(real_shell, "--target interpreter --ref x", cell)
+    reports = tilekernel("--target interpreter --ref x", cell)
     report = reports[0]
     titles = [s.title for s in report.sections]
     assert "where the check fails" in titles and "memory accesses of program (0, 0, 0)" in titles
@@ -89,14 +77,14 @@ def test_launch_report_has_access_picture_and_mismatch_map(real_shell):
     assert "load x_ptr[1000] (line" in repr(report)
 
 
-def test_out_of_bounds_launch_shows_program_and_offsets(real_shell, capsys):
+def test_out_of_bounds_launch_shows_program_and_offsets(tilekernel, capsys):
     from IPython.utils.capture import capture_output
 
     cell = CELL.replace("SHIFT", "8").replace("MASK", "offs < n")  # reads 8 past the end
     from tileworkbench.errors import OutOfBoundsError
 
     with capture_output() as captured, pytest.raises(OutOfBoundsError):  # the cell fails, after
-        run(real_shell, "--target interpreter", cell)                    # showing the views
+        tilekernel("--target interpreter", cell)                    # showing the views
     views = [o.data.get("text/plain", "") for o in captured.outputs]
     text = "\n".join(views)
     assert "the out-of-bounds access: program (3, 0, 0)" in text, text
@@ -110,12 +98,12 @@ def test_mismatch_rows_and_columns_of_2d():
     assert text == ["2 of 1200 elements differ", "rows: 5-6", "columns: 10"]
 
 
-def test_any_program_on_request_and_sweep_needs_launches(real_shell, capsys):
+def test_any_program_on_request_and_sweep_needs_launches(tilekernel, capsys):
     cell = CELL.replace("SHIFT", "0").replace("MASK", "offs < n")
-    report = run(real_shell, "--target interpreter", cell)[0]
+    report = tilekernel("--target interpreter", cell)[0]
     last = report.access_map((3,))
     assert last.title == "memory accesses of program (3, 0, 0)"
     assert "768..999" in repr(last) and "24 lanes masked off" in repr(last)
     with pytest.raises(Exception, match="does not combine with --signature"):  # the cell fails
-        run(real_shell, '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --kernel shift_kernel '
+        tilekernel('--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --kernel shift_kernel '
                         '--sweep BLOCK=64,128', cell)

@@ -416,7 +416,63 @@ def test_static_html_scrolls_with_javascript_and_shows_the_new_views(tmp_path):
         page.goto(puzzle_file.as_uri())
         assert "FAIL" in page.locator("body").inner_text()
         page.locator("body > div").screenshot(path=str(ARTIFACTS / "puzzle-fail.png"))
+        _sass_and_roofline_views(page, tmp_path)
         browser.close()
+
+
+DOT_SOURCE = """
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    tl.store(c_ptr + m[:, None] * N + n[None, :], tl.dot(a, b))
+"""
+
+
+def _sass_and_roofline_views(page, tmp_path) -> None:
+    """The sass tab of a tensor-core dot (HMMA lines, linked to the tl.dot line), where nvdisasm is
+    installed; and the roofline of the recorded GPU results (notebook 06)."""
+    from tileworkbench.backends.nvptx.tools import missing_for
+    from tileworkbench.workbench import inspect
+    from tileworkbench.workbench.html_view import page as html_page
+    from tileworkbench.workbench.recorded import load_recorded
+
+    load_recorded("06_roofline", ROOT / "notebooks" / "data").roofline().save(
+        str(ARTIFACTS / "roofline-recorded.png")
+    )
+    if missing_for("sass") is not None:
+        return
+    import tileworkbench as tw
+
+    (tmp_path / "dot.py").write_text(DOT_SOURCE)
+    namespace: dict = {}
+    exec(compile(DOT_SOURCE, str(tmp_path / "dot.py"), "exec"), namespace)
+    compiled = tw.compile(namespace["dot_kernel"], signature="a_ptr=*fp16:16,b_ptr=*fp16:16,"
+                          "c_ptr=*fp32:16", constexprs={"M": 64, "N": 64, "K": 32}, target="sm_80")
+    (tmp_path / "sass.html").write_text(html_page([inspect(compiled)]))
+    page.goto((tmp_path / "sass.html").as_uri())
+    report = page.locator(".twr").first
+    report.locator(".twtabs label", has_text="source").click()
+    report.locator("label.twline", has_text="tl.dot").click()
+    report.locator(".twtabs label", has_text="sass").click()
+    sass = report.locator(".twp-sass pre.twhl")
+    assert "HMMA.16816.F32" in sass.inner_text()
+    line = report.locator("label.twline", has_text="tl.dot").get_attribute("for").split("-")[-1]
+    page.wait_for_function(SCROLLED_TO_HIGHLIGHT, arg=[sass.element_handle(), line], timeout=5000)
+    linked = sass.evaluate(SHOW_FIRST_HMMA, line)  # the tl.dot line's HMMA, in view for the picture
+    assert linked, "the first HMMA line is not linked to the tl.dot line"
+    report.screenshot(path=str(ARTIFACTS / "sass-hmma.png"))
+
+
+SHOW_FIRST_HMMA = """(pre, line) => {
+    const row = [...pre.querySelectorAll('.twl')].find(e => e.textContent.includes('HMMA'));
+    pre.scrollTop = row.offsetTop - pre.offsetTop - 80;
+    return row.classList.contains('s' + line);
+}"""
 
 
 def _failed_puzzle(folder):

@@ -44,11 +44,10 @@ scale_kernel[(tw.cdiv(x.size, 256),)](x, out, x.size, BLOCK=256)
 """
 
 
-def test_float64_kernel_with_a_float_literal_explains_the_fp32_rule(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    shell.run_cell_magic(
+def test_float64_kernel_with_a_float_literal_explains_the_fp32_rule(real_shell):
+    real_shell.run_cell_magic(
         "tilekernel", "--target interpreter --no-roofline --ref 'x * 0.1'", SCALE_CELL
     )
-    check = shell.user_ns["_tilekernel_reports"][0].check
+    check = real_shell.user_ns["_tilekernel_reports"][0].check
     assert not check.passed and check.dtype == "float64"
     assert "fp32 constant" in check.hint and "np.float64(0.1)" in check.hint

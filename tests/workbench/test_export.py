@@ -30,10 +30,9 @@ scale_kernel[(tw.cdiv(n, 256),)](x, out, n, 2.5, BLOCK=256)
 """
 
 
-def test_export_writes_html_and_a_reproducer_that_runs(shell, tmp_path):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
+def test_export_writes_html_and_a_reproducer_that_runs(real_shell, tmp_path):
     folder = tmp_path / "export"
-    shell.run_cell_magic("tilekernel", f"--target interpreter --export {folder}", CELL)
+    real_shell.run_cell_magic("tilekernel", f"--target interpreter --export {folder}", CELL)
     page = (folder / "scale_kernel.html").read_text()
     assert page.startswith("<!doctype html>") and "twScrollAll" in page
     assert "<link" not in page and 'src="http' not in page  # nothing fetched from elsewhere

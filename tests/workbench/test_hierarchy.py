@@ -94,14 +94,7 @@ def test_l2_kernel_reads_what_the_bandwidth_counts():
     np.testing.assert_allclose(out.reshape(programs, block), expected, rtol=1e-5, atol=1e-5)
 
 
-def _gpu() -> bool:
-    from tileworkbench.runtime.device import gpu_available
-
-    return gpu_available()
-
-
 @pytest.mark.gpu
-@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and CuPy")
 def test_l2_ceiling_is_above_dram_on_the_gpu():
     from tileworkbench.workbench.microbench import measure_dram, measure_l2
 

@@ -63,6 +63,17 @@ def test_lab_passes_options_through_to_jupyterlab(tmp_path, capsys):
     assert "00_start_here.ipynb --port 8899" in capsys.readouterr().out
 
 
+
+def test_lab_as_root_allows_root(monkeypatch):
+    """JupyterLab refuses to start as root (a container's usual user) without --allow-root."""
+    import os
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0, raising=False)
+    assert lab_command()[-1] == "--allow-root"
+    assert lab_command(extra=["--allow-root"]).count("--allow-root") == 1
+    monkeypatch.setattr(os, "geteuid", lambda: 1000, raising=False)
+    assert "--allow-root" not in lab_command()
+
 def test_lab_without_jupyterlab_says_how_to_install(tmp_path, capsys, monkeypatch):
     import importlib.util
 

@@ -32,12 +32,6 @@ add_kernel[(tw.cdiv(n, 256),)](x, y, out, n, BLOCK=256, num_warps=2)
 """
 
 
-@pytest.fixture
-def real_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
-
-
 def run(shell, line: str, n: int):
     shell.user_ns.pop("_tilekernel_reports", None)
     shell.run_cell_magic("tilekernel", line, CELL.replace("N", str(n), 1))
@@ -77,10 +71,17 @@ def test_target_option_picks_the_arch(real_shell):
     assert "compiled for sm_80" in " ".join(report.notes)
 
 
-def test_missing_sass_is_named(real_shell, monkeypatch):
-    from tileworkbench.backends.nvptx import tools
+def hide_tools(monkeypatch, keep: tuple[str, ...] = ()) -> None:
+    """This machine without NVIDIA's tools (but those in `keep`), for every module that looks."""
+    from tileworkbench.backends.nvptx import ptxas, tools
 
-    monkeypatch.setattr(tools, "find_tool", lambda name: None)
+    real = tools.find_tool
+    for module in (tools, ptxas):
+        monkeypatch.setattr(module, "find_tool", lambda name: real(name) if name in keep else None)
+
+
+def test_missing_sass_is_named(real_shell, monkeypatch):
+    hide_tools(monkeypatch)
     report = run(real_shell, "--no-roofline --target interpreter", 1024)[0]
     assert "sass" not in report.asm
     notes = " ".join(report.notes)
@@ -129,14 +130,11 @@ def test_locations_name_the_cell_and_its_lines(real_shell, capsys):
 
 
 def test_compile_only_report_names_a_missing_tool(real_shell, monkeypatch):
-    from tileworkbench.backends.nvptx import tools
-
-    real = tools.find_tool
-    monkeypatch.setattr(tools, "find_tool", lambda name: real(name) if name == "ptxas" else None)
+    hide_tools(monkeypatch, keep=("ptxas",))
     kernel = CELL.split("rng =")[0]
     signature = "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32"
     line = f'--signature "{signature}" --constexprs BLOCK=256 --target sm_90 --force'
     real_shell.run_cell_magic("tilekernel", line, kernel)
     report = real_shell.user_ns["_tilekernel_reports"][0]
-    if "sass" not in report.asm:
-        assert any("`nvdisasm` was not found" in note for note in report.notes), report.notes
+    assert "sass" not in report.asm
+    assert any("`nvdisasm` was not found" in note for note in report.notes), report.notes

@@ -9,19 +9,7 @@ import pytest
 pytest.importorskip("IPython")
 
 
-def _gpu() -> bool:
-    try:
-        from tileworkbench.runtime.device import gpu_available
-
-        return gpu_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and CuPy"),
-]
+pytestmark = pytest.mark.gpu
 
 CELL = """
 import cupy as cp
@@ -42,12 +30,6 @@ y = cp.random.standard_normal(n, dtype=cp.float32)
 out = cp.full(n, cp.nan, dtype=cp.float32)
 add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024);
 """
-
-
-@pytest.fixture
-def real_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
 
 
 def test_gpu_launch_shows_its_own_arch(real_shell):

@@ -32,23 +32,13 @@ add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
 """
 
 
-@pytest.fixture
-def real_shell(shell):
-    """The shell with the runtime's real recorder instead of the fake one."""
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    shell.run_cell("import tileworkbench.language as tl\nSCALE = tl.constexpr(1.0)\nSEED = 0")
-    return shell
+@pytest.fixture(autouse=True)
+def _globals_the_kernels_read(real_shell):
+    real_shell.run_cell("import tileworkbench.language as tl\nSCALE = tl.constexpr(1.0)\nSEED = 0")
 
 
-def run(shell, line: str, cell: str):
-    shell.user_ns.pop("_tilekernel_reports", None)
-    shell.run_cell_magic("tilekernel", line, cell)
-    return shell.user_ns.get("_tilekernel_reports")
-
-
-def test_real_launch_report(real_shell):
-    reports = run(
-        real_shell, "--target interpreter --ref 'x.astype(np.float64) + y' --bench 5", ADD_CELL
+def test_real_launch_report(tilekernel):
+    reports = tilekernel("--target interpreter --ref 'x.astype(np.float64) + y' --bench 5", ADD_CELL
     )
     assert len(reports) == 1
     report = reports[0]
@@ -63,18 +53,17 @@ def test_real_launch_report(real_shell):
     assert [name for name, _ in report.passes][0] == "tile"
 
 
-def test_redefining_a_global_recompiles(real_shell):
-    first = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", ADD_CELL)[0]
+def test_redefining_a_global_recompiles(tilekernel, real_shell):
+    first = tilekernel("--target interpreter --ref 'x.astype(np.float64) + y'", ADD_CELL)[0]
     assert first.check.passed
     real_shell.run_cell("SCALE = tl.constexpr(2.0)")
-    second = run(
-        real_shell, "--target interpreter --ref 'x.astype(np.float64) + 2.0 * y'", ADD_CELL
+    second = tilekernel("--target interpreter --ref 'x.astype(np.float64) + 2.0 * y'", ADD_CELL
     )[0]
     assert second.check.passed, "the kernel kept the old value of the global SCALE"
     assert second.asm["tile-opt"] != first.asm["tile-opt"]
 
 
-def test_redefining_a_helper_recompiles(real_shell):
+def test_redefining_a_helper_recompiles(tilekernel, real_shell):
     helper = """
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -85,19 +74,15 @@ def combine(a, b):
 """
     cell = ADD_CELL.replace("x + y * SCALE", "combine(x, y)")
     real_shell.run_cell(helper.format(op="+"))
-    assert run(real_shell, "--target interpreter --ref 'x.astype(np.float64) + y'", cell)[
-        0
-    ].check.passed
+    assert tilekernel("--target interpreter --ref 'x.astype(np.float64) + y'", cell)[0].check.passed
     real_shell.run_cell(helper.format(op="-"))
-    report = run(real_shell, "--target interpreter --ref 'x.astype(np.float64) - y'", cell)[0]
+    report = tilekernel("--target interpreter --ref 'x.astype(np.float64) - y'", cell)[0]
     assert report.check.passed, "the kernel kept the old @jit helper"
 
 
-def test_compile_only_interpreter_target(real_shell):
+def test_compile_only_interpreter_target(tilekernel):
     cell = ADD_CELL.split("rng =")[0]
-    reports = run(
-        real_shell,
-        "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
+    reports = tilekernel("--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
         "--constexprs BLOCK=256 --target interpreter",
         cell,
     )
@@ -118,12 +103,10 @@ def test_compile_error_in_cell_names_the_kernel_line(real_shell, capsys):
     assert "Traceback" not in text
 
 
-def test_ptx_stage_compile_only(real_shell):
+def test_ptx_stage_compile_only(tilekernel):
     cell = ADD_CELL.split("rng =")[0]
     try:
-        reports = run(
-            real_shell,
-            "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
+        reports = tilekernel("--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' "
             "--constexprs BLOCK=256 --target sm_90",
             cell,
         )
@@ -134,14 +117,14 @@ def test_ptx_stage_compile_only(real_shell):
     assert ".entry" in reports[0].asm["ptx"] and reports[0].resources is not None
 
 
-def test_no_fp_fusion_option(real_shell):
+def test_no_fp_fusion_option(tilekernel, real_shell):
     """`--no-fp-fusion` compiles as `enable_fp_fusion=False`: x + y * 3 stays a rounded multiply and a
     rounded add; by default it is one FMA (a power of two would become y + y)."""
     real_shell.run_cell("SCALE = tl.constexpr(3.0)")
     cell = ADD_CELL.split("rng =")[0]
     options = "--signature 'x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32' --constexprs BLOCK=256 --target sm_90"
-    fused = run(real_shell, options, cell)[0].asm["ptx"]
-    separate = run(real_shell, options + " --no-fp-fusion", cell)[0].asm["ptx"]
+    fused = tilekernel(options, cell)[0].asm["ptx"]
+    separate = tilekernel(options + " --no-fp-fusion", cell)[0].asm["ptx"]
     assert "fma.rn.f32" in fused and "mul.rn.f32" not in fused
     assert "fma.rn.f32" not in separate and "mul.rn.f32" in separate and "add.rn.f32" in separate
 
@@ -164,9 +147,8 @@ inc_kernel[lambda meta: (tw.cdiv(1000, meta["BLOCK"]),)](x, out, 1000);
 """
 
 
-def test_autotuned_kernel_gives_one_report_with_its_table(real_shell, capsys):
-    reports = run(
-        real_shell, "--target interpreter --ref 'x.astype(np.float64) + 1'", AUTOTUNE_CELL
+def test_autotuned_kernel_gives_one_report_with_its_table(tilekernel, real_shell, capsys):
+    reports = tilekernel("--target interpreter --ref 'x.astype(np.float64) + 1'", AUTOTUNE_CELL
     )
     assert len(reports) == 1, [r.metadata.get("constexprs") for r in reports]
     report = reports[0]
@@ -179,21 +161,20 @@ def test_autotuned_kernel_gives_one_report_with_its_table(real_shell, capsys):
     assert "CompiledKernel" not in capsys.readouterr().out  # the trailing `;` hid the result
 
 
-def test_force_recompiles(real_shell):
-    first = run(real_shell, "--target interpreter", ADD_CELL)[0].compiled
+def test_force_recompiles(tilekernel):
+    first = tilekernel("--target interpreter", ADD_CELL)[0].compiled
     cell = ADD_CELL + "\nadd_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024);\n"
-    second = run(real_shell, "--target interpreter", cell)
-    third = run(
-        real_shell, "--target interpreter --force", "add_kernel[(3,)](x, y, out, n, BLOCK=1024);"
+    second = tilekernel("--target interpreter", cell)
+    third = tilekernel("--target interpreter --force", "add_kernel[(3,)](x, y, out, n, BLOCK=1024);"
     )
-    same = run(real_shell, "--target interpreter", "add_kernel[(3,)](x, y, out, n, BLOCK=1024);")
+    same = tilekernel("--target interpreter", "add_kernel[(3,)](x, y, out, n, BLOCK=1024);")
     assert second[0].compiled is not first  # the cell redefined the kernel
     assert third[0].compiled is not second[0].compiled  # --force: compiled again
     assert same[0].compiled is third[0].compiled  # and cached again afterwards
 
 
-def test_inspect_a_launched_kernel_without_signature(real_shell):
-    run(real_shell, "--target interpreter", ADD_CELL)
+def test_inspect_a_launched_kernel_without_signature(tilekernel, real_shell):
+    tilekernel("--target interpreter", ADD_CELL)
     report = tw.inspect(real_shell.user_ns["add_kernel"])
     assert report.name == "add_kernel" and "tensor<1024xf32>" in report.asm["tile-opt"]
     with pytest.raises(TypeError, match="needs signature="):

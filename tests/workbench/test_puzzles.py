@@ -1,9 +1,8 @@
-"""The puzzle notebook under nbclient: every stub says FAIL at once, every solution PASS, each test
+"""The puzzle notebook as stored: every stub says FAIL at once, every solution PASS, each test
 draws the memory access picture; and `check_puzzle` itself on a right, a wrong and an OOB kernel."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -54,16 +53,12 @@ def test_builder_is_in_sync_with_the_notebook():
     assert [c.source for c in stored.cells] == [c.source for c in build_puzzles.build().cells]
 
 
-@pytest.mark.notebooks
-def test_puzzle_notebook_runs_and_says_pass_or_fail(tmp_path, monkeypatch):
+def test_puzzle_notebook_says_pass_or_fail():
+    """What the stored puzzle notebook shows (tests/workbench/test_notebooks.py runs it again and
+    compares what it displays with these outputs)."""
     nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
     path = ROOT / "notebooks" / "puzzles" / "puzzles.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
 
     def said(tag: str) -> list[str]:
         return [

@@ -32,18 +32,6 @@ add_kernel[GRID](x, y, out, n, BLOCK=1024)
 LAMBDA_GRID = "lambda meta: (tw.cdiv(n, meta['BLOCK']),)"
 
 
-@pytest.fixture
-def real_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
-
-
-def run(shell, line: str, cell: str):
-    shell.user_ns.pop("_tilekernel_reports", None)
-    shell.run_cell_magic("tilekernel", line, cell)
-    return shell.user_ns.get("_tilekernel_reports")
-
-
 def cell(op: str = "+", grid: str = LAMBDA_GRID) -> str:
     return CELL.replace("OP", op).replace("GRID", grid)
 
@@ -60,10 +48,8 @@ def test_parse_sweep_is_the_product_in_order():
         parse_sweep("BLOCK 256")
 
 
-def test_sweep_runs_every_config_with_gpu_resources(real_shell):
-    reports = run(
-        real_shell,
-        "--target interpreter --ref 'x.astype(np.float64) + y' "
+def test_sweep_runs_every_config_with_gpu_resources(tilekernel):
+    reports = tilekernel("--target interpreter --ref 'x.astype(np.float64) + y' "
         '--sweep "BLOCK=256,1024 num_warps=4,8"',
         cell(),
     )
@@ -89,10 +75,9 @@ def test_sweep_runs_every_config_with_gpu_resources(real_shell):
     assert "sweep:" in repr(reports[0]) and "fastest:" in repr(reports[0])
 
 
-def test_sweep_rows_say_why_a_config_failed(real_shell):
+def test_sweep_rows_say_why_a_config_failed(tilekernel):
     # a grid fixed at 1024-element blocks leaves elements unwritten for BLOCK=256; 100 is no power of 2
-    reports = run(
-        real_shell,
+    reports = tilekernel(
         "--target interpreter --ref 'x.astype(np.float64) + y' --sweep BLOCK=100,256,1024",
         cell(grid="(tw.cdiv(n, 1024),)"),
     )
@@ -102,9 +87,9 @@ def test_sweep_rows_say_why_a_config_failed(real_shell):
     assert rows[2].status() == "ok"
 
 
-def test_widget_opens_any_config(real_shell):
+def test_widget_opens_any_config(tilekernel):
     pytest.importorskip("ipywidgets")
-    reports = run(real_shell, "--target interpreter --sweep BLOCK=256,512", cell())
+    reports = tilekernel("--target interpreter --sweep BLOCK=256,512", cell())
     view = reports[0].widget().report_widget
     box = next(c for c in view.root.children if hasattr(c, "sweep_picker"))
     box.sweep_picker.value = 1
@@ -112,13 +97,13 @@ def test_widget_opens_any_config(real_shell):
     assert opened.report is reports[0].sections[-1].rows[1].report
 
 
-def test_edited_cell_shows_what_changed(real_shell):
-    first = run(real_shell, "--target interpreter --bench 5", cell("+"))
+def test_edited_cell_shows_what_changed(tilekernel):
+    first = tilekernel("--target interpreter --bench 5", cell("+"))
     assert not any(s.title.startswith("changed") for s in first[0].sections)
-    again = run(real_shell, "--target interpreter --bench 5", cell("+"))
+    again = tilekernel("--target interpreter --bench 5", cell("+"))
     same = again[0].sections[0]
     assert same.title.startswith("changed since") and same.changed_stages() == []
-    edited = run(real_shell, "--target interpreter --bench 5", cell("*"))
+    edited = tilekernel("--target interpreter --bench 5", cell("*"))
     changes = edited[0].sections[0]
     # tile-opt, and the PTX of the GPU stages every launch's report now compiles too
     assert changes.changed_stages()[0] == "tile-opt"
@@ -130,6 +115,38 @@ def test_edited_cell_shows_what_changed(real_shell):
     page = edited[0]._repr_html_()
     assert "changed since the last run of this cell" in page and "twdel" in page
 
+
+
+def test_another_cell_with_the_same_kernel_is_not_its_last_run(tilekernel, real_shell, monkeypatch):
+    """In a notebook the front end names each cell (the execute request's cellId): a compile-only
+    cell after a launch cell of the same kernel is a new cell, not an edit of the launch's."""
+
+    class Kernel:  # ipykernel's: the request being handled, with the id of the cell it runs
+        cell_id = "launch-cell"
+
+        def get_parent(self):
+            return {"header": {}, "metadata": {"cellId": self.cell_id}}
+
+    kernel = Kernel()
+    monkeypatch.setattr(real_shell, "kernel", kernel, raising=False)
+    tilekernel("--target interpreter", cell("+"))
+    kernel.cell_id = "another-cell"
+    other = tilekernel("--target interpreter", cell("*"))
+    assert not any(s.title.startswith("changed") for s in other[0].sections)
+    kernel.cell_id = "launch-cell"
+    edited = tilekernel("--target interpreter", cell("*"))
+    changes = edited[0].sections[0]
+    assert changes.title == "changed since the last run of this cell"
+    assert any(r.kind == "-" and "arith.addf" in r.text for r in changes.diffs["tile-opt"])
+
+
+def test_a_compile_only_cell_after_a_launch_is_not_its_rerun(tilekernel):
+    """Without cell ids (nbclient, terminal IPython) a compile-only view of the launched kernel is
+    still another cell: no "changed since the last run" against the launch."""
+    tilekernel("--target interpreter", cell("+"))
+    view = tilekernel('--signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32" '
+                      "--constexprs BLOCK=1024 --kernel add_kernel --target sm_90", "pass")
+    assert not any(s.title.startswith("changed") for s in view[0].sections)
 
 def _row(block: int, seconds: float | None):
     from types import SimpleNamespace
@@ -162,8 +179,8 @@ def test_gpu_timed_configs_share_a_roofline_interpreter_ones_do_not():
     assert 'alt="sweep roofline"' not in untimed.html()
 
 
-def test_bad_sweep_is_refused_before_the_cell_runs(real_shell, capsys):
+def test_bad_sweep_is_refused_before_the_cell_runs(tilekernel, real_shell, capsys):
     real_shell.user_ns.pop("n", None)
     with pytest.raises(Exception, match="NAME=V1,V2"):  # the cell fails before it runs
-        run(real_shell, "--target interpreter --sweep BLOCK", cell())
+        tilekernel("--target interpreter --sweep BLOCK", cell())
     assert "n" not in real_shell.user_ns

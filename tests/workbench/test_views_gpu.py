@@ -15,19 +15,7 @@ pytest.importorskip("IPython")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _gpu() -> bool:
-    try:
-        from tileworkbench.runtime.device import gpu_available
-
-        return gpu_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and CuPy"),
-]
+pytestmark = pytest.mark.gpu
 
 CELL = """
 import cupy as cp
@@ -49,21 +37,8 @@ gpu_add[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
 """
 
 
-@pytest.fixture
-def real_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
-
-
-def run(shell, line: str, cell: str):
-    shell.user_ns.pop("_tilekernel_reports", None)
-    shell.run_cell_magic("tilekernel", line, cell)
-    return shell.user_ns.get("_tilekernel_reports")
-
-
-def test_sweep_on_the_gpu_is_timed_with_cuda_events(real_shell):
-    reports = run(
-        real_shell,
+def test_sweep_on_the_gpu_is_timed_with_cuda_events(tilekernel):
+    reports = tilekernel(
         "--ref 'x.astype(cp.float64) + y' --sweep \"BLOCK=256,1024 num_warps=4,8\"",
         CELL.replace("OP", "+"),
     )
@@ -75,17 +50,17 @@ def test_sweep_on_the_gpu_is_timed_with_cuda_events(real_shell):
         assert cells[3] != "-" and cells[2].endswith("B/s")
 
 
-def test_access_picture_of_a_gpu_launch(real_shell):
-    report = run(real_shell, "", CELL.replace("OP", "+"))[0]
+def test_access_picture_of_a_gpu_launch(tilekernel, real_shell):
+    report = tilekernel("", CELL.replace("OP", "+"))[0]
     access = next(s for s in report.sections if s.title.startswith("memory accesses"))
     load = access.accesses.accesses[0]
     assert load.argument == "x_ptr" and load.offsets.tolist() == list(range(1024))
     assert not bool(real_shell.user_ns["out"].isnan().any())  # the launch's output is intact
 
 
-def test_rerun_shows_ptx_diff_and_times(real_shell):
-    run(real_shell, "--bench 20", CELL.replace("OP", "+"))
-    edited = run(real_shell, "--bench 20", CELL.replace("OP", "*"))[0]
+def test_rerun_shows_ptx_diff_and_times(tilekernel):
+    tilekernel("--bench 20", CELL.replace("OP", "+"))
+    edited = tilekernel("--bench 20", CELL.replace("OP", "*"))[0]
     changes = edited.sections[0]
     assert "ptx" in changes.changed_stages()
     assert any(r.kind == "+" and "mul" in r.text for r in changes.diffs["ptx"])
@@ -93,8 +68,8 @@ def test_rerun_shows_ptx_diff_and_times(real_shell):
     assert "-" not in times
 
 
-def test_reproducer_relaunches_on_the_gpu(real_shell, tmp_path):
-    run(real_shell, f"--export {tmp_path}", CELL.replace("OP", "+"))
+def test_reproducer_relaunches_on_the_gpu(tilekernel, tmp_path):
+    tilekernel(f"--export {tmp_path}", CELL.replace("OP", "+"))
     script = tmp_path / "gpu_add_repro.py"
     check = (
         "\nassert xp.__name__ == 'cupy', 'ran in the interpreter'\n"

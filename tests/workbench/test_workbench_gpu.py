@@ -9,19 +9,7 @@ pytest.importorskip("IPython")
 tw = pytest.importorskip("tileworkbench")
 
 
-def _gpu() -> bool:
-    try:
-        from tileworkbench.runtime.device import gpu_available
-
-        return gpu_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU and CuPy"),
-]
+pytestmark = pytest.mark.gpu
 
 PRINT_CELL = """
 import cupy as cp
@@ -59,24 +47,18 @@ add_kernel[(tw.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024);
 """
 
 
-@pytest.fixture
-def gpu_shell(shell):
-    shell.magics_manager.registry["TileKernelMagics"].recorder = None
-    return shell
-
-
-def test_device_print_appears_in_cell_output(gpu_shell, capfd):
-    gpu_shell.run_cell_magic("tilekernel", "--no-roofline", PRINT_CELL)
+def test_device_print_appears_in_cell_output(real_shell, capfd):
+    real_shell.run_cell_magic("tilekernel", "--no-roofline", PRINT_CELL)
     captured = capfd.readouterr()
     text = captured.out + captured.err
     assert "value" in text and "43" in text, text[-2000:]
 
 
-def test_timed_launch_on_the_roofline(gpu_shell):
-    gpu_shell.run_cell_magic(
+def test_timed_launch_on_the_roofline(real_shell):
+    real_shell.run_cell_magic(
         "tilekernel", "--bench 50 --ref 'x.get().astype(np.float64) + y.get()'", ADD_CELL
     )
-    report = gpu_shell.user_ns["_tilekernel_reports"][0]
+    report = real_shell.user_ns["_tilekernel_reports"][0]
     assert report.check.passed
     assert report.timing.median_ms > 0 and "CUDA events" in report.timing.method
     bound = report.bound
@@ -85,10 +67,10 @@ def test_timed_launch_on_the_roofline(gpu_shell):
     assert "sass" in report.asm or report.metadata.get("n_regs")
 
 
-def test_compare_with_triton(gpu_shell):
+def test_compare_with_triton(real_shell):
     pytest.importorskip("triton")
-    gpu_shell.run_cell_magic("tilekernel", "--bench 20 --compare triton --no-roofline", ADD_CELL)
-    report = gpu_shell.user_ns["_tilekernel_reports"][0]
+    real_shell.run_cell_magic("tilekernel", "--bench 20 --compare triton --no-roofline", ADD_CELL)
+    report = real_shell.user_ns["_tilekernel_reports"][0]
     triton = report.triton
     assert triton.error is None, triton.error
     assert "ptx" in triton.asm and "ttir" in triton.asm and "tt.load" in triton.asm["ttir"]

@@ -1,8 +1,11 @@
 """What changed since the last run of a cell: PTX/SASS diff, registers, spills, shared memory and time.
 
-A `RunHistory` lives in the magic's session state (one per `TileKernelMagics`), keyed by kernel name;
-after each cell it compares every report with the one the same kernel had last time and attaches a
-`ChangesSection` to it.
+A `RunHistory` lives in the magic's session state (one per `TileKernelMagics`), keyed by the
+notebook cell (Jupyter's cell id, where the front end sends one: JupyterLab does, nbclient does
+not), the kind of cell (a launch, or compile-only) and the kernel name; after each cell it compares
+every report with the one the same kernel had in the same cell last time and attaches a
+`ChangesSection` to it. Another cell with the same kernel (a compile-only view after a launch) is no
+"last run of this cell".
 """
 
 from __future__ import annotations
@@ -101,16 +104,29 @@ class ChangesSection:
 
 
 class RunHistory:
-    """The last snapshot of each kernel name, for one notebook session."""
+    """The last snapshot of each (cell, kernel name), for one notebook session."""
 
     def __init__(self):
-        self.last: dict[str, Snapshot] = {}
+        self.last: dict[tuple, Snapshot] = {}
 
-    def annotate(self, reports: list) -> None:
-        """Attach what changed since its last run to each report, then remember this run."""
+    def annotate(self, reports: list, cell: tuple = ()) -> None:
+        """Attach what changed since its last run in this cell to each report, then remember this
+        run. `cell` tells cells apart: (cell id or None, "launch" or "compile-only")."""
         for report in reports:
             now = Snapshot.of(report)
-            before = self.last.get(report.name)
+            key = (*cell, report.name)
+            before = self.last.get(key)
             if before is not None:
                 report.sections.insert(0, ChangesSection(before, now))
-            self.last[report.name] = now
+            self.last[key] = now
+
+
+def current_cell_id(shell) -> str | None:
+    """The notebook cell being run, as its front end names it (`cellId` in the execute request's
+    metadata: JupyterLab, VS Code, nbclient), or None where there is none (terminal IPython)."""
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except (AttributeError, TypeError):
+        return None
+    return ((parent or {}).get("metadata") or {}).get("cellId")

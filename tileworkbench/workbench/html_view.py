@@ -57,12 +57,15 @@ def _uid() -> str:
     return f"twr{next(_ids)}"
 
 
-def stage_html(report, stage: str) -> str:
-    """The highlighted HTML of one stage, rendered once per report."""
+def stage_html(report, stage: str, compact: bool = False) -> str:
+    """The highlighted HTML of one stage (plain text where `compact`), rendered once per report."""
     cache = report.__dict__.setdefault("_html_cache", {})
-    if stage not in cache:
-        cache[stage] = render_stage(report.asm[stage], stage, report.line_map.get(stage))
-    return cache[stage]
+    key = (stage, compact) if compact else stage
+    if key not in cache:
+        cache[key] = render_stage(
+            report.asm[stage], stage, report.line_map.get(stage), colour=not compact
+        )
+    return cache[key]
 
 
 def pass_html(report, index: int) -> tuple[str, str]:
@@ -180,7 +183,7 @@ def _source_panel(report, uid: str) -> str:
     return hint + '<pre class="twhl">' + "\n".join(rows) + "</pre>"
 
 
-def _passes_panel(report, uid: str) -> str:
+def _passes_panel(report, uid: str, compact: bool = False) -> str:
     radios, labels, panels, rules = [], [], [], []
     flags, opened = pass_flags(report), first_changed(report)
     for i, (name, _) in enumerate(report.passes):
@@ -190,6 +193,14 @@ def _passes_panel(report, uid: str) -> str:
         same = "" if flags[i] else ' class="twsame" title="changed nothing"'
         labels.append(f'<label for="{pid}"{same}>{i}. {html.escape(name)}</label>')
         ir, diff = pass_html(report, i)
+        if compact:  # diffs only
+            ir = (f'<div class="twnote">(run the cell for the whole IR after each pass, or read '
+                  f"report.passes[{i}][1])</div>")
+        elif not flags[i]:  # the static page holds each IR once: an unchanged pass points back
+            before = next(j for j in range(i - 1, -1, -1) if j == 0 or flags[j])
+            ir = (f'<div class="twnote">the IR after {html.escape(name)} is the IR after pass '
+                  f"{before}. {html.escape(report.passes[before][0])}, values renamed at most"
+                  "</div>")
         panels.append(
             f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
             f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div>"
@@ -210,15 +221,19 @@ def _passes_panel(report, uid: str) -> str:
     )
 
 
-def render_report(report) -> str:
-    """The whole report as one self-contained HTML fragment."""
+def render_report(report, compact: bool = False) -> str:
+    """The whole report as one self-contained HTML fragment. `compact` (what stored notebooks keep,
+    a fifth of the size) leaves out the colours and the IR after each pass; the diffs stay."""
     uid = _uid()
     tabs = [("overview", "overview", overview_html(report))]
     for stage in report.shown_stages:
-        body = _source_panel(report, uid) if stage == "source" else stage_html(report, stage)
+        if stage == "source":
+            body = _source_panel(report, uid)
+        else:
+            body = stage_html(report, stage, compact)
         tabs.append((stage, stage, body))
     if report.passes:
-        tabs.append(("passes", "passes", _passes_panel(report, uid)))
+        tabs.append(("passes", "passes", _passes_panel(report, uid, compact)))
     if report.triton is not None:
         for stage, text in report.triton.asm.items():
             tabs.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -98,11 +99,15 @@ def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
 
 
 def lab_command(no_browser: bool = False, extra: list[str] | None = None) -> list[str]:
-    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00."""
+    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00. As root (a
+    container's usual user) it adds `--allow-root`: JupyterLab would otherwise refuse to start."""
     command = [sys.executable, "-m", "jupyterlab", FIRST_NOTEBOOK]
     if no_browser:
         command.append("--no-browser")
-    return command + list(extra or [])
+    command += list(extra or [])
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in command:
+        command.append("--allow-root")
+    return command
 
 
 def main_lab(

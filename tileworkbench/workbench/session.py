@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .history import RunHistory
+from .history import RunHistory, current_cell_id
 
 
 class WorkbenchSession:
@@ -32,7 +32,8 @@ class WorkbenchSession:
         """Sweep (--sweep), diff against the last run, export (--export); returns the reports."""
         if getattr(options, "sweep", None) and reports:
             self._sweep(shell, options, cell, reports[0], recorder)
-        self.history.annotate(reports)
+        kind = "compile-only" if getattr(options, "signature", None) else "launch"
+        self.history.annotate(reports, (current_cell_id(shell), kind))
         folder = getattr(options, "export", None)
         if folder:
             for report in reports:

@@ -37,7 +37,9 @@ def assign_shared_offsets(lw, func) -> None:
         if isinstance(op, ttg.LocalAllocOp):
             lw.alloc_offsets[id(op)] = total
             t = op.result.type
-            total += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            size = (t.numel * byte_size(t.element) + 127) // 128 * 128
+            lw.alloc_regions.append((op, total, size))
+            total += size
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)

@@ -58,6 +58,10 @@ def test_shared_plan_matches_the_ir_and_the_launch_size(config):
             assert entry["slots"] * entry["slot_bytes"] == numel * BYTES[element]
     staging = [e for e in plan if e["use"] == "epilogue staging"]
     assert [e["shape"] for e in staging] == [[bm, bn]] and staging[0]["dtype"] == "f32"
+    # the staging tile is written after the loop's last async wait: it reuses the rings' bytes
+    assert staging[0]["offset"] == 0
+    rings_end = max(e["offset"] + e["bytes"] for e in rings)
+    assert compiled.metadata.shared == max(rings_end, staging[0]["bytes"])
     summary = compiled.resources
     assert summary.plan_total == compiled.metadata.shared  # the bytes a launch asks for
     assert summary.shared_limit == MAX_SHARED_PER_BLOCK[90]

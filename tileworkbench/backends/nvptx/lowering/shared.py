@@ -1,9 +1,11 @@
 """Shared-memory tiles (`!ttg.memdesc`): `ttg.local_alloc`, `ttg.local_load` (`ldmatrix` for the
 16-bit `mma.sync` fragments), `ttg.memdesc_index` and the `cp.async` ops of the pipeline.
 
-Every `local_alloc` owns a fixed region at the start of the dynamic shared memory for the whole
-kernel (`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans)
-starts after them. A tile is stored row by row, its `order[0]` dimension contiguous, each row's
+Every `local_alloc` owns a fixed region at the start of the dynamic shared memory
+(`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans) starts after
+them. Two regions share bytes only when the first is done before the second is written, with a
+`ttg.async_wait {num = 0}` (copies complete, then a barrier) between them in the kernel's top-level
+block: the epilogue's staging tile reuses the pipeline's rings. A tile is stored row by row, its `order[0]` dimension contiguous, each row's
 16-byte chunks XORed with `(row // per_phase) % max_phase` (the `#shared` swizzle).
 """
 
@@ -31,18 +33,72 @@ class SharedTile:
 
 
 def assign_shared_offsets(lw, func) -> None:
-    """Give each `local_alloc` its own region; the scratch of other ops starts after all of them."""
+    """Give each `local_alloc` a region, first fit, apart from every region live at the same time
+    (`_lifetimes`); the scratch of other ops starts after all of them."""
+    lifetimes = _lifetimes(func)
+    placed: list[tuple[int, int, tuple[int, int]]] = []  # (offset, end, lifetime)
     total = 0
     for op in func.walk():
-        if isinstance(op, ttg.LocalAllocOp):
-            lw.alloc_offsets[id(op)] = total
-            t = op.result.type
-            size = (t.numel * byte_size(t.element) + 127) // 128 * 128
-            lw.alloc_regions.append((op, total, size))
-            total += size
+        if not isinstance(op, ttg.LocalAllocOp):
+            continue
+        t = op.result.type
+        size = (t.numel * byte_size(t.element) + 127) // 128 * 128
+        life = lifetimes[id(op)]
+        busy = sorted((o, e) for o, e, other in placed if not _apart(life, other, lifetimes["fences"]))
+        offset = 0
+        for start, end in busy:
+            if offset + size <= start:
+                break
+            offset = max(offset, end)
+        placed.append((offset, offset + size, life))
+        lw.alloc_offsets[id(op)] = offset
+        lw.alloc_regions.append((op, offset, size))
+        total = max(total, offset + size)
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)
+
+
+def _lifetimes(func) -> dict:
+    """id(local_alloc) -> (first, last) index in the top-level block of the ops that touch its bytes
+    (itself, its slots, the copies into them and the loads from them; a nested op counts as its
+    top-level ancestor); allocs below the top level live for the whole kernel. "fences": the
+    top-level indices of `ttg.async_wait {num = 0}`."""
+    top = func.body.block.ops
+    index = {id(op): i for i, op in enumerate(top)}
+
+    def top_index(op) -> int:
+        while id(op) not in index:
+            op = op.parent_op
+        return index[id(op)]
+
+    users: dict[int, list] = {}
+    for op in func.walk():
+        for v in op.operands:
+            users.setdefault(id(v), []).append(op)
+    out: dict = {"fences": [i for i, op in enumerate(top)
+                            if isinstance(op, ttg.AsyncWaitOp) and op.num == 0]}
+    for op in func.walk():
+        if not isinstance(op, ttg.LocalAllocOp):
+            continue
+        if id(op) not in index:
+            out[id(op)] = (0, len(top))
+            continue
+        touched, work = [op], [op.result]
+        while work:
+            for user in users.get(id(work.pop()), []):
+                touched.append(user)
+                if isinstance(user, ttg.MemDescIndexOp):
+                    work.append(user.result)
+        indices = [top_index(o) for o in touched]
+        out[id(op)] = (min(indices), max(indices))
+    return out
+
+
+def _apart(a: tuple[int, int], b: tuple[int, int], fences: list[int]) -> bool:
+    """Whether one lifetime ends before the other starts with a full async wait between them."""
+    first, second = (a, b) if a[1] < b[0] else (b, a)
+    return first[1] < second[0] and any(first[1] < f < second[0] for f in fences)
 
 
 @lowers(ttg.LocalAllocOp)

@@ -44,7 +44,10 @@ CONTENDERS = [
     ("triton_mma_v2", "triton-v2", (128, 128, 32, 4, 4)),
     ("triton_wgmma", "triton", (128, 128, 64, 8, 3)),
 ]
-NCU_SECTIONS = ["SpeedOfLight", "WarpStateStats", "SchedulerStats", "Occupancy", "LaunchStats"]
+NCU_SECTIONS = ["SpeedOfLight", "WarpStateStats", "SchedulerStats", "Occupancy", "LaunchStats",
+                "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables"]
+# raw-page metrics kept beside the sections: tensor-pipe activity and shared-memory bank conflicts
+RAW_KEEP = re.compile(r"pipe_tensor|bank_conflict|shared_op_ld|shared_op_st|ldsm|inst_executed\.sum$")
 # the SASS opcodes worth counting on their own; others are grouped by kind in `_kind`
 KINDS = {
     "HMMA": "mma", "HGMMA": "mma", "IMMA": "mma", "LDSM": "ldmatrix", "LDGSTS": "cp.async",
@@ -280,8 +283,10 @@ def run_ncu(work: Path) -> dict:
     rep = work / "matmul.ncu-rep"
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "-f", "-o", str(rep.with_suffix("")),
            "-k", "regex:matmul_kernel|gemm|nvjet|xmma|cutlass|sm90"]
-    for section in NCU_SECTIONS:
-        cmd += ["--section", section]
+    listed = subprocess.run([ncu, "--list-sections"], capture_output=True, text=True, timeout=60).stdout
+    for section in NCU_SECTIONS:  # an unknown section name would fail the whole run: ask first
+        if not listed or re.search(rf"\b{section}\b", listed):
+            cmd += ["--section", section]
     cmd += [sys.executable, __file__, "--once"]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=400,
@@ -332,10 +337,11 @@ def summarize_ncu(pages: dict) -> list[dict]:
                 except (TypeError, ValueError):
                     pass
         entry["stalls_per_issue"] = dict(sorted(stalls.items(), key=lambda kv: -kv[1]))
-    labels = [name for name, _, _ in CONTENDERS]
+        entry["raw"] = {k: v for k, v in row.items() if k and RAW_KEEP.search(k)}
+    labels = iter([name for name, _, _ in CONTENDERS])  # our and Triton's launches, in order
     out = []
-    for i, (launch_id, entry) in enumerate(sorted(launches.items(), key=lambda kv: int(kv[0]))):
-        entry["label"] = labels[i] if i < len(labels) and "matmul_kernel" in entry["name"] else "cublas"
+    for _, entry in sorted(launches.items(), key=lambda kv: int(kv[0])):
+        entry["label"] = next(labels, "?") if "matmul_kernel" in entry["name"] else "cublas"
         out.append(entry)
     return out
 
@@ -369,6 +375,9 @@ def text_summary(report: dict, ncu: dict) -> str:
         stalls = entry.get("stalls_per_issue")
         if stalls:
             lines.append("  stalls/issue: " + ", ".join(f"{k} {v}" for k, v in list(stalls.items())[:8]))
+        raw = entry.get("raw") or {}
+        if raw:
+            lines.append("  " + ", ".join(f"{k} {v}" for k, v in sorted(raw.items())[:12]))
     if "error" in ncu:
         lines.append(f"ncu: {ncu['error']} {ncu.get('log_tail', '')[-300:]}")
     return "\n".join(lines)

@@ -29,7 +29,8 @@ import kernels  # noqa: E402
 
 SIZE = 4096
 CONFIGS = [  # (BM, BN, BK, num_warps, num_stages)
-    (128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (128, 128, 64, 8, 3),
+    (128, 128, 32, 4, 4), (128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
+    (128, 256, 32, 8, 4), (128, 128, 64, 8, 3),
 ]
 TOLERANCE = 1e-2  # relative Frobenius error of fp16/bf16 inputs, fp32 accumulation, rounded output
 

@@ -71,6 +71,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     func.num_warps = num_warps
     func.tensor_core_sm = codegen.sm_number(arch)
     func.num_stages = num_stages
+    func.max_shared_bytes = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"

@@ -279,20 +279,22 @@ def test_abs_of_fp8_clears_the_sign_bit(dtype, np_dtype):
     assert np.array_equal(z.astype(np.float32), np.abs(x.astype(np.float32)))
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_a_large_accumulator_is_staged_where_it_fits(arch):
-    """A 128x256 fp32 accumulator (128 KB) beside fp8 rings of 144 KB (Triton's
-    test_dot_max_num_imprecise_acc config): on an H200 (227 KB) the staging tile reuses the rings'
-    bytes after the loop and the store is coalesced; an A100 (163 KB) cannot hold the operands and
-    the tile at once, so there it is stored from the #mma layout directly."""
-    compiled = _compile("fp8e4nv", arch=arch, block=(128, 256, 128), warps=8, stages=3)
+@pytest.mark.parametrize("dtype,arch,bk,staged", [("fp8e4nv", "sm_90", 128, True),
+                                                   ("fp16", "sm_86", 32, False)])
+def test_a_large_accumulator_is_staged_where_it_fits(dtype, arch, bk, staged):
+    """A 128x256 fp32 accumulator (128 KB). Beside fp8 rings of 144 KB (Triton's
+    test_dot_max_num_imprecise_acc config) on an H200 (227 KB), the staging tile reuses the rings'
+    bytes after the loop and the store is coalesced; an sm_86 block (99 KB) cannot hold the operand
+    tiles and the staging tile at once, so there it is stored from the #mma layout directly."""
+    compiled = _compile(dtype, arch=arch, block=(128, 256, bk), warps=8, stages=3)
     ptx = compiled.asm["ptx"]
     assert "mma.sync" in ptx
     plan = {e["use"]: e for e in compiled.metadata.shared_plan}
-    rings = 3 * (128 * 128 + 128 * 256)
-    if arch == "sm_90":
+    size = 1 if dtype == "fp8e4nv" else 2
+    rings = 3 * (128 * bk + bk * 256) * size
+    assert compiled.metadata.shared == rings
+    if staged:
         assert plan["epilogue staging"]["offset"] == 0 and plan["epilogue staging"]["bytes"] == 128 * 1024
-        assert compiled.metadata.shared == rings and "st.global.v4" in ptx
+        assert "st.global.v4" in ptx
     else:
         assert "epilogue staging" not in plan and "st.global.v4" not in ptx
-        assert compiled.metadata.shared == rings

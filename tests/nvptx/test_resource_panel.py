@@ -82,10 +82,12 @@ def test_instruction_counts_follow_the_block_shape(config):
                                 compiled.asm["tile-gpu"]).groups())
     assert wm * wn == warps
     # the loop body once: each warp's (BM/wm) x (BN/wn) share in m16n8k16 tiles
-    assert counts["mma.sync.m16n8k16 (f32.f16.f16.f32)"] == (bm // wm // 16) * (bn // wn // 8) * (bk // 16)
+    mma = counts["mma.sync.m16n8k16 (f32.f16.f16.f32)"]
+    assert mma == (bm // wm // 16) * (bn // wn // 8) * (bk // 16)
     # ldmatrix.x4 moves 4 8x8 matrices of 2-byte elements (512 B) per warp; .x2 half that
     per_warp = (bm // wm) * bk * 2 + bk * (bn // wn) * 2
-    loaded = sum(n * (512 if ".x4" in k else 256) for k, n in counts.items() if k.startswith("ldmatrix"))
+    loaded = sum(n * (512 if ".x4" in k else 256) for k, n in counts.items()
+                 if k.startswith("ldmatrix"))
     assert loaded == per_warp
     # every slot is filled by 16-byte copies, once per prologue stage and once in the loop
     slot_bytes = (bm * bk + bk * bn) * 2

@@ -83,7 +83,8 @@ def plan_row(e: dict) -> tuple[str, str, str, str]:
     what += f" (line {e['line']})" if e.get("line") else ""
     where = f"@{e['offset']}" if e["space"] == "dynamic" else "static"
     if "slots" in e:
-        detail = f"{e['slots']} slots x {kb(e['slot_bytes'])} ({'x'.join(map(str, e['shape'][1:]))} {e['dtype']})"
+        slot = "x".join(map(str, e["shape"][1:]))
+        detail = f"{e['slots']} slots x {kb(e['slot_bytes'])} ({slot} {e['dtype']})"
     elif "shape" in e:
         detail = f"{'x'.join(map(str, e['shape']))} {e['dtype']}"
     else:

@@ -112,7 +112,7 @@ _SASS_FULL = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM")  # counted with their sh
 
 
 def ptx_counts(ptx: str) -> dict[str, int]:
-    """Tensor-core and async-copy instructions in PTX text, by kind (static counts: a loop body once)."""
+    """Tensor-core and async-copy instructions in PTX text, by kind (static: a loop body once)."""
     counts: Counter = Counter()
     for line in ptx.splitlines():
         for pattern, name in _PTX_PATTERNS:

@@ -5,8 +5,8 @@ Every `local_alloc` owns a fixed region at the start of the dynamic shared memor
 (`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans) starts after
 them. Two regions share bytes only when the first is done before the second is written, with a
 `ttg.async_wait {num = 0}` (copies complete, then a barrier) between them in the kernel's top-level
-block: the epilogue's staging tile reuses the pipeline's rings. A tile is stored row by row, its `order[0]` dimension contiguous, each row's
-16-byte chunks XORed with `(row // per_phase) % max_phase` (the `#shared` swizzle).
+block: the epilogue's staging tile reuses the pipeline's rings. A tile is stored row by row, its
+`order[0]` dimension contiguous, each row's 16-byte chunks XORed with `(row // per_phase) % max_phase` (the `#shared` swizzle).
 """
 
 from __future__ import annotations

@@ -279,9 +279,22 @@ def test_abs_of_fp8_clears_the_sign_bit(dtype, np_dtype):
     assert np.array_equal(z.astype(np.float32), np.abs(x.astype(np.float32)))
 
 
-def test_a_large_accumulator_is_stored_from_the_mma_layout():
-    """Staging a 128x256 fp32 accumulator (128 KB) beside fp8 rings of 144 KB would pass the 227 KB of an
-    H200 (Triton's test_dot_max_num_imprecise_acc config): it is stored directly instead."""
-    compiled = _compile("fp8e4nv", block=(128, 256, 128), warps=8, stages=3)
-    assert compiled.metadata.shared <= 232448
-    assert "st.global.v4" not in compiled.asm["ptx"] and "mma.sync" in compiled.asm["ptx"]
+@pytest.mark.parametrize("dtype,arch,bk,staged", [("fp8e4nv", "sm_90", 128, True),
+                                                   ("fp16", "sm_86", 32, False)])
+def test_a_large_accumulator_is_staged_where_it_fits(dtype, arch, bk, staged):
+    """A 128x256 fp32 accumulator (128 KB). Beside fp8 rings of 144 KB (Triton's
+    test_dot_max_num_imprecise_acc config) on an H200 (227 KB), the staging tile reuses the rings'
+    bytes after the loop and the store is coalesced; an sm_86 block (99 KB) cannot hold the operand
+    tiles and the staging tile at once, so there it is stored from the #mma layout directly."""
+    compiled = _compile(dtype, arch=arch, block=(128, 256, bk), warps=8, stages=3)
+    ptx = compiled.asm["ptx"]
+    assert "mma.sync" in ptx
+    plan = {e["use"]: e for e in compiled.metadata.shared_plan}
+    size = 1 if dtype == "fp8e4nv" else 2
+    rings = 3 * (128 * bk + bk * 256) * size
+    assert compiled.metadata.shared == rings
+    if staged:
+        assert plan["epilogue staging"]["offset"] == 0 and plan["epilogue staging"]["bytes"] == 128 * 1024
+        assert "st.global.v4" in ptx
+    else:
+        assert "epilogue staging" not in plan and "st.global.v4" not in ptx

@@ -89,6 +89,21 @@ def test_matmul_stages(torch, stages):
     assert err <= TOLERANCE["bf16"]
 
 
+@pytest.mark.parametrize("block,warps,stages", [((128, 256, 32), 8, 3), ((128, 128, 64), 4, 3)])
+def test_matmul_epilogue_over_the_rings(torch, monkeypatch, block, warps, stages):
+    """The accumulator staged for its coalesced store in the bytes of the pipeline's rings (written
+    after the loop's last async wait): a 128x256 fp32 tile of 128 KB and a 128x128 one; for mma.sync,
+    so target sm_90 (not sm_90a) explicitly."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "target", "sm_90")
+    err, compiled = _matmul(torch, "fp16", m=256, n=512, k=320, block=block, warps=warps,
+                            stages=stages)
+    assert err <= TOLERANCE["fp16"]
+    staging = [e for e in compiled.metadata.shared_plan if e["use"] == "epilogue staging"]
+    assert staging and staging[0]["offset"] == 0 and "mma.sync" in compiled.asm["ptx"]
+
+
 @pytest.mark.parametrize("shape", [(100, 72, 48), (33, 200, 80), (128, 128, 1000)])
 def test_matmul_odd_shapes(torch, shape):
     err, _ = _matmul(torch, "fp16", *shape)

@@ -35,6 +35,7 @@ class Lowered:
     static_shared: int = 0
     binary: bytes | None = None  # what launches load, where made at compile time (cpu: an object file)
     debug_checks: dict | None = None  # debug mode: the checked accesses and hidden parameters
+    shared_plan: list[dict] = field(default_factory=list)  # each shared-memory region (nvptx/inventory.py)
 
 
 class Backend:
@@ -106,6 +107,15 @@ class Backend:
     def takes(self, value: object) -> bool:
         """Whether `value` is an array this backend's kernels accept as a pointer argument."""
         return False
+
+    def shared_limit(self, target: str) -> int | None:
+        """The most shared memory (bytes) one block of `target` may have; None: no such limit."""
+        return None
+
+    def instruction_counts(self, asm: dict[str, str]) -> dict[str, dict[str, int]]:
+        """Stage -> {instruction kind: static count} of the instructions the resource panel shows
+        (tensor-core math, their operand loads, async copies); empty where the backend has none."""
+        return {}
 
     def roofline_ceilings(self) -> dict | None:
         """Measured ceilings to place this target's timed launches against ({"device": name, "dram":

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import copy
 
-from ..ir.ops import arith, tt
+from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import ConvertLayoutOp, MmaEncoding, SliceEncoding
 from ..ir.types import TensorType
 from ..ir.values import OpResult, Value
 from .layouts import encoding_of, is_tensor
 
 _CHEAP_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
-# the largest accumulator staged through shared memory for a coalesced store: the staging tile has a
-# region of its own beside the pipeline's rings (a 128x256 fp32 tile, 128 KB, and fp8 rings of
-# 144 KB would pass the H200's 227 KB), so a larger one is stored from the #mma layout directly
+# a tensor-core result up to this size is always staged through shared memory for a coalesced store;
+# a larger one only where the block's shared memory holds it (`_staging_fits`)
 _EPILOGUE_BYTES = 64 * 1024
+# room left for the scratch of other ops (conversions, reductions) when judging a larger one
+_SCRATCH_ALLOWANCE = 8 * 1024
 _MAX_REMAT = 64
 
 
@@ -143,7 +144,7 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
         return False
     src = value.op.src
     if isinstance(encoding_of(src), MmaEncoding) and len(src.type.shape) == 2 and \
-            src.type.numel * max(1, src.type.element.bitwidth // 8) <= _EPILOGUE_BYTES:
+            _staging_fits(func, store, src.type.numel * max(1, src.type.element.bitwidth // 8)):
         # a tensor-core result is stored coalesced, through shared memory (`stage_dot_operands`):
         # in the #mma layout a warp's store would write 4 bytes in each of 8 rows
         return False
@@ -156,6 +157,29 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
         store.replace_operand(v, _remat(v, enc, store))
     store.replace_operand(value, src)
     return True
+
+
+def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int) -> bool:
+    """Whether the epilogue's staging tile of `tile_bytes` fits beside the dots' operand tiles in the
+    block's shared memory (`func.max_shared_bytes`, set by the NVPTX driver). A store in the top-level
+    block after loops there reuses the pipeline rings' bytes (lowering/shared.py), so the tile needs
+    max(rings, operands + tile); elsewhere rings + tile. Up to `_EPILOGUE_BYTES` it always stages."""
+    if tile_bytes <= _EPILOGUE_BYTES:
+        return True
+    limit = getattr(func, "max_shared_bytes", None)
+    if not limit:
+        return False
+    stages = max(1, getattr(func, "num_stages", 1))
+    operands, top_level = 0, store.parent is func.body.block
+    for dot in (op for op in func.walk() if isinstance(op, tt.DotOp)):
+        operands += sum(v.type.numel * max(1, v.type.element.bitwidth // 8) for v in (dot.a, dot.b))
+        loop = dot.parent_op
+        while loop is not None and not isinstance(loop, scf.ForOp):
+            loop = loop.parent_op
+        top_level &= loop is None or loop.parent is func.body.block
+    needed = max(stages * operands, operands + tile_bytes) if top_level else \
+        stages * operands + tile_bytes
+    return needed + _SCRATCH_ALLOWANCE <= limit
 
 
 def _sink_conversions(func: tt.FuncOp) -> bool:

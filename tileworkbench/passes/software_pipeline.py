@@ -219,7 +219,8 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     for load, alloc in found:
         t = alloc.result.type
         ring_type = MemDescType((slots, *t.shape), t.element, t.encoding)
-        rings.append(outside.add(LocalAllocOp(), [ring_type], alloc.loc, [alloc.result.name_hint]))
+        # the ring takes the load's place (its source line is the load's)
+        rings.append(outside.add(LocalAllocOp(), [ring_type], load.loc, [alloc.result.name_hint]))
 
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
         """Clone the address slice for iteration `iv_value` and copy its tiles into `slot`;

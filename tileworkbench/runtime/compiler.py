@@ -28,7 +28,7 @@ from ..language import core
 from .stage_texts import StageTexts
 
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
-CACHE_FORMAT = 2  # 2: metadata.dynamic_shared
+CACHE_FORMAT = 3  # 2: metadata.dynamic_shared; 3: metadata.shared_plan
 
 
 @dataclass
@@ -50,6 +50,8 @@ class KernelMetadata:
     cache_hit: bool = False
     debug: bool = False  # compiled with `debug=True` (device asserts on; GPU: checked accesses)
     debug_checks: dict | None = None  # GPU debug mode: hidden parameters and check sites (bounds.py)
+    # each shared-memory region: cp.async rings (slots x bytes), staged tiles, scratch, static arrays
+    shared_plan: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -173,6 +175,14 @@ class CompiledKernel:
         if self._ir is None and self._regenerate is not None:
             self._ir = self._regenerate()
         return self._ir
+
+    @property
+    def resources(self):
+        """Registers, spills, shared memory region by region against the device's limit, and the
+        tensor-core instruction counts (PTX, and SASS where disassembled): a ResourceSummary; print it."""
+        from .resource_summary import ResourceSummary
+
+        return ResourceSummary.of(self)
 
     @property
     def n_regs(self) -> int | None:
@@ -439,6 +449,7 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
         metadata.shared = result.shared + result.static_shared
         metadata.dynamic_shared = result.shared
         metadata.debug_checks = result.debug_checks
+        metadata.shared_plan = result.shared_plan
         binary = result.binary
 
     def regenerate():

@@ -84,7 +84,7 @@ def add_gpu_stages(report: Any, record: Any, requested: str | None = None) -> No
         report.asm = asm
         report.line_map = line_map_of(gpu)
         report.passes = list(gpu.passes)
-        report.resources = resources_of(metadata_of(gpu), target)
+        report.resources = resources_of(metadata_of(gpu), target, asm)
         ran = "in the interpreter" if not runs_on_gpu(report.target) else f"on {report.target}"
         report.notes.append(
             f"ran {ran}; the tile-gpu, llvm, ptx and sass tabs are this launch's specialization "

@@ -110,6 +110,7 @@ def overview_html(report, with_png: bool = True) -> str:
     res = resources_line(report)
     if res:
         parts.append(f"<div><b>Resources</b>: {html.escape(res)}</div>")
+    parts.extend(resource_detail_html(report))
     ptxas = (report.metadata.get("resources") or {}).get("ptxas_output")
     if ptxas:
         parts.append(
@@ -138,6 +139,30 @@ def overview_html(report, with_png: bool = True) -> str:
     if report.triton is not None:
         parts.append(triton_html(report.triton))
     return "\n".join(parts) or '<div class="twnote">nothing measured</div>'
+
+
+def resource_detail_html(report) -> list[str]:
+    """The shared-memory plan as a table (region, offset, bytes, detail; the total against the block
+    limit) and the tensor-core instruction counts per stage."""
+    from ..runtime.resource_summary import counts_text, plan_row, total_text
+
+    res = report.resources
+    if res is None:
+        return []
+    parts = []
+    if res.shared_plan:
+        rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in plan_row(e)) + "</tr>"
+                       for e in res.shared_plan)
+        parts.append(
+            "<div><b>Shared memory</b>: "
+            f"{html.escape(total_text(res.shared_plan, res.shared_limit))}</div>"
+            '<table class="twtable"><tr><th>region</th><th>at</th><th>size</th><th>holds</th></tr>'
+            f"{rows}</table>")
+    for stage, counts in res.instructions.items():
+        if counts:
+            parts.append(f"<div><b>{html.escape(stage)} instructions</b> (static counts): "
+                         f"{html.escape(counts_text(counts))}</div>")
+    return parts
 
 
 def autotune_html(rows) -> str:

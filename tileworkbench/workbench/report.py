@@ -245,7 +245,7 @@ def base_report(compiled: Any, stages: tuple[str, ...] | None = None) -> KernelR
         line_map=line_map_of(compiled),
         source_lines=source_lines_of(compiled),
         metadata=meta,
-        resources=resources_of(meta, target),
+        resources=resources_of(meta, target, dict(compiled.asm)),
         stages=stages,
         compiled=compiled,
     )

@@ -7,7 +7,7 @@ block and threads per block, against the per-SM limits of the device's architect
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 KB = 1024
 
@@ -66,6 +66,11 @@ class Resources:
     limits: SMLimits
     blocks_per_sm: int | None = None
     limiter: str | None = None
+    # the backend's view (runtime/resource_summary.py): each shared region against the block limit,
+    # and the tensor-core instruction counts of the PTX and SASS
+    shared_plan: list[dict] = field(default_factory=list)
+    shared_limit: int | None = None
+    instructions: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def threads_per_block(self) -> int:
@@ -96,8 +101,9 @@ def occupancy(
     return by[limiter], limiter
 
 
-def resources_of(metadata: dict, target: str | None) -> Resources:
-    """Resources from a compiled kernel's metadata dict (`n_regs`, `n_spills`, `shared`, ...)."""
+def resources_of(metadata: dict, target: str | None, asm: dict[str, str] | None = None) -> Resources:
+    """Resources from a compiled kernel's metadata dict (`n_regs`, `n_spills`, `shared`, its shared
+    plan) and, given its stage texts, the tensor-core instruction counts its backend finds there."""
     limits = limits_for(target)
     ptxas = metadata.get("resources") or {}
     res = Resources(
@@ -110,4 +116,22 @@ def resources_of(metadata: dict, target: str | None) -> Resources:
     )
     if str(target or "").startswith("sm_"):
         res.blocks_per_sm, res.limiter = occupancy(res.n_regs, res.shared, res.num_warps, limits)
+    res.shared_plan = list(metadata.get("shared_plan") or [])
+    backend = _backend(target)
+    if backend is not None:
+        res.shared_limit = backend.shared_limit(target) if res.shared_plan else None
+        res.instructions = backend.instruction_counts(asm or {})
     return res
+
+
+def _backend(target: str | None):
+    """The backend of `target`, or None for an empty or unknown one (a report built by hand)."""
+    from ..backends import backend_for
+    from ..errors import CompilationError
+
+    if not target:
+        return None
+    try:
+        return backend_for(str(target))
+    except CompilationError:
+        return None

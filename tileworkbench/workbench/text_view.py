@@ -38,6 +38,24 @@ def resources_line(report: KernelReport) -> str | None:
     return ", ".join(parts)
 
 
+def resource_detail_lines(report: KernelReport) -> list[str]:
+    """The shared-memory plan (each region, the total against the block limit) and the tensor-core
+    instruction counts of each stage, as indented lines under `resources:`."""
+    from ..runtime.resource_summary import counts_text, plan_lines
+
+    res = report.resources
+    if res is None:
+        return []
+    lines = []
+    if res.shared_plan:
+        lines.append("shared memory:")
+        lines.extend("  " + line for line in plan_lines(res.shared_plan, res.shared_limit))
+    for stage, counts in res.instructions.items():
+        if counts:
+            lines.append(f"{stage} instructions (static): {counts_text(counts)}")
+    return lines
+
+
 def performance_lines(report: KernelReport) -> list[str]:
     lines = []
     counts = report.counts
@@ -81,6 +99,7 @@ def summary_lines(report: KernelReport) -> list[str]:
     res = resources_line(report)
     if res:
         lines.append("resources: " + res)
+    lines.extend(resource_detail_lines(report))
     lines.extend(performance_lines(report))
     if report.check is not None:
         lines.append("check: " + report.check.summary())

@@ -32,6 +32,7 @@ class NvptxResult:
     line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     static_shared: int = 0  # bytes of static shared arrays (reduction scratch), beside `shared`
     debug_checks: dict | None = None  # debug mode: hidden parameters and check sites (lowering/bounds.py)
+    shared_plan: list[dict] = field(default_factory=list)  # every shared region (inventory.py)
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
@@ -60,6 +61,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from ...passes.axis_info import axis_info
     from . import codegen
     from .debuginfo import llvm_line_map, ptx_line_map, tile_line_map
+    from .inventory import shared_plan
     from .lower import Lowering
 
     codegen.check_arch(arch)
@@ -70,7 +72,9 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     func.tensor_core_sm = codegen.sm_number(arch)
     func.wgmma = codegen.has_wgmma(arch)  # warp-group MMA for fitting dots (passes/wgmma.py)
     func.num_stages = num_stages
-    func.shared_limit = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]  # room for a spare ring slot
+    # the block's shared-memory limit: room for a spare ring slot (software_pipeline.py) and for
+    # staging large epilogues (remove_layout_conversions.py)
+    func.shared_limit = func.max_shared_bytes = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
@@ -86,7 +90,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
                          sass=None, kernel_name=func.sym_name, shared=lowering.smem_bytes,
                          n_regs=None, n_spills=None, line_maps=line_maps,
                          static_shared=lowering.static_smem_bytes,
-                         debug_checks=lowering.bounds.metadata() if lowering.bounds else None)
+                         debug_checks=lowering.bounds.metadata() if lowering.bounds else None,
+                         shared_plan=shared_plan(lowering))
     if assemble:
         assembly = assemble_ptx(ptx, arch)
         result.cubin, result.sass, result.resources = assembly.cubin, assembly.sass, assembly.resources

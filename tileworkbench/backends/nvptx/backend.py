@@ -55,7 +55,7 @@ class NvptxBackend(Backend):
         return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
                                             "ptx": result.ptx},
                        result.passes, result.line_maps, result.shared, result.static_shared,
-                       debug_checks=result.debug_checks)
+                       debug_checks=result.debug_checks, shared_plan=result.shared_plan)
 
     def finish(self, kernel, recompile) -> None:
         kernel._assemble_in_background(kernel.launch_metadata.target)
@@ -72,6 +72,16 @@ class NvptxBackend(Backend):
 
             return StagingLauncher(kernel)
         return kernel
+
+    def shared_limit(self, target: str) -> int | None:
+        from .inventory import shared_limit
+
+        return shared_limit(self.resolve(target))
+
+    def instruction_counts(self, asm):
+        from .inventory import instruction_counts
+
+        return instruction_counts(asm)
 
     def takes(self, value) -> bool:
         return hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__")

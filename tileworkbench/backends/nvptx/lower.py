@@ -87,6 +87,11 @@ class Lowering:
                 self.users.setdefault(id(v), []).append(op)
         self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
         self.alloc_offsets: dict[int, int] = {}  # local_alloc -> its byte offset (lowering/shared.py)
+        # the shared-memory plan's records (inventory.py): (local_alloc, offset, bytes), the ops that
+        # use the scratch, and (op, bytes) of each static array
+        self.alloc_regions: list[tuple] = []
+        self.scratch_users: list = []
+        self.static_uses: list[tuple] = []
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
         if self.bounds is not None:
             self.bounds.attach(self, self.function.args[len(params):])
@@ -244,6 +249,7 @@ class Lowering:
         at the same offset (after the `local_alloc` tiles) and is fenced by barriers, so the size is
         the largest use."""
         self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
+        self.scratch_users.append(self.current_op)
         base = self.shared_base()
         if not self.smem_base:
             return base
@@ -265,6 +271,7 @@ class Lowering:
         (Triton's reductions all start at offset 0 and pay that barrier)."""
         offset = self.static_smem_bytes  # unique per array: the static bytes before it
         self.static_smem_bytes += (max(nbytes, 1) + 15) // 16 * 16
+        self.static_uses.append((self.current_op, (max(nbytes, 1) + 15) // 16 * 16))
         return self.hooks.private_shared_memory(self, offset, nbytes)
 
     def barrier(self) -> None:

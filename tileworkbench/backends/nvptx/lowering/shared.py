@@ -1,10 +1,12 @@
 """Shared-memory tiles (`!ttg.memdesc`): `ttg.local_alloc`, `ttg.local_load` (`ldmatrix` for the
 16-bit `mma.sync` fragments), `ttg.memdesc_index` and the `cp.async` ops of the pipeline.
 
-Every `local_alloc` owns a fixed region at the start of the dynamic shared memory for the whole
-kernel (`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans)
-starts after them. A tile is stored row by row, its `order[0]` dimension contiguous, each row's
-16-byte chunks XORed with `(row // per_phase) % max_phase` (the `#shared` swizzle).
+Every `local_alloc` owns a fixed region at the start of the dynamic shared memory
+(`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans) starts after
+them. Two regions share bytes only when the first is done before the second is written, with a
+`ttg.async_wait {num = 0}` (copies complete, then a barrier) between them in the kernel's top-level
+block: the epilogue's staging tile reuses the pipeline's rings. A tile is stored row by row, its
+`order[0]` dimension contiguous, each row's 16-byte chunks XORed with `(row // per_phase) % max_phase` (the `#shared` swizzle).
 """
 
 from __future__ import annotations
@@ -50,13 +52,16 @@ def assign_shared_offsets(lw, func) -> None:
                 end = (end + NVMMA_ALIGN - 1) // NVMMA_ALIGN * NVMMA_ALIGN
                 lw.smem_align = NVMMA_ALIGN
             lw.alloc_offsets[id(op)] = end
-            end += (t.numel * byte_size(t.element) + 127) // 128 * 128
+            size = (t.numel * byte_size(t.element) + 127) // 128 * 128
+            lw.alloc_regions.append((op, end, size))  # the resource panel's plan (nvptx/inventory.py)
+            end += size
             total = max(total, end)
         elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
             from .tma import TILE_ALIGN, ring_bytes
 
             end = (end + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
             lw.alloc_offsets[id(op)] = end
+            lw.alloc_regions.append((op, end, ring_bytes(op.result.type)))
             end += ring_bytes(op.result.type)
             total = max(total, end)
     lw.smem_base = total

@@ -26,7 +26,16 @@ TUTORIALS = (
     "04-low-memory-dropout.py",
     "05-layer-norm.py",
     "06-fused-attention.py",
+    "07-extern-functions.py",
+    "08-grouped-gemm.py",
+    "09-persistent-matmul.py",
+    "10-block-scaled-matmul.py",
+    "11-programmatic-dependent-launch.py",
 )
+
+# Triton modules that tileworkbench does not have and the tutorials only use outside their kernels
+# (09 and 10 profile their benchmarks with proton): bound to a stand-in that names the module when used.
+UNAVAILABLE_MODULES = ("triton.profiler",)
 
 
 def tutorials_dir() -> Path | None:
@@ -52,7 +61,10 @@ def _rewrite_import(node: ast.stmt, line: str) -> str:
     parts = []
     for alias in node.names:
         name = alias.name
-        if name != "triton" and not name.startswith("triton."):
+        if name.split(".")[0] == "triton" and name.startswith(UNAVAILABLE_MODULES):
+            bound = alias.asname or name.split(".")[0]
+            parts.append(f"{bound} = _unavailable_module({name!r})")
+        elif name != "triton" and not name.startswith("triton."):
             parts.append(f"import {name}" + (f" as {alias.asname}" if alias.asname else ""))
         elif alias.asname:
             parts.append(f"import tileworkbench{name[len('triton') :]} as {alias.asname}")
@@ -181,6 +193,18 @@ def select_statements(tree: ast.Module) -> list[ast.stmt]:
 # -- loading ------------------------------------------------------------------------------------------
 
 
+class _UnavailableModule:
+    """Stands for a Triton module tileworkbench lacks: any attribute use raises, naming it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str):
+        raise NotImplementedError(
+            f"{self._name}.{attribute}: {self._name} is Triton's, not part of tileworkbench"
+        )
+
+
 def load_tutorial(path: Path | str) -> types.ModuleType:
     """Rewrite the imports of the tutorial at `path` and run its definitions as a new module.
 
@@ -196,6 +220,7 @@ def load_tutorial(path: Path | str) -> types.ModuleType:
     name = "triton_tutorial_" + path.stem.replace("-", "_")
     module = types.ModuleType(name)
     module.__file__ = filename
+    module._unavailable_module = _UnavailableModule
     sys.modules[name] = module  # dataclasses, pickling and inspect look modules up by name
     exec(compile(module_tree, filename, "exec"), module.__dict__)  # noqa: S102 (running it is the point)
     return module

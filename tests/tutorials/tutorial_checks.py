@@ -24,6 +24,8 @@ from tutorial_loader import load_tutorial
 # Autotuned kernels time every config; AUTOTUNE_CONFIGS_ENV=n keeps the first n in the interpreter,
 # the n smallest on the GPU (each one compiled and timed there).
 AUTOTUNE_CONFIGS_ENV = "TUTORIAL_AUTOTUNE_CONFIGS"
+# 08 and 09 autotune over 6-24 configs of 128 x 128 tiles each: one keeps their checks to seconds.
+DEFAULT_CONFIGS = {"08-grouped-gemm.py": "1", "09-persistent-matmul.py": "1"}
 
 
 @dataclass
@@ -423,7 +425,12 @@ def check_persistent_matmul(module) -> list[Comparison]:
 
 
 def check_block_scaled_matmul(module) -> list[Comparison]:
-    raise NotImplementedError("10-block-scaled-matmul: not checked yet")
+    """The tutorial's own validation (its torch reference, assert_close at 1e-3) per scale format."""
+    results: list[Comparison] = []
+    for scale_type in ("mxfp8", "mxfp4", "nvfp4", "mixed"):
+        with recorded_assertions(f"validate_block_scaled {scale_type}", results):
+            module.validate_block_scaled(256, 256, 256, block_scale_type=scale_type)
+    return results
 
 
 def check_programmatic_dependent_launch(module) -> list[Comparison]:
@@ -546,7 +553,7 @@ def run_tutorial(folder: Path, name: str, interpret: bool = True) -> TutorialRes
     try:
         with interpreted(interpret), record_launches() as launches:
             module = load_tutorial(folder / name)
-            count = int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0"))
+            count = int(os.environ.get(AUTOTUNE_CONFIGS_ENV, DEFAULT_CONFIGS.get(name, "0")))
             limit_autotuning(module, count, smallest=not interpret)
             with poisoned_empty():
                 result.comparisons = CHECKS[name](module)

@@ -205,19 +205,20 @@ class _UnavailableModule:
         )
 
 
-def load_tutorial(path: Path | str) -> types.ModuleType:
-    """Rewrite the imports of the tutorial at `path` and run its definitions as a new module.
+def load_tutorial(path: Path | str, original: bool = False) -> types.ModuleType:
+    """Rewrite the imports of the tutorial at `path` and run its definitions as a new module
+    (`original`: keep `triton` as it is, for timing Triton's own kernels beside ours).
 
     The rewritten text is registered in `linecache` under the file's own path, so `inspect.getsource`
     (which the frontend uses) and tracebacks see exactly what ran.
     """
     path = Path(path)
-    source = rewrite_imports(path.read_text())
-    filename = str(path.resolve())
+    source = path.read_text() if original else rewrite_imports(path.read_text())
+    filename = str(path.resolve()) + (" (original)" if original else "")  # one linecache entry each
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     tree = ast.parse(source, filename)
     module_tree = ast.Module(body=select_statements(tree), type_ignores=[])
-    name = "triton_tutorial_" + path.stem.replace("-", "_")
+    name = ("original_" if original else "triton_tutorial_") + path.stem.replace("-", "_")
     module = types.ModuleType(name)
     module.__file__ = filename
     module._unavailable_module = _UnavailableModule

@@ -36,6 +36,9 @@ TUTORIALS = (
 # Triton modules that tileworkbench does not have and the tutorials only use outside their kernels
 # (09 and 10 profile their benchmarks with proton): bound to a stand-in that names the module when used.
 UNAVAILABLE_MODULES = ("triton.profiler",)
+# Triton's C++ bindings: 09 takes cuBLAS from them as its reference BLAS (no kernel compiling). They
+# come from the real Triton where it is installed (the GPU machine), else a stand-in like the above.
+FOREIGN_MODULES = ("triton._C",)
 
 
 def tutorials_dir() -> Path | None:
@@ -54,6 +57,11 @@ def _rewrite_import(node: ast.stmt, line: str) -> str:
     """The source line of one import statement, with `triton` replaced by tileworkbench."""
     indent = line[: len(line) - len(line.lstrip())]
     if isinstance(node, ast.ImportFrom):
+        if (node.module or "").startswith(FOREIGN_MODULES):
+            return indent + "; ".join(
+                f"{alias.asname or alias.name} = _foreign_import({node.module!r}, {alias.name!r})"
+                for alias in node.names
+            )
         if node.module == "triton" or (node.module or "").startswith("triton."):
             head, _, tail = line.partition("triton")
             return head + "tileworkbench" + tail
@@ -205,6 +213,16 @@ class _UnavailableModule:
         )
 
 
+def _foreign_import(module: str, name: str):
+    """`from module import name` from the real Triton, or a stand-in naming it when Triton is absent."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return _UnavailableModule(f"{module}.{name}")
+
+
 def load_tutorial(path: Path | str, original: bool = False) -> types.ModuleType:
     """Rewrite the imports of the tutorial at `path` and run its definitions as a new module
     (`original`: keep `triton` as it is, for timing Triton's own kernels beside ours).
@@ -222,6 +240,7 @@ def load_tutorial(path: Path | str, original: bool = False) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = filename
     module._unavailable_module = _UnavailableModule
+    module._foreign_import = _foreign_import
     sys.modules[name] = module  # dataclasses, pickling and inspect look modules up by name
     exec(compile(module_tree, filename, "exec"), module.__dict__)  # noqa: S102 (running it is the point)
     return module

@@ -1,12 +1,13 @@
-"""GPU timing of Triton tutorial 09's persistent matmul: its kernels compiled by tileworkbench (the
-tutorial loaded with `triton` mapped to tileworkbench) beside the same kernels compiled by Triton, at
-4096^3 and 8192^3 fp16, with torch (cuBLAS) for scale. Answers "do persistent kernels run and are they
-fast" (issue 11, item 3).
+"""GPU timing of Triton tutorial 09's persistent matmul: its kernels compiled by tileworkbench
+(the tutorial loaded with `triton` mapped to tileworkbench) beside the same kernels compiled by
+Triton, at 4096^3 and 8192^3 fp16, with torch (cuBLAS) for scale. Answers "do persistent kernels
+run and are they fast" (issue 11, item 3).
 
     TRITON_TUTORIALS_DIR=/path/to/python/tutorials PYTHONPATH=. python bench/persistent_matmul.py \
         [--sizes 4096 8192] [--configs 6] [--out bench/results/persistent_matmul.json]
 
-Both compilers autotune over the same subset of the tutorial's configs (every len/N-th, `--configs`).
+Both compilers autotune over the same subset of the tutorial's configs (evenly spaced,
+`--configs` of them).
 Each output is checked against torch first (relative Frobenius error); times are do_bench medians
 (L2 flushed); TFLOP/s = 2 M N K / time. Prints JSON and writes it to --out.
 """

@@ -93,6 +93,7 @@ def test_gdc_assembles_for_sm_90(tmp_path):
     ptx = compiled.asm["ptx"]
     assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
     (tmp_path / "k.ptx").write_text(ptx)
-    result = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.o")],
+    result = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o",
+                             str(tmp_path / "k.o")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -96,8 +96,9 @@ def test_pointer_to_no_argument():
 
 
 def test_a_host_address_made_a_pointer_is_named_not_blamed_on_an_argument():
-    """A real address (tensor.data_ptr() in a device array, Triton tutorial 08) lands in some argument's
-    region by chance; the error says the interpreter cannot follow it, not 'offset -10^12 of x_ptr'."""
+    """A real address (tensor.data_ptr() in a device array, Triton tutorial 08) lands in some
+    argument's region by chance; the error says the interpreter cannot follow it, not
+    'offset -10^12 of x_ptr'."""
     from tileworkbench.backends.interpreter.memory import REGION_BITS
 
     kb = KernelBuilder("host_address", [("x_ptr", ptr(f32)), ("addr", i64)])

@@ -1,9 +1,11 @@
-"""Triton's tutorials 01-11 (python/tutorials of triton-lang/triton), with only their imports changed,
+"""Triton's tutorials 01-11 (python/tutorials of triton-lang/triton), with only their imports
+changed,
 run in the interpreter on CPU torch tensors and (marked gpu) compiled for the GPU on CUDA torch
 tensors, and match torch.
 
 The tutorial files are not in this repository: set TRITON_TUTORIALS_DIR to a folder holding
-01-vector-add.py ... 11-programmatic-dependent-launch.py (e.g. a Triton 3.6 checkout's python/tutorials). Without it
+01-vector-add.py ...
+11-programmatic-dependent-launch.py (e.g. a Triton 3.6 checkout's python/tutorials). Without it
 these tests skip. tools/run_triton_tutorials.py runs the same checks and prints a table.
 """
 
@@ -19,12 +21,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tutorial_checks import gpu_missing, run_tutorial
 from tutorial_loader import ENV_VAR, TUTORIALS, tutorials_dir
 
-# What the interpreter cannot run, with the words its error must contain (so it fails loudly, by name).
+# What the interpreter cannot run, with the words its error must contain (it refuses by name).
 INTERPRETER_UNSUPPORTED = {
     "08-grouped-gemm.py": (
         "is not derived from any array argument",
         "08 stores tensor.data_ptr() addresses in device arrays and loads through them; the "
-        "interpreter's pointers are virtual, so it refuses by name (checked here) and 08 runs on the GPU",
+        "interpreter's pointers are virtual, so it refuses by name (checked here) and 08 runs "
+        "on the GPU",
     ),
 }
 # Tutorial 10 allocates its inputs with device="cuda" (MXFP4Tensor), so it runs on the GPU only.

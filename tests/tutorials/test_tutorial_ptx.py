@@ -1,7 +1,8 @@
 """The pointer-based kernels of Triton's tutorials 07, 08, 09 and 11 compiled for sm_90 with the
 tutorials' own tile sizes (09's persistent kernel with its `tl.range(..., flatten=True)` loop, 08's
-loads through device-side pointer arrays, 11's griddepcontrol), and the PTX assembled by ptxas: the
-GPU path is checked to compile without a GPU. Skips without TRITON_TUTORIALS_DIR (CI has no copy)."""
+loads through device-side pointer arrays, 11's griddepcontrol), and the PTX assembled by ptxas:
+the GPU path is checked to compile without a GPU. Skips without TRITON_TUTORIALS_DIR (CI has
+no copy)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ KERNELS = [
 
 @pytest.mark.parametrize(("name", "kernel", "signature", "constexprs", "expected"), KERNELS,
                          ids=[f"{k[0][:2]}-{k[1]}" for k in KERNELS])
-def test_tutorial_kernel_assembles_for_sm_90(name, kernel, signature, constexprs, expected, tmp_path):
+def test_tutorial_kernel_assembles_for_sm_90(name, kernel, signature, constexprs, expected,
+                                             tmp_path):
     pytest.importorskip("torch", reason="Triton's tutorials import torch")
     folder = tutorials_dir()
     if folder is None or not (folder / name).is_file():

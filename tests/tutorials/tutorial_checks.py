@@ -306,17 +306,18 @@ def _attention_error(module, causal: bool) -> Comparison:
     return Comparison(f"attention fwd fp16 causal={causal}", max_error(output, reference), 1e-2)
 
 
-# -- tutorials 07-11 ----------------------------------------------------------------------------------
-# Their wrappers ask torch.cuda for the SM count and allocate TMA scratch on "cuda"; in the interpreter
-# (CPU torch) `cuda_stand_ins` answers with a small SM count, so the persistent loops each run several
-# tiles, and places "cuda" allocations on the CPU.
+# -- tutorials 07-11 ----------------------------------------------------------------------------
+# Their wrappers ask torch.cuda for the SM count and allocate TMA scratch on "cuda"; in the
+# interpreter (CPU torch) `cuda_stand_ins` answers with a small SM count, so the persistent loops
+# each run several tiles, and places "cuda" allocations on the CPU.
 
 INTERPRETER_SMS = 3
 
 
 @contextlib.contextmanager
 def cuda_stand_ins(module) -> Iterator[None]:
-    """On a CPU-only torch: an SM count of INTERPRETER_SMS and `device="cuda"` allocations on the CPU."""
+    """On a CPU-only torch: an SM count of INTERPRETER_SMS, `device="cuda"` allocations on the
+    CPU."""
     import torch
 
     if str(getattr(module, "DEVICE", "cpu")) != "cpu" and torch.cuda.is_available():
@@ -425,7 +426,7 @@ def check_persistent_matmul(module) -> list[Comparison]:
 
 
 def check_block_scaled_matmul(module) -> list[Comparison]:
-    """The tutorial's own validation (its torch reference, assert_close at 1e-3) per scale format."""
+    """The tutorial's own validation (its torch reference, assert_close at 1e-3) per format."""
     results: list[Comparison] = []
     for scale_type in ("mxfp8", "mxfp4", "nvfp4", "mixed"):
         with recorded_assertions(f"validate_block_scaled {scale_type}", results):

@@ -33,8 +33,9 @@ TUTORIALS = (
     "11-programmatic-dependent-launch.py",
 )
 
-# Triton modules that tileworkbench does not have and the tutorials only use outside their kernels
-# (09 and 10 profile their benchmarks with proton): bound to a stand-in that names the module when used.
+# Triton modules that tileworkbench does not have and the tutorials only use outside their
+# kernels (09 and 10 profile their benchmarks with proton): bound to a stand-in that names the
+# module when used.
 UNAVAILABLE_MODULES = ("triton.profiler",)
 # Triton's C++ bindings: 09 takes cuBLAS from them as its reference BLAS (no kernel compiling). They
 # come from the real Triton where it is installed (the GPU machine), else a stand-in like the above.
@@ -214,7 +215,7 @@ class _UnavailableModule:
 
 
 def _foreign_import(module: str, name: str):
-    """`from module import name` from the real Triton, or a stand-in naming it when Triton is absent."""
+    """`from module import name` from the real Triton, or a stand-in naming it without Triton."""
     import importlib
 
     try:

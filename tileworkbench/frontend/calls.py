@@ -406,7 +406,7 @@ def inline_asm_elementwise(cg, asm, constraints, args, dtype, is_pure, pack):
 # PTX special-register reads; the interpreter evaluates these exact strings (eval_math.KNOWN_ASM).
 GLOBALTIMER_ASM = "mov.u64 $0, %globaltimer;"
 SMID_ASM = "mov.u32 $0, %smid;"
-# Grid dependence control (sm_90+): no result, but inline asm has one; "$0" sits in a comment (as Triton).
+# Grid dependence control (sm_90+): no result, but inline asm has one; "$0" sits in a comment.
 GDC_WAIT_ASM = "griddepcontrol.wait; // dummy $0"
 GDC_LAUNCH_DEPENDENTS_ASM = "griddepcontrol.launch_dependents; // dummy $0"
 

@@ -20,8 +20,8 @@ from numpy.lib.array_utils import byte_bounds
 from ...errors import InterpreterError, OutOfBoundsError
 
 REGION_BITS = 44
-# An address this far from its region's argument was not computed from it (a real host address made a
-# pointer lands in some region by chance): the error says so instead of quoting a huge offset.
+# An address this far from its region's argument was not computed from it (a real host address made
+# a pointer lands in some region by chance): the error says so instead of quoting a huge offset.
 FOREIGN_DISTANCE = 1 << 40
 
 
@@ -193,11 +193,11 @@ class Memory:
 
     def _fail_foreign(self, address: int, site: Site):
         raise InterpreterError(
-            f"{site.kind} in kernel '{site.kernel}' at {site.where}, program id {self.pid}: address "
-            f"{address:#x} is not derived from any array argument. The interpreter's pointers are its "
-            f"own virtual addresses, so a pointer made from an integer that holds a real address "
-            f"(tensor.data_ptr() stored in a device array, as in Triton's grouped GEMM tutorial) "
-            f"cannot be followed here: run the kernel on a GPU"
+            f"{site.kind} in kernel '{site.kernel}' at {site.where}, program id {self.pid}: "
+            f"address {address:#x} is not derived from any array argument. The interpreter's "
+            f"pointers are its own virtual addresses, so a pointer made from an integer that holds "
+            f"a real address (tensor.data_ptr() stored in a device array, as in Triton's grouped "
+            f"GEMM tutorial) cannot be followed here: run the kernel on a GPU"
         )
 
     def _fail_unowned(self, address: int, site: Site):

@@ -1,6 +1,7 @@
 """`tl.extra.cuda` (Triton's `triton.language.extra.cuda`): libdevice, and reads of the GPU's special
-registers and launch configuration: `globaltimer()`, `smid()`, `num_threads()`, `num_warps()`; and grid
-dependence control for programmatic dependent launch: `gdc_wait()`, `gdc_launch_dependents()`."""
+registers and launch configuration: `globaltimer()`, `smid()`, `num_threads()`, `num_warps()`;
+grid dependence control for programmatic dependent launch: `gdc_wait()`,
+`gdc_launch_dependents()`."""
 
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ def num_warps():
 
 @builtin
 def gdc_wait():
-    """Wait until every program of the grid this launch depends on has finished and its memory writes
-    are visible (PTX `griddepcontrol.wait`, sm_90 and newer). Without `launch_pdl=True` there is no
-    such grid and it returns at once; in the interpreter launches run one after another, so it does
-    nothing."""
+    """Wait until every program of the grid this launch depends on has finished and its memory
+    writes are visible (PTX `griddepcontrol.wait`, sm_90 and newer). Without `launch_pdl=True`
+    there is no such grid and it returns at once; in the interpreter launches run one after
+    another, so it does nothing."""
 
 
 @builtin

@@ -4,7 +4,7 @@ Triton, at 4096^3 and 8192^3 fp16, with torch (cuBLAS) for scale. Answers "do pe
 run and are they fast" (issue 11, item 3).
 
     TRITON_TUTORIALS_DIR=/path/to/python/tutorials PYTHONPATH=. python bench/persistent_matmul.py \
-        [--sizes 4096 8192] [--configs 6] [--out bench/results/persistent_matmul.json]
+        [--sizes 4096 8192] [--configs 8] [--out bench/results/persistent_matmul.json]
 
 Both compilers autotune over the same subset of the tutorial's configs (evenly spaced,
 `--configs` of them).
@@ -56,7 +56,7 @@ def measure(fn, reference: torch.Tensor, flops: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
-    parser.add_argument("--configs", type=int, default=6)
+    parser.add_argument("--configs", type=int, default=8)
     parser.add_argument("--out", default=str(HERE / "results" / "persistent_matmul.json"))
     args = parser.parse_args()
     folder = tutorials_dir()

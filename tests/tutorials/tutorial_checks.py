@@ -315,12 +315,12 @@ INTERPRETER_SMS = 3
 
 
 @contextlib.contextmanager
-def cuda_stand_ins(module) -> Iterator[None]:
-    """On a CPU-only torch: an SM count of INTERPRETER_SMS, `device="cuda"` allocations on the
-    CPU."""
+def cuda_stand_ins() -> Iterator[None]:
+    """In the interpreter: an SM count of INTERPRETER_SMS, `device="cuda"` allocations on the CPU
+    (on the GPU nothing changes)."""
     import torch
 
-    if str(getattr(module, "DEVICE", "cpu")) != "cpu" and torch.cuda.is_available():
+    if not _interpreting():
         yield
         return
     saved = torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty
@@ -344,12 +344,11 @@ def cuda_stand_ins(module) -> Iterator[None]:
 
 
 def _device(module):
-    import torch
-
+    """Where the check's tensors go: the tutorial's DEVICE, else cuda unless interpreting."""
     device = getattr(module, "DEVICE", None)
     if device is not None:
         return device
-    return "cuda" if torch.cuda.is_available() and not _interpreting() else "cpu"
+    return "cpu" if _interpreting() else "cuda"
 
 
 def _interpreting() -> bool:
@@ -379,7 +378,7 @@ def check_grouped_gemm(module) -> list[Comparison]:
     group_a = [torch.rand((m, k), device=device, dtype=torch.float16) - 0.5 for m, n, k in sizes]
     group_b = [torch.rand((k, n), device=device, dtype=torch.float16) - 0.5 for m, n, k in sizes]
     results = []
-    with cuda_stand_ins(module):
+    with cuda_stand_ins():
         outputs = module.group_gemm_fn(group_a, group_b)
         for index, (a, b, c) in enumerate(zip(group_a, group_b, outputs)):
             error = max_error(c, a.double() @ b.double())
@@ -403,7 +402,7 @@ def check_persistent_matmul(module) -> list[Comparison]:
     reference = a.double() @ b.double()
     b_transposed = b.T.contiguous()
     results = []
-    with cuda_stand_ins(module):
+    with cuda_stand_ins():
         runs = [
             ("matmul (one program per tile)", lambda: module.matmul(a, b)),
             ("matmul_persistent (grid of the SM count)", lambda: module.matmul_persistent(a, b)),

@@ -1,4 +1,4 @@
-"""Run Triton's tutorials 01-06 against tileworkbench (only their imports changed) and print a table.
+"""Run Triton's tutorials 01-11 against tileworkbench (only their imports changed) and print a table.
 
     python tools/run_triton_tutorials.py --dir /path/to/triton/python/tutorials
     TRITON_TUTORIALS_DIR=... python tools/run_triton_tutorials.py 02 06
@@ -63,7 +63,7 @@ def print_details(results: list[TutorialResult], verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("tutorials", nargs="*", help="numbers or names to run (default: all six)")
+    parser.add_argument("tutorials", nargs="*", help="numbers or names to run (default: all)")
     parser.add_argument(
         "--dir", default=os.environ.get(ENV_VAR), help=f"the tutorials' folder ({ENV_VAR})"
     )

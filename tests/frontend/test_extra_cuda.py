@@ -59,3 +59,41 @@ def test_cuda_extras_assemble(tmp_path):
     result = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.o")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+@tw.jit
+def gdc_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    cuda.gdc_wait()  # grid dependence control (Triton tutorial 11): a no-op without launch_pdl
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    cuda.gdc_launch_dependents()
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@pytest.mark.parametrize("launch_pdl", [False, True])
+def test_gdc_kernel_adds(launch_pdl):
+    rng = np.random.default_rng()
+    x, y = rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    out = np.full(300, np.nan, np.float32)
+    gdc_add_kernel[(3,)](x, y, out, 300, BLOCK=128, launch_pdl=launch_pdl)
+    np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
+
+
+def test_gdc_assembles_for_sm_90(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not installed")
+    compiled = tw.compile(gdc_add_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32",
+                                                     "out_ptr": "*fp32", "n": "i32"},
+                          constexprs={"BLOCK": 128}, target="sm_90")
+    ptx = compiled.asm["ptx"]
+    assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
+    (tmp_path / "k.ptx").write_text(ptx)
+    result = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o",
+                             str(tmp_path / "k.o")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -95,6 +95,23 @@ def test_pointer_to_no_argument():
         run(kb.finish(), [np.zeros(4, np.float32)], (1,))
 
 
+def test_a_host_address_made_a_pointer_is_named_not_blamed_on_an_argument():
+    """A real address (tensor.data_ptr() in a device array, Triton tutorial 08) lands in some
+    argument's region by chance; the error says the interpreter cannot follow it, not
+    'offset -10^12 of x_ptr'."""
+    from tileworkbench.backends.interpreter.memory import REGION_BITS
+
+    kb = KernelBuilder("host_address", [("x_ptr", ptr(f32)), ("addr", i64)])
+    foreign = kb.op(tt.IntToPtrOp, [ptr(f32)], operand=kb["addr"])
+    kb.store(foreign, kb.const(1.0, f32))
+    x = np.zeros(4, np.float32)
+    address = (1 << REGION_BITS) + 12345 * 4  # region of x_ptr, far below its bytes
+    with pytest.raises(InterpreterError, match="not derived from any array argument") as info:
+        run(kb.finish(), [x, np.int64(address)], (1,))
+    assert "'host_address'" in str(info.value) and "run the kernel on a GPU" in str(info.value)
+    assert not x.any()
+
+
 def test_atomic_out_of_bounds():
     kb = KernelBuilder("atomic_oob", [("x_ptr", ptr(f32))])
     kb.atomic("fadd", kb.addptr(kb["x_ptr"], kb.arange(8)), kb.const(1.0, tensor((8,), f32)))

@@ -67,6 +67,22 @@ def test_rewritten_imports_resolve():
     assert namespace["TensorDescriptor"].__module__ == "tileworkbench.tools.tensor_descriptor"
 
 
+def test_modules_tileworkbench_lacks_are_stand_ins_that_name_themselves():
+    source = rewrite_imports(
+        "import triton.profiler as proton\nfrom triton._C.libtriton import nvidia\n"
+    )
+    assert source.splitlines() == [
+        "proton = _unavailable_module('triton.profiler')",
+        "nvidia = _foreign_import('triton._C.libtriton', 'nvidia')",
+    ]
+    from tutorial_loader import _foreign_import, _UnavailableModule
+
+    namespace = {"_unavailable_module": _UnavailableModule, "_foreign_import": _foreign_import}
+    exec(source, namespace)  # noqa: S102
+    with pytest.raises(NotImplementedError, match="triton.profiler.scope: .* not part of"):
+        namespace["proton"].scope("matmul")
+
+
 def _kept(source: str) -> list[str]:
     tree = ast.parse(textwrap.dedent(source))
     return [ast.unparse(node).splitlines()[0] for node in select_statements(tree)]

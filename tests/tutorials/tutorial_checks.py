@@ -24,6 +24,8 @@ from tutorial_loader import load_tutorial
 # Autotuned kernels time every config; AUTOTUNE_CONFIGS_ENV=n keeps the first n in the interpreter,
 # the n smallest on the GPU (each one compiled and timed there).
 AUTOTUNE_CONFIGS_ENV = "TUTORIAL_AUTOTUNE_CONFIGS"
+# 08 and 09 autotune over 6-24 configs of 128 x 128 tiles each: one keeps their checks to seconds.
+DEFAULT_CONFIGS = {"08-grouped-gemm.py": "1", "09-persistent-matmul.py": "1"}
 
 
 @dataclass
@@ -304,6 +306,149 @@ def _attention_error(module, causal: bool) -> Comparison:
     return Comparison(f"attention fwd fp16 causal={causal}", max_error(output, reference), 1e-2)
 
 
+# -- tutorials 07-11 ----------------------------------------------------------------------------
+# Their wrappers ask torch.cuda for the SM count and allocate TMA scratch on "cuda"; in the
+# interpreter (CPU torch) `cuda_stand_ins` answers with a small SM count, so the persistent loops
+# each run several tiles, and places "cuda" allocations on the CPU.
+
+INTERPRETER_SMS = 3
+
+
+@contextlib.contextmanager
+def cuda_stand_ins() -> Iterator[None]:
+    """In the interpreter: an SM count of INTERPRETER_SMS, `device="cuda"` allocations on the CPU
+    (on the GPU nothing changes)."""
+    import torch
+
+    if not _interpreting():
+        yield
+        return
+    saved = torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty
+    empty = torch.empty
+
+    class Properties:
+        multi_processor_count = INTERPRETER_SMS
+
+    def cpu_empty(*args, **kwargs):
+        if str(kwargs.get("device", "")).startswith("cuda"):
+            kwargs["device"] = "cpu"
+        return empty(*args, **kwargs)
+
+    torch.cuda.get_device_properties = lambda *args, **kwargs: Properties()
+    torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
+    torch.empty = cpu_empty
+    try:
+        yield
+    finally:
+        torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty = saved
+
+
+def _device(module):
+    """Where the check's tensors go: the tutorial's DEVICE, else cuda unless interpreting."""
+    device = getattr(module, "DEVICE", None)
+    if device is not None:
+        return device
+    return "cpu" if _interpreting() else "cuda"
+
+
+def _interpreting() -> bool:
+    from tileworkbench.config import config
+
+    return bool(config.interpret)
+
+
+def check_extern_functions(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    size = 3001
+    x = torch.rand(size, device=module.DEVICE) * 2 - 1
+    output = torch.empty(size, device=module.DEVICE)
+    grid = lambda meta: (module.triton.cdiv(size, meta["BLOCK_SIZE"]),)  # noqa: E731
+    module.asin_kernel[grid](x, output, size, BLOCK_SIZE=1024)
+    return [Comparison("libdevice.asin", max_error(output, torch.asin(x.double())), 1e-6)]
+
+
+def check_grouped_gemm(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    device = module.DEVICE
+    sizes = [(100, 72, 64), (64, 130, 96), (33, 40, 48)]  # (M, N, K): ragged, each its own tiles
+    group_a = [torch.rand((m, k), device=device, dtype=torch.float16) - 0.5 for m, n, k in sizes]
+    group_b = [torch.rand((k, n), device=device, dtype=torch.float16) - 0.5 for m, n, k in sizes]
+    results = []
+    with cuda_stand_ins():
+        outputs = module.group_gemm_fn(group_a, group_b)
+        for index, (a, b, c) in enumerate(zip(group_a, group_b, outputs)):
+            error = max_error(c, a.double() @ b.double())
+            results.append(Comparison(f"grouped gemm #{index} {tuple(c.shape)}", error, 2e-2))
+        b_transposed = [b.T.contiguous() for b in group_b]
+        outputs = module.group_gemm_tma_fn(group_a, b_transposed)
+        for index, (a, b, c) in enumerate(zip(group_a, group_b, outputs)):
+            error = max_error(c, a.double() @ b.double())
+            results.append(Comparison(f"grouped gemm (TMA) #{index}", error, 2e-2))
+    return results
+
+
+def check_persistent_matmul(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    device = _device(module)
+    M, N, K = 300, 272, 200  # 3 x 3 tiles of 128 x 128 (more than INTERPRETER_SMS), ragged edges
+    a = torch.randn((M, K), device=device, dtype=torch.float16) * 0.5
+    b = torch.randn((K, N), device=device, dtype=torch.float16) * 0.5
+    reference = a.double() @ b.double()
+    b_transposed = b.T.contiguous()
+    results = []
+    with cuda_stand_ins():
+        runs = [
+            ("matmul (one program per tile)", lambda: module.matmul(a, b)),
+            ("matmul_persistent (grid of the SM count)", lambda: module.matmul_persistent(a, b)),
+        ]
+        for ws in (False, True):
+            runs += [
+                (f"matmul_tma ws={ws}", lambda ws=ws: module.matmul_tma(a, b_transposed, ws)),
+                (
+                    f"matmul_tma_persistent ws={ws}",
+                    lambda ws=ws: module.matmul_tma_persistent(a, b_transposed, ws),
+                ),
+                (
+                    f"matmul_descriptor_persistent ws={ws}",
+                    lambda ws=ws: module.matmul_descriptor_persistent(a, b_transposed, ws),
+                ),
+            ]
+        for label, run in runs:
+            results.append(Comparison(label, max_error(run(), reference), 5e-2))
+    return results
+
+
+def check_block_scaled_matmul(module) -> list[Comparison]:
+    """The tutorial's own validation (its torch reference, assert_close at 1e-3) per format."""
+    results: list[Comparison] = []
+    for scale_type in ("mxfp8", "mxfp4", "nvfp4", "mixed"):
+        with recorded_assertions(f"validate_block_scaled {scale_type}", results):
+            module.validate_block_scaled(256, 256, 256, block_scale_type=scale_type)
+    return results
+
+
+def check_programmatic_dependent_launch(module) -> list[Comparison]:
+    import torch
+
+    torch.manual_seed(0)
+    device = _device(module)
+    x = torch.rand(5000, device=device)
+    y = torch.rand(5000, device=device)
+    reference = x.double() + y.double()
+    return [
+        Comparison(
+            f"add launch_pdl={pdl}", max_error(module.add(x, y, launch_pdl=pdl), reference), 1e-6
+        )
+        for pdl in (True, False)
+    ]
+
+
 CHECKS: dict[str, Callable] = {
     "01-vector-add.py": check_vector_add,
     "02-fused-softmax.py": check_fused_softmax,
@@ -311,6 +456,11 @@ CHECKS: dict[str, Callable] = {
     "04-low-memory-dropout.py": check_dropout,
     "05-layer-norm.py": check_layer_norm,
     "06-fused-attention.py": check_fused_attention,
+    "07-extern-functions.py": check_extern_functions,
+    "08-grouped-gemm.py": check_grouped_gemm,
+    "09-persistent-matmul.py": check_persistent_matmul,
+    "10-block-scaled-matmul.py": check_block_scaled_matmul,
+    "11-programmatic-dependent-launch.py": check_programmatic_dependent_launch,
 }
 
 
@@ -326,6 +476,17 @@ EXPECTED_KERNELS: dict[str, set[str]] = {
         "_layer_norm_bwd_dwdb",
     },
     "06-fused-attention.py": {"_attn_fwd", "_attn_bwd_preprocess", "_attn_bwd"},
+    "07-extern-functions.py": {"asin_kernel"},
+    "08-grouped-gemm.py": {"grouped_matmul_kernel", "grouped_matmul_tma_kernel"},
+    "09-persistent-matmul.py": {
+        "matmul_kernel",
+        "matmul_kernel_persistent",
+        "matmul_kernel_tma",
+        "matmul_kernel_tma_persistent",
+        "matmul_kernel_descriptor_persistent",
+    },
+    "10-block-scaled-matmul.py": {"block_scaled_matmul_kernel"},
+    "11-programmatic-dependent-launch.py": {"add_kernel"},
 }
 
 
@@ -392,7 +553,7 @@ def run_tutorial(folder: Path, name: str, interpret: bool = True) -> TutorialRes
     try:
         with interpreted(interpret), record_launches() as launches:
             module = load_tutorial(folder / name)
-            count = int(os.environ.get(AUTOTUNE_CONFIGS_ENV, "0"))
+            count = int(os.environ.get(AUTOTUNE_CONFIGS_ENV, DEFAULT_CONFIGS.get(name, "0")))
             limit_autotuning(module, count, smallest=not interpret)
             with poisoned_empty():
                 result.comparisons = CHECKS[name](module)

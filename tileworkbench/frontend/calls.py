@@ -406,6 +406,9 @@ def inline_asm_elementwise(cg, asm, constraints, args, dtype, is_pure, pack):
 # PTX special-register reads; the interpreter evaluates these exact strings (eval_math.KNOWN_ASM).
 GLOBALTIMER_ASM = "mov.u64 $0, %globaltimer;"
 SMID_ASM = "mov.u32 $0, %smid;"
+# Grid dependence control (sm_90+): no result, but inline asm has one; "$0" sits in a comment.
+GDC_WAIT_ASM = "griddepcontrol.wait; // dummy $0"
+GDC_LAUNCH_DEPENDENTS_ASM = "griddepcontrol.launch_dependents; // dummy $0"
 
 
 @impl("globaltimer")
@@ -416,6 +419,16 @@ def globaltimer(cg):
 @impl("smid")
 def smid(cg):
     return inline_asm_elementwise(cg, SMID_ASM, "=r", [], core.int32, True, 1)
+
+
+@impl("gdc_wait")
+def gdc_wait(cg):
+    inline_asm_elementwise(cg, GDC_WAIT_ASM, "=r", [], core.int32, False, 1)
+
+
+@impl("gdc_launch_dependents")
+def gdc_launch_dependents(cg):
+    inline_asm_elementwise(cg, GDC_LAUNCH_DEPENDENTS_ASM, "=r", [], core.int32, False, 1)
 
 
 @impl("num_warps")

@@ -20,6 +20,9 @@ from numpy.lib.array_utils import byte_bounds
 from ...errors import InterpreterError, OutOfBoundsError
 
 REGION_BITS = 44
+# An address this far from its region's argument was not computed from it (a real host address made
+# a pointer lands in some region by chance): the error says so instead of quoting a huge offset.
+FOREIGN_DISTANCE = 1 << 40
 
 
 @dataclass
@@ -176,6 +179,8 @@ class Memory:
             )
 
     def _fail_bounds(self, argument: ArgumentMemory, address: int, dtype, site: Site):
+        if abs(address - argument.pointer) >= FOREIGN_DISTANCE:
+            self._fail_foreign(address, site)
         offset = (address - argument.pointer) // dtype.itemsize
         raise OutOfBoundsError(out_of_bounds_message(
             site.kind, site.kernel, site.where, argument.name, _describe(argument.array), offset, dtype,
@@ -185,6 +190,15 @@ class Memory:
         raise OutOfBoundsError(misaligned_message(
             site.kind, site.kernel, site.where, argument.name, _describe(argument.array),
             address - argument.pointer, dtype, self.pid))
+
+    def _fail_foreign(self, address: int, site: Site):
+        raise InterpreterError(
+            f"{site.kind} in kernel '{site.kernel}' at {site.where}, program id {self.pid}: "
+            f"address {address:#x} is not derived from any array argument. The interpreter's "
+            f"pointers are its own virtual addresses, so a pointer made from an integer that holds "
+            f"a real address (tensor.data_ptr() stored in a device array, as in Triton's grouped "
+            f"GEMM tutorial) cannot be followed here: run the kernel on a GPU"
+        )
 
     def _fail_unowned(self, address: int, site: Site):
         raise OutOfBoundsError(

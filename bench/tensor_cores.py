@@ -1,5 +1,5 @@
 """GPU benchmark of the tensor-core kernels: matmul (fp16/bf16 4096^3 and 8192^3, a skinny 8192x8192x512,
-tf32 4096^3) and the flash-attention forward (batch 4, 32 heads, 4096 tokens, head dim 64 and 128, fp16,
+tf32 4096^3, fp8 e4m3 4096^3 with B K-major) and the flash-attention forward (batch 4, 32 heads, 4096 tokens, head dim 64 and 128, fp16,
 causal and not), each compiled by tileworkbench and by Triton from the same source (bench/kernels.py),
 beside torch (cuBLAS / scaled_dot_product_attention), in one process.
 
@@ -37,11 +37,12 @@ OURS = kernels.load("tileworkbench")
 THEIRS = kernels.load("triton")
 ROUNDS = 5
 
-MATMUL_CONFIGS = [  # (BM, BN, BK, num_warps, num_stages)
-    (128, 128, 32, 4, 4), (128, 128, 64, 8, 3), (128, 256, 32, 8, 3), (256, 128, 32, 8, 3),
-    (128, 128, 32, 8, 4), (64, 128, 64, 4, 4),
+MATMUL_CONFIGS = [  # (BM, BN, BK, num_warps, num_stages); the first three are wgmma-sized (sm_90a)
+    (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
+    (128, 128, 64, 8, 3), (64, 128, 64, 4, 4),
 ]
-TF32_CONFIGS = [(128, 128, 16, 8, 4), (128, 128, 32, 8, 3), (64, 128, 32, 4, 4)]
+TF32_CONFIGS = [(128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (128, 128, 16, 8, 4), (64, 128, 32, 4, 4)]
+FP8_CONFIGS = [(128, 256, 128, 8, 3), (128, 128, 128, 8, 4), (128, 256, 64, 8, 4), (128, 128, 128, 4, 3)]
 ATTN_CONFIGS = [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
 
 
@@ -100,11 +101,14 @@ def compare(workload: str, shape, dtype: str, flops: float, launchers: dict, che
 
 
 def matmul(m: int, n: int, k: int, dtype: str, tuned: dict) -> dict:
-    t = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}[dtype]
-    a = torch.randn(m, k, device="cuda", dtype=t)
-    b = torch.randn(k, n, device="cuda", dtype=t)
+    t = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32,
+         "fp8e4m3": torch.float8_e4m3fn}[dtype]
+    a = torch.randn(m, k, device="cuda").to(t)
+    # fp8: B K-major (an (n, k) tensor seen as (k, n)), as wgmma and cuBLAS's fp8 GEMM take it
+    b = torch.randn(n, k, device="cuda").to(t).T if dtype == "fp8e4m3" else \
+        torch.randn(k, n, device="cuda").to(t)
     want = a.double() @ b.double()
-    out_t = torch.float32 if dtype == "tf32" else t
+    out_t = {"tf32": torch.float32, "fp8e4m3": torch.float16}.get(dtype, t)
 
     def launch(mod, config, c):
         bm, bn, bk, warps, stages = config
@@ -113,7 +117,7 @@ def matmul(m: int, n: int, k: int, dtype: str, tuned: dict) -> dict:
                                 c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GROUP_M=8,
                                 num_warps=warps, num_stages=stages)
 
-    configs = TF32_CONFIGS if dtype == "tf32" else MATMUL_CONFIGS
+    configs = {"tf32": TF32_CONFIGS, "fp8e4m3": FP8_CONFIGS}.get(dtype, MATMUL_CONFIGS)
     c = torch.empty(m, n, device="cuda", dtype=out_t)
     tuning, check, launchers = {}, {}, {}
     for who, mod in (("tileworkbench", OURS), ("triton", THEIRS)):
@@ -131,7 +135,12 @@ def matmul(m: int, n: int, k: int, dtype: str, tuned: dict) -> dict:
         launchers[who] = lambda mod=mod, config=config: launch(mod, config, c)
     if dtype == "tf32":
         torch.backends.cuda.matmul.allow_tf32 = True
-    launchers["torch"] = lambda: torch.matmul(a, b, out=c)
+    if dtype == "fp8e4m3":  # cuBLAS's fp8 GEMM (unit scales)
+        one = torch.ones((), device="cuda")
+        launchers["torch"] = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
+                                                      out_dtype=torch.float16)
+    else:
+        launchers["torch"] = lambda: torch.matmul(a, b, out=c)
     return compare("matmul", (m, n, k), dtype, 2.0 * m * n * k, launchers, check, tuning)
 
 
@@ -197,7 +206,8 @@ def main() -> None:
         jobs += [("matmul", (4096, 4096, 4096, "fp16")), ("matmul", (4096, 4096, 4096, "bf16"))]
         if not args.quick:
             jobs += [("matmul", (8192, 8192, 8192, "fp16")), ("matmul", (8192, 8192, 8192, "bf16")),
-                     ("matmul", (8192, 8192, 512, "fp16")), ("matmul", (4096, 4096, 4096, "tf32"))]
+                     ("matmul", (8192, 8192, 512, "fp16")), ("matmul", (4096, 4096, 4096, "tf32")),
+                     ("matmul", (4096, 4096, 4096, "fp8e4m3"))]
     if "attention" not in skip:
         jobs += [("attention", (64, False))]
         if not args.quick:

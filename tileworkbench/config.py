@@ -22,7 +22,9 @@ class Config:
     GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`);
     `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints each autotuning's table and choice (Triton's
     `TRITON_PRINT_AUTOTUNING`);
-    `TILEWORKBENCH_TMA_UNVERIFIED=1` lets TMA take descriptor boxes not yet verified on a GPU (16-, 32-
+    `TILEWORKBENCH_TMA=1` copies host-descriptor tiles with TMA on sm_90+ (off by default: on the H200 a
+    box wholly past the tensor's edge faulted and a store at a padded stride wrote past the shape;
+    bench/NOTES.md); `TILEWORKBENCH_TMA_UNVERIFIED=1` lets TMA take descriptor boxes not yet verified on a GPU (16-, 32-
     and 64-byte rows, boxes smaller than the program's threads; frontend/tma_rules.py), for probing."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
@@ -33,6 +35,7 @@ class Config:
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
     print_autotuning: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_PRINT_AUTOTUNING"))
+    tma: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA"))
     tma_unverified: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA_UNVERIFIED"))
 
 

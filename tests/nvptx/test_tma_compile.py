@@ -13,6 +13,14 @@ from tma_kernels import descriptor_args, tma_matmul, tma_matmul_bt, tma_scale_co
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
 
+
+@pytest.fixture(autouse=True)
+def tma_on(monkeypatch):
+    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma", True)
+
 _COPY_CONSTS = {"BM": 64, "BN": 64}
 
 

@@ -20,6 +20,14 @@ from tma_standin import host_tensor_map
 
 from tileworkbench.frontend import ArgSpec
 
+
+@pytest.fixture(autouse=True)
+def tma_on(monkeypatch):
+    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma", True)
+
 RNG = np.random.default_rng(90)
 
 

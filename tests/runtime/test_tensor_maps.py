@@ -20,6 +20,14 @@ from tileworkbench.runtime.jit import _descriptor_key
 from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
 
+@pytest.fixture(autouse=True)
+def tma_on(monkeypatch):
+    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma", True)
+
+
 class FakeGpuTensor(FakeDeviceArray):
     """A 2-D GPU array of fp16 at `pointer`, with row stride `row` elements."""
 

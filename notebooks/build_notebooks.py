@@ -314,8 +314,10 @@ Each program computes one `BLOCK_M x BLOCK_N` tile of `C = A @ B`, walking along
 Every loaded element of A is reused `BLOCK_N` times and every element of B `BLOCK_M` times: **tiling** raises
 the arithmetic intensity until the kernel is **compute-bound**. On a GPU target `tl.dot` on fp16 tiles becomes
 tensor-core instructions: `mma.sync` (sm_80 and later, the H200 included), its operands read from shared memory
-with `ldmatrix`, and the loads of the next tiles overlapped with the math by `cp.async` (`num_stages`). Hopper's
-own `wgmma`, which Triton and cuBLAS use on an H200, is not emitted yet: the recorded figures below show the gap.
+with `ldmatrix`, and the loads of the next tiles overlapped with the math by `cp.async` (`num_stages`). For
+sm_90a, the default on an H200, a dot that fits (M of 64 or more per warp group of 4 warps) becomes Hopper's own
+`wgmma.mma_async`, which reads both tiles straight from swizzled shared memory through matrix descriptors (as
+Triton and cuBLAS do there); `target="sm_90"` keeps `mma.sync`. The recorded figures below predate wgmma.
 `tw.autotune` times each `Config` and keeps the fastest.
 """),
         code(SETUP),
@@ -361,6 +363,21 @@ assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
 assert "ldmatrix.sync.aligned" in ptx and "cp.async.cg.shared.global" in ptx
 assert "wgmma" not in ptx
 print("checked: tensor-core layouts, mma.sync, ldmatrix, cp.async; no wgmma")"""),
+        md("""
+The same config compiled for **sm_90a** (Hopper with its architecture-specific instructions): the accumulator's
+`#mma` layout is version 3 (a warp group of 4 warps per 64 rows), the tiles have `#nvmma_shared` layouts, and
+each `tl.dot` is a `wgmma.mma_async` between `wgmma.fence` and `wgmma.commit_group` / `wgmma.wait_group`.
+"""),
+        claim_check("""# claim check: wgmma for sm_90a, with its v3 #mma layout and NVMMA shared tiles
+_h = tw.compile(matmul_kernel.fn,
+                signature="a_ptr=*fp16:16,b_ptr=*fp16:16,c_ptr=*fp16:16,M=i32:16,N=i32:16,K=i32:16,"
+                          "stride_am=i32:16,stride_ak=i32:1,stride_bk=i32:16,stride_bn=i32:1,"
+                          "stride_cm=i32:16,stride_cn=i32:1",
+                constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, target="sm_90a")
+_hptx = _h.asm["ptx"]
+assert "wgmma.mma_async.sync.aligned" in _hptx and "mma.sync" not in _hptx
+assert "#ttg.mma<{versionMajor=3" in _h.asm["tile-gpu"] and "#ttg.nvmma_shared<" in _h.asm["tile-gpu"]
+print("checked: sm_90a:", _hptx.count("wgmma.mma_async"), "wgmma.mma_async, no mma.sync")"""),
         md("""
 ## Tensor cores in SASS
 

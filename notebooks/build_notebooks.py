@@ -317,7 +317,8 @@ tensor-core instructions: `mma.sync` (sm_80 and later, the H200 included), its o
 with `ldmatrix`, and the loads of the next tiles overlapped with the math by `cp.async` (`num_stages`). For
 sm_90a, the default on an H200, a dot that fits (M of 64 or more per warp group of 4 warps) becomes Hopper's own
 `wgmma.mma_async`, which reads both tiles straight from swizzled shared memory through matrix descriptors (as
-Triton and cuBLAS do there); `target="sm_90"` keeps `mma.sync`. The recorded figures below predate wgmma.
+Triton and cuBLAS do there); `target="sm_90"` keeps `mma.sync`. The recorded figures below say when and
+on which GPU they were measured.
 `tw.autotune` times each `Config` and keeps the fastest.
 """),
         code(SETUP),

@@ -93,13 +93,13 @@ def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
     return found
 
 
-def _address_slice(body, loads, loop) -> tuple[list, set[int]] | None:
-    """The body ops that the loads' pointers and masks need, in order, and the indices of the carried
-    values they read; None when the slice is not closed (see the module docstring)."""
-    args = body.args
+def walk_back(body, roots: list) -> tuple[list, set[int]] | None:
+    """The body ops `roots` depend on within one iteration (in order) and the indices of the carried
+    values they read, following carried values through the yield; None when one is impure or has
+    regions (it cannot run iterations ahead)."""
     in_slice: set[int] = set()
     carried: set[int] = set()
-    work = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
+    work = list(roots)
     yield_op = body.ops[-1]
     while work:
         v = work.pop()
@@ -114,7 +114,18 @@ def _address_slice(body, loads, loop) -> tuple[list, set[int]] | None:
             return None
         in_slice.add(id(v.op))
         work.extend(v.op.operands)
-    ops = [op for op in body.ops if id(op) in in_slice]
+    return [op for op in body.ops if id(op) in in_slice], carried
+
+
+def _address_slice(body, loads, loop) -> tuple[list, set[int]] | None:
+    """The body ops that the loads' pointers and masks need, in order, and the indices of the carried
+    values they read; None when the slice is not closed (see the module docstring)."""
+    args = body.args
+    walked = walk_back(body, [v for load in loads for v in (load.ptr, load.mask) if v is not None])
+    if walked is None:
+        return None
+    ops, carried = walked
+    in_slice, yield_op = {id(op) for op in ops}, body.ops[-1]
     # the rest of the body must not read the slice or the carried address values (they run ahead)
     slice_values = {id(r) for op in ops for r in op.results}
     slice_values |= {id(args[i + 1]) for i in carried}

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ..ir.ops import arith, scf, tt, ttng
 from ..ir.types import MemDescType, ScalarType
-from ..ir.values import BlockArgument, OpResult, Value
-from .software_pipeline import _clone_slice, _Emitter
+from ..ir.values import OpResult, Value
+from .software_pipeline import _clone_slice, _Emitter, walk_back
 from .tma import tma_shared_encoding
 
 i32 = ScalarType("i32")
@@ -41,24 +41,11 @@ def _positive_constant(v: Value) -> bool:
 def _offset_slice(body, loads) -> tuple[list, list[int]] | None:
     """The body ops the loads' offsets need, in order, and the carried values they read; None when
     another op of the body uses them (they will run S-1 iterations ahead) or one is impure."""
-    in_slice: set[int] = set()
-    carried: set[int] = set()
-    work = [v for load in loads for v in load.offsets]
-    yield_op = body.ops[-1]
-    while work:
-        v = work.pop()
-        if isinstance(v, BlockArgument) and v.block is body:
-            if v.index > 0 and v.index - 1 not in carried:
-                carried.add(v.index - 1)
-                work.append(yield_op.operands[v.index - 1])
-            continue
-        if not isinstance(v, OpResult) or v.op.parent is not body or id(v.op) in in_slice:
-            continue
-        if not v.op.pure or v.op.regions:
-            return None
-        in_slice.add(id(v.op))
-        work.extend(v.op.operands)
-    ops = [op for op in body.ops if id(op) in in_slice]
+    walked = walk_back(body, [v for load in loads for v in load.offsets])
+    if walked is None:
+        return None
+    ops, carried = walked
+    in_slice, yield_op = {id(op) for op in ops}, body.ops[-1]
     ahead = {id(r) for op in ops for r in op.results} | {id(body.args[i + 1]) for i in carried}
     skip = in_slice | {id(load) for load in loads}
     for op in body.ops:

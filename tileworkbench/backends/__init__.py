@@ -88,6 +88,11 @@ class Backend:
         tensor descriptors pass a tensor map (frontend/descriptor_args.py)."""
         return False
 
+    def builds_tensor_maps(self, target: str) -> bool:
+        """Whether kernels for `target` build TMA tensor maps on the device (`tensormap.replace`), so
+        in-kernel `tl.make_tensor_descriptor` copies with TMA through the launch's global scratch."""
+        return False
+
     def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,
               debug: bool = False) -> Lowered | None:
         """Lower `tile-opt` IR `func` (changed in place) past `tile-opt`; None: run the IR as it is.

@@ -411,12 +411,13 @@ def _store(key: str, kernel: CompiledKernel) -> None:
 
 
 def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
-                debug: bool = False, tma: bool = False):
+                debug: bool = False, tma: bool = False, device_tma: bool = False):
     """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines).
-    `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`)."""
+    `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`); `device_tma`: it also
+    builds tensor maps in the kernel (`Backend.builds_tensor_maps`)."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma)
+    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma, device_tma=device_tma)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
@@ -427,7 +428,9 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
                    debug: bool = False) -> CompiledKernel:
     source = get_source(py_fn)
     tma = backend_for(target).has_tma(target)
-    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma)
+    device_tma = backend_for(target).builds_tensor_maps(target)
+    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
+                                                      device_tma)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
@@ -454,7 +457,7 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
         binary = result.binary
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma)[0]
+        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma, device_tma)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
                             regenerate=regenerate)

@@ -50,6 +50,10 @@ class NvptxBackend(Backend):
 
         return config.tma and target in self.architectures() and sm_number(target) >= 90
 
+    def builds_tensor_maps(self, target) -> bool:
+        """TMA targets whose PTX has `tensormap.replace`: the sm_90a family (sm_90a, sm_100a)."""
+        return self.has_tma(target) and target.endswith("a")
+
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
         from . import compile_nvptx
 

@@ -36,6 +36,7 @@ class Lowered:
     binary: bytes | None = None  # what launches load, where made at compile time (cpu: an object file)
     debug_checks: dict | None = None  # debug mode: the checked accesses and hidden parameters
     shared_plan: list[dict] = field(default_factory=list)  # each shared-memory region (nvptx/inventory.py)
+    global_scratch: int = 0  # bytes of global scratch per program (runtime/allocation.py)
 
 
 class Backend:

@@ -28,7 +28,7 @@ from ..language import core
 from .stage_texts import StageTexts
 
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
-CACHE_FORMAT = 3  # 2: metadata.dynamic_shared; 3: metadata.shared_plan
+CACHE_FORMAT = 4  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch
 
 
 @dataclass
@@ -52,6 +52,10 @@ class KernelMetadata:
     debug_checks: dict | None = None  # GPU debug mode: hidden parameters and check sites (bounds.py)
     # each shared-memory region: cp.async rings (slots x bytes), staged tiles, scratch, static arrays
     shared_plan: list = field(default_factory=list)
+    # bytes of global scratch each program needs (in-kernel tensor maps), which each launch gets from
+    # the allocator given to `set_allocator` (runtime/allocation.py); 0: none
+    global_scratch: int = 0
+    global_scratch_align: int = 128
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -454,6 +458,7 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
         metadata.dynamic_shared = result.shared
         metadata.debug_checks = result.debug_checks
         metadata.shared_plan = result.shared_plan
+        metadata.global_scratch = result.global_scratch
         binary = result.binary
 
     def regenerate():

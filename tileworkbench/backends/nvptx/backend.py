@@ -62,7 +62,8 @@ class NvptxBackend(Backend):
         return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
                                             "ptx": result.ptx},
                        result.passes, result.line_maps, result.shared, result.static_shared,
-                       debug_checks=result.debug_checks, shared_plan=result.shared_plan)
+                       debug_checks=result.debug_checks, shared_plan=result.shared_plan,
+                       global_scratch=result.global_scratch)
 
     def finish(self, kernel, recompile) -> None:
         kernel._assemble_in_background(kernel.launch_metadata.target)

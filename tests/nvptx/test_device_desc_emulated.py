@@ -54,7 +54,7 @@ def test_copy_with_edge_tiles(element, block):
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_out_of_bounds_tiles_read_the_padding(padding):
     """Tiles at negative offsets and wholly past the tensor read zeros (or NaN) where outside."""
-    rows, cols, block, shift = 20, 24, (8, 8), 5
+    rows, cols, shift = 20, 24, 5
     args = [ArgSpec("src_ptr", "*fp32", True), ArgSpec("out_ptr", "*fp32", True),
             ArgSpec("M", "i32"), ArgSpec("N", "i32"), ArgSpec("stride_src", "i32", True),
             ArgSpec("shift", "i32")]

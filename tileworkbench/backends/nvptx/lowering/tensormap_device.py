@@ -16,6 +16,11 @@ type, interleave none, swizzle, fill); warp 0 then copies it to the scratch with
 and acquires it with `fence.proxy.tensormap::generic.acquire.gpu`, followed (as in Triton) by an
 empty bulk-group commit and wait, the workaround for a ptxas that drops the acquire; then a block
 barrier. `ttng.tma_load` / `ttng.tma_store` (lowering/tma.py) take the map's generic address.
+
+`global_stride` is given in bytes, as the PTX ISA says; ptxas 13.0 packs it into the map's 16-byte
+units itself (its SASS shifts the value right by 4, the same for PTX 8.4 and 8.7). Triton passes the
+stride / 16 instead when its PTX version is 8.5 or older, for a ptxas of CUDA 12.6 or older that
+did not; with such a ptxas these maps would have strides 16 times too large.
 """
 
 from __future__ import annotations
@@ -62,11 +67,11 @@ def lower_global_scratch(lw, op) -> None:
 @lowers(ttng.TensormapCreateOp)
 def lower_tensormap_create(lw, op) -> None:
     b = lw.builder
+    # a static array of its own (no other use of shared memory to wait for)
     template = lw.private_shared_memory(MAP_BYTES)
     template.align = MAP_BYTES  # a tensor map is 128-byte aligned wherever it lives
     tid = lw.sreg("tid.x")
     destination = lw.get(op.desc_ptr)
-    lw.barrier_before_shared()  # (a no-op at the top level, where the frontend puts these)
     with b.if_then(b.icmp_unsigned("==", tid, ir.Constant(I32, 0))):
         for word in range(MAP_BYTES // 8):
             slot = b.gep(template, [ir.Constant(I32, 8 * word)], source_etype=ir.IntType(8))

@@ -5,31 +5,32 @@ backends/nvptx/lowering/tensormap_device.py) needs 128 bytes of global memory pe
 program; its metadata says how many bytes a program needs (`global_scratch`). Each launch of such a
 kernel calls the allocator as `allocator(size_bytes, alignment, stream)` for that size times the
 number of programs, and passes the buffer's address as a hidden parameter after the kernel's own.
-The allocator returns an object with `data_ptr()` (a torch tensor) or a GPU array (CuPy). As in
-Triton, the setting is a context variable (per thread and asyncio task) and there is no default.
+The allocator returns an object with `data_ptr()` (a torch tensor) or a GPU array (CuPy). There is
+no default, as in Triton. Unlike Triton's (a context variable), the setting is one per process:
+Jupyter kernels do not keep a context variable from one cell to the next (ipykernel 7.0, and cells
+with `await`), and a workbench sets the allocator in one cell and launches in another.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 from ..errors import LaunchError
 
 Allocator = Callable[[int, int, Any | None], Any]
 
-_ALLOCATOR: ContextVar[Allocator | None] = ContextVar("tileworkbench_allocator", default=None)
+_ALLOCATOR: list[Allocator | None] = [None]
 
 
 def set_allocator(allocator: Allocator | None) -> None:
     """Set the scratch allocator, called as allocator(size_bytes, alignment, stream) -> buffer."""
-    _ALLOCATOR.set(allocator)
+    _ALLOCATOR[0] = allocator
 
 
 def get_allocator() -> Allocator | None:
-    """The allocator last given to `set_allocator` in this context (None if none was)."""
-    return _ALLOCATOR.get()
+    """The allocator last given to `set_allocator` (None if none was)."""
+    return _ALLOCATOR[0]
 
 
 def launch_scratch(kernel: str, per_program: int, align: int, grid3: tuple[int, int, int],

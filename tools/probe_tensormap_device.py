@@ -218,6 +218,30 @@ def probe_matmul(m, n, k, blocks, stages: int, warps: int, mode: str) -> None:
         2 * m * n * k / (ms * 1e-3) / 1e12)
 
 
+def probe_persistent(m, n, k, blocks, stages: int, warps: int) -> None:
+    """A persistent matmul (a program per SM looping over tiles) on in-kernel descriptors."""
+    import torch
+    from device_desc_kernels import device_desc_persistent_matmul
+
+    torch_allocator()
+    a, b, c, want = _matmul_inputs(m, n, k)
+    bm, bn, bk = blocks
+    programs = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def launch():
+        return device_desc_persistent_matmul[(programs,)](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk,
+                                                          PROGRAMS=programs, num_warps=warps,
+                                                          num_stages=stages)
+    compiled = launch()
+    torch.cuda.synchronize()
+    err = rel_err(c.cpu().numpy(), want)
+    from tileworkbench.testing import do_bench
+
+    ms = do_bench(launch)
+    row(f"persistent matmul {m}x{n}x{k} {blocks} st{stages} w{warps} device", err <= 2e-2, err,
+        facts(compiled, True), ms, 2 * m * n * k / (ms * 1e-3) / 1e12)
+
+
 def _triton_matmul(a, b, c, blocks, stages, warps):
     import torch
     import triton
@@ -272,6 +296,8 @@ def _cases() -> dict:
         "no allocator": (probe_no_allocator, True),
         "matmul small": (lambda: probe_matmul(300, 272, 320, (64, 64, 64), 3, 4, "device"), True),
     }
+    cases["persistent ragged"] = (lambda: probe_persistent(1000, 1040, 512, big, 3, 4), True)
+    cases["persistent 4096"] = (lambda: probe_persistent(4096, 4096, 4096, big, 3, 4), True)
     for size in (2048, 4096):
         for mode in ("device", "host", "triton"):
             cases[f"matmul {size} {mode}"] = (

@@ -54,3 +54,21 @@ def device_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, strid
     for k in range(0, K, BK):
         acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
     c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+@tw.jit
+def device_desc_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                  BK: tl.constexpr, PROGRAMS: tl.constexpr):
+    """A persistent matmul: PROGRAMS programs loop over the tiles of c, each with its descriptors
+    made once before the loop (row-major a, b and c, strides K, N and N)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS):
+        row = (tile // tiles_n) * BM
+        col = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
+        c_desc.store([row, col], acc.to(c_desc.dtype))

@@ -9,7 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
-from device_desc_kernels import device_desc_copy, device_desc_matmul, device_desc_shifted
+from device_desc_kernels import (
+    device_desc_copy,
+    device_desc_matmul,
+    device_desc_persistent_matmul,
+    device_desc_shifted,
+)
 
 from tileworkbench.frontend import ArgSpec
 
@@ -92,3 +97,20 @@ def test_matmul_with_descriptors_made_in_the_kernel():
     error = np.abs(c[:, :n] - expected).max() / np.abs(expected).max()
     assert error < 2e-3, error
     assert np.isnan(c[:, n:]).all()
+
+
+def test_persistent_matmul_reuses_its_maps_across_tiles():
+    """Two programs loop over six tiles of c with the maps they built once (ragged M and N edges)."""
+    m, n, k = 80, 96, 48
+    args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
+            ArgSpec("c_ptr", "*fp32", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
+            ArgSpec("K", "i32", True)]
+    emu = Emulator(device_desc_persistent_matmul, args, {"BM": 32, "BN": 64, "BK": 16, "PROGRAMS": 2},
+                   num_warps=4, tensor_cores=True, tma=True)
+    assert emu.scratch_bytes == 3 * 128
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    emu.launch((2,), a, b, c, m, n, k)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - expected).max() / np.abs(expected).max() < 1e-5

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from device_desc_kernels import device_desc_copy, device_desc_matmul, device_desc_shifted
+from device_desc_kernels import (
+    device_desc_copy,
+    device_desc_matmul,
+    device_desc_persistent_matmul,
+    device_desc_shifted,
+)
 
 import tileworkbench as tw
 from tileworkbench.errors import LaunchError
@@ -86,6 +91,20 @@ def test_matmul(cp, m, n, k, blocks, stages):
     compiled = device_desc_matmul[(-(-m // bm), -(-n // bn))](
         cp.asarray(a_host), cp.asarray(b_host), c, m, n, k, k, n, n, BM=bm, BN=bn, BK=bk,
         num_stages=stages)
+    want = a_host.astype(np.float64) @ b_host.astype(np.float64)
+    got = cp.asnumpy(c).astype(np.float64)
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2
+    assert _maps(compiled) == 3
+
+
+def test_persistent_matmul(cp):
+    """A program per SM (here 8) looping over the tiles, its maps built once."""
+    m, n, k = 1000, 1040, 512
+    a_host = RNG.standard_normal((m, k)).astype(np.float16)
+    b_host = RNG.standard_normal((k, n)).astype(np.float16)
+    c = cp.full((m, n), np.nan, dtype=np.float16)
+    compiled = device_desc_persistent_matmul[(8,)](
+        cp.asarray(a_host), cp.asarray(b_host), c, m, n, k, BM=128, BN=128, BK=64, PROGRAMS=8)
     want = a_host.astype(np.float64) @ b_host.astype(np.float64)
     got = cp.asnumpy(c).astype(np.float64)
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2

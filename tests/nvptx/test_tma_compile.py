@@ -8,7 +8,7 @@ import re
 
 import pytest
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_matmul, tma_matmul_bt, tma_scale_copy
+from tma_kernels import descriptor_args, tma_matmul, tma_matmul_bt, tma_scale_copy, tma_shifted_copy
 
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
@@ -16,7 +16,7 @@ from tileworkbench.frontend import ArgSpec
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
@@ -102,8 +102,6 @@ def test_a_transposed_operand_folds_into_its_tma_load():
     ("sm_90", {"block": (64, 512), "element": "fp16"}),  # a box dimension over 256
     ("sm_90", {"block": (16, 2), "element": "fp32"}),  # an 8-byte box row (TMA needs 16)
     ("sm_90", {"element": "fp8e4nv", "padding": "nan"}),  # NaN fill has no 8-bit float type
-    ("sm_90", {"block": (16, 16), "element": "fp32"}),  # 64-byte rows: not verified on a GPU
-    ("sm_90", {"block": (8, 32), "element": "fp32"}),  # fewer than 16 bytes per thread
 ])
 def test_other_descriptors_keep_the_pointer_lowering(arch, case):
     kernel = _copy(arch, **case)
@@ -112,12 +110,32 @@ def test_other_descriptors_keep_the_pointer_lowering(arch, case):
     assert "tt.load" in kernel.asm["tile"] and "tt.store" in kernel.asm["tile"]
 
 
-def test_unverified_boxes_take_tma_when_asked(monkeypatch):
-    from tileworkbench.config import config
+@pytest.mark.parametrize("block, copies", [((16, 16), 1), ((8, 32), 1), ((16, 8), 1),
+                                            ((64, 64), 2), ((32, 128), 4), ((4, 64), 1)])
+def test_every_swizzle_and_wide_rows(block, copies):
+    """32-, 64- and 128-byte rows take TMA (the H200's wrong 64-byte case was the store past a
+    ragged extent); rows of 256 bytes and more are 128-byte column blocks, one box each; a block of
+    fewer than 8 rows is one unswizzled box."""
+    ptx = _copy("sm_90", element="fp32", block=block).asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == copies
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == copies
 
-    monkeypatch.setattr(config, "tma_unverified", True)
-    ptx = _copy("sm_90", element="fp32", block=(16, 16)).asm["ptx"]
-    assert "cp.async.bulk.tensor" in ptx
+
+def test_unaligned_inner_offset_keeps_the_pointer_lowering():
+    """An innermost offset not known to be on a 16-byte chunk (a shift by a runtime scalar) traps
+    TMA on the H200: that load takes pointers after a `ttng.tma_fallback` that says why; the store
+    at aligned offsets stays TMA. With the shift known to be a multiple of 16, both are TMA."""
+    for aligned in (False, True):
+        args = descriptor_args(["src", "dst"], "fp32", [(64, 32), (64, 32)])
+        kernel = tw.compile(tma_shifted_copy, signature=args + [ArgSpec("shift", "i32", aligned)],
+                            constexprs={"BM": 64, "BN": 32}, target="sm_90a")
+        tile, ptx = kernel.asm["tile"], kernel.asm["ptx"]
+        assert ("ttng.tma_fallback" in tile) != aligned
+        assert ("tt.load" in tile) != aligned and "ttng.tma_store" in tile
+        assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == (1 if aligned else 0)
+    assert "not provably a multiple of 16 bytes" in tw.compile(
+        tma_shifted_copy, signature=descriptor_args(["src", "dst"], "fp32", [(64, 32), (64, 32)])
+        + [ArgSpec("shift", "i32")], constexprs={"BM": 64, "BN": 32}, target="sm_90a").asm["tile"]
 
 
 def test_interpreter_and_cpu_targets_take_no_tensor_map():

@@ -23,20 +23,12 @@ from tileworkbench.frontend import ArgSpec
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
 
 RNG = np.random.default_rng(90)
-
-
-@pytest.fixture(autouse=True)
-def every_box(monkeypatch):
-    """The stand-in checks the lowering of every box TMA takes, verified on a GPU or not."""
-    from tileworkbench.config import config
-
-    monkeypatch.setattr(config, "tma_unverified", True)
 
 
 def _flat(array: np.ndarray, block, padding: str = "zero") -> list:
@@ -50,7 +42,7 @@ def _flat(array: np.ndarray, block, padding: str = "zero") -> list:
                                                                      "swizzle32"])
 def test_copy_with_edge_tiles(block):
     """Edge tiles run past the tensor: their loads read zeros and their stores are clipped."""
-    rows, cols = 37, 50
+    rows, cols = 37, 44  # 176-byte rows: whole 16-byte chunks (tma_rules.host_fits)
     args = descriptor_args(["src", "dst"], "fp32", [block, block]) + [ArgSpec("factor", "fp32")]
     emu = Emulator(tma_scale_copy, args, {"BM": block[0], "BN": block[1]}, num_warps=2, tma=True)
     x = RNG.standard_normal((rows, 52)).astype(np.float32)[:, :cols]  # row stride 52 elements
@@ -60,6 +52,29 @@ def test_copy_with_edge_tiles(block):
     emu.launch(grid, *_flat(x, block), *_flat(dst, block), np.float32(2.5))
     np.testing.assert_allclose(dst, x.astype(np.float64) * 2.5, rtol=1e-6)
     assert np.isnan(out[:, cols:]).all()  # the padding columns of the row stride: never written
+
+
+@pytest.mark.parametrize("forced", [True, False], ids=["tma-forced", "rule"])
+def test_store_at_a_ragged_inner_extent(forced):
+    """The H200's stray writes: a 45-column fp32 tensor (180-byte rows) at a row stride of 48. TMA
+    stores whole 16-byte chunks, so a TMA store writes columns 45..47 (the stand-in does as the
+    hardware did); the rule (`host_fits`) keeps such a descriptor on the pointer path."""
+    from tileworkbench.frontend.tma_rules import host_fits
+
+    rows, cols, stride, block = 40, 45, 48, (16, 32)
+    fits = host_fits(0x10000, [rows, cols], [stride, 1], 4)
+    assert not fits
+    args = descriptor_args(["src"], "fp32", [block], fits=True)
+    args += descriptor_args(["dst"], "fp32", [block], fits=forced) + [ArgSpec("factor", "fp32")]
+    emu = Emulator(tma_scale_copy, args, {"BM": block[0], "BN": block[1]}, num_warps=2, tma=True)
+    x = RNG.standard_normal((rows, stride)).astype(np.float32)[:, :cols]
+    out = np.full((rows, stride), np.nan, np.float32)
+    dst = out[:, :cols]
+    grid = (-(-rows // block[0]), -(-cols // block[1]))
+    dst_args = _flat(dst, block) if forced else _flat(dst, block)[:-1]
+    emu.launch(grid, *_flat(x, block), *dst_args, np.float32(-1.5))
+    np.testing.assert_array_equal(dst, x * np.float32(-1.5))
+    assert np.isnan(out[:, cols:]).all() != forced  # stray chunk writes only through TMA
 
 
 @pytest.mark.parametrize("block", [(16, 32), (16, 16), (16, 8), (8, 4)],
@@ -86,16 +101,32 @@ def test_one_side_through_pointers(block):
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
-def test_negative_offsets_read_the_padding(padding):
+@pytest.mark.parametrize("shift", [3, 16])
+def test_negative_offsets_read_the_padding(padding, shift):
+    """Offsets moved by -shift: by 3 the innermost coordinate is off a 16-byte chunk (the stand-in
+    traps as the H200 did), so the load takes pointers; by 16 it is TMA at negative coordinates."""
     block = (16, 16)
-    args = descriptor_args(["src", "dst"], "fp32", [block, block], padding) + [ArgSpec("shift", "i32")]
+    args = descriptor_args(["src", "dst"], "fp32", [block, block], padding)
+    args += [ArgSpec("shift", "i32", shift % 16 == 0)]
     emu = Emulator(tma_shifted_copy, args, {"BM": 16, "BN": 16}, num_warps=1, tma=True)
     x = RNG.standard_normal((32, 32)).astype(np.float32)
     out = np.full((32, 32), -7.0, np.float32)
-    emu.launch((2, 2), *_flat(x, block, padding), *_flat(out, block), 3)
+    emu.launch((2, 2), *_flat(x, block, padding), *_flat(out, block), shift)
     want = np.full((32, 32), 0.0 if padding == "zero" else np.nan)
-    want[3:, 3:] = x[:29, :29]
+    want[shift:, shift:] = x[:32 - shift, :32 - shift]
     np.testing.assert_array_equal(out, want.astype(np.float32))
+    assert ("cp_async_bulk_tensor_g2s" in emu.text) == (shift % 16 == 0)
+
+
+def test_the_standin_traps_on_an_unaligned_box():
+    """What the H200 did (cudaErrorIllegalInstruction): a TMA box whose innermost coordinate is off a
+    16-byte chunk. The kernel claims a shift divisible by 16 and gets 3."""
+    block = (16, 16)
+    args = descriptor_args(["src", "dst"], "fp32", [block, block]) + [ArgSpec("shift", "i32", True)]
+    emu = Emulator(tma_shifted_copy, args, {"BM": 16, "BN": 16}, num_warps=1, tma=True)
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    with pytest.raises(AssertionError, match="not on a 16-byte chunk"):
+        emu.launch((2, 2), *_flat(x, block), *_flat(np.zeros_like(x), block), 3)
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])

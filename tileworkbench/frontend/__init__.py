@@ -37,7 +37,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
         raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
                                f"parameters are {', '.join(params)}")
     # a host descriptor is several parameters (and a tensor map where it takes one)
-    flat = [part for a in args for part in expand_arg(a, tma, 32 * num_warps)]
+    flat = [part for a in args for part in expand_arg(a, tma)]
     types = [_param_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
     ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]

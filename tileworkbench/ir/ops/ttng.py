@@ -66,3 +66,11 @@ class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
     ring: Value = operand()
     slot: Value = operand()
     trans: bool = attribute(False)
+
+
+@dataclass(eq=False)
+class TMAFallbackOp(Op, name="ttng.tma_fallback"):
+    """Marks a descriptor access on a TMA target that takes the pointer lowering instead, and why (the
+    plain loads or stores follow it); lowers to nothing."""
+
+    reason: str = attribute("")

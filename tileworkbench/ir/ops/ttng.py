@@ -74,3 +74,13 @@ class TMAFallbackOp(Op, name="ttng.tma_fallback"):
     plain loads or stores follow it); lowers to nothing."""
 
     reason: str = attribute("")
+
+
+@dataclass(eq=False)
+class TMAWaitOp(Op, name="ttng.tma_wait"):
+    """Waits for slot `slot`'s copy (the next phase of its mbarrier) and gives the slot itself, a
+    `!ttg.memdesc` (transposed where `trans`) that wgmma reads by descriptor: no copy out of it."""
+
+    ring: Value = operand()
+    slot: Value = operand()
+    trans: bool = attribute(False)

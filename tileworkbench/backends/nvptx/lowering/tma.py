@@ -275,8 +275,8 @@ def lower_tma_copy(lw, op) -> None:
         _issue(lw, op, offset, mbar, tuple(slot.shape[1:]), slot.element)
 
 
-@lowers(ttng.TMAWaitReadOp)
-def lower_tma_wait_read(lw, op) -> None:
+def _wait_slot(lw, op) -> ir.Value:
+    """Wait for the next phase of slot `op.slot`'s mbarrier; returns the slot's byte offset."""
     ring = lw.get(op.ring)
     b = lw.builder
     slot = lw.get(op.slot)
@@ -284,10 +284,21 @@ def lower_tma_wait_read(lw, op) -> None:
     phases = b.load(ring.phases)
     _wait(lw, mbar, b.and_(b.lshr(phases, slot), ir.Constant(I32, 1)))
     b.store(b.xor(phases, b.shl(ir.Constant(I32, 1), slot)), ring.phases)
+    return offset
+
+
+@lowers(ttng.TMAWaitReadOp)
+def lower_tma_wait_read(lw, op) -> None:
+    offset = _wait_slot(lw, op)
     t = op.result.type
     view = MemDescType(tuple(t.shape), t.element, tma_shared_encoding(
-        _swizzle_of(ring.tile.type), byte_size(t.element), op.trans))
+        _swizzle_of(op.ring.type), byte_size(t.element), op.trans))
     _read(lw, SharedTile(offset, view), op.result)
+
+
+@lowers(ttng.TMAWaitOp)
+def lower_tma_wait(lw, op) -> None:
+    lw.set(op.result, SharedTile(_wait_slot(lw, op), op.result.type))
 
 
 def _swizzle_of(t: MemDescType) -> int:

@@ -144,3 +144,42 @@ def test_interpreter_and_cpu_targets_take_no_tensor_map():
     for target in ("interpreter", "cpu"):
         kernel = _copy(target, element="fp32", block=(16, 32))  # small: the cpu target unrolls it
         assert "tensormap" not in kernel.asm["tile"] and "ttng." not in kernel.asm["tile-opt"]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("kernel, stages", [("ab", 1), ("ab", 3), ("bt", 4)])
+def test_tma_feeds_wgmma_from_its_ring_slots(kernel, stages, tmp_path):
+    """sm_90a: the descriptor loads of the K loop land in rings of 128-byte-swizzled slots (B's
+    256-byte rows as two column blocks) that wgmma reads by descriptor: no ldmatrix, no copy into
+    another shared tile; one mbarrier per slot; one wgmma group in flight (wait 1 in the loop, 0
+    after it); the fp16 result leaves through a TMA store. Assembled by ptxas."""
+    if kernel == "ab":
+        args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16",
+                               [(128, 64), (64, 128), (128, 128)])
+        compiled = tw.compile(tma_matmul, signature=args + [ArgSpec("K", "i32")],
+                              constexprs={"BM": 128, "BN": 128, "BK": 64}, target="sm_90a",
+                              num_stages=stages)
+    else:
+        args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16",
+                               [(128, 64), (128, 64), (128, 128)])
+        compiled = tw.compile(tma_matmul_bt, signature=args + [ArgSpec(n, "i32") for n in "MNK"],
+                              constexprs={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128,
+                                          "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
+                              target="sm_90a", num_stages=stages)
+    gpu_ir, ptx = compiled.asm["tile-gpu"], compiled.asm["ptx"]
+    slots = max(2, stages)
+    assert len(re.findall(rf"ttng\.tma_ring : !ttg\.memdesc<{slots}x\d+x\d+xf16, #nvmma_shared", gpu_ir)) == 2
+    assert gpu_ir.count("ttng.tma_wait %") == 2 and "ttg.local_alloc" not in gpu_ir
+    assert "ttng.warp_group_dot_wait" in gpu_ir and "pendings = 1" in gpu_ir
+    b_boxes = 2 if kernel == "ab" else 1  # ab: B's 128 fp16 columns are two 128-byte blocks
+    per_iteration = 1 + b_boxes
+    assert ptx.count(LOAD) == per_iteration * slots  # S-1 iterations ahead + one in the loop
+    assert ptx.count("mbarrier.init") == 2 * slots
+    assert "wgmma.mma_async" in ptx and "ldmatrix" not in ptx
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "wgmma.wait_group.sync.aligned 0;" in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 2  # 256-byte rows: 2 boxes
+    result = run_ptxas(ptx, "sm_90a", tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global"

@@ -187,3 +187,31 @@ def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores, stages):
                *_flat(c, (bm, bn)), m, n, k)
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+
+
+@pytest.mark.parametrize("dtype, blocks, stages", [
+    ("fp16", (64, 128, 16), 1), ("fp16", (64, 64, 32), 2), ("bf16", (64, 64, 64), 3),
+    ("fp16", (64, 128, 16), 4),
+], ids=["fp16-32B-a-2-blocks-b-st1", "fp16-64B-st2", "bf16-128B-st3", "fp16-st4"])
+def test_tma_feeds_wgmma_over_tails_and_stages(dtype, blocks, stages):
+    """sm_90a: wgmma reads the TMA ring slots by descriptor (the stand-ins of both), K tiles past the
+    tensor zero-filled, edge tiles in M and N, the ring wrapping unevenly (5 K tiles), at 1 to 4
+    stages; the fp32 result through a TMA store."""
+    import ml_dtypes
+
+    bm, bn, bk = blocks
+    m, n, k = 70, 136, 5 * bk - 3
+    args = descriptor_args(["a_desc", "b_desc"], dtype, [(bm, bk), (bk, bn)])
+    args += descriptor_args(["c_desc"], "fp32", [(bm, bn)]) + [ArgSpec("K", "i32")]
+    emu = Emulator(tma_matmul, args, {"BM": bm, "BN": bn, "BK": bk}, num_warps=4, tma=True,
+                   wgmma=True, num_stages=stages)
+    assert "ldmatrix" not in emu.text  # no copy out of the slots: wgmma reads them
+    np_type = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    k_pad = -(-k // 8) * 8  # the row stride of whole 16-byte chunks
+    a = RNG.standard_normal((m, k_pad)).astype(np_type)[:, :k]
+    b = RNG.standard_normal((k, n)).astype(np_type)
+    c = np.full((m, n), np.nan, np.float32)
+    emu.launch((-(-m // bm), -(-n // bn)), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)),
+               *_flat(c, (bm, bn)), k)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3

@@ -1,5 +1,5 @@
-"""GPU probe for TMA (issue 11): host `TensorDescriptor` arguments lowered to `cp.async.bulk.tensor` on
-sm_90+, on by default. Run from the repo root, no arguments:
+"""GPU probe for TMA (issue 11): host `TensorDescriptor` arguments lowered to `cp.async.bulk.tensor`
+on sm_90+, on by default. Run from the repo root, no arguments:
 
     PYTHONPATH=. python3 tools/probe_tma.py          # every case, a table, exit 1 on a wrong result
     PYTHONPATH=. python3 tools/probe_tma.py --case NAME   # one case (in this process)
@@ -7,12 +7,13 @@ sm_90+, on by default. Run from the repo root, no arguments:
 
 Each case runs in a subprocess of its own (a device fault ends only that case; four at a time, the
 timing case alone at the end), launches a kernel on CuPy arrays (outputs poisoned with NaN or a
-sentinel first), compares with a NumPy float64 reference, and says whether each access took the TMA
-path as the compiler's rules say it should (PTX `cp.async.bulk.tensor` loads/stores, SASS `UTMALDG` /
-`UTMASTG` where cuobjdump or nvdisasm is installed). Covered: every swizzle (32/64/128 bytes, rows of
-256+ bytes as 128-byte column blocks, unswizzled boxes), padded strides, a ragged innermost extent
-and a ragged stride (pointer path, no stray writes), a misaligned base (its load on pointers),
-shifted boxes (unaligned: pointer path; negative, far-edge and wholly outside: TMA with the padding),
+sentinel first), compares with a NumPy float64 reference, and says whether each access took the
+TMA path as the compiler's rules say it should (PTX `cp.async.bulk.tensor` loads/stores, SASS
+`UTMALDG` / `UTMASTG` where cuobjdump or nvdisasm is installed). Covered: every swizzle (32/64/128
+bytes, rows of 256+ bytes as 128-byte column blocks, unswizzled boxes), padded strides, a ragged
+innermost extent and a ragged stride (pointer path, no stray writes), a misaligned base (its load
+on pointers), shifted boxes (unaligned: pointer path; negative, far-edge and wholly outside: TMA
+with the padding),
 one-sided TMA, descriptor matmuls (fp16/bf16, 1-4 stages, tails; sm_90a: wgmma) and, at 4096^3 fp16,
 our TMA matmul beside Triton's tutorial-09 TMA kernel (the same source) and our pointer matmul.
 """
@@ -146,7 +147,8 @@ def probe_misaligned_base(cp) -> None:
     x = cp.asarray(host)[:, 1:65]  # 4 bytes past the allocation's alignment
     out = cp.full((64, 64), np.nan, dtype=np.float32)
     compiled = tma_scale_copy[(2, 2)](TensorDescriptor.from_tensor(x, [32, 32]),
-                                      TensorDescriptor.from_tensor(out, [32, 32]), -1.0, BM=32, BN=32)
+                                      TensorDescriptor.from_tensor(out, [32, 32]), -1.0,
+                                      BM=32, BN=32)
     err = rel_err(cp.asnumpy(out), -host[:, 1:65].astype(np.float64))
     row("misaligned base: load on pointers", err == 0, err, tma_facts(compiled, 0, 1))
 
@@ -271,8 +273,8 @@ def probe_timing(cp) -> None:
     triton_kernels = _triton_tma_kernels()
     pointer = bench_kernels.load("tileworkbench").matmul_kernel
     bt = b.T  # K x N view for the pointer kernel
-    consts = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, num_warps=warps,
-                  num_stages=stages)
+    consts = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+                  num_warps=warps, num_stages=stages)
 
     def ours():
         return tma_matmul_bt[grid](TensorDescriptor.from_tensor(a, [bm, bk]),
@@ -332,7 +334,8 @@ def _cases(cp) -> dict:
         "one-sided": lambda: probe_one_sided(cp),
         "matmul tails st1": lambda: probe_matmul(cp, 300, 264, 328, (64, 64, 64), "fp16", 1),
         "matmul tails st2": lambda: probe_matmul(cp, 300, 264, 328, (64, 128, 64), "fp16", 2),
-        "matmul tails bf16 st3": lambda: probe_matmul(cp, 1000, 520, 776, (128, 128, 64), "bf16", 3),
+        "matmul tails bf16 st3": lambda: probe_matmul(cp, 1000, 520, 776, (128, 128, 64), "bf16",
+                                                      3),
         "matmul tails st4": lambda: probe_matmul(cp, 1000, 520, 776, (128, 128, 32), "fp16", 4),
         "matmul 2048 st1": lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 128, 64), "fp16", 1),
         "matmul 2048 st3 w8": lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 256, 64), "fp16", 3,
@@ -365,7 +368,8 @@ def _child(name: str, cache: str, sanitize: bool = False) -> tuple:
         done = subprocess.run(command, env=env, check=False, capture_output=True, text=True,
                               timeout=100)
     except subprocess.TimeoutExpired:
-        return (name, "ERROR", "", "timed out after 100 s (a hang: an mbarrier never done?)", ""), ""
+        hang = "timed out after 100 s (a hang: an mbarrier never done?)"
+        return (name, "ERROR", "", hang, ""), ""
     lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
     result = tuple(json.loads(lines[-1][4:])) if lines else (
         name, "ERROR", "", f"rc {done.returncode}: {done.stderr.strip()[-300:]}", "")

@@ -168,7 +168,8 @@ def test_tma_feeds_wgmma_from_its_ring_slots(kernel, stages, tmp_path):
                               target="sm_90a", num_stages=stages)
     gpu_ir, ptx = compiled.asm["tile-gpu"], compiled.asm["ptx"]
     slots = max(2, stages)
-    assert len(re.findall(rf"ttng\.tma_ring : !ttg\.memdesc<{slots}x\d+x\d+xf16, #nvmma_shared", gpu_ir)) == 2
+    ring = rf"ttng\.tma_ring : !ttg\.memdesc<{slots}x\d+x\d+xf16, #nvmma_shared"
+    assert len(re.findall(ring, gpu_ir)) == 2
     assert gpu_ir.count("ttng.tma_wait %") == 2 and "ttg.local_alloc" not in gpu_ir
     assert "ttng.warp_group_dot_wait" in gpu_ir and "pendings = 1" in gpu_ir
     b_boxes = 2 if kernel == "ab" else 1  # ab: B's 128 fp16 columns are two 128-byte blocks

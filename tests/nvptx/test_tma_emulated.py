@@ -119,8 +119,8 @@ def test_negative_offsets_read_the_padding(padding, shift):
 
 
 def test_the_standin_traps_on_an_unaligned_box():
-    """What the H200 did (cudaErrorIllegalInstruction): a TMA box whose innermost coordinate is off a
-    16-byte chunk. The kernel claims a shift divisible by 16 and gets 3."""
+    """What the H200 did (cudaErrorIllegalInstruction): a TMA box whose innermost coordinate is
+    off a 16-byte chunk. The kernel claims a shift divisible by 16 and gets 3."""
     block = (16, 16)
     args = descriptor_args(["src", "dst"], "fp32", [block, block]) + [ArgSpec("shift", "i32", True)]
     emu = Emulator(tma_shifted_copy, args, {"BM": 16, "BN": 16}, num_warps=1, tma=True)
@@ -194,8 +194,8 @@ def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores, stages):
     ("fp16", (64, 128, 16), 4),
 ], ids=["fp16-32B-a-2-blocks-b-st1", "fp16-64B-st2", "bf16-128B-st3", "fp16-st4"])
 def test_tma_feeds_wgmma_over_tails_and_stages(dtype, blocks, stages):
-    """sm_90a: wgmma reads the TMA ring slots by descriptor (the stand-ins of both), K tiles past the
-    tensor zero-filled, edge tiles in M and N, the ring wrapping unevenly (5 K tiles), at 1 to 4
+    """sm_90a: wgmma reads the TMA ring slots by descriptor (the stand-ins of both), K tiles past
+    the tensor zero-filled, edge tiles in M and N, the ring wrapping unevenly (5 K tiles), at 1 to 4
     stages; the fp32 result through a TMA store."""
     import ml_dtypes
 

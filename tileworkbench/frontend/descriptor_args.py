@@ -5,10 +5,10 @@ A descriptor parameter specializes on its element type, block shape and padding,
 the shape (i64 each) and every stride but the last (i64 each; the last is 1 by construction). The
 frontend rebuilds a `tl.tensor_descriptor` from them; the runtime flattens the host object alike.
 
-On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means a
-16-byte aligned base, strides and innermost extent, `tma_rules.host_fits`) and whose block is one TMA box
-(`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte CUtensorMap the
-launcher encodes, passed by value (`runtime/tensor_map.py`).
+On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means
+a 16-byte aligned base, strides and innermost extent, `tma_rules.host_fits`) and whose block TMA
+can copy (`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte
+CUtensorMap the launcher encodes, passed by value (`runtime/tensor_map.py`).
 """
 
 from __future__ import annotations

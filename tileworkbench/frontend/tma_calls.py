@@ -51,8 +51,8 @@ def takes_tma(cg, desc: tensor_descriptor, offsets: list) -> bool:
 
 def known_multiple(cg, value) -> int:
     """A number the scalar integer `value` is known to be a multiple of (a large power of two for
-    0), from constants, products, sums, casts, `tt.divisibility` parameters and loop induction variables
-    (lower and step); 1 where nothing is known."""
+    0), from constants, products, sums, casts, `tt.divisibility` parameters and loop induction
+    variables (lower and step); 1 where nothing is known."""
     if isinstance(value, bool):
         return 1
     if isinstance(value, int):

@@ -1,8 +1,8 @@
-"""What the TMA engine (`cp.async.bulk.tensor`, sm_90+) can take, from the CUDA driver API's rules for
-`cuTensorMapEncodeTiled`, the PTX ISA and what the H200 showed: the one place the frontend (which
-descriptor accesses lower to TMA), the runtime (encoding the tensor map), the back end (the copies of
-one box) and the tests read them. Anything outside these rules keeps the pointer lowering of
-descriptors, so TMA is never asked for something it would fault on or write past.
+"""What the TMA engine (`cp.async.bulk.tensor`, sm_90+) can take, from the CUDA driver API's rules
+for `cuTensorMapEncodeTiled`, the PTX ISA and what the H200 showed: the one place the frontend
+(which descriptor accesses lower to TMA), the runtime (encoding the tensor map), the back end (the
+copies of one box) and the tests read them. Anything outside these rules keeps the pointer
+lowering of descriptors, so TMA is never asked for something it would fault on or write past.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ def tma_shared_encoding(swizzle: int, element_bytes: int, trans: bool = False
     """The layout of a tile TMA wrote with a `swizzle`-byte span: `#nvmma_shared` (column blocks of
     `swizzle` bytes one after another, one box each; 16-byte chunk c of row r holds chunk
     c ^ ((r // per_phase) % max_phase), as TMA swizzles the address bits), which wgmma can read by
-    descriptor; for no swizzle, dense rows (`#shared`). `trans`: the tile read as a column-major view
-    (its rows run along dimension 0)."""
+    descriptor; for no swizzle, dense rows (`#shared`). `trans`: the tile read as a column-major
+    view (its rows run along dimension 0)."""
     order = (0, 1) if trans else (1, 0)
     if not swizzle:
         return SharedEncoding(16 // element_bytes, 1, 1, order)

@@ -59,8 +59,8 @@ def tensor_map(value: Any, kind: str, name: str = "desc", kernel: str = "kernel"
         if not host_fits(address, shape, strides, element_bytes(kind)):
             raise LaunchError(f"argument {name!r} of {kernel}: TMA cannot take this descriptor (base "
                               f"{address:#x}, shape {list(shape)}, strides {list(strides)}): the base "
-                              "every stride but the last and the innermost extent must be multiples "
-                              "of 16 bytes")
+                              "every stride but the last and the innermost extent must be "
+                              "multiples of 16 bytes")
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         encoded = _CACHE[key] = encode_tiled(address, shape, strides, block, kind, padding)

@@ -70,8 +70,8 @@ class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
 
 @dataclass(eq=False)
 class TMAFallbackOp(Op, name="ttng.tma_fallback"):
-    """Marks a descriptor access on a TMA target that takes the pointer lowering instead, and why (the
-    plain loads or stores follow it); lowers to nothing."""
+    """Marks a descriptor access on a TMA target that takes the pointer lowering instead, and why
+    (the plain loads or stores follow it); lowers to nothing."""
 
     reason: str = attribute("")
 

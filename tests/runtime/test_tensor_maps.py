@@ -146,3 +146,18 @@ def test_tensor_maps_refuse_what_tma_cannot_take():
     odd = TensorDescriptor(FakeGpuTensor(0x40000, (16, 15), 15), [16, 15], [15, 1], [16, 16])
     with pytest.raises(LaunchError, match="multiples of 16 bytes"):
         tensor_map_module.tensor_map(odd, "fp16", "a", "k")
+
+
+def test_tma_is_on_unless_switched_off(monkeypatch):
+    from tileworkbench.backends import backend_for
+    from tileworkbench.config import Config, config
+
+    monkeypatch.delenv("TILEWORKBENCH_TMA", raising=False)
+    assert Config().tma
+    for off in ("0", "false", "off"):
+        monkeypatch.setenv("TILEWORKBENCH_TMA", off)
+        assert not Config().tma
+    monkeypatch.setattr(config, "tma", False)
+    assert not backend_for("sm_90a").has_tma("sm_90a")
+    monkeypatch.setattr(config, "tma", True)
+    assert backend_for("sm_90a").has_tma("sm_90a") and not backend_for("sm_80").has_tma("sm_80")

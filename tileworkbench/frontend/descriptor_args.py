@@ -59,12 +59,23 @@ def expand_arg(arg: ArgSpec, tma: bool = False) -> list[ArgSpec]:
 
 def takes_tensor_map(arg: ArgSpec) -> bool:
     """Whether descriptor parameter `arg` lowers to TMA on a target that has it: the launch saw a
-    base and strides TMA takes (`:16`), its block is one box, and NaN padding has a float type."""
+    base and strides TMA takes (`:16`), TMA can copy its block, and NaN padding has a float type."""
+    return tensor_map_refusal(arg) is None
+
+
+def tensor_map_refusal(arg: ArgSpec) -> str | None:
+    """Why descriptor parameter `arg` cannot take TMA on a target that has it, or None."""
     element, block, padding = parse_descriptor_type(arg.type)
     dtype = parse_type(element)
     if padding == "nan" and (not dtype.is_floating() or dtype.primitive_bitwidth < 16):
-        return False  # TMA fills NaN for its float types only (no fp8 one)
-    return arg.divisible_16 and box_fits(block, max(1, dtype.primitive_bitwidth // 8))
+        return "TMA fills NaN for 16- to 64-bit floats only"
+    if not arg.divisible_16:
+        return ("the launch's base, strides or innermost extent are not whole 16-byte chunks "
+                "(tma_rules.host_fits)")
+    if not box_fits(block, max(1, dtype.primitive_bitwidth // 8)):
+        return (f"TMA cannot copy a {'x'.join(map(str, block))} block of {element} (rank 2, at "
+                "most 256 per dimension, rows of whole 16-byte chunks)")
+    return None
 
 
 def is_host_descriptor(value: Any) -> bool:

@@ -215,3 +215,24 @@ def test_tma_feeds_wgmma_over_tails_and_stages(dtype, blocks, stages):
                *_flat(c, (bm, bn)), k)
     want = a.astype(np.float64) @ b.astype(np.float64)
     assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+
+
+def test_tma_feeds_wgmma_a_transposed_operand():
+    """Tutorial 09's dot(a, b.T) on sm_90a: B's N x K slots (K contiguous) read by wgmma as a K-major
+    operand through the transposed view, no copy; tails in M, N and K; the fp16 out's 100 columns
+    (200 bytes) are no whole number of 16-byte chunks, so its store takes pointers."""
+    bm, bn, bk = 64, 64, 32
+    m, n, k = 70, 100, 5 * bk - 8
+    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(bm, bk), (bn, bk)])
+    args += descriptor_args(["c_desc"], "fp16", [(bm, bn)], fits=False)
+    args += [ArgSpec(name, "i32") for name in ("M", "N", "K")]
+    consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 2}
+    emu = Emulator(tma_matmul_bt, args, consts, num_warps=4, tma=True, wgmma=True, num_stages=3)
+    assert "ldmatrix" not in emu.text
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, 104), np.nan, np.float16)[:, :n]
+    emu.launch((-(-m // bm) * -(-n // bn),), *_flat(a, (bm, bk)), *_flat(b, (bn, bk)),
+               *_flat(c, (bm, bn))[:-1], m, n, k)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3

@@ -5,8 +5,8 @@ on sm_90+, on by default. Run from the repo root, no arguments:
     PYTHONPATH=. python3 tools/probe_tma.py --case NAME   # one case (in this process)
     PYTHONPATH=. python3 tools/probe_tma.py --sanitize NAME   # one case under compute-sanitizer
 
-Each case runs in a subprocess of its own (a device fault ends only that case; four at a time, the
-timing case alone at the end), launches a kernel on CuPy arrays (outputs poisoned with NaN or a
+Each case runs in a subprocess of its own (a device fault ends only that case; the
+timing case alone at the end; up to 8 at a time), launches a kernel on CuPy arrays (outputs poisoned with NaN or a
 sentinel first), compares with a NumPy float64 reference, and says whether each access took the
 TMA path as the compiler's rules say it should (PTX `cp.async.bulk.tensor` loads/stores, SASS
 `UTMALDG` / `UTMASTG` where cuobjdump or nvdisasm is installed). Covered: every swizzle (32/64/128
@@ -392,7 +392,7 @@ def main() -> int:
           f"target {resolve_target(None)}", flush=True)
     start = time.perf_counter()
     names = [n for n in _cases(cp) if n != TIMING]
-    with ThreadPoolExecutor(4) as pool:  # compiles overlap; each case its own CUDA context
+    with ThreadPoolExecutor(min(8, os.cpu_count() or 4)) as pool:  # each case its own context
         results = list(pool.map(lambda n: _child(n, cache), names))
     results.append(_child(TIMING, cache))  # alone on the GPU
     for result, stderr in results:

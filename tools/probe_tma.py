@@ -5,8 +5,8 @@ on sm_90+, on by default. Run from the repo root, no arguments:
     PYTHONPATH=. python3 tools/probe_tma.py --case NAME   # one case (in this process)
     PYTHONPATH=. python3 tools/probe_tma.py --sanitize NAME   # one case under compute-sanitizer
 
-Each case runs in a subprocess of its own (a device fault ends only that case; the
-timing case alone at the end; up to 8 at a time), launches a kernel on CuPy arrays (outputs poisoned with NaN or a
+Each case runs in a subprocess of its own (a device fault ends only that case; up to 8 at a time,
+the timing case alone at the end), launches a kernel on CuPy arrays (outputs poisoned with NaN or a
 sentinel first), compares with a NumPy float64 reference, and says whether each access took the
 TMA path as the compiler's rules say it should (PTX `cp.async.bulk.tensor` loads/stores, SASS
 `UTMALDG` / `UTMASTG` where cuobjdump or nvdisasm is installed). Covered: every swizzle (32/64/128

@@ -5,7 +5,7 @@ the repo root, no arguments:
 
     PYTHONPATH=. python3 tools/probe_tensormap_device.py
 
-Sets TILEWORKBENCH_TMA=1 itself (TMA is off by default until its fixes land). Each case runs in a
+Sets TILEWORKBENCH_TMA=1 itself (TMA is on by default since s7tma; the probe does not rely on it). Each case runs in a
 subprocess of its own (a device fault ends only that case), on CuPy or torch arrays with outputs
 poisoned first, against a NumPy float64 reference, and says whether the kernel took the TMA path (PTX
 `tensormap.replace` / `cp.async.bulk.tensor`, SASS `UTMALDG` / `UTMASTG`). The matmul rows time the
@@ -132,7 +132,7 @@ def probe_padding(padding: str, shift: int) -> None:
     from device_desc_kernels import device_desc_shifted
 
     cupy_allocator()
-    rows, cols = 100, 72
+    rows, cols = 100, 80
     x_host = RNG.standard_normal((rows, 80)).astype(np.float32)
     out = cp.full((128, 128), -7.0, dtype=np.float32)
     compiled = device_desc_shifted[(4, 4)](cp.asarray(x_host), out, rows, cols, 80, shift, BM=32,
@@ -287,12 +287,13 @@ def _cases() -> dict:
     f16, f32 = np.float16, np.float32
     big = (128, 128, 64)
     cases = {
-        "copy fp16": (lambda: probe_copy(f16, (300, 200), (64, 64), 208), True),
-        "copy fp32 edges": (lambda: probe_copy(f32, (77, 45), (32, 32), 48), True),
-        "copy fp32 no swizzle": (lambda: probe_copy(f32, (70, 40), (16, 64), 64), True),
-        "copy fallback stride": (lambda: probe_copy(f32, (77, 45), (32, 32), 45, False), True),
-        "zero padding, negative": (lambda: probe_padding("zero", 5), True),
-        "nan padding, far edge": (lambda: probe_padding("nan", -5), True),
+        "copy fp16": (lambda: probe_copy(f16, (300, 208), (64, 64), 224), True),
+        "copy fp32 edges": (lambda: probe_copy(f32, (77, 48), (32, 32), 64), True),
+        "copy fp32 two boxes a block": (lambda: probe_copy(f32, (70, 48), (16, 64), 64), True),
+        "copy fallback extent": (lambda: probe_copy(f32, (77, 45), (32, 32), 48, False), True),
+        "copy fallback stride": (lambda: probe_copy(f32, (77, 48), (32, 32), 56, False), True),
+        "zero padding, negative": (lambda: probe_padding("zero", 16), True),
+        "nan padding, far edge": (lambda: probe_padding("nan", -16), True),
         "no allocator": (probe_no_allocator, True),
         "matmul small": (lambda: probe_matmul(300, 272, 320, (64, 64, 64), 3, 4, "device"), True),
     }

@@ -273,6 +273,7 @@ class Emulator:
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     self._program(_Block(self.threads, (x, y, z), grid), values)
+        self._tma.check()  # a TMA copy the GPU would have trapped on
         if record is not None and record[0]:
             raise self.checks.error(record, args)
 

@@ -23,9 +23,10 @@ def tma_on(monkeypatch):
     monkeypatch.setattr(config, "tma", True)
 
 
-def _copy_args(element="fp16", aligned=True, strides_16=True):
+def _copy_args(element="fp16", aligned=True, strides_16=True, extent_16=True):
     return [ArgSpec("src_ptr", f"*{element}", aligned), ArgSpec("dst_ptr", f"*{element}", aligned),
-            ArgSpec("M", "i32"), ArgSpec("N", "i32"), ArgSpec("stride_src", "i32", strides_16),
+            ArgSpec("M", "i32"), ArgSpec("N", "i32", extent_16),
+            ArgSpec("stride_src", "i32", strides_16),
             ArgSpec("stride_dst", "i32", strides_16), ArgSpec("factor", "fp32")]
 
 
@@ -36,8 +37,8 @@ def _copy(arch="sm_90a", block=(64, 64), **kw):
 
 def _matmul(num_stages=1):
     args = [ArgSpec(n, "*fp16", True) for n in ("a_ptr", "b_ptr", "c_ptr")]
-    args += [ArgSpec(n, "i32") for n in ("M", "N")]
-    args += [ArgSpec(n, "i32", True) for n in ("K", "stride_am", "stride_bk", "stride_cm")]
+    args += [ArgSpec("M", "i32")]
+    args += [ArgSpec(n, "i32", True) for n in ("N", "K", "stride_am", "stride_bk", "stride_cm")]
     return tw.compile(device_desc_matmul, signature=args, constexprs={"BM": 64, "BN": 64, "BK": 64},
                       target="sm_90a", num_stages=num_stages, use_cache=False)
 
@@ -59,7 +60,8 @@ def test_copy_and_matmul_build_their_maps_and_use_tma(tmp_path):
             assert f"tensormap.replace.tile.{field}.shared::cta.b1024" in ptx, field
         assert "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%r" in ptx
         assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == stores
-        assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier") == loads
+        # a loop's loads are a ring (issued in its prologue and its body)
+        assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier") >= loads
         assert "mbarrier.try_wait.parity" in ptx and "mbarrier.arrive.expect_tx" in ptx
         assert kernel.metadata.global_scratch == 128 * maps
         result = run_ptxas(ptx, "sm_90a", tmp_path)
@@ -76,20 +78,26 @@ def test_pipelined_matmul_copies_through_the_ring(tmp_path):
     assert run_ptxas(kernel.asm["ptx"], "sm_90a", tmp_path).returncode == 0
 
 
-@pytest.mark.parametrize("case", ["sm_90", "tma_off", "unaligned_base", "stride_unknown",
-                                  "small_box"])
-def test_pointer_path_where_tma_is_not_proven(case, monkeypatch):
+@pytest.mark.parametrize("case, why", [
+    ("sm_90", None), ("tma_off", None), ("unaligned_base", "base is not known to be 16-byte"),
+    ("stride_unknown", "a stride is not known"), ("extent_unknown", "innermost extent is not known"),
+    ("big_box", "TMA cannot copy a 8x512 block")])
+def test_pointer_path_where_tma_is_not_proven(case, why, monkeypatch):
     """No map where the target cannot build one (sm_90 has no `tensormap.replace`), TMA is off, the
-    base or a stride is not known to be 16-byte aligned, or the box is one TMA is not used for."""
+    base, a stride or the innermost extent is not known to be whole 16-byte chunks, or TMA cannot
+    copy the block; a `ttng.tma_fallback` says why."""
     from tileworkbench.config import config
 
     kw = {"sm_90": {"arch": "sm_90"}, "tma_off": {}, "unaligned_base": {"aligned": False},
-          "stride_unknown": {"strides_16": False}, "small_box": {"element": "fp32", "block": (8, 8)}}
+          "stride_unknown": {"strides_16": False}, "extent_unknown": {"extent_16": False},
+          "big_box": {"block": (8, 512)}}
     if case == "tma_off":
         monkeypatch.setattr(config, "tma", False)
     kernel = _copy(**kw[case])
     assert "tensormap" not in kernel.asm["ptx"]
     assert kernel.metadata.global_scratch == 0
+    if why is not None:
+        assert "ttng.tma_fallback" in kernel.asm["tile"] and why in kernel.asm["tile"]
     if case != "sm_90":  # sm_90 still copies host descriptors with TMA; these have none
         assert "cp.async.bulk.tensor" not in kernel.asm["ptx"]
 
@@ -98,7 +106,7 @@ def test_pointer_path_where_tma_is_not_proven(case, monkeypatch):
 def _constant_strides(x_ptr, y_ptr, n_rows, BM: tl.constexpr, BN: tl.constexpr):
     """Strides known at compile time: 64 elements of fp16 (128 bytes) and 44 (88 bytes)."""
     x = tl.make_tensor_descriptor(x_ptr, shape=[n_rows, 64], strides=[64, 1], block_shape=[BM, BN])
-    y = tl.make_tensor_descriptor(y_ptr, shape=[n_rows, 44], strides=[44, 1], block_shape=[BM, BN])
+    y = tl.make_tensor_descriptor(y_ptr, shape=[n_rows, 48], strides=[44, 1], block_shape=[BM, BN])
     y.store([0, 0], x.load([0, 0]))
 
 

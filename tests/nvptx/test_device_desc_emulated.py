@@ -23,16 +23,15 @@ RNG = np.random.default_rng(907)
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma); every box the stand-in can check."""
+    """TMA on (the default; TILEWORKBENCH_TMA=0 turns it off)."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
-    monkeypatch.setattr(config, "tma_unverified", True)
 
 
 def _copy_args(element: str) -> list[ArgSpec]:
     return [ArgSpec("src_ptr", f"*{element}", True), ArgSpec("dst_ptr", f"*{element}", True),
-            ArgSpec("M", "i32"), ArgSpec("N", "i32"), ArgSpec("stride_src", "i32", True),
+            ArgSpec("M", "i32"), ArgSpec("N", "i32", True), ArgSpec("stride_src", "i32", True),
             ArgSpec("stride_dst", "i32", True), ArgSpec("factor", "fp32")]
 
 
@@ -40,8 +39,8 @@ def _copy_args(element: str) -> list[ArgSpec]:
                          ids=["fp32-swizzle128", "fp32-swizzle64", "fp16-swizzle128"])
 def test_copy_with_edge_tiles(element, block):
     """Edge tiles run past M x N: loads read zeros there and stores are clipped (the row stride's
-    padding columns stay poisoned)."""
-    rows, cols, stride = 37, 50, 64
+    padding columns stay poisoned). N is a multiple of 16 elements, as the map needs."""
+    rows, cols, stride = 37, 48, 64
     emu = Emulator(device_desc_copy, _copy_args(element), {"BM": block[0], "BN": block[1]},
                    num_warps=2, tma=True)
     assert "@emu_tensormap_replace" in emu.text and "@emu_tma_load" in emu.text
@@ -58,21 +57,22 @@ def test_copy_with_edge_tiles(element, block):
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_out_of_bounds_tiles_read_the_padding(padding):
-    """Tiles at negative offsets and wholly past the tensor read zeros (or NaN) where outside."""
-    rows, cols, shift = 20, 24, 5
+    """Tiles at negative offsets, partly and wholly past the tensor read zeros (or NaN) there. The
+    shift keeps the innermost coordinate on a 16-byte chunk (TMA traps otherwise)."""
+    rows, cols, shift = 37, 32, 16
     args = [ArgSpec("src_ptr", "*fp32", True), ArgSpec("out_ptr", "*fp32", True),
-            ArgSpec("M", "i32"), ArgSpec("N", "i32"), ArgSpec("stride_src", "i32", True),
-            ArgSpec("shift", "i32")]
-    emu = Emulator(device_desc_shifted, args, {"BM": 8, "BN": 8, "PADDING": padding}, num_warps=1,
-                   tma=True)
-    assert "@emu_tensormap_replace" in emu.text
-    x = RNG.standard_normal((rows, 32)).astype(np.float32)
-    grid = (4, 4)  # 32 x 32 of tiles: past the 20 x 24 tensor
-    out = np.full((32, 32), 7.0, np.float32)
-    emu.launch(grid, x, out, rows, cols, 32, shift)
+            ArgSpec("M", "i32"), ArgSpec("N", "i32", True), ArgSpec("stride_src", "i32", True),
+            ArgSpec("shift", "i32", True)]
+    emu = Emulator(device_desc_shifted, args, {"BM": 16, "BN": 16, "PADDING": padding},
+                   num_warps=1, tma=True)
+    assert "@emu_tensormap_replace" in emu.text and "@emu_tma_load" in emu.text
+    x = RNG.standard_normal((rows, 48)).astype(np.float32)
+    grid = (4, 4)  # 64 x 64 of tiles: past the 37 x 32 tensor
+    out = np.full((64, 64), 7.0, np.float32)
+    emu.launch(grid, x, out, rows, cols, 48, shift)
     fill = np.nan if padding == "nan" else 0.0
-    expected = np.full((32, 32), fill)
-    r, c = np.meshgrid(np.arange(32) - shift, np.arange(32) - shift, indexing="ij")
+    expected = np.full((64, 64), fill)
+    r, c = np.meshgrid(np.arange(64) - shift, np.arange(64) - shift, indexing="ij")
     inside = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
     expected[inside] = x[r[inside], c[inside]]
     np.testing.assert_array_equal(out, expected.astype(np.float32))
@@ -83,7 +83,7 @@ def test_matmul_with_descriptors_made_in_the_kernel():
     M and N not multiples of the block."""
     m, n, k = 40, 48, 64
     args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
-            ArgSpec("c_ptr", "*fp16", True), ArgSpec("M", "i32"), ArgSpec("N", "i32"),
+            ArgSpec("c_ptr", "*fp16", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
             ArgSpec("K", "i32", True), ArgSpec("stride_am", "i32", True),
             ArgSpec("stride_bk", "i32", True), ArgSpec("stride_cm", "i32", True)]
     emu = Emulator(device_desc_matmul, args, {"BM": 32, "BN": 32, "BK": 32}, num_warps=1,

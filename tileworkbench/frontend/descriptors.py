@@ -16,7 +16,7 @@ from ..language.descriptor import block_pointer, tensor_descriptor
 from .calls import BUILTIN_IMPLS, check_shape, impl
 from .device_descriptors import device_tensormap
 from .semantics import unwrap
-from .tma_calls import tma_load, tma_store
+from .tma_calls import takes_tma, tma_load, tma_store
 
 
 def _as_list(value, what: str) -> list:
@@ -115,7 +115,10 @@ def _tma_offsets(cg, desc, offsets) -> list | None:
     """The checked offsets of a descriptor access that goes through TMA (tma_calls.py), else None."""
     if not isinstance(desc, tensor_descriptor) or desc.tensormap is None:
         return None
-    return [_scalar_int(cg, offset, "each offset") for offset in _as_list(offsets, "offsets")]
+    checked = [_scalar_int(cg, offset, "each offset") for offset in _as_list(offsets, "offsets")]
+    if len(checked) != len(desc.block_shape) or not takes_tma(cg, desc, checked):
+        return None
+    return checked
 
 
 @impl("descriptor_load")

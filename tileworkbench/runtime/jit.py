@@ -515,10 +515,10 @@ class _BoundKernel:
         self.descriptors = {s.name for s in specs if parse_descriptor_type(s.type) is not None}
         # ... and one more, its CUtensorMap, where the kernel copies its tiles with TMA (sm_90+)
         md = compiled.launch_metadata
-        tma, threads = backend_for(md.target).has_tma(md.target), 32 * md.num_warps
+        tma = backend_for(md.target).has_tma(md.target)
         self.tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in specs
-                            if tma and s.name in self.descriptors and takes_tensor_map(s, threads)}
-        flat = [part for s in specs for part in expand_arg(s, tma, threads)]
+                            if tma and s.name in self.descriptors and takes_tensor_map(s)}
+        flat = [part for s in specs for part in expand_arg(s, tma)]
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         md = compiled.launch_metadata

@@ -43,8 +43,7 @@ class NvptxBackend(Backend):
         return arch
 
     def has_tma(self, target) -> bool:
-        """sm_90+ with `TILEWORKBENCH_TMA=1` (config.tma): off by default until the faults and stray
-        stores seen on the H200 are fixed (config.py says which)."""
+        """sm_90+, unless `TILEWORKBENCH_TMA=0` (config.tma)."""
         from ...config import config
         from .codegen import sm_number
 

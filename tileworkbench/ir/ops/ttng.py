@@ -70,6 +70,24 @@ class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
     trans: bool = attribute(False)
 
 
+@dataclass(eq=False)
+class TMAFallbackOp(Op, name="ttng.tma_fallback"):
+    """Marks a descriptor access on a TMA target that takes the pointer lowering instead, and why
+    (the plain loads or stores follow it); lowers to nothing."""
+
+    reason: str = attribute("")
+
+
+@dataclass(eq=False)
+class TMAWaitOp(Op, name="ttng.tma_wait"):
+    """Waits for slot `slot`'s copy (the next phase of its mbarrier) and gives the slot itself, a
+    `!ttg.memdesc` (transposed where `trans`) that wgmma reads by descriptor: no copy out of it."""
+
+    ring: Value = operand()
+    slot: Value = operand()
+    trans: bool = attribute(False)
+
+
 # -- tensor maps built in the kernel (frontend/device_descriptors.py, lowering/tensormap_device.py) ------
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
-from tensor_core_kernels import TOLERANCE, matmul_signature, persistent_matmul_kernel
+from tensor_core_kernels import matmul_signature, persistent_matmul_kernel
 
 import tileworkbench as tw
 
@@ -18,8 +18,7 @@ RNG = np.random.default_rng(9)
 
 
 def _signature(m: int, n: int, k: int) -> dict:
-    sig = matmul_signature("fp16", "*fp16", sizes=(m, n, k))
-    return sig
+    return matmul_signature("fp16", "*fp16", sizes=(m, n, k))
 
 
 def _compile(block=(128, 256, 64), warps=8, stages=3):

@@ -34,7 +34,7 @@ from tileworkbench.runtime.debug_checks import DebugChecks
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
-from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
+from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics, stmatrix_writes
 from wgmma_standin import FORMS as WGMMA_FORMS
 from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
 from wgmma_standin import asm_body as wgmma_asm_body
@@ -159,6 +159,18 @@ class Emulator:
                                   (count,))[:] = out
             block.barrier.wait()
 
+        def stmatrix(count, address, inputs):
+            block = local.block
+            block.addresses[local.tid] = address
+            block.barrier.wait()
+            warp = local.tid // 32
+            words = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32)),
+                                          (count,))
+            for at, word in stmatrix_writes(block.addresses[warp * 32:warp * 32 + 32],
+                                            local.tid % 32, words):
+                ctypes.c_uint32.from_address(at).value = word
+            block.barrier.wait()
+
         def in_flight() -> InFlight:
             if getattr(local, "in_flight", None) is None or local.in_flight_block is not local.block:
                 local.in_flight, local.in_flight_block = InFlight(local.tid), local.block
@@ -202,7 +214,8 @@ class Emulator:
         callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
                      "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
-                     "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
+                     "emu_ldmatrix": _MMA(ldmatrix), "emu_stmatrix": _MMA(stmatrix),
+                     "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):

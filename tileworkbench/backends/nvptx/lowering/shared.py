@@ -23,6 +23,7 @@ from ..llvm_types import I32, byte_size, llvm_type
 from ..lower import TVal
 from . import lowers
 from .mma import unpack_halves
+from .stmatrix import stmatrix_plan, store_with_stmatrix
 
 NVMMA_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 8 rows of 128 bytes
 
@@ -226,6 +227,9 @@ def _shift(coords, dim: int, by: int) -> tuple[int, ...]:
 
 
 def _store_tile(lw, src: TVal, tile: SharedTile) -> None:
+    groups = stmatrix_plan(lw, src.layout, tile.type)
+    if groups is not None:  # a 16-bit tensor-core result (the epilogue), on sm_90
+        return store_with_stmatrix(lw, src, tile, groups, _swizzled)
     b = lw.builder
     nbytes = byte_size(tile.type.element)
     index = {c: r for r, c in enumerate(src.layout.all_reg_coords())}

@@ -166,6 +166,50 @@ def bench(dtype: str, size: int, compiled: dict) -> dict:
     return {"best": best, "vs_triton": vs_triton}
 
 
+def without_proxy_fence():
+    """A fresh copy of our kernels compiled with no `fence.proxy.async` after the ring waits (Triton's
+    cp.async + wgmma loop has none; ours costs a MEMBAR.ALL.CTA per k step): an experiment, compiled
+    with the fence lowering patched out, in a fresh cache (kept for the rest of the run: a cache entry
+    is written when ptxas is done, maybe after the patch is undone, and must not land in the real one)."""
+    import tempfile
+
+    from tileworkbench.backends.nvptx.lowering import shared
+    from tileworkbench.config import config as settings
+
+    module = kernels.load("tileworkbench")
+    saved = shared.fence_async_shared
+    shared.fence_async_shared = lambda lw: None
+    settings.cache_dir = Path(tempfile.mkdtemp())
+    return module, lambda: setattr(shared, "fence_async_shared", saved)
+
+
+def bench_fence(dtype: str, size: int, config) -> None:
+    """Ours with and without the proxy fence in the k loop, paired, both checked."""
+    a, b = operands(dtype, size, size, size, 4)
+    want = (a.float() @ b.float())
+    fenceless, restore = without_proxy_fence()
+    fns = {}
+    try:
+        for name, mod in (("fence", OURS), ("no fence", fenceless)):
+            c = torch.empty(size, size, device="cuda", dtype=TORCH[dtype])
+            compiled = launch_tiled(mod, config, a, b, c)
+            torch.cuda.synchronize()
+            err = ((c.float() - want).abs().max() / want.abs().max()).item()
+            ptx = compiled.asm["ptx"] if hasattr(compiled, "asm") else ""
+            print(f"  {dtype} {size}^3 {config} {name:8}: err {err:.1e}, fence.proxy.async in PTX "
+                  f"{ptx.count('fence.proxy.async')}")
+            if not err <= 1e-2:
+                FAILED.append(("fence experiment", name, err))
+                continue
+            fns[name] = lambda mod=mod, c=c: launch_tiled(mod, config, a, b, c)
+    finally:
+        restore()
+    if len(fns) == 2:
+        times = paired_timing.paired_times(fns, reps=40)
+        print(f"  {dtype} {size}^3 {config}: no fence / fence speed "
+              f"{paired_timing.ratio(times, 'fence', 'no fence'):.3f}")
+
+
 def bench_persistent(ours09, theirs09, size: int, compiled: dict) -> None:
     a, b = operands("fp16", size, size, size, 3)
     want = (a.float() @ b.float())
@@ -270,6 +314,8 @@ def main() -> int:
             result = bench(dtype, size, compiled)
             if dtype == "fp16" and size == 4096 and result:
                 bests = {who: cfg[1] for who, cfg in result["best"].items()}
+    if bests.get("ours"):
+        bench_fence("fp16", 4096, bests["ours"])
     if ours09 is not None:
         for size in (4096, 8192):
             bench_persistent(ours09, theirs09, size, compiled)

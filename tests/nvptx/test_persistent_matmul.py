@@ -66,3 +66,27 @@ def test_emulated_persistent_matmul(programs, stages):
     want = a.astype(np.float64) @ b.astype(np.float64)
     err = np.abs(c.astype(np.float64) - want).max() / np.abs(want).max()
     assert err <= 1e-3  # fp16 output rounding
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block,warps,stages", [((128, 256, 64), 8, 3), ((128, 128, 64), 4, 4)])
+def test_persistent_matmul_on_a_hopper_gpu(block, warps, stages):
+    """16 programs over 8 x 5 (or 8 x 10) tiles with masked tails (2 to 5 tiles each), against
+    float64."""
+    from tileworkbench.runtime.device import device_properties, gpu_available
+
+    if not gpu_available() or device_properties().major != 9:
+        pytest.skip("needs a Hopper GPU")
+    import cupy
+
+    m, n, k = 1000, 1200, 520
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = cupy.full((m, n), np.nan, dtype=np.float16)
+    bm, bn, bk = block
+    persistent_matmul_kernel[(16,)](cupy.asarray(a), cupy.asarray(b), c, m, n, k, k, 1, n, 1, n, 1,
+                                    BM=bm, BN=bn, BK=bk, PROGRAMS=16, num_warps=warps,
+                                    num_stages=stages)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    err = np.abs(c.get().astype(np.float64) - want).max() / np.abs(want).max()
+    assert err <= 1e-3

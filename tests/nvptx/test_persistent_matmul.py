@@ -28,31 +28,44 @@ def _compile(block=(128, 256, 64), warps=8, stages=3):
                       num_warps=warps, num_stages=stages, use_cache=False)
 
 
-def test_the_epilogue_lies_over_the_rings_inside_the_tile_loop():
-    """128x256x64 with 3 stages: rings of 4 slots (the spare) and the 64 KB fp16 staging tile at
-    offset 0, in 192 KB plus scratch; wgmma keeps one group in flight."""
+def test_the_epilogue_lies_over_the_free_ring_slots_inside_the_tile_loop():
+    """128x256x64 with 3 stages: rings of 4 slots (the spare), the next tile's copies in slots 0-1,
+    and the 64 KB fp16 staging tile over slots 2-3 of B's ring, in 192 KB plus scratch; wgmma keeps
+    one group in flight."""
     compiled = _compile()
-    plan = {entry["use"]: entry for entry in compiled.metadata.shared_plan}
-    assert plan["cp.async ring"]["slots"] == 4
-    assert plan["epilogue staging"]["offset"] == 0
+    plan = compiled.metadata.shared_plan
+    rings = [entry for entry in plan if entry["use"] == "cp.async ring"]
+    staging = next(entry for entry in plan if entry["use"] == "epilogue staging")
+    assert [ring["slots"] for ring in rings] == [4, 4]
+    b = rings[1]
+    assert staging["offset"] == b["offset"] + 2 * b["slot_bytes"]
+    assert staging["offset"] + staging["bytes"] <= b["offset"] + b["bytes"]
     assert compiled.metadata.shared <= 4 * 48 * 1024 + 4096
     assert "wgmma.wait_group.sync.aligned 1;" in compiled.asm["ptx"]
 
 
-def test_each_tile_waits_for_the_last_epilogue_before_its_first_copies():
-    """In the tile loop, a `ttg.async_wait` (copies done, then a barrier) comes before the prologue's
-    first copy: a fast warp must not refill a ring slot that another warp still reads as the previous
-    tile's staged epilogue."""
+def test_the_next_tiles_copies_are_issued_before_this_tiles_epilogue():
+    """In the tile loop: the k loop, its `ttg.async_wait` (every copy and wgmma read done, then a
+    barrier), the next tile's copies (predicated on the tile existing) and only then the staged
+    epilogue; the first tile's copies come before the tile loop, and a wait after it."""
     lines = _compile().asm["tile-gpu"].splitlines()
     outer = next(i for i, line in enumerate(lines) if "scf.for %tile" in line)
-    first_copy = next(i for i in range(outer, len(lines)) if "async_copy_global_to_local" in lines[i])
-    assert any("ttg.async_wait" in lines[i] for i in range(outer, first_copy))
+    inner = next(i for i in range(outer, len(lines)) if "scf.for %k" in lines[i])
+    end_inner = next(i for i in range(inner, len(lines)) if lines[i].startswith("    }"))
+    staging = next(i for i in range(end_inner, len(lines)) if "ttg.local_alloc %" in lines[i])
+    between = lines[end_inner:staging]
+    assert any(line.strip().startswith("ttg.async_wait  ") for line in between)
+    assert sum("async_copy_global_to_local" in line for line in between) == 2 * 2  # A, B x 2 stages
+    assert sum("async_copy_global_to_local" in line for line in lines[:outer]) == 2 * 2
+    assert not any("async_copy_global_to_local" in line for line in lines[outer:inner])
+    assert "ttg.async_wait" in lines[-3] or "ttg.async_wait" in lines[-2]
 
 
 @pytest.mark.parametrize("programs,stages", [(2, 3), (3, 2)])
 def test_emulated_persistent_matmul(programs, stages):
-    """Several tiles per program (with masked M and N tails): the staging tile written over the
-    rings and the rings refilled for the next tile do not corrupt each other."""
+    """Several tiles per program (with masked M and N tails): the staging tile written over free
+    ring slots while the next tile's copies land in the others, and the rings refilled, do not
+    corrupt each other."""
     m, n, k = 144, 128, 96
     bm, bn, bk = 64, 64, 32
     a = RNG.standard_normal((m, k)).astype(np.float16)
@@ -63,6 +76,10 @@ def test_emulated_persistent_matmul(programs, stages):
                         num_stages=stages, wgmma=True)
     assert emulator.text.count("@emu_wgmma(") >= 1
     emulator.launch((programs,), a, b, c, m, n, k, k, 1, n, 1, n, 1)
+    gpu = tw.compile(persistent_matmul_kernel, signature=_signature(m, n, k), target="sm_90a",
+                     constexprs={"BM": bm, "BN": bn, "BK": bk, "PROGRAMS": programs}, num_warps=4,
+                     num_stages=stages, use_cache=False).asm["tile-gpu"]
+    assert gpu.index("async_copy_global_to_local") < gpu.index("scf.for %tile")  # prefetching
     want = a.astype(np.float64) @ b.astype(np.float64)
     err = np.abs(c.astype(np.float64) - want).max() / np.abs(want).max()
     assert err <= 1e-3  # fp16 output rounding

@@ -40,6 +40,9 @@ def _parts(body):
     leaves it, or None: rings, a barrier (`needs_barrier_before_copies`), the prologue, the k loop
     carrying its read slot, then `ttg.async_wait {num = 0}`."""
     ops = body.ops
+    loops = [op for op in ops if isinstance(op, scf.ForOp)]
+    if len(loops) != 1:  # one k loop per tile (two pipelined loops would share the free slots)
+        return None
     for i, op in enumerate(ops):
         if not (isinstance(op, scf.ForOp) and op.body.block.args[-1].name_hint == "slot"):
             continue

@@ -166,48 +166,67 @@ def bench(dtype: str, size: int, compiled: dict) -> dict:
     return {"best": best, "vs_triton": vs_triton}
 
 
-def without_proxy_fence():
-    """A fresh copy of our kernels compiled with no `fence.proxy.async` after the ring waits (Triton's
-    cp.async + wgmma loop has none; ours costs a MEMBAR.ALL.CTA per k step): an experiment, compiled
-    with the fence lowering patched out, in a fresh cache (kept for the rest of the run: a cache entry
-    is written when ptxas is done, maybe after the patch is undone, and must not land in the real one)."""
+def variant(patches: list) -> tuple:
+    """A fresh copy of our kernels to be compiled with `patches` ((module, name, value) each) in
+    place, in a fresh cache (kept for the rest of the run: a cache entry is written when ptxas is
+    done, maybe after the patches are undone, and must not land in the real cache). Returns the
+    module and a function that undoes the patches."""
     import tempfile
 
-    from tileworkbench.backends.nvptx.lowering import shared
     from tileworkbench.config import config as settings
 
     module = kernels.load("tileworkbench")
-    saved = shared.fence_async_shared
-    shared.fence_async_shared = lambda lw: None
+    saved = [(where, name, getattr(where, name)) for where, name, _ in patches]
+    for where, name, value in patches:
+        setattr(where, name, value)
     settings.cache_dir = Path(tempfile.mkdtemp())
-    return module, lambda: setattr(shared, "fence_async_shared", saved)
+    return module, lambda: [setattr(where, name, value) for where, name, value in saved]
 
 
-def bench_fence(dtype: str, size: int, config) -> None:
-    """Ours with and without the proxy fence in the k loop, paired, both checked."""
+def experiments() -> dict:
+    """Code-generation variants timed against the default: no `fence.proxy.async` after the ring
+    waits (Triton's cp.async + wgmma loop has none; ours is a MEMBAR.ALL.CTA per k step), and the
+    wgmma descriptors built from a uniform warp index (no R2UR before each HGMMA)."""
+    from tileworkbench.backends.nvptx.lowering import shared, warp_uniform, wgmma
+
+    no_fence = (shared, "fence_async_shared", lambda lw: None)
+    uniform = (wgmma, "_group_origin", warp_uniform.uniform_group_origin)
+    return {"no fence": [no_fence], "uniform warp": [uniform], "both": [no_fence, uniform]}
+
+
+def bench_variants(dtype: str, size: int, config) -> None:
+    """Ours by default and in each experiment's variant, paired, each checked; SASS counts."""
     a, b = operands(dtype, size, size, size, 4)
     want = (a.float() @ b.float())
-    fenceless, restore = without_proxy_fence()
-    fns = {}
-    try:
-        for name, mod in (("fence", OURS), ("no fence", fenceless)):
-            c = torch.empty(size, size, device="cuda", dtype=TORCH[dtype])
-            compiled = launch_tiled(mod, config, a, b, c)
+    fns, kernels_by_name = {}, {}
+    for name, patches in [("default", None), *experiments().items()]:
+        mod, restore = (OURS, lambda: None) if patches is None else variant(patches)
+        c = torch.empty(size, size, device="cuda", dtype=TORCH[dtype])
+        try:
+            kernels_by_name[name] = launch_tiled(mod, config, a, b, c)
             torch.cuda.synchronize()
-            err = ((c.float() - want).abs().max() / want.abs().max()).item()
-            ptx = compiled.asm["ptx"] if hasattr(compiled, "asm") else ""
-            print(f"  {dtype} {size}^3 {config} {name:8}: err {err:.1e}, fence.proxy.async in PTX "
-                  f"{ptx.count('fence.proxy.async')}")
-            if not err <= 1e-2:
-                FAILED.append(("fence experiment", name, err))
-                continue
-            fns[name] = lambda mod=mod, c=c: launch_tiled(mod, config, a, b, c)
-    finally:
-        restore()
-    if len(fns) == 2:
-        times = paired_timing.paired_times(fns, reps=40)
-        print(f"  {dtype} {size}^3 {config}: no fence / fence speed "
-              f"{paired_timing.ratio(times, 'fence', 'no fence'):.3f}")
+        except Exception as exc:  # noqa: BLE001
+            print(f"  variant {name}: {type(exc).__name__}: {str(exc)[:300]}")
+            continue
+        finally:
+            restore()
+        err = ((c.float() - want).abs().max() / want.abs().max()).item()
+        if not err <= 1e-2:
+            FAILED.append(("variant", name, err))
+            print(f"  variant {name}: WRONG {err:.2e}")
+            continue
+        fns[name] = lambda mod=mod, c=c: launch_tiled(mod, config, a, b, c)
+    times = paired_timing.paired_times(fns, reps=40)
+    tool = find_tool("cuobjdump")
+    for name in fns:
+        speed = paired_timing.ratio(times, "default", name)
+        sass = sass_counts.disassemble(getattr(kernels_by_name[name], "cubin", None), tool)
+        counts = sass_counts.counts(sass) if sass else None
+        loop = f"loop {counts['loop']['instructions']} instr, R2UR {counts['loop']['R2UR']}, " \
+               f"MEMBAR {counts['loop']['MEMBAR']}" if counts else "no SASS"
+        print(f"  {dtype} {size}^3 {config} {name:12}: speed vs default {speed:.3f}; {loop}")
+        if OUT and sass and name == "uniform warp":
+            Path(OUT, "s7mm_ours_uniform.sass").write_text(sass)
 
 
 def bench_persistent(ours09, theirs09, size: int, compiled: dict) -> None:
@@ -262,12 +281,10 @@ def sass_table(compiled: dict, bests: dict) -> None:
         if cubin is None:  # ours: the launch returns nothing; compile the same kernel again
             cubin = _our_cubin(key)
         sass = sass_counts.disassemble(cubin, tool)
-        if OUT and key[0] == "ours" and hasattr(kernel, "asm"):
-            Path(OUT, f"s7mm_ours_{key[1]}.ptx").write_text(kernel.asm["ptx"])
         if not sass:
             continue
-        if OUT:
-            Path(OUT, f"s7mm_{key[0]}_{key[1]}.sass").write_text(sass)
+        if OUT and key[1] == "fp16":  # at most 3 files under $OUT (with the variant's)
+            Path(OUT, f"s7mm_{key[0]}.sass").write_text(sass)
         counts = sass_counts.counts(sass)
         print(f"  SASS {key[0]:6} {key[1]:10} {key[2]}: {sass_counts.brief(counts)}")
         if key[0] == "ours" and key[1] == "fp16" and not counts["all"]["HGMMA"]:
@@ -293,8 +310,6 @@ def _our_cubin(key) -> bytes | None:
         fn, constexprs = OURS.matmul_kernel, {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}
     compiled = tw.compile(fn, signature=sig, constexprs=constexprs, target="sm_90a",
                           num_warps=warps, num_stages=stages, use_cache=False)
-    if OUT:
-        Path(OUT, f"s7mm_ours_{kind}.ptx").write_text(compiled.asm["ptx"])
     md = compiled.metadata
     print(f"  ours {kind} {config}: registers {md.n_regs}, spills {md.n_spills}, shared {md.shared} B")
     return compiled.cubin
@@ -315,7 +330,7 @@ def main() -> int:
             if dtype == "fp16" and size == 4096 and result:
                 bests = {who: cfg[1] for who, cfg in result["best"].items()}
     if bests.get("ours"):
-        bench_fence("fp16", 4096, bests["ours"])
+        bench_variants("fp16", 4096, bests["ours"])
     if ours09 is not None:
         for size in (4096, 8192):
             bench_persistent(ours09, theirs09, size, compiled)

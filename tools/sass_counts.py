@@ -12,7 +12,7 @@ from pathlib import Path
 
 OPCODES = ("HGMMA", "HMMA", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "LDSM", "STSM", "LDGSTS",
            "LDGDEPBAR", "DEPBAR", "BAR.SYNC", "FENCE.VIEW.ASYNC", "STS", "LDS", "STG", "LDG",
-           "F2FP")
+           "F2FP", "R2UR", "MEMBAR")
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
 _BRANCH = re.compile(r"\bBRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))")
 

@@ -131,6 +131,14 @@ class Emulator:
             block.barrier.wait()
             return out
 
+        def shfl_idx(mask, value, src_lane, clamp):
+            block = local.block
+            block.slots[local.tid] = value
+            block.barrier.wait()
+            out = int(block.slots[local.tid // 32 * 32 + src_lane])
+            block.barrier.wait()
+            return out
+
         def mma(code, inputs, outputs):
             block = local.block
             slots = block.mma_slots
@@ -211,7 +219,8 @@ class Emulator:
         def assert_fail(*_):
             raise AssertionError("device_assert failed in the emulated kernel")
 
-        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
+        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl),
+                     "emu_shfl_idx": _SHFL(shfl_idx), "emu_mma": _MMA(mma),
                      "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
                      "emu_ldmatrix": _MMA(ldmatrix), "emu_stmatrix": _MMA(stmatrix),
@@ -233,6 +242,7 @@ class Emulator:
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
+        text = text.replace('@"llvm.nvvm.shfl.sync.idx.i32"', '@"emu_shfl_idx"')
         # the shared memory is ours, aligned as a GPU's shared window (2^18 bytes): wgmma's descriptors
         # hold address bits 4-17 and its swizzle reads bits 7-9
         self._smem = np.zeros(self.smem_size + _WINDOW, dtype=np.uint8)

@@ -36,6 +36,7 @@ THEIRS = kernels.load("triton")
 TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16}
 CONFIGS = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4)]  # BM BN BK warps stages
 PERSISTENT_CONFIGS = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3)]
+BRIEF = ("HGMMA", "STSM", "STS", "LDS", "LDSM", "LDGSTS", "STG", "BAR.SYNC", "R2UR", "MEMBAR")
 FAILED: list = []
 OUT = os.environ.get("OUT")
 
@@ -186,12 +187,13 @@ def variant(patches: list) -> tuple:
 def experiments() -> dict:
     """Code-generation variants timed against the default: no `fence.proxy.async` after the ring
     waits (Triton's cp.async + wgmma loop has none; ours is a MEMBAR.ALL.CTA per k step), and the
-    wgmma descriptors built from a uniform warp index (no R2UR before each HGMMA)."""
-    from tileworkbench.backends.nvptx.lowering import shared, warp_uniform, wgmma
+    wgmma descriptors built from tid.x (session 6's: an R2UR before each HGMMA) instead of the
+    uniform warp index (the default since session 7)."""
+    from tileworkbench.backends.nvptx.lowering import shared, wgmma
 
     no_fence = (shared, "fence_async_shared", lambda lw: None)
-    uniform = (wgmma, "_group_origin", warp_uniform.uniform_group_origin)
-    return {"no fence": [no_fence], "uniform warp": [uniform], "both": [no_fence, uniform]}
+    from_tid = (wgmma, "_group_origin", wgmma._group_origin_from_tid)
+    return {"no fence": [no_fence], "tid warp": [from_tid], "no fence, tid": [no_fence, from_tid]}
 
 
 def bench_variants(dtype: str, size: int, config) -> None:
@@ -225,8 +227,8 @@ def bench_variants(dtype: str, size: int, config) -> None:
         loop = f"loop {counts['loop']['instructions']} instr, R2UR {counts['loop']['R2UR']}, " \
                f"MEMBAR {counts['loop']['MEMBAR']}" if counts else "no SASS"
         print(f"  {dtype} {size}^3 {config} {name:12}: speed vs default {speed:.3f}; {loop}")
-        if OUT and sass and name == "uniform warp":
-            Path(OUT, "s7mm_ours_uniform.sass").write_text(sass)
+        if OUT and sass and name == "tid warp":
+            Path(OUT, "s7mm_ours_tid_warp.sass").write_text(sass)
 
 
 def bench_persistent(ours09, theirs09, size: int, compiled: dict) -> None:
@@ -268,6 +270,7 @@ def sass_table(compiled: dict, bests: dict) -> None:
         print("no cuobjdump: SASS not counted")
         return
     keys = [("ours", "fp16", bests.get("ours")), ("triton", "fp16", bests.get("triton")),
+            ("ours", "fp16", CONFIGS[2]), ("triton", "fp16", CONFIGS[2]),
             ("ours", "persistent", PERSISTENT_CONFIGS[0]),
             ("triton", "persistent", PERSISTENT_CONFIGS[0])]
     for key in keys:
@@ -283,10 +286,11 @@ def sass_table(compiled: dict, bests: dict) -> None:
         sass = sass_counts.disassemble(cubin, tool)
         if not sass:
             continue
-        if OUT and key[1] == "fp16":  # at most 3 files under $OUT (with the variant's)
+        best = key[2] == bests.get(key[0])
+        if OUT and key[1] == "fp16" and best:  # at most 3 files under $OUT (with the variant's)
             Path(OUT, f"s7mm_{key[0]}.sass").write_text(sass)
         counts = sass_counts.counts(sass)
-        print(f"  SASS {key[0]:6} {key[1]:10} {key[2]}: {sass_counts.brief(counts)}")
+        print(f"  SASS {key[0]:6} {key[1]:10} {key[2]}: {sass_counts.brief(counts, BRIEF)}")
         if key[0] == "ours" and key[1] == "fp16" and not counts["all"]["HGMMA"]:
             FAILED.append(("sass", "no HGMMA"))
 

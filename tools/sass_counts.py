@@ -1,5 +1,6 @@
 """Opcode counts of a kernel's SASS (cuobjdump's text), over the whole kernel and over its hottest
-loop: the longest span between a backward branch (`BRA 0x...` to a lower address) and its target.
+loop: a span between a backward branch (`BRA 0x...` to a lower address) and its target (the
+innermost one with tensor-core math).
 Used by the GPU probes to set our SASS beside Triton's (HGMMA, STSM, LDGSTS, barriers, ...).
 """
 
@@ -39,18 +40,22 @@ def _count(code: list[str]) -> dict[str, int]:
 
 
 def hot_loop(sass: str) -> list[str]:
-    """The instructions of the longest backward-branch loop."""
+    """The instructions of the innermost loop with tensor-core math (the shortest backward-branch
+    body holding an HGMMA or HMMA: a persistent kernel's k loop, not its tile loop), else of the
+    longest loop."""
     code = instructions(sass)
-    best: list[str] = []
+    loops = []
     for address, text in code:
         match = _BRANCH.search(text)
         if not match or match.group(1) is None:
             continue
         target = int(match.group(1), 16)
         if target < address:
-            body = [t for a, t in code if target <= a <= address]
-            best = body if len(body) > len(best) else best
-    return best
+            loops.append([t for a, t in code if target <= a <= address])
+    math = [body for body in loops if any(re.search(r"\bH(G)?MMA\b", t) for t in body)]
+    if math:
+        return min(math, key=len)
+    return max(loops, key=len, default=[])
 
 
 def counts(sass: str) -> dict:

@@ -1,8 +1,8 @@
 """Values the same in every lane of a warp, computed so that ptxas knows it: the warp index as lane 0's
 `tid.x / 32` (`shfl.sync.idx`, as Triton's warp id), so that what is derived from it (a warp group's
 offset in a `wgmma` descriptor) may stay in uniform registers instead of moving there by an R2UR
-before every HGMMA. An experiment for now: tools/probe_matmul_hopper.py times `wgmma`'s descriptors
-built on it (`uniform_group_origin`) against the default (from tid.x).
+before every HGMMA (lowering/wgmma.py's descriptors; tools/probe_matmul_hopper.py times them
+against descriptors from tid.x).
 """
 
 from __future__ import annotations
@@ -41,6 +41,6 @@ def warp_offset(lw, layout: LinearLayout, dim: int, first_bit: int = 0) -> ir.Va
 
 
 def uniform_group_origin(lw, layout: LinearLayout, dim: int) -> ir.Value:
-    """A drop-in for lowering/wgmma.py's `_group_origin`: the warp group's offset along `dim` from
-    the uniform warp index (warp bits 2 and up pick the group)."""
+    """The warp group's offset along `dim` from the uniform warp index (warp bits 2 and up pick the
+    group)."""
     return warp_offset(lw, layout, dim, first_bit=2)

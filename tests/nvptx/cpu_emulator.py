@@ -219,13 +219,13 @@ class Emulator:
         def assert_fail(*_):
             raise AssertionError("device_assert failed in the emulated kernel")
 
-        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl),
-                     "emu_shfl_idx": _SHFL(shfl_idx), "emu_mma": _MMA(mma),
+        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
                      "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
-                     "emu_ldmatrix": _MMA(ldmatrix), "emu_stmatrix": _MMA(stmatrix),
-                     "emu_cp_async": _CP_ASYNC(cp_async),
+                     "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
+        callbacks["emu_stmatrix"] = _MMA(stmatrix)
+        callbacks["emu_shfl_idx"] = _SHFL(shfl_idx)
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):
                 callbacks[f"emu_sreg_{name}_{letter}"] = sreg(name, axis)

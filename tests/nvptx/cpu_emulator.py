@@ -35,7 +35,7 @@ from tileworkbench.runtime.debug_checks import DebugChecks
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
-from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
+from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics, stmatrix_writes
 from wgmma_standin import FORMS as WGMMA_FORMS
 from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
 from wgmma_standin import asm_body as wgmma_asm_body
@@ -143,6 +143,14 @@ class Emulator:
             block.barrier.wait()
             return out
 
+        def shfl_idx(mask, value, src_lane, clamp):
+            block = local.block
+            block.slots[local.tid] = value
+            block.barrier.wait()
+            out = int(block.slots[local.tid // 32 * 32 + src_lane])
+            block.barrier.wait()
+            return out
+
         def mma(code, inputs, outputs):
             block = local.block
             slots = block.mma_slots
@@ -169,6 +177,18 @@ class Emulator:
                                 trans, read)
             np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
                                   (count,))[:] = out
+            block.barrier.wait()
+
+        def stmatrix(count, address, inputs):
+            block = local.block
+            block.addresses[local.tid] = address
+            block.barrier.wait()
+            warp = local.tid // 32
+            words = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32)),
+                                          (count,))
+            for at, word in stmatrix_writes(block.addresses[warp * 32:warp * 32 + 32],
+                                            local.tid % 32, words):
+                ctypes.c_uint32.from_address(at).value = word
             block.barrier.wait()
 
         def in_flight() -> InFlight:
@@ -217,6 +237,8 @@ class Emulator:
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
                      "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
+        callbacks["emu_stmatrix"] = _MMA(stmatrix)
+        callbacks["emu_shfl_idx"] = _SHFL(shfl_idx)
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):
                 callbacks[f"emu_sreg_{name}_{letter}"] = sreg(name, axis)
@@ -234,6 +256,7 @@ class Emulator:
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
         text = text.replace('@"llvm.nvvm.bar.warp.sync"', '@"emu_warp_sync"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
+        text = text.replace('@"llvm.nvvm.shfl.sync.idx.i32"', '@"emu_shfl_idx"')
         # the shared memory is ours, aligned as a GPU's shared window (2^18 bytes): wgmma's descriptors
         # hold address bits 4-17 and its swizzle reads bits 7-9
         self._smem = np.zeros(self.smem_size + _WINDOW, dtype=np.uint8)

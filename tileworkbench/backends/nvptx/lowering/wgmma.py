@@ -22,6 +22,7 @@ from ..llvm_types import F16, F32, I1, I32, I64
 from ..lower import TVal
 from . import lowers
 from .mma import unpack_halves
+from .warp_uniform import uniform_group_origin
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # the descriptor's bits 62-63
 # operand element -> the instruction's type name
@@ -75,7 +76,14 @@ def _high_bits(terms: DescriptorTerms) -> int:
 
 
 def _group_origin(lw, layout: LinearLayout, dim: int) -> ir.Value:
-    """This thread's warp group's offset along `dim` (warps 4g..4g+3 share it)."""
+    """This thread's warp group's offset along `dim` (warps 4g..4g+3 share it), from the uniform warp
+    index (warp_uniform.py): the descriptors built on it stay in uniform registers (from tid.x,
+    ptxas moved each into one by an R2UR before every HGMMA: 8 per k step at 128x256x64/8 warps)."""
+    return uniform_group_origin(lw, layout, dim)
+
+
+def _group_origin_from_tid(lw, layout: LinearLayout, dim: int) -> ir.Value:
+    """The same offset from tid.x (the probe's comparison)."""
     zero = tuple([0] * len(layout.shape))
     groups = LinearLayout(layout.shape, layout.regs, tuple(zero for _ in layout.lanes),
                           (zero, zero) + tuple(layout.warps[2:]))

@@ -1,17 +1,21 @@
 """TMA (sm_90+): `ttng.tma_load` / `ttng.tma_store` as `cp.async.bulk.tensor` copies between global
-memory and a shared tile, and the kernel parameters they read (128-byte CUtensorMaps).
+memory and a shared tile, the rings of pipelined loops (`ttng.tma_ring` / `tma_copy` / `tma_wait_read`
+/ `tma_wait`), and the kernel parameters they read (128-byte CUtensorMaps).
 
-A load: thread 0 arms the op's mbarrier with the box's byte count (`arrive.expect_tx`) and issues the
-copy; every thread waits on the barrier's current phase (`try_wait.parity`; the phase bit is a local
-that flips at each use, which O3 turns into a loop-carried register), then reads the tile into the
-result's layout (`ldmatrix` for an `mma` operand). A store: every thread writes its part of the tile,
-`fence.proxy.async.shared::cta` makes those writes visible to the copy engine, a barrier, then thread 0
-issues the copy and waits until the engine has read the tile (`wait_group.read`) before it may be reused.
+A load: thread 0 arms the op's mbarrier with the block's byte count (`arrive.expect_tx`) and issues
+one copy per box (a block whose rows are wider than the swizzle span is several 128-byte column
+blocks, `box_copies`); every thread waits on the barrier's current phase (`try_wait.parity`; the
+phase bit is a local that flips at each use, which O3 turns into a loop-carried register), then reads
+the tile into the result's layout (`ldmatrix` for an `mma` operand), or, for `tma_wait`, hands the
+slot itself to wgmma. A store: every thread writes its part of the tile, `fence.proxy.async` makes
+those writes visible to the copy engine, a barrier, then thread 0 issues the copies and waits until
+the engine has read the tile (`wait_group.read`) before it may be reused.
 
-The tile lives in the scratch shared memory (after the `local_alloc` regions), at an address aligned to
-1024 bytes, which the swizzle patterns repeat on (the offset is rounded up at run time, `_align_up`),
-so TMA's address-based swizzle equals the tile's `#shared` swizzle. Each op has its own mbarrier (a static shared
-word), initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`).
+Tiles live at addresses aligned to 1024 bytes, which the swizzle patterns repeat on (the scratch
+offset is rounded up at run time, `_align_up`), so TMA's address-based swizzle equals the tile's
+`#nvmma_shared` swizzle. Each op or ring slot has its own mbarrier (a static shared word),
+initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`). The tensor map operand
+may be a kernel parameter (grid-constant) or any global address of a map.
 """
 
 from __future__ import annotations

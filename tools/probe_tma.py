@@ -42,6 +42,7 @@ from tma_kernels import (  # noqa: E402
     tma_load_to_pointers,
     tma_matmul,
     tma_matmul_bt,
+    tma_matmul_k_sum,
     tma_scale_copy,
     tma_shifted_copy,
     tma_store_from_pointers,
@@ -58,6 +59,7 @@ TIMING = "4096^3 fp16 timing"
 TIMING_BF16 = "4096^3 bf16 timing"
 TIMING_8K = "8192^3 fp16 timing"
 TIMINGS = (TIMING, TIMING_BF16, TIMING_8K)
+SM90 = "[sm_90, mma.sync] "  # cases compiled for sm_90 (TILEWORKBENCH_TARGET)
 
 
 def sass_of(compiled) -> str:
@@ -227,6 +229,25 @@ def probe_matmul(cp, m, n, k, blocks, dtype: str, stages: int, warps: int = 4,
         tma_facts(compiled, None, None))
 
 
+def probe_matmul_k_sum(cp, m, n, k, blocks, stages: int = 3) -> None:
+    """A K loop TMA cannot pipeline (its offsets have another use): A's and B's boxes take the one
+    scratch tile in turn (session 6's wrong 2048^3 matmul at num_stages=1 went this way)."""
+    bm, bn, bk = blocks
+    a, b, want = _matmul_inputs(cp, m, n, k, "fp16", False)
+    c = cp.full((m, n), np.nan, dtype=np.float16)
+    grid = (-(-m // bm), -(-n // bn))
+    sums = cp.full(grid[0] * grid[1], -1, dtype=np.int32)
+    compiled = tma_matmul_k_sum[grid](
+        TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+        TensorDescriptor.from_tensor(c, [bm, bn]), sums, k, BM=bm, BN=bn, BK=bk,
+        num_stages=stages)
+    err = rel_err(cp.asnumpy(c), want)
+    sums_ok = bool((cp.asnumpy(sums) == sum(range(0, k, bk))).all())
+    unpipelined = "ttng.tma_ring" not in compiled.asm["tile-gpu"]
+    row(f"unpipelined TMA matmul {m}x{n}x{k} {blocks}", err <= 2e-2 and sums_ok and unpipelined,
+        err, tma_facts(compiled, None, None) + ("" if unpipelined else " PIPELINED?"))
+
+
 def probe_matmul_bt(cp, m, n, k, blocks, stages: int, warps: int = 4) -> None:
     """Tutorial 09's TMA matmul (B as N x K, transposed in the kernel), fp16 out."""
     bm, bn, bk = blocks
@@ -369,6 +390,13 @@ def _cases(cp) -> dict:
         "matmul 2048 st3 w8": lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 256, 64), "fp16", 3,
                                                    8, np.float16),
         "tutorial-09 b.T": lambda: probe_matmul_bt(cp, 1000, 520, 776, (128, 128, 64), 3),
+        "unpipelined 2048": lambda: probe_matmul_k_sum(cp, 2048, 2048, 2048, (128, 128, 64)),
+        SM90 + "unpipelined 2048": lambda: probe_matmul_k_sum(cp, 2048, 2048, 2048,
+                                                              (128, 128, 64)),
+        SM90 + "matmul 2048 st1": lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 128, 64),
+                                                       "fp16", 1, 4, np.float16),
+        SM90 + "tutorial-09 b.T st3": lambda: probe_matmul_bt(cp, 1000, 520, 776,
+                                                              (128, 128, 64), 3),
         TIMING: lambda: probe_timing(4096, "fp16"),
         TIMING_BF16: lambda: probe_timing(4096, "bf16", CONFIGS[:2]),
         TIMING_8K: lambda: probe_timing(8192, "fp16", CONFIGS[:2]),
@@ -391,6 +419,8 @@ def run_case(name: str) -> int:
 
 def _child(name: str, cache: str, sanitize: bool = False, timeout: int = 100) -> tuple:
     env = dict(os.environ, TILEWORKBENCH_CACHE_DIR=cache, TILEWORKBENCH_TMA="1")
+    if name.startswith(SM90):
+        env["TILEWORKBENCH_TARGET"] = "sm_90"
     command = [sys.executable, __file__, "--case", name]
     if sanitize:
         command = ["compute-sanitizer", "--tool", "memcheck", *command]

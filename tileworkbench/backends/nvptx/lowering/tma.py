@@ -32,7 +32,7 @@ from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..lower import TVal
 from . import lowers
-from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile
+from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile, fence_async_shared
 
 TENSOR_MAP_BYTES = 128
 TILE_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 1024 bytes
@@ -135,7 +135,11 @@ def lower_tma_load(lw, op) -> None:
     phase = lw.entry_builder.alloca(I32)
     lw.entry_builder.store(ir.Constant(I32, 0), phase)
     b = lw.builder
-    lw.barrier_before_shared()  # the scratch's last readers are done before the engine writes it
+    # the scratch's last readers are done, their reads ordered before the engine's write (a read by
+    # `ldmatrix` may still be in flight when its thread reaches the barrier; the H200 gave a wrong
+    # 2048^3 matmul at num_stages=1 when A's and B's loads shared this scratch without the fence)
+    fence_async_shared(lw)
+    lw.barrier_before_shared()
     with b.if_then(_first_thread(lw)):
         _issue(lw, op, tile.offset, mbar, block, t.element)
     parity = b.load(phase)
@@ -271,6 +275,8 @@ def lower_tma_copy(lw, op) -> None:
     block = op.parent.ops
     previous = block[block.index(op) - 1] if block.index(op) else None
     if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
+        if op.thread_reads:  # the reads by threads (generic proxy) before the engine's writes
+            fence_async_shared(lw)
         lw.barrier()  # every thread is done reading the slots these copies overwrite
     b = lw.builder
     offset, mbar = _slot(lw, ring, lw.get(op.slot))

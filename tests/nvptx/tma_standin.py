@@ -16,6 +16,10 @@ compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase 
 - Faults (recorded, raised by `check` after the launch, as the H200 traps): an innermost coordinate
   that is not on a 16-byte chunk (cudaErrorIllegalInstruction there), a shared tile off its
   swizzle's alignment, a box row wider than the swizzle span, a wait on an uninitialized barrier.
+- Tensor maps built in the kernel: `tensormap.replace.tile.<field>` (inline PTX) writes one field of
+  a map in that layout, with the PTX ISA's encodings (rank - 1, element type codes, swizzle modes
+  0-3, fill mode 1 = NaN); `tensormap.cp_fenceproxy` copies the 128 bytes to global memory; the
+  proxy fences have nothing to order on the host.
 - mbarrier (count 1): `arrive.expect_tx` adds the bytes and arrives; the copy's completion subtracts
   them; a phase completes when both are zero, and `try_wait.parity p` is true once the phase of
   parity p has completed. Copies are deferred until a thread waits and finds the phase incomplete,
@@ -25,6 +29,7 @@ compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase 
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 
 import numpy as np
@@ -88,6 +93,83 @@ def _box_positions(tmap: np.void, x: int, y: int, whole_chunks: bool = False):
             yield i, j, inside, int(tmap["base"]) + gy * stride + gx * nbytes
 
 
+# tensormap.replace's fields, in the order of the callback's field argument
+_FIELDS = ("global_address", "rank", "box_dim", "global_dim", "global_stride", "element_stride",
+           "elemtype", "interleave_layout", "swizzle_mode", "fill_mode")
+# PTX `.elemtype` codes -> bytes per element (u8 u16 u32 s32 u64 s64 f16 f32 f32.ftz f64 bf16 tf32)
+_ELEMENT_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 4, 9: 8, 10: 2, 11: 4}
+_REPLACE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64)
+_COPY_MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def tensormap_replace(address: int, field: int, ordinal: int, value: int) -> None:
+    """`tensormap.replace.tile.<_FIELDS[field]>` of the map at `address`, as the PTX ISA defines it."""
+    tmap = np.frombuffer((ctypes.c_uint8 * _MAP.itemsize).from_address(address), _MAP)
+    name = _FIELDS[field]
+    if name == "global_address":
+        assert value % 16 == 0, "TMA's global address must be 16-byte aligned"
+        tmap["base"] = value
+    elif name == "rank":
+        tmap["rank"] = value + 1
+    elif name == "box_dim":
+        assert 1 <= value <= 256, "a box dimension is 1 to 256 elements"
+        tmap["box"][0, ordinal] = value
+    elif name == "global_dim":
+        tmap["dims"][0, ordinal] = value
+    elif name == "global_stride":
+        assert value % 16 == 0, "TMA's global strides are multiples of 16 bytes"
+        tmap["strides"][0, ordinal] = value
+    elif name == "element_stride":
+        assert value == 1, "the stand-in copies dense boxes only"
+    elif name == "elemtype":
+        tmap["element_bytes"] = _ELEMENT_BYTES[value]
+    elif name == "interleave_layout":
+        assert value == 0, "the stand-in has no interleaved layouts"
+    elif name == "swizzle_mode":
+        tmap["swizzle"] = (0, 32, 64, 128)[value]
+    elif name == "fill_mode":
+        assert value == 0 or tmap["element_bytes"] >= 2, "TMA fills NaN for float types only"
+        tmap["nan_fill"] = value == 1
+
+
+def copy_map(destination: int, source: int) -> None:
+    """`tensormap.cp_fenceproxy`: the 128-byte map from shared to global memory."""
+    ctypes.memmove(destination, source, 128)
+
+
+_REPLACE_ASM = re.compile(r"tensormap\.replace\.tile\.(\w+)\.shared::cta\.b1024\.b(32|64) "
+                          r"\[\$0\], (?:(\d+), )?(\$1|-?\d+);")
+
+
+def is_tensormap_asm(asm: str) -> bool:
+    """Whether inline PTX `asm` is one of the in-kernel tensor map instructions."""
+    return asm.startswith(("tensormap.", "fence.proxy.tensormap"))
+
+
+def tensormap_asm_body(asm: str, ret: str, arg_types: tuple) -> str:
+    """The host LLVM body of an in-kernel tensor map instruction (after the function's head)."""
+    if asm.startswith("fence.proxy.tensormap"):  # the acquire (and the bulk-group no-ops after it)
+        return "  ret void\n}"
+    if asm.startswith("tensormap.cp_fenceproxy"):
+        return ("  %d = addrspacecast ptr addrspace(1) %a0 to ptr\n"
+                "  %s = addrspacecast ptr addrspace(3) %a1 to ptr\n"
+                "  call void @emu_tensormap_copy(ptr %d, ptr %s)\n  ret void\n}")
+    m = _REPLACE_ASM.fullmatch(asm)
+    if m is None:
+        raise ValueError(f"the tensor map stand-in cannot run {asm!r}")
+    field, width, ordinal, value = m.groups()
+    body = "  %g = addrspacecast ptr addrspace(3) %a0 to ptr\n"
+    if value == "$1":
+        body += "  %v = zext i32 %a1 to i64\n" if arg_types[1] == "i32" else ""
+        value = "%v" if arg_types[1] == "i32" else "%a1"
+    return body + (f"  call void @emu_tensormap_replace(ptr %g, i32 {_FIELDS.index(field)}, "
+                   f"i32 {ordinal or 0}, i64 {value})\n  ret void\n}}")
+
+
+TENSORMAP_DECLARATIONS = ["declare void @emu_tensormap_replace(ptr, i32, i32, i64)",
+                          "declare void @emu_tensormap_copy(ptr, ptr)"]
+
+
 class TMAStandIn:
     """The callbacks' state: mbarriers by address, the copies each one still owes, and the faults
     seen (a callback cannot raise into the kernel; `check` raises them after the launch)."""
@@ -110,7 +192,9 @@ class TMAStandIn:
     def callbacks(self) -> dict[str, object]:
         return {"emu_mbar_init": _INIT(self.init), "emu_mbar_expect_tx": _INIT(self.expect_tx),
                 "emu_mbar_try_wait": _WAIT(self.try_wait), "emu_tma_load": _LOAD(self.load),
-                "emu_tma_store": _STORE(self.store)}
+                "emu_tma_store": _STORE(self.store),
+                "emu_tensormap_replace": _REPLACE(tensormap_replace),
+                "emu_tensormap_copy": _COPY_MAP(copy_map)}
 
     def init(self, mbar: int, count: int) -> None:
         with self.lock:

@@ -25,11 +25,13 @@ __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
 def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
-             num_warps: int = 4, debug: bool = False, tma: bool = False) -> tt.FuncOp:
+             num_warps: int = 4, debug: bool = False, tma: bool = False,
+             device_tma: bool = False) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
     be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads;
     `tl.device_assert` makes a `tt.assert` only when `debug`; `tma`: the target has the TMA engine, so
-    host descriptors that fit it take a tensor map (descriptor_args.py)."""
+    host descriptors that fit it take a tensor map (descriptor_args.py); `device_tma`: the target also
+    builds tensor maps in the kernel, for `tl.make_tensor_descriptor` (device_descriptors.py)."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -65,7 +67,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     builder = Builder(func.body.block)
     if tma:
         _note_pointer_descriptors(builder, args, func.loc)
-    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug)
+    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug,
+                              device_tma=tma and device_tma)
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:

@@ -49,6 +49,10 @@ class NvptxBackend(Backend):
 
         return config.tma and target in self.architectures() and sm_number(target) >= 90
 
+    def builds_tensor_maps(self, target) -> bool:
+        """TMA targets whose PTX has `tensormap.replace`: the sm_90a family (sm_90a, sm_100a)."""
+        return self.has_tma(target) and target.endswith("a")
+
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
         from . import compile_nvptx
 
@@ -57,7 +61,8 @@ class NvptxBackend(Backend):
         return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
                                             "ptx": result.ptx},
                        result.passes, result.line_maps, result.shared, result.static_shared,
-                       debug_checks=result.debug_checks, shared_plan=result.shared_plan)
+                       debug_checks=result.debug_checks, shared_plan=result.shared_plan,
+                       global_scratch=result.global_scratch)
 
     def finish(self, kernel, recompile) -> None:
         kernel._assemble_in_background(kernel.launch_metadata.target)

@@ -13,9 +13,9 @@ TMA path as the compiler's rules say it should (PTX `cp.async.bulk.tensor` loads
 bytes, rows of 256+ bytes as 128-byte column blocks, unswizzled boxes), padded strides, a ragged
 innermost extent and a ragged stride (pointer path, no stray writes), a misaligned base (its load
 on pointers), shifted boxes (unaligned: pointer path; negative, far-edge and wholly outside: TMA
-with the padding),
-one-sided TMA, descriptor matmuls (fp16/bf16, 1-4 stages, tails; sm_90a: wgmma) and, at 4096^3 fp16,
-our TMA matmul beside Triton's tutorial-09 TMA kernel (the same source) and our pointer matmul.
+with the padding), one-sided TMA, descriptor matmuls (fp16/bf16, 1-4 stages, tails; sm_90a:
+wgmma) and, at 4096^3 (fp16, bf16) and 8192^3 fp16, our TMA matmul beside Triton's tutorial-09 TMA
+kernel (the same source) and our pointer matmul, each at its best of a few configs.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from tma_kernels import (  # noqa: E402
     tma_load_to_pointers,
     tma_matmul,
     tma_matmul_bt,
+    tma_matmul_k_sum,
     tma_scale_copy,
     tma_shifted_copy,
     tma_store_from_pointers,
@@ -54,7 +55,11 @@ RNG = np.random.default_rng(2026)
 ROWS: list[tuple] = []
 LOADS = "cp.async.bulk.tensor.2d.shared::cluster.global"
 STORES = "cp.async.bulk.tensor.2d.global.shared::cta"
-TIMING = "4096^3 fp16: ours TMA vs Triton TMA vs ours pointers"
+TIMING = "4096^3 fp16 timing"
+TIMING_BF16 = "4096^3 bf16 timing"
+TIMING_8K = "8192^3 fp16 timing"
+TIMINGS = (TIMING, TIMING_BF16, TIMING_8K)
+SM90 = "[sm_90, mma.sync] "  # cases compiled for sm_90 (TILEWORKBENCH_TARGET)
 
 
 def sass_of(compiled) -> str:
@@ -108,7 +113,8 @@ def rel_err(got, want) -> float:
 
 
 def mismatch(got, want) -> str:
-    """Where a result differs: unwritten (NaN where a value belongs), written past the shape, wrong."""
+    """Where a result differs: unwritten (NaN where a value belongs), written past the shape,
+    wrong."""
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     unwritten = int((np.isnan(got) & ~np.isnan(want)).sum())
     stray = int((~np.isnan(got) & np.isnan(want)).sum())
@@ -223,6 +229,25 @@ def probe_matmul(cp, m, n, k, blocks, dtype: str, stages: int, warps: int = 4,
         tma_facts(compiled, None, None))
 
 
+def probe_matmul_k_sum(cp, m, n, k, blocks, stages: int = 3) -> None:
+    """A K loop TMA cannot pipeline (its offsets have another use): A's and B's boxes take the one
+    scratch tile in turn (session 6's wrong 2048^3 matmul at num_stages=1 went this way)."""
+    bm, bn, bk = blocks
+    a, b, want = _matmul_inputs(cp, m, n, k, "fp16", False)
+    c = cp.full((m, n), np.nan, dtype=np.float16)
+    grid = (-(-m // bm), -(-n // bn))
+    sums = cp.full(grid[0] * grid[1], -1, dtype=np.int32)
+    compiled = tma_matmul_k_sum[grid](
+        TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+        TensorDescriptor.from_tensor(c, [bm, bn]), sums, k, BM=bm, BN=bn, BK=bk,
+        num_stages=stages)
+    err = rel_err(cp.asnumpy(c), want)
+    sums_ok = bool((cp.asnumpy(sums) == sum(range(0, k, bk))).all())
+    unpipelined = "ttng.tma_ring" not in compiled.asm["tile-gpu"]
+    row(f"unpipelined TMA matmul {m}x{n}x{k} {blocks}", err <= 2e-2 and sums_ok and unpipelined,
+        err, tma_facts(compiled, None, None) + ("" if unpipelined else " PIPELINED?"))
+
+
 def probe_matmul_bt(cp, m, n, k, blocks, stages: int, warps: int = 4) -> None:
     """Tutorial 09's TMA matmul (B as N x K, transposed in the kernel), fp16 out."""
     bm, bn, bk = blocks
@@ -252,10 +277,14 @@ def _triton_tma_kernels():
     return module
 
 
-def probe_timing(cp) -> None:
-    """4096^3 fp16, fp32 accumulation, fp16 out: tutorial 09's TMA kernel compiled by us and by
-    Triton 3.6 (128x256x64, 8 warps, 3 stages, as the tutorial's Hopper config), and our tutorial-03
-    pointer matmul (bench/kernels.py) at the same tiles; do_bench medians, interleaved."""
+CONFIGS = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 4, 4), (128, 128, 64, 8, 3)]
+
+
+def probe_timing(size: int, dtype: str, configs=CONFIGS) -> None:
+    """size^3 matmul, fp32 accumulation, out in the input type: tutorial 09's TMA kernel compiled by
+    us and by Triton 3.6 (the same source, B given N x K), and our tutorial-03 pointer matmul
+    (bench/kernels.py), each at its best of `configs` (BM, BN, BK, warps, stages); do_bench medians,
+    the contenders interleaved, best of 3 rounds."""
     import torch
     import triton
     import triton.testing
@@ -263,51 +292,71 @@ def probe_timing(cp) -> None:
 
     import kernels as bench_kernels  # bench/kernels.py
 
-    size, (bm, bn, bk), warps, stages = 4096, (128, 256, 64), 8, 3
-    a = torch.randn((size, size), device="cuda", dtype=torch.float16)
-    b = torch.randn((size, size), device="cuda", dtype=torch.float16)  # N x K
-    want = (a.double() @ b.double().T)
-    grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
-    outs = {name: torch.full((size, size), float("nan"), device="cuda", dtype=torch.float16)
-            for name in ("ours TMA", "Triton TMA", "ours pointers")}
+    torch_type = torch.bfloat16 if dtype == "bf16" else torch.float16
+    a = torch.randn((size, size), device="cuda", dtype=torch_type)
+    b = torch.randn((size, size), device="cuda", dtype=torch_type)  # N x K
+    want = a.double() @ b.double().T
     triton_kernels = _triton_tma_kernels()
     pointer = bench_kernels.load("tileworkbench").matmul_kernel
     bt = b.T  # K x N view for the pointer kernel
-    consts = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
-                  num_warps=warps, num_stages=stages)
 
-    def ours():
-        return tma_matmul_bt[grid](TensorDescriptor.from_tensor(a, [bm, bk]),
-                                   TensorDescriptor.from_tensor(b, [bn, bk]),
-                                   TensorDescriptor.from_tensor(outs["ours TMA"], [bm, bn]),
-                                   size, size, size, **consts)
+    def launchers(config):
+        bm, bn, bk, warps, stages = config
+        grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
+        outs = {name: torch.full((size, size), float("nan"), device="cuda", dtype=torch_type)
+                for name in ("ours TMA", "Triton TMA", "ours pointers")}
+        consts = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8,
+                      num_warps=warps, num_stages=stages)
 
-    def theirs():
-        return triton_kernels.tma_matmul_bt[grid](
-            TritonDescriptor.from_tensor(a, [bm, bk]), TritonDescriptor.from_tensor(b, [bn, bk]),
-            TritonDescriptor.from_tensor(outs["Triton TMA"], [bm, bn]), size, size, size, **consts)
+        def ours():
+            return tma_matmul_bt[grid](TensorDescriptor.from_tensor(a, [bm, bk]),
+                                       TensorDescriptor.from_tensor(b, [bn, bk]),
+                                       TensorDescriptor.from_tensor(outs["ours TMA"], [bm, bn]),
+                                       size, size, size, **consts)
 
-    def pointers():
-        c = outs["ours pointers"]
-        return pointer[grid](a, bt, c, size, size, size, a.stride(0), a.stride(1), bt.stride(0),
-                             bt.stride(1), c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GROUP_M=8,
-                             num_warps=warps, num_stages=stages)
+        def theirs():
+            return triton_kernels.tma_matmul_bt[grid](
+                TritonDescriptor.from_tensor(a, [bm, bk]),
+                TritonDescriptor.from_tensor(b, [bn, bk]),
+                TritonDescriptor.from_tensor(outs["Triton TMA"], [bm, bn]), size, size, size,
+                **consts)
 
-    launchers = {"ours TMA": ours, "Triton TMA": theirs, "ours pointers": pointers}
-    compiled = {name: fn() for name, fn in launchers.items()}
-    torch.cuda.synchronize()
-    errs = {name: float(((out.double() - want).abs().max() / want.abs().max()).item())
-            for name, out in outs.items()}
-    times = {name: [] for name in launchers}
-    for _ in range(3):
-        for name, fn in launchers.items():
-            times[name].append(triton.testing.do_bench(fn, warmup=10, rep=50))
-    tflops = {name: 2 * size**3 / (min(t) * 1e-3) / 1e12 for name, t in times.items()}
-    text = ", ".join(f"{name} {tflops[name]:.0f} TFLOP/s (err {errs[name]:.1e})" for name in tflops)
-    ratio = tflops["ours TMA"] / tflops["Triton TMA"]
-    row(TIMING, max(errs.values()) <= 1e-2, max(errs.values()),
-        f"{text}; ours/Triton {ratio:.3f}; " + tma_facts(compiled["ours TMA"], None, None),
-        min(times["ours TMA"]))
+        def pointers():
+            c = outs["ours pointers"]
+            return pointer[grid](a, bt, c, size, size, size, a.stride(0), a.stride(1),
+                                 bt.stride(0), bt.stride(1), c.stride(0), c.stride(1), BM=bm,
+                                 BN=bn, BK=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+
+        return {"ours TMA": ours, "Triton TMA": theirs, "ours pointers": pointers}, outs
+
+    best: dict[str, tuple] = {}  # name -> (ms, config, err, compiled)
+    for config in configs:
+        fns, outs = launchers(config)
+        compiled = {}
+        for name, fn in fns.items():
+            try:
+                compiled[name] = fn()
+            except Exception as error:  # noqa: BLE001 - a config that does not fit: skip it
+                print(f"{name} {config}: {type(error).__name__}: {error}"[:300], file=sys.stderr)
+        torch.cuda.synchronize()
+        times = {name: [] for name in compiled}
+        for _ in range(3):
+            for name in compiled:
+                times[name].append(triton.testing.do_bench(fns[name], warmup=10, rep=40))
+        for name in compiled:
+            out = outs[name]
+            err = float(((out.double() - want).abs().max() / want.abs().max()).item())
+            ms = min(times[name])
+            if name not in best or ms < best[name][0]:
+                best[name] = (ms, config, err, compiled[name])
+    tflops = {name: 2 * size**3 / (v[0] * 1e-3) / 1e12 for name, v in best.items()}
+    text = ", ".join(f"{name} {tflops[name]:.0f} TFLOP/s {best[name][1]} (err {best[name][2]:.1e})"
+                     for name in tflops)
+    ratio = tflops.get("ours TMA", 0) / tflops.get("Triton TMA", float("inf"))
+    errs = [v[2] for v in best.values()]
+    row(f"{size}^3 {dtype}: ours TMA vs Triton TMA vs ours pointers", max(errs) <= 1e-2,
+        max(errs), f"{text}; ours/Triton {ratio:.3f}; "
+        + tma_facts(best["ours TMA"][3], None, None), best["ours TMA"][0])
 
 
 def _cases(cp) -> dict:
@@ -341,7 +390,16 @@ def _cases(cp) -> dict:
         "matmul 2048 st3 w8": lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 256, 64), "fp16", 3,
                                                    8, np.float16),
         "tutorial-09 b.T": lambda: probe_matmul_bt(cp, 1000, 520, 776, (128, 128, 64), 3),
-        TIMING: lambda: probe_timing(cp),
+        "unpipelined 2048": lambda: probe_matmul_k_sum(cp, 2048, 2048, 2048, (128, 128, 64)),
+        SM90 + "unpipelined 2048": lambda: probe_matmul_k_sum(cp, 2048, 2048, 2048,
+                                                              (128, 128, 64)),
+        SM90 + "matmul 2048 st1": lambda: probe_matmul(cp, 2048, 2048, 2048, (128, 128, 64),
+                                                       "fp16", 1, 4, np.float16),
+        SM90 + "tutorial-09 b.T st3": lambda: probe_matmul_bt(cp, 1000, 520, 776,
+                                                              (128, 128, 64), 3),
+        TIMING: lambda: probe_timing(4096, "fp16"),
+        TIMING_BF16: lambda: probe_timing(4096, "bf16", CONFIGS[:2]),
+        TIMING_8K: lambda: probe_timing(8192, "fp16", CONFIGS[:2]),
     }
 
 
@@ -359,16 +417,18 @@ def run_case(name: str) -> int:
     return 0
 
 
-def _child(name: str, cache: str, sanitize: bool = False) -> tuple:
+def _child(name: str, cache: str, sanitize: bool = False, timeout: int = 100) -> tuple:
     env = dict(os.environ, TILEWORKBENCH_CACHE_DIR=cache, TILEWORKBENCH_TMA="1")
+    if name.startswith(SM90):
+        env["TILEWORKBENCH_TARGET"] = "sm_90"
     command = [sys.executable, __file__, "--case", name]
     if sanitize:
         command = ["compute-sanitizer", "--tool", "memcheck", *command]
     try:
         done = subprocess.run(command, env=env, check=False, capture_output=True, text=True,
-                              timeout=100)
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
-        hang = "timed out after 100 s (a hang: an mbarrier never done?)"
+        hang = f"timed out after {timeout} s (a hang: an mbarrier never done?)"
         return (name, "ERROR", "", hang, ""), ""
     lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
     result = tuple(json.loads(lines[-1][4:])) if lines else (
@@ -391,10 +451,10 @@ def main() -> int:
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, "
           f"target {resolve_target(None)}", flush=True)
     start = time.perf_counter()
-    names = [n for n in _cases(cp) if n != TIMING]
+    names = [n for n in _cases(cp) if n not in TIMINGS]
     with ThreadPoolExecutor(min(8, os.cpu_count() or 4)) as pool:  # each case its own context
         results = list(pool.map(lambda n: _child(n, cache), names))
-    results.append(_child(TIMING, cache))  # alone on the GPU
+    results += [_child(name, cache, timeout=300) for name in TIMINGS]  # alone on the GPU
     for result, stderr in results:
         ROWS.append(result)
         if stderr:

@@ -12,6 +12,7 @@ from tma_kernels import (
     tma_load_to_pointers,
     tma_matmul,
     tma_matmul_bt,
+    tma_matmul_k_sum,
     tma_scale_copy,
     tma_shifted_copy,
     tma_store_from_pointers,
@@ -236,3 +237,25 @@ def test_tma_feeds_wgmma_a_transposed_operand():
                *_flat(c, (bm, bn))[:-1], m, n, k)
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+
+
+@pytest.mark.parametrize("wgmma", [False, True], ids=["mma.sync", "wgmma"])
+def test_unpipelined_loop_shares_the_scratch_tile(wgmma):
+    """A loop TMA cannot pipeline (its offsets have another use): A's and B's boxes go through the
+    one scratch tile in turn, each after a fence and a barrier, read into registers (mma.sync) or
+    copied to wgmma's tiles; K tails zero-filled."""
+    bm, bn, bk = 64, 64, 32
+    m, n, k = 70, 72, 4 * bk - 8
+    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(bm, bk), (bk, bn)])
+    args += descriptor_args(["c_desc"], "fp32", [(bm, bn)])
+    args += [ArgSpec("k_sum_ptr", "*i32"), ArgSpec("K", "i32")]
+    emu = Emulator(tma_matmul_k_sum, args, {"BM": bm, "BN": bn, "BK": bk}, num_warps=4, tma=True,
+                   tensor_cores=not wgmma, wgmma=wgmma, num_stages=3)
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    sums = np.full(4, -1, np.int32)
+    emu.launch((2, 2), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)), *_flat(c, (bm, bn)), sums, k)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+    assert (sums == sum(range(0, k, bk))).all()

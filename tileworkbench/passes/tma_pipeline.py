@@ -109,6 +109,9 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
         rings.append(outside.add(ttng.TMARingOp(), [MemDescType((stages, *box), t.element, encoding)],
                                  load.loc, [load.result.name_hint]))
 
+    # threads read a slot (not wgmma alone): their reads are ordered before the refill by a fence
+    thread_reads = any(_wgmma_tile(func, load) is None for load in loads)
+
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
         """Clone the offsets' slice for iteration `iv_value`, copy its boxes into `slot`; returns the
         slice's next carried values."""
@@ -119,7 +122,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
         for load, ring in zip(loads, rings):
             offsets = [mapping.get(id(v), v) for v in load.offsets]
             emit.add(ttng.TMACopyOp(desc=load.desc, ring=ring, slot=slot, pred=in_range,
-                                    offsets=offsets), (), load.loc)
+                                    offsets=offsets, thread_reads=thread_reads), (), load.loc)
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
     ahead = {i: loop.init_args[i] for i in carried}

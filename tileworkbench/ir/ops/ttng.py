@@ -51,13 +51,15 @@ class TMARingOp(Op, name="ttng.tma_ring"):
 class TMACopyOp(Op, name="ttng.tma_copy"):
     """Thread 0 arms slot `slot`'s mbarrier and copies the box at `offsets` of tensor map `desc` into
     the slot; nothing when `pred` is false (an iteration past the loop's end). The slot's last readers
-    are done first (a barrier)."""
+    are done first (a barrier); `thread_reads`: threads read the slots (`tma_wait_read`), so each
+    first orders its reads before the engine's write (`fence.proxy.async`)."""
 
     desc: Value = operand()
     ring: Value = operand()
     slot: Value = operand()
     pred: Value = operand()
     offsets: list[Value] = operands()
+    thread_reads: bool = attribute(False)
 
 
 @dataclass(eq=False)

@@ -1,17 +1,21 @@
 """TMA (sm_90+): `ttng.tma_load` / `ttng.tma_store` as `cp.async.bulk.tensor` copies between global
-memory and a shared tile, and the kernel parameters they read (128-byte CUtensorMaps).
+memory and a shared tile, the rings of pipelined loops (`ttng.tma_ring` / `tma_copy` / `tma_wait_read`
+/ `tma_wait`), and the kernel parameters they read (128-byte CUtensorMaps).
 
-A load: thread 0 arms the op's mbarrier with the box's byte count (`arrive.expect_tx`) and issues the
-copy; every thread waits on the barrier's current phase (`try_wait.parity`; the phase bit is a local
-that flips at each use, which O3 turns into a loop-carried register), then reads the tile into the
-result's layout (`ldmatrix` for an `mma` operand). A store: every thread writes its part of the tile,
-`fence.proxy.async.shared::cta` makes those writes visible to the copy engine, a barrier, then thread 0
-issues the copy and waits until the engine has read the tile (`wait_group.read`) before it may be reused.
+A load: thread 0 arms the op's mbarrier with the block's byte count (`arrive.expect_tx`) and issues
+one copy per box (a block whose rows are wider than the swizzle span is several 128-byte column
+blocks, `box_copies`); every thread waits on the barrier's current phase (`try_wait.parity`; the
+phase bit is a local that flips at each use, which O3 turns into a loop-carried register), then reads
+the tile into the result's layout (`ldmatrix` for an `mma` operand), or, for `tma_wait`, hands the
+slot itself to wgmma. A store: every thread writes its part of the tile, `fence.proxy.async` makes
+those writes visible to the copy engine, a barrier, then thread 0 issues the copies and waits until
+the engine has read the tile (`wait_group.read`) before it may be reused.
 
-The tile lives in the scratch shared memory (after the `local_alloc` regions), at an address aligned to
-1024 bytes, which the swizzle patterns repeat on (the offset is rounded up at run time, `_align_up`),
-so TMA's address-based swizzle equals the tile's `#shared` swizzle. Each op has its own mbarrier (a static shared
-word), initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`).
+Tiles live at addresses aligned to 1024 bytes, which the swizzle patterns repeat on (the scratch
+offset is rounded up at run time, `_align_up`), so TMA's address-based swizzle equals the tile's
+`#nvmma_shared` swizzle. Each op or ring slot has its own mbarrier (a static shared word),
+initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`). The tensor map operand
+may be a kernel parameter (grid-constant) or any global address of a map.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..lower import TVal
 from . import lowers
-from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile
+from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile, fence_async_shared
 
 TENSOR_MAP_BYTES = 128
 TILE_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 1024 bytes
@@ -131,7 +135,11 @@ def lower_tma_load(lw, op) -> None:
     phase = lw.entry_builder.alloca(I32)
     lw.entry_builder.store(ir.Constant(I32, 0), phase)
     b = lw.builder
-    lw.barrier_before_shared()  # the scratch's last readers are done before the engine writes it
+    # the scratch's last readers are done, their reads ordered before the engine's write (a read by
+    # `ldmatrix` may still be in flight when its thread reaches the barrier; the H200 gave a wrong
+    # 2048^3 matmul at num_stages=1 when A's and B's loads shared this scratch without the fence)
+    fence_async_shared(lw)
+    lw.barrier_before_shared()
     with b.if_then(_first_thread(lw)):
         _issue(lw, op, tile.offset, mbar, block, t.element)
     parity = b.load(phase)
@@ -267,6 +275,8 @@ def lower_tma_copy(lw, op) -> None:
     block = op.parent.ops
     previous = block[block.index(op) - 1] if block.index(op) else None
     if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
+        if op.thread_reads:  # the reads by threads (generic proxy) before the engine's writes
+            fence_async_shared(lw)
         lw.barrier()  # every thread is done reading the slots these copies overwrite
     b = lw.builder
     offset, mbar = _slot(lw, ring, lw.get(op.slot))

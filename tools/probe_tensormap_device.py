@@ -64,6 +64,8 @@ def facts(compiled, want_tma: bool, want_maps: bool | None = None) -> str:
     text = f"maps {maps}, ptx ld/st {loads}/{stores}"
     if sass:
         text += f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')}"
+        if "HGMMA" in sass:
+            text += f" HGMMA {sass.count('HGMMA')}"
     if (want_tma and loads + stores == 0) or (want_maps and not maps):
         text += " NO TMA"
     if (not want_tma and loads + stores) or (not want_maps and maps):
@@ -278,7 +280,8 @@ def _triton_matmul(a, b, c, blocks, stages, warps):
         pass
     text = f"triton {triton.__version__}"
     if sass:
-        text += f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')}"
+        text += (f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')} "
+                 f"HGMMA {sass.count('HGMMA')}")
     return launch, text
 
 

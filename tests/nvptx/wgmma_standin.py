@@ -35,6 +35,12 @@ def is_wgmma_asm(op: str) -> bool:
     return op.startswith("wgmma.") or op.startswith("fence.proxy.async")
 
 
+def runs_register_a(module_text: str) -> bool:
+    """Whether an emulated module (its inline asm replaced by host functions) holds the stand-in of a
+    register-A wgmma: the body that stores A's four words after the accumulators."""
+    return "%pa3 = getelementptr i32, ptr %in" in module_text
+
+
 def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
     """The LLVM IR body of a host function standing in for one wgmma-family inline asm call."""
     op = asm.split(" ")[0]
@@ -82,7 +88,7 @@ def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
     first = a_args + 2
     value = "float" if arg_types[first] == "float" else "i32"
     lines = [f"  %in = alloca [{MAX_WORDS} x i32], align 8", f"  %out = alloca [{count} x i32]",
-             f"  %pb = getelementptr i32, ptr %in, i32 2", f"  store i64 %a{a_args}, ptr %pb",
+             "  %pb = getelementptr i32, ptr %in, i32 2", f"  store i64 %a{a_args}, ptr %pb",
              "  %pp = getelementptr i32, ptr %in, i32 4",
              f"  %scale = zext i1 %a{a_args + 1} to i32", "  store i32 %scale, ptr %pp"]
     if register_a:  # words 0-1 (A's descriptor) stay unused; A's registers follow the accumulators

@@ -73,11 +73,11 @@ def test_attention_forward_on_tensor_cores(causal, num_stages):
 # -- Hopper: both dots on wgmma, P @ V with A (P) from registers ------------------------------------
 
 @pytest.mark.parametrize("head_dim, causal, dtype, block_m, block_n, num_warps, n_ctx", [
-    (64, False, "fp16", 64, 64, 4, 128),
+    (64, False, "fp16", 128, 64, 4, 128),
     (128, True, "fp16", 64, 64, 4, 128),
     (64, True, "bf16", 128, 64, 8, 128),
     (128, False, "bf16", 64, 32, 4, 64),
-], ids=["d64-fp16", "d128-causal-fp16", "d64-causal-bf16-8warps", "d128-bf16-bn32"])
+], ids=["d64-fp16-two-m-halves", "d128-causal-fp16", "d64-causal-bf16-8warps", "d128-bf16-bn32"])
 def test_attention_forward_on_wgmma(head_dim, causal, dtype, block_m, block_n, num_warps, n_ctx):
     """Tutorial 06's forward (tensor descriptors) on sm_90a's wgmma: Q @ K^T reads both tiles by
     descriptors, P @ V takes P's fragments from registers; heads 64 and 128, causal and not."""

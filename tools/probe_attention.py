@@ -136,17 +136,21 @@ def _sass(cubin: bytes | None) -> str:
 
 
 def _counts(sass: str) -> dict:
-    """Opcode counts in the longest loop body (the key-block loop), and its instruction count."""
-    lines = sass.splitlines()
-    loop: list[str] = []
-    for i, line in enumerate(lines):
-        if "BRA" in line and "`(.L_x_" in line:
-            label = line.split("`(")[1].split(")")[0]
-            start = next((j for j in range(i) if lines[j].strip().startswith(label + ":")), None)
-            body = [x for x in lines[start:i + 1] if "/*" in x and ";" in x] if start is not None \
-                else []
+    """Opcode counts in the longest loop body (the key-block loop: the code between a backward
+    `BRA 0x...` and its target; cuobjdump prints addresses, not labels), and its length."""
+    code = []
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            code.append((int(m.group(1), 16), m.group(2)))
+    loop: list = []
+    for address, text in code:
+        m = re.search(r"BRA (?:`\(\.L_x_\d+\) )?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < address:
+            body = [c for c in code if int(m.group(1), 16) <= c[0] <= address]
             loop = body if len(body) > len(loop) else loop
-    counts = {op: sum(bool(re.search(rf"\b{re.escape(op)}\b", x)) for x in loop) for op in OPCODES}
+    counts = {op: sum(bool(re.search(rf"(^|\s){re.escape(op)}\b", text)) for _, text in loop)
+              for op in OPCODES}
     return {"instructions": len(loop), **{k: v for k, v in counts.items() if v}}
 
 

@@ -112,7 +112,8 @@ def attention_forward_masked(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
         acc = tl.dot(p.to(v.dtype), v, acc)
         row_max = new_max
     out = (acc / row_sum[:, None]).to(o_ptr.dtype.element_ty)
-    tl.store(o_ptr + head + rows[:, None] * HEAD_DIM + dims[None, :], out, mask=rows[:, None] < n_ctx)
+    tl.store(o_ptr + head + rows[:, None] * HEAD_DIM + dims[None, :], out,
+             mask=rows[:, None] < n_ctx)
 
 
 def signature(dtype: str = "fp16") -> dict:

@@ -8,6 +8,8 @@ after a fence that nothing is written between. Emulated runs: test_attention_emu
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,14 +68,21 @@ def test_both_dots_of_attention_on_wgmma(head_dim, causal, block, warps):
     assert compiled.metadata.n_spills in (0, None)
 
 
-def test_nothing_is_written_between_the_fence_and_the_register_a_wgmma():
+def test_nothing_is_written_between_the_fence_and_the_register_a_wgmma(tmp_path):
     """Where A's registers (or accumulators) are written between `wgmma.fence` and the wgmma, ptxas
-    serializes the warp group; the fence takes A's registers, so LLVM computes them before it."""
+    serializes the warp group; the fence takes A's registers, so LLVM computes them before it. ptxas
+    says when it serializes wgmmas (info C7515 / C7519 and the like): it must not."""
     ptx = _attention_bench().asm["ptx"]
     fence = ptx.rindex("wgmma.fence.sync.aligned;")
     between = ptx[fence:ptx.index("wgmma.mma_async", fence)].splitlines()[1:]
     assert all(not line.strip() or line.strip().startswith(("//", ".loc")) for line in between), \
         between
+    if shutil.which("ptxas"):
+        (tmp_path / "k.ptx").write_text(ptx)
+        report = subprocess.run(["ptxas", "-v", "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o",
+                                 str(tmp_path / "k.cubin")], capture_output=True, text=True)
+        assert report.returncode == 0 and "serialized" not in report.stderr + report.stdout, \
+            report.stderr
 
 
 def test_mma_sync_where_the_chain_cannot_take_wgmma():

@@ -106,3 +106,13 @@ def test_tutorial_kernels_assemble_with_register_a(dtype):
         found = REGISTER_A.findall(kernel.asm["ptx"])
         assert found and {t for _, t, _ in found} == {dtype.replace("fp", "f")}
         assert kernel.metadata.n_spills in (0, None)
+
+
+def test_attention_rings_have_no_spare_slot():
+    """The spare ring slot serves one wgmma group kept in flight; attention's loop waits for both of
+    its dots, so its K and V rings keep `num_stages` slots (two blocks per SM at head dim 128 and
+    64 x 64 tiles: 112 KB of shared memory, not 144)."""
+    compiled = _attention_bench(128, False, (64, 64), 4)
+    gpu = compiled.asm["tile-gpu"]
+    assert "!ttg.memdesc<3x64x128xf16" in gpu and "!ttg.memdesc<4x64x128xf16" not in gpu
+    assert compiled.metadata.shared == 112 * 1024

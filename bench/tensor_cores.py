@@ -48,7 +48,9 @@ MATMUL_CONFIGS = [  # (BM, BN, BK, num_warps, num_stages); the first three are w
 ]
 TF32_CONFIGS = [(128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (128, 128, 16, 8, 4), (64, 128, 32, 4, 4)]
 FP8_CONFIGS = [(128, 256, 128, 8, 3), (128, 128, 128, 8, 4), (128, 256, 64, 8, 4), (128, 128, 128, 4, 3)]
-ATTN_CONFIGS = [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
+# (BM, BN, num_warps, num_stages); on sm_90a both dots run on wgmma (P @ V with P in registers) where
+# every warp group gets 64 query rows: BM 128 with 8 warps is Triton's Hopper choice (tutorial 06)
+ATTN_CONFIGS = [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
 
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -161,9 +163,9 @@ def attention(head_dim: int, causal: bool, tuned: dict, z: int = 4, h: int = 32,
 
     def launch(mod, config, o):
         bm, bn, warps, stages = config
-        mod.attn_fwd_kernel[(n_ctx // bm, z * h)](q, k, v, o, scale, q.stride(0), q.stride(1), n_ctx,
-                                                  HEAD_DIM=head_dim, BLOCK_M=bm, BLOCK_N=bn,
-                                                  CAUSAL=causal, num_warps=warps, num_stages=stages)
+        return mod.attn_fwd_kernel[(n_ctx // bm, z * h)](
+            q, k, v, o, scale, q.stride(0), q.stride(1), n_ctx, HEAD_DIM=head_dim, BLOCK_M=bm,
+            BLOCK_N=bn, CAUSAL=causal, num_warps=warps, num_stages=stages)
 
     sub = slice(0, 2)  # the float64 reference of two heads
     s = q[sub].double() @ k[sub].double().transpose(1, 2) * scale
@@ -180,9 +182,13 @@ def attention(head_dim: int, causal: bool, tuned: dict, z: int = 4, h: int = 32,
             tuning[who] = {"config": list(config), "tried": tried}
         config = tuned[key]
         out = torch.full_like(q, float("nan"))
-        launch(mod, config, out)
+        kernel = launch(mod, config, out)
         err = rel_err(out[sub], want)
         check[who] = {"rel_err": err, "ok": err <= 1e-2, "config": list(config)}
+        if who == "tileworkbench":  # which tensor-core path ran (sm_90a: wgmma, P @ V register-A)
+            ptx = kernel.asm["ptx"]
+            check[who]["path"] = "wgmma" if "wgmma.mma_async" in ptx else \
+                "mma.sync" if "mma.sync" in ptx else "fma"
         launchers[who] = lambda mod=mod, config=config: launch(mod, config, o)
     q4, k4, v4 = (x.view(z, h, n_ctx, head_dim) for x in (q, k, v))
     launchers["torch"] = lambda: torch.nn.functional.scaled_dot_product_attention(q4, k4, v4, is_causal=causal,

@@ -345,7 +345,8 @@ def _ctype(kind: str):
 
 # -- inline PTX -> host LLVM IR ------------------------------------------------------------------
 _ASM_CALL = re.compile(r'call (\{[^}]*\}|\S+) asm\s+(?:sideeffect\s+)?"([^"]*)", "([^"]*)"\((.*)\)(, !dbg !\d+)?$')
-_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "lg2.approx.f32": "llvm.log2.f32",
+_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "ex2.approx.ftz.f32": "llvm.exp2.f32",
+          "lg2.approx.f32": "llvm.log2.f32",
           "sqrt.approx.f32": "llvm.sqrt.f32", "sin.approx.f32": "llvm.sin.f32",
           "cos.approx.f32": "llvm.cos.f32"}
 _RMW = {"add": "add", "max.s": "max", "min.s": "min", "max.u": "umax", "min.u": "umin", "and": "and",

@@ -121,16 +121,65 @@ def test_host_ceilings_are_measured_once_and_cached(monkeypatch, tmp_path):
     assert peaks.host_ceilings() == first
 
 
+@tw.jit
+def scale_add_sum(x_ptr, y_ptr, out_ptr, sum_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, alpha * x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+    tl.store(sum_ptr + tl.program_id(0), tl.sum(x))  # a reduction: not strip-mined
+
+
+ADD_SUM_SIGNATURE = "x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,sum_ptr=*fp32,n=i32,alpha=fp32"
+
+
 def test_tensors_are_llvm_vectors_so_the_code_does_not_grow_with_the_block():
     """A tensor is one `<N x T>` value: the elementwise add of 1024 elements is one vector fadd, and
     the kernel's LLVM IR is about as long at BLOCK=1024 as at BLOCK=64 (it grew per element before)."""
     def llvm_lines(block):
-        compiled = tw.compile(scale_add, signature="x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n=i32,"
-                              "alpha=fp32", constexprs={"BLOCK": block}, target="cpu")
+        compiled = tw.compile(scale_add_sum, signature=ADD_SUM_SIGNATURE, constexprs={"BLOCK": block},
+                              target="cpu")
         return compiled.asm["llvm"]
 
     small, large = llvm_lines(64), llvm_lines(1024)
     assert "<1024 x float>" in large and "fmul" in large
-    body = [line for line in large.splitlines() if "fadd" in line or "fmul" in line]
+    body = [line for line in large.splitlines() if ("fadd" in line or "fmul" in line)
+            and "<1024 x float>" in line]
     assert len(body) <= 4, body
     assert len(large.splitlines()) < 1.5 * len(small.splitlines())
+
+
+def test_a_lane_local_program_runs_as_a_loop_over_chunks_of_simd_registers(on_cpu):
+    """Elementwise work on a 1024-lane tile is strip-mined (backends/cpu/chunks.py): an `scf.for` over
+    chunks of a few registers' lanes, no 1024-lane LLVM value (it spilled), and the same results,
+    masked tail included."""
+    from tileworkbench.backends.cpu.codegen import chunk_lanes
+
+    lanes = chunk_lanes()
+    compiled = tw.compile(scale_add, signature="x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n=i32,"
+                          "alpha=fp32", constexprs={"BLOCK": 1024}, target="cpu")
+    assert "scf.for %chunk" in compiled.asm["tile-gpu"]
+    assert f"tensor<{lanes}xf32" in compiled.asm["tile-gpu"] and "1024xf32" not in compiled.asm["tile-gpu"]
+    assert "<1024 x" not in compiled.asm["llvm"] and f"<{lanes} x float>" in compiled.asm["llvm"]
+    rng = np.random.default_rng()
+    n = 5 * 1024 + 77  # a masked tail that ends mid-chunk
+    x, y = rng.standard_normal(n + 64, dtype=np.float32), rng.standard_normal(n + 64, dtype=np.float32)
+    out = np.full(n + 64, np.nan, np.float32)
+    scale_add[(tw.cdiv(n, 1024),)](x, y, out, n, 0.75, BLOCK=1024)
+    want = 0.75 * x[:n].astype(np.float64) + y[:n]
+    assert np.max(np.abs(out[:n] - want) / np.maximum(np.abs(want), 1e-6)) < 1e-6
+    assert np.all(np.isnan(out[n:]))  # nothing past the mask
+
+
+def test_a_reduction_keeps_the_whole_tile_and_agrees(on_cpu):
+    compiled = tw.compile(scale_add_sum, signature=ADD_SUM_SIGNATURE, constexprs={"BLOCK": 256},
+                          target="cpu")
+    assert "scf.for" not in compiled.asm["tile-gpu"]
+    rng = np.random.default_rng()
+    n = 3 * 256 - 5
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    out, sums = np.full(n, np.nan, np.float32), np.full(3, np.nan, np.float32)
+    scale_add_sum[(3,)](x, y, out, sums, n, -1.25, BLOCK=256)
+    assert np.max(np.abs(out - (-1.25 * x.astype(np.float64) + y))) < 1e-5
+    want = [x[i * 256:(i + 1) * 256].astype(np.float64).sum() for i in range(3)]
+    assert np.max(np.abs(sums - want)) < 1e-4

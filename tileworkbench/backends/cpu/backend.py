@@ -24,9 +24,11 @@ class CpuBackend(Backend):
         from ..nvptx.debuginfo import llvm_line_map, tile_line_map
         from ..nvptx.lower import Lowering
         from . import codegen
+        from .chunks import chunk_lanes
         from .hooks import CpuHooks
 
         check_shapes(func)
+        chunk_lanes(func, codegen.chunk_lanes())
         func.num_warps = 1
         func.one_thread = True  # coalesce gives the one thread whole tensors (passes/layouts.py)
         passes = run_gpu_passes(func)

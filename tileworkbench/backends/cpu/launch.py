@@ -8,6 +8,7 @@ import ctypes
 import os
 import struct
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ...dtypes import BY_KIND
@@ -77,18 +78,49 @@ class CpuKernel:
         total = gx * gy * gz
         if total >= 2**31:
             raise LaunchError(f"grid {grid3} of {self.name} has more than 2^31 programs")
-        # one range per core, the first run by this thread: every hand-off to a pool thread costs a
-        # wake-up (tens of microseconds, milliseconds on a busy machine)
-        count = min(total, workers())
-        bounds = [total * i // count for i in range(count + 1)]
-        futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
-                   for i in range(1, count)]
-        self._grid_fn(block, bounds[0], bounds[1], gx, gy, gz)
-        for future in futures:
-            future.result()
+        _Split(self._grid_fn, block, total, grid3).run()
         debug.raise_failed_asserts(self.name)
 
     __call__ = launch
+
+
+class _Split:
+    """The programs of one launch in a few ranges per core, taken from a shared counter by this
+    thread and the pool's: a pool thread that wakes late (on a busy machine, milliseconds) finds
+    fewer ranges or none left, instead of holding the launch up with a fixed half."""
+
+    RANGES_PER_WORKER = 4
+
+    def __init__(self, grid_fn, block, total: int, grid3: tuple[int, int, int]):
+        self.grid_fn, self.block, self.grid3 = grid_fn, block, grid3
+        count = min(total, workers() * self.RANGES_PER_WORKER)
+        self.bounds = [total * i // count for i in range(count + 1)]
+        self.next_range = 0
+        self.running = 0
+        self.lock = threading.Condition()
+
+    def run(self) -> None:
+        helpers = min(workers(), len(self.bounds) - 1) - 1
+        for _ in range(helpers):
+            _pool().submit(self.work)
+        self.work()
+        with self.lock:  # wait only for ranges a pool thread took, not for late wake-ups
+            self.lock.wait_for(lambda: self.running == 0)
+
+    def work(self) -> None:
+        gx, gy, gz = self.grid3
+        while True:
+            with self.lock:
+                i = self.next_range
+                if i + 1 >= len(self.bounds):
+                    return
+                self.next_range, self.running = i + 1, self.running + 1
+            try:
+                self.grid_fn(self.block, self.bounds[i], self.bounds[i + 1], gx, gy, gz)
+            finally:
+                with self.lock:
+                    self.running -= 1
+                    self.lock.notify_all()
 
 
 def _slot_code(kind: str) -> str:

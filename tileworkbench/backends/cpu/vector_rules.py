@@ -125,26 +125,47 @@ def lower_load(lw, op):
         fn = lw.intrinsic(f"llvm.masked.gather.{_vtype_name(etype, n)}.v{n}p1", vtype,
                           [ptrs.type, I32, all_lanes.type, vtype])
         value = b.call(fn, [ptrs, align, all_lanes, passthru])
+    elif mask is None:
+        value = _load_runs(lw, ptrs, None, None, etype, nbytes, vec)
     else:
-        chunks = []
-        vtype = ir.VectorType(etype, vec)
-        for start in range(0, n, vec):
-            lanes = list(range(start, start + vec))
-            address = b.extract_element(ptrs, ir.Constant(I32, start))
-            if mask is None:
-                load = b.load(address, typ=vtype)
-                load.align = nbytes
-                chunks.append(load)
-                continue
-            passthru = shuffle(lw, other, lanes) if other is not None else ir.Constant(vtype, None)
-            fn = lw.intrinsic(f"llvm.masked.load.{_vtype_name(etype, vec)}.p1", vtype,
-                              [address.type, I32, ir.VectorType(I1, vec), vtype])
-            chunks.append(b.call(fn, [address, align, shuffle(lw, mask, lanes), passthru]))
-        value = concat(lw, chunks)
+        # plain loads when every lane is on (every program but a masked tail's last): LLVM keeps
+        # masked loads masked, and they cost more than plain ones (Zen 3's vmaskmovps)
+        every = lw.call_intrinsic(f"llvm.vector.reduce.and.v{n}i1", I1, [mask])
+        with b.if_else(every, likely=True) as (whole, partial):
+            with whole:
+                plain = _load_runs(lw, ptrs, None, None, etype, nbytes, vec)
+                plain_block = b.block
+            with partial:
+                masked = _load_runs(lw, ptrs, mask, other, etype, nbytes, vec)
+                masked_block = b.block
+        value = b.phi(plain.type)
+        value.add_incoming(plain, plain_block)
+        value.add_incoming(masked, masked_block)
     if pointee.is_bool:
         value = b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
     lw.set(op.result, VTVal(value, layout, lw))
     return None
+
+
+def _load_runs(lw, ptrs, mask, other, etype, nbytes: int, vec: int):
+    """One (masked) vector load per run of `vec` lanes, joined."""
+    b = lw.builder
+    chunks = []
+    vtype = ir.VectorType(etype, vec)
+    for start in range(0, ptrs.type.count, vec):
+        lanes = list(range(start, start + vec))
+        address = b.extract_element(ptrs, ir.Constant(I32, start))
+        if mask is None:
+            load = b.load(address, typ=vtype)
+            load.align = nbytes
+            chunks.append(load)
+            continue
+        passthru = shuffle(lw, other, lanes) if other is not None else ir.Constant(vtype, None)
+        fn = lw.intrinsic(f"llvm.masked.load.{_vtype_name(etype, vec)}.p1", vtype,
+                          [address.type, I32, ir.VectorType(I1, vec), vtype])
+        chunks.append(b.call(fn, [address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes),
+                                  passthru]))
+    return concat(lw, chunks)
 
 
 @_rule(tt.StoreOp)

@@ -32,6 +32,7 @@ class CpuBackend(Backend):
         func.num_warps = 1
         func.one_thread = True  # coalesce gives the one thread whole tensors (passes/layouts.py)
         passes = run_gpu_passes(func)
+        _check_one_thread(func)
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
@@ -71,6 +72,22 @@ class CpuBackend(Backend):
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (
             hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False))
+
+
+def _check_one_thread(func) -> None:
+    """Every blocked layout must give the one thread its whole tensor: a layout that spreads rows
+    over threads would leave them unrun (a silent wrong answer; tl.flip's once did)."""
+    from ...errors import CompilationError
+    from ...ir.ops.ttg import BlockedEncoding
+    from ...ir.types import TensorType
+
+    for op in func.walk():
+        for value in op.results:
+            enc = getattr(value.type, "encoding", None) if isinstance(value.type, TensorType) else None
+            if isinstance(enc, BlockedEncoding) and any(
+                    size < dim for size, dim in zip(enc.size_per_thread, value.type.shape)):
+                raise CompilationError(f"internal: {op.name} in {func.sym_name} got layout {enc}, "
+                                       "which the cpu target's one thread does not cover")
 
 
 BACKEND = register(CpuBackend())

@@ -28,6 +28,7 @@ class CpuBackend(Backend):
         from .hooks import CpuHooks
 
         check_shapes(func)
+        _check_dtypes(func)
         chunk_lanes(func, codegen.chunk_lanes())
         func.num_warps = 1
         func.one_thread = True  # coalesce gives the one thread whole tensors (passes/layouts.py)
@@ -72,6 +73,23 @@ class CpuBackend(Backend):
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (
             hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False))
+
+
+def _check_dtypes(func) -> None:
+    """The cpu target lowers the fp8 formats the NVIDIA lowering does (e4nv, e5); AMD's fnuz ones and
+    fp8e4b15 are the interpreter's only: refused here in the cpu target's own words."""
+    from ...errors import CompilationError
+    from ...ir.types import element_type
+    from ..nvptx.llvm_types import _NOT_ON_NVIDIA
+
+    for op in func.walk():
+        for value in list(op.operands) + list(op.results):
+            name = getattr(element_type(value.type), "name", None)
+            if name in _NOT_ON_NVIDIA:
+                where = f"{op.loc}: " if op.loc.line > 0 else ""
+                raise CompilationError(f"{where}{name} is not supported on the cpu target (it has "
+                                       "tl.float8e4nv and tl.float8e5); run it in the interpreter",
+                                       loc=op.loc)
 
 
 def _check_one_thread(func) -> None:

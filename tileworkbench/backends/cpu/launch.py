@@ -146,6 +146,8 @@ def host_address(value, name: str, kernel: str) -> int:
     interface = getattr(value, "__array_interface__", None)
     if interface is not None:
         return interface["data"][0]
+    if getattr(value, "__tile_tensor_wrapper__", False):  # runtime/tensor_wrapper.py: a dtype view
+        return host_address(value.base, name, kernel)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.is_cuda:

@@ -90,12 +90,18 @@ def test_host_exp_and_log_keep_the_gpu_accuracy(on_cpu):
     assert np.array_equal(log_out[~ok], want_log[~ok].astype(np.float32), equal_nan=True)
 
 
-def test_device_assert_raises_after_the_launch(on_cpu):
+def test_device_assert_raises_the_interpreters_error_after_the_launch(on_cpu):
+    """Debug mode on the cpu target is the GPU's (bounds checks and an error record): the same
+    DeviceAssertionError, with kernel, line, program id and failing index."""
+    from tileworkbench.errors import DeviceAssertionError
+
     assert_kernel[(1,)](np.ones(8, np.float32), N=8)
     x = np.ones(8, np.float32)
     x[5] = -1.0
-    with pytest.raises(LaunchError, match="x must be positive"):
+    with pytest.raises(DeviceAssertionError, match="x must be positive in kernel 'assert_kernel'") as info:
         assert_kernel[(2,)](x, N=8)
+    assert "test_cpu_target.py:33" in str(info.value)
+    assert "program id (1, 0, 0), failing index (5,)" in str(info.value)  # the second program fails
 
 
 def test_gpu_arrays_are_refused_with_a_hint(on_cpu):

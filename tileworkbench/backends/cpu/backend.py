@@ -25,7 +25,7 @@ class CpuBackend(Backend):
         from ..nvptx.lower import Lowering
         from . import codegen
         from .chunks import chunk_lanes
-        from .hooks import CpuHooks
+        from .hooks import EXTRA_PARAMS, CpuHooks
 
         check_shapes(func)
         _check_dtypes(func)
@@ -37,17 +37,23 @@ class CpuBackend(Backend):
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
-        lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, hooks=hooks)
+        # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read after
+        # the launch by runtime/debug_checks.py from a host buffer
+        lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
+                            hooks=hooks)
         module = lowering.run()
         smem = lowering.smem_bytes
-        codegen.add_grid_loop(module, lowering.function, len(func.args), smem)
+        params = len(lowering.function.args) - len(EXTRA_PARAMS)  # its own and the hidden ones
+        codegen.add_grid_loop(module, lowering.function, params, smem)
         codegen.add_runtime_functions(module)
         optimized = codegen.optimize(str(module), func.sym_name, self.vectorize)
         llvm_text = str(optimized)
         asm = {"tile-gpu": "\n".join(text for text, _ in lines) + "\n", "llvm": llvm_text}
         line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text)}
         binary = codegen.emit_object(optimized)  # the one codegen a launch needs
-        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary)
+        checks = lowering.bounds.metadata() if lowering.bounds else None
+        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary,
+                       debug_checks=checks)
 
     def finish(self, kernel, recompile) -> None:
         self.finish_cached(kernel)
@@ -62,6 +68,9 @@ class CpuBackend(Backend):
     def load(self, compiled, kinds, names):
         from .launch import CpuKernel
 
+        from .host_calls import bind_calls_in
+
+        bind_calls_in(compiled.asm.get("llvm", ""))  # libdevice callbacks (a kernel from the cache)
         md = compiled.launch_metadata
         return CpuKernel(compiled.launch_cubin, md.name, kinds, names)
 

@@ -43,7 +43,8 @@ class CpuHooks(TargetHooks):
     def special_register(self, lw, name) -> ir.Value:
         if name == "tid.x":
             return ir.Constant(I32, 0)
-        return lw.function.args[len(lw.func.args) + _REGISTER_PARAM[name]]
+        # the extra parameters come last, after debug mode's hidden ones (if any)
+        return lw.function.args[len(lw.function.args) - len(EXTRA_PARAMS) + _REGISTER_PARAM[name]]
 
     def barrier(self, lw) -> None:
         pass  # one thread per program: nothing to wait for

@@ -59,6 +59,11 @@ class CpuKernel:
         self._converters = [_converter(k, n, kernel_name) for k, n in zip(self.kinds, self.names)]
         self.num_regs = None
 
+    error_buffer_on_host = True  # debug mode's record (runtime/debug_checks.py) is host memory
+
+    def synchronize(self, stream=None) -> None:
+        pass  # a launch returns when its programs are done
+
     def fast_launch_ok(self) -> bool:
         return False  # the GPU's generated warm launcher does not apply
 

@@ -94,7 +94,7 @@ class Lowering:
         self.static_uses: list[tuple] = []
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
         if self.bounds is not None:
-            self.bounds.attach(self, self.function.args[len(params):])
+            self.bounds.attach(self, self.function.args[len(params):len(params) + len(hidden)])
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:

@@ -189,3 +189,57 @@ def test_a_reduction_keeps_the_whole_tile_and_agrees(on_cpu):
     assert np.max(np.abs(out - (-1.25 * x.astype(np.float64) + y))) < 1e-5
     want = [x[i * 256:(i + 1) * 256].astype(np.float64).sum() for i in range(3)]
     assert np.max(np.abs(sums - want)) < 1e-4
+
+
+@tw.jit
+def inline_ptx_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [tl.load(x_ptr + offs)], dtype=tl.int32,
+                                  is_pure=True, pack=1)  # INLINE PTX
+    tl.store(out_ptr + offs, y)
+
+
+def test_inline_ptx_is_refused_naming_the_line():
+    """PTX has no host meaning (tl.extra.cuda's own few strings aside: test_extra_cuda.py)."""
+    from tileworkbench.errors import CompilationError
+
+    with pytest.raises(CompilationError, match="inline PTX cannot run on the cpu target") as info:
+        tw.compile(inline_ptx_kernel, signature="x_ptr=*i32,out_ptr=*i32", constexprs={"N": 8},
+                   target="cpu", use_cache=False)
+    assert "# INLINE PTX" in str(info.value) or "test_cpu_target.py" in str(info.value)
+
+
+@tw.jit
+def unknown_extern_kernel(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    y = tl.extern_elementwise("libdevice", "", [tl.load(x_ptr + offs)],
+                              {(tl.float32,): ("__nv_frobnicatef", tl.float32)}, is_pure=True)
+    tl.store(x_ptr + offs, y)
+
+
+def test_a_libdevice_function_nobody_has_is_refused_by_name():
+    from tileworkbench.errors import CompilationError
+
+    with pytest.raises(CompilationError, match="frobnicatef"):
+        tw.compile(unknown_extern_kernel, signature="x_ptr=*fp32", constexprs={"N": 8}, target="cpu",
+                   use_cache=False)
+
+
+def test_libdevice_without_a_host_version_calls_the_interpreters(on_cpu):
+    """erfinv has no C-library namesake: the kernel calls back into the interpreter's NumPy version
+    (host_calls.py), so its values are the interpreter's."""
+    from tileworkbench.language.extra import libdevice
+
+    @tw.jit
+    def erfinv_kernel(x_ptr, out_ptr, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(out_ptr + offs, libdevice.erfinv(tl.load(x_ptr + offs)))
+
+    rng = np.random.default_rng()
+    x = rng.uniform(-0.99, 0.99, 64)
+    out = np.full(64, np.nan)
+    erfinv_kernel[(1,)](x, out, N=64)
+    import math
+
+    assert np.max(np.abs(np.array([math.erf(v) for v in out]) - x)) < 1e-12
+    assert "tw_host.__nv_erfinv.f64.f64" in erfinv_kernel.warmup(x, out, N=64, grid=(1,)).asm["llvm"]

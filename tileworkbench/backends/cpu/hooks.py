@@ -2,7 +2,7 @@
 thread ids are 0, barriers vanish and a shuffle returns its own value (every layout the cpu target
 assigns broadcasts across lanes); program ids and counts are arguments of the kernel function; shared
 memory is a buffer the grid loop passes in; `.approx` math is branch-free LLVM IR that vectorizes
-(hostmath.py); libdevice calls go to the C library; masked accesses are LLVM masked loads and stores;
+(hostmath.py); libdevice calls go to the C library (libdevice.py); masked accesses are LLVM masked loads and stores;
 atomics are LLVM atomics.
 """
 
@@ -70,6 +70,20 @@ class CpuHooks(TargetHooks):
         from . import libdevice
 
         return libdevice.call(lw, symbol, ret, args)
+
+    def inline_asm(self, lw, text, constraints, ret, args, side_effect) -> ir.Value:
+        """The PTX tl.extra.cuda itself emits has a host meaning (as in the interpreter: grid
+        dependence control waits for nothing, one "SM", a nanosecond clock); other inline PTX is
+        refused."""
+        from ...frontend.calls import (GDC_LAUNCH_DEPENDENTS_ASM, GDC_WAIT_ASM, GLOBALTIMER_ASM,
+                                       SMID_ASM)
+
+        if text in (GDC_WAIT_ASM, GDC_LAUNCH_DEPENDENTS_ASM, SMID_ASM) and not args:
+            return ir.Constant(ret, 0)
+        if text == GLOBALTIMER_ASM and not args:
+            return _realtime_ns(lw)
+        raise lw.error(lw.current_op, "inline PTX cannot run on the cpu target (it has no host "
+                                      "meaning); run the kernel on an NVIDIA GPU")
 
     def predicated_access(self, etype, vec) -> bool:
         return True
@@ -190,3 +204,17 @@ def _as_vector(b, value, vtype) -> ir.Value:
     return b.insert_element(ir.Constant(vtype, None), value, ir.Constant(I32, 0))
 
 
+
+
+def _realtime_ns(lw) -> ir.Value:
+    """%globaltimer on the host: CLOCK_REALTIME in nanoseconds (the interpreter's time.time_ns())."""
+    i64 = ir.IntType(64)
+    timespec = ir.LiteralStructType([i64, i64])
+    clock = lw.module.globals.get("clock_gettime") or ir.Function(
+        lw.module, ir.FunctionType(I32, [I32, ir.PointerType()]), "clock_gettime")
+    b = lw.builder
+    slot = lw.entry_builder.alloca(timespec)
+    b.call(clock, [ir.Constant(I32, 0), slot])
+    seconds = b.load(b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), typ=i64)
+    nanoseconds = b.load(b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), typ=i64)
+    return b.add(b.mul(seconds, ir.Constant(i64, 10**9)), nanoseconds)

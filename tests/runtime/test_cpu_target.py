@@ -243,3 +243,35 @@ def test_libdevice_without_a_host_version_calls_the_interpreters(on_cpu):
 
     assert np.max(np.abs(np.array([math.erf(v) for v in out]) - x)) < 1e-12
     assert "tw_host.__nv_erfinv.f64.f64" in erfinv_kernel.warmup(x, out, N=64, grid=(1,)).asm["llvm"]
+
+
+def test_a_cpu_launch_is_timed_and_placed_against_the_hosts_measured_ceilings(on_cpu, monkeypatch):
+    """The workbench's roofline for a cpu-target launch: the host's ceilings (measured once with
+    compiled kernels, backends/cpu/peaks.py; stubbed here for speed), the launch's own time, and
+    the fraction of the bound it reached."""
+    from tileworkbench.backends.cpu import peaks
+    from tileworkbench.runtime.record import record_launches
+    from tileworkbench.workbench.build import ReportOptions, report_for_launch
+    from tileworkbench.workbench.roofline import bound_of
+
+    ceilings = {"device": "CPU test host (2 cores)",
+                "dram": {"value": 20e9, "unit": "B/s", "detail": "copy"},
+                "fp32": {"value": 50e9, "unit": "FLOP/s", "detail": "fma"}}
+    monkeypatch.setattr(peaks, "host_ceilings", lambda: ceilings)
+    rng = np.random.default_rng()
+    n = 1 << 16
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    out = np.full(n, np.nan, np.float32)
+    with record_launches() as launches:
+        scale_add[(n // 1024,)](x, y, out, n, 2.0, BLOCK=1024)
+    report = report_for_launch(launches[-1], ReportOptions(bench=5, ref=2.0 * x.astype(np.float64) + y))
+    assert report.check is not None and report.check.passed
+    assert report.peaks.device == "CPU test host (2 cores)"
+    assert report.peaks.best("dram").value == 20e9 and report.peaks.best("dram").source == "measured"
+    point = report.point
+    assert point.seconds is not None and point.seconds > 0  # timed, not placed by intensity alone
+    assert point.bytes >= 3 * 4 * n
+    bound = bound_of(point, report.peaks)
+    assert bound is not None and bound.name == "dram"
+    assert bound.attainable == pytest.approx(20e9 * point.flops / point.bytes)
+    assert bound.fraction == pytest.approx(point.flops / point.seconds / bound.attainable)

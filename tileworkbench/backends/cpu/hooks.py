@@ -13,6 +13,7 @@ from llvmlite import ir
 from ..nvptx.hooks import TargetHooks
 from ..nvptx.llvm_types import I1, I32, SHARED_PTR
 from . import hostmath
+from .vectors import type_bytes, type_suffix
 
 # the extra kernel parameters after the tt.func's own: program ids, program counts, shared memory
 EXTRA_PARAMS = ("pid_x", "pid_y", "pid_z", "nprog_x", "nprog_y", "nprog_z", "smem")
@@ -173,22 +174,11 @@ def _guarded(lw, pred, emit, ty) -> ir.Value:
 
 
 def _size(etype) -> int:
-    if isinstance(etype, ir.IntType):
-        return max(1, etype.width // 8)
-    if isinstance(etype, ir.PointerType):
-        return 8
-    return {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(etype)]
+    return type_bytes(etype)
 
 
 def _mangle(vtype: ir.VectorType) -> str:
-    e = vtype.element
-    if isinstance(e, ir.IntType):
-        name = f"i{e.width}"
-    elif isinstance(e, ir.PointerType):
-        name = f"p{e.addrspace}"
-    else:
-        name = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(e)]
-    return f"v{vtype.count}{name}"
+    return f"v{vtype.count}{type_suffix(vtype.element)}"
 
 
 def _splat(b, pred, vec: int) -> ir.Value:

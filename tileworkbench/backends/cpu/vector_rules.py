@@ -15,7 +15,7 @@ from ...ir.ops.ttg import ConvertLayoutOp
 from ...ir.types import ScalarType, TensorType, element_type
 from ..nvptx.llvm_types import I1, I8, I32, byte_size, llvm_type, memory_type
 from ..nvptx.lower import TVal
-from .vectors import VTVal, concat, packed, shuffle, splat, widen
+from .vectors import VTVal, concat, packed, shuffle, splat, type_bytes, type_suffix, widen
 
 RULES: dict[type, object] = {}
 
@@ -97,10 +97,7 @@ def _lane_vector(lw, value, count: int):
 
 
 def _vtype_name(etype, count: int) -> str:
-    if isinstance(etype, ir.IntType):
-        return f"v{count}i{etype.width}"
-    names = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
-    return f"v{count}" + names[str(etype)]
+    return f"v{count}{type_suffix(etype)}"
 
 
 @_rule(tt.LoadOp)
@@ -408,8 +405,7 @@ def _k_loop(lw, op, accs, keys, batches, a_buf, b_buf, k_size, width, acc_type) 
 def _load_row(b, buffer, start, vtype):
     pointer = b.gep(buffer, [ir.Constant(I32, 0), start])
     load = b.load(b.bitcast(pointer, vtype.as_pointer()), typ=vtype)
-    load.align = vtype.element.width // 8 if isinstance(vtype.element, ir.IntType) else {
-        "half": 2, "bfloat": 2, "float": 4, "double": 8}[str(vtype.element)]
+    load.align = type_bytes(vtype.element)
     return load
 
 

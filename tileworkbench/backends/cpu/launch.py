@@ -1,6 +1,8 @@
 """Launching a cpu-target kernel: the module JIT-compiled once (MCJIT), the arguments packed into one
-parameter block of 8-byte slots, and the grid cut into ranges of programs run by a thread pool (ctypes
-releases the GIL while native code runs, so the host's cores work in parallel)."""
+parameter block of 8-byte slots, and the grid cut into ranges of programs run by the calling thread and
+a thread pool (ctypes releases the GIL while native code runs, so the host's cores work in parallel).
+Short launches, and launches of a few milliseconds on a machine whose cores are all busy, run on the
+calling thread alone (`_pool_pays`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import struct
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ...dtypes import BY_KIND
@@ -22,11 +25,16 @@ _POOL: list[ThreadPoolExecutor] = []
 
 
 def workers() -> int:
-    """Threads the grid is spread over: the CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    """Threads the grid is spread over: the CPUs this process may run on (read once)."""
+    if not _WORKERS:
+        try:
+            _WORKERS.append(len(os.sched_getaffinity(0)))
+        except AttributeError:
+            _WORKERS.append(os.cpu_count() or 1)
+    return _WORKERS[0]
+
+
+_WORKERS: list[int] = []
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -58,6 +66,7 @@ class CpuKernel:
         self._format = "<" + "".join(_slot_code(k) for k in self.kinds)
         self._converters = [_converter(k, n, kernel_name) for k, n in zip(self.kinds, self.names)]
         self.num_regs = None
+        self._seconds_per_program: float | None = None  # measured on the calling thread
 
     error_buffer_on_host = True  # debug mode's record (runtime/debug_checks.py) is host memory
 
@@ -83,7 +92,10 @@ class CpuKernel:
         total = gx * gy * gz
         if total >= 2**31:
             raise LaunchError(f"grid {grid3} of {self.name} has more than 2^31 programs")
-        _Split(self._grid_fn, block, total, grid3).run()
+        split = _Split(self._grid_fn, block, total, grid3)
+        split.run(helped=_pool_pays(self._seconds_per_program, total))
+        if split.own_programs:
+            self._seconds_per_program = split.own_seconds / split.own_programs
         debug.raise_failed_asserts(self.name)
 
     __call__ = launch
@@ -104,28 +116,67 @@ class _Split:
         self.running = 0
         self.lock = threading.Condition()
 
-    def run(self) -> None:
-        helpers = min(workers(), len(self.bounds) - 1) - 1
+        self.own_programs, self.own_seconds = 0, 0.0  # what the calling thread ran, and how long
+
+    def run(self, helped: bool = True) -> None:
+        helpers = min(workers(), len(self.bounds) - 1) - 1 if helped else 0
         for _ in range(helpers):
             _pool().submit(self.work)
-        self.work()
+        start = time.perf_counter()
+        self.own_programs = self.work()
+        self.own_seconds = time.perf_counter() - start
         with self.lock:  # wait only for ranges a pool thread took, not for late wake-ups
             self.lock.wait_for(lambda: self.running == 0)
 
-    def work(self) -> None:
+    def work(self) -> int:
+        """Run ranges until none is left; the number of programs this thread ran."""
         gx, gy, gz = self.grid3
+        programs = 0
         while True:
             with self.lock:
                 i = self.next_range
                 if i + 1 >= len(self.bounds):
-                    return
+                    return programs
                 self.next_range, self.running = i + 1, self.running + 1
             try:
                 self.grid_fn(self.block, self.bounds[i], self.bounds[i + 1], gx, gy, gz)
+                programs += self.bounds[i + 1] - self.bounds[i]
             finally:
                 with self.lock:
                     self.running -= 1
                     self.lock.notify_all()
+
+
+_HAND_OFF_S = 100e-6  # waking a pool thread on an idle machine: tens of microseconds
+_BUSY_LAUNCH_S = 5e-3  # on a machine with no idle core, a helper's wake-up can take a time slice
+
+
+def _pool_pays(seconds_per_program: float | None, programs: int) -> bool:
+    """Whether pool threads should help with a launch whose programs took `seconds_per_program`
+    each on the calling thread last time (None: not measured yet). A launch shorter than a hand-off
+    runs on the calling thread; so does one of a few milliseconds while every core already has
+    work (the load average), where a helper that starts late holds the launch up."""
+    if seconds_per_program is None or workers() == 1:
+        return workers() > 1
+    estimate = seconds_per_program * programs
+    if estimate < _HAND_OFF_S:
+        return False
+    return estimate > _BUSY_LAUNCH_S or not _cores_busy()
+
+
+_LOAD = [0.0, 0.0]  # (when read, the 1-minute load average)
+
+
+def _cores_busy() -> bool:
+    """Whether the 1-minute load average says every core of ours already has a runnable thread
+    (read at most once a second)."""
+    now = time.monotonic()
+    if now - _LOAD[0] > 1.0:
+        try:
+            _LOAD[:] = [now, os.getloadavg()[0]]
+        except OSError:
+            _LOAD[:] = [now, 0.0]
+    return _LOAD[1] >= workers()
 
 
 def _slot_code(kind: str) -> str:

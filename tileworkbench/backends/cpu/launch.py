@@ -92,10 +92,17 @@ class CpuKernel:
         total = gx * gy * gz
         if total >= 2**31:
             raise LaunchError(f"grid {grid3} of {self.name} has more than 2^31 programs")
-        split = _Split(self._grid_fn, block, total, grid3)
-        split.run(helped=_pool_pays(self._seconds_per_program, total))
-        if split.own_programs:
-            self._seconds_per_program = split.own_seconds / split.own_programs
+        if _pool_pays(self._seconds_per_program, total):
+            split = _Split(self._grid_fn, block, total, grid3, workers())
+            split.run()
+            programs, seconds = split.own_programs, split.own_seconds
+        else:
+            start = time.perf_counter()
+            self._grid_fn(block, 0, total, gx, gy, gz)
+            programs, seconds = total, time.perf_counter() - start
+        if programs:  # a disturbed launch (descheduled, page faults) moves the estimate up slowly
+            measured, last = seconds / programs, self._seconds_per_program
+            self._seconds_per_program = measured if last is None else min(measured, 1.5 * last)
         debug.raise_failed_asserts(self.name)
 
     __call__ = launch
@@ -108,9 +115,10 @@ class _Split:
 
     RANGES_PER_WORKER = 4
 
-    def __init__(self, grid_fn, block, total: int, grid3: tuple[int, int, int]):
+    def __init__(self, grid_fn, block, total: int, grid3: tuple[int, int, int], threads: int):
         self.grid_fn, self.block, self.grid3 = grid_fn, block, grid3
-        count = min(total, workers() * self.RANGES_PER_WORKER)
+        self.threads = threads  # this one and threads - 1 of the pool's
+        count = min(total, threads * self.RANGES_PER_WORKER)
         self.bounds = [total * i // count for i in range(count + 1)]
         self.next_range = 0
         self.running = 0
@@ -118,8 +126,8 @@ class _Split:
 
         self.own_programs, self.own_seconds = 0, 0.0  # what the calling thread ran, and how long
 
-    def run(self, helped: bool = True) -> None:
-        helpers = min(workers(), len(self.bounds) - 1) - 1 if helped else 0
+    def run(self) -> None:
+        helpers = min(self.threads, len(self.bounds) - 1) - 1
         for _ in range(helpers):
             _pool().submit(self.work)
         start = time.perf_counter()

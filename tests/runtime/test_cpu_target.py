@@ -279,3 +279,33 @@ def test_a_cpu_launch_is_timed_and_placed_against_the_hosts_measured_ceilings(on
     assert bound is not None and bound.name == "dram"
     assert bound.attainable == pytest.approx(20e9 * point.flops / point.bytes)
     assert bound.fraction == pytest.approx(point.flops / point.seconds / bound.attainable)
+
+
+def test_the_pool_helps_only_where_it_pays(monkeypatch):
+    """Helpers for a launch: always before the first measurement; never for less than a hand-off;
+    for a few milliseconds' work only while a core is idle (a late helper holds the launch up)."""
+    from tileworkbench.backends.cpu import launch
+
+    monkeypatch.setattr(launch, "workers", lambda: 2)
+    monkeypatch.setattr(launch, "_cores_busy", lambda: False)
+    assert launch._pool_pays(None, 1000)
+    assert not launch._pool_pays(1e-8, 1000)  # 10 us in all
+    assert launch._pool_pays(1e-6, 1000)  # 1 ms on an idle machine
+    monkeypatch.setattr(launch, "_cores_busy", lambda: True)
+    assert not launch._pool_pays(1e-6, 1000)
+    assert launch._pool_pays(1e-5, 1000)  # 10 ms: worth a late helper
+    monkeypatch.setattr(launch, "workers", lambda: 1)
+    assert not launch._pool_pays(None, 1000)
+
+
+def test_every_program_runs_once_when_the_pool_helps(on_cpu, monkeypatch):
+    from tileworkbench.backends.cpu import launch
+
+    @tw.jit
+    def program_ids(out_ptr):
+        tl.atomic_add(out_ptr + tl.program_id(0), 1)
+
+    monkeypatch.setattr(launch, "_pool_pays", lambda seconds, programs: True)
+    counts = np.zeros(1001, np.int32)
+    program_ids[(1001,)](counts)
+    assert np.all(counts == 1)

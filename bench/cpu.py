@@ -195,8 +195,9 @@ def main() -> int:
     record["llvm_cpu"] = codegen.binding().get_host_cpu_name()
     out_dir = Path(__file__).parent / "results"
     out_dir.mkdir(exist_ok=True)
+    quick = "-quick" if args.quick else ""
     path = Path(args.out) if args.out else \
-        out_dir / f"cpu-{record['llvm_cpu']}-{datetime.date.today()}{'-quick' if args.quick else ''}.json"
+        out_dir / f"cpu-{record['llvm_cpu']}-{datetime.date.today()}{quick}.json"
     path.write_text(json.dumps(record, indent=1))
     print(f"written to {path}")
     return 0

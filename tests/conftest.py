@@ -1,12 +1,12 @@
 """Fixtures shared by every test area: the `target` a kernel suite runs on.
 
-`target` is parametrized over every registered backend: "interpreter" and "cpu" (always), and
-"cuda" (marked `gpu`, opt-in, skipped where no GPU is visible). It is a string with `put` (host NumPy array -> an array the
-target launches on), `get` (-> host NumPy) and `run` (hand-built `tile-opt` IR on host arrays). The
-language suites (tests/frontend, tests/kernels, tests/interpreter) request it through an autouse
-fixture, so each of their kernels runs on every target against its float64 reference. On "cuda",
-NumPy arguments are staged through the GPU by the NVPTX backend (`stage_host_arrays`), so a suite
-written for host arrays checks the GPU unchanged.
+`target` is parametrized over every registered backend: "interpreter" and "cpu" (always), and "cuda"
+(marked `gpu`, opt-in, skipped where no GPU is visible). It is a string with `put` (host NumPy array
+-> an array the target launches on), `get` (-> host NumPy) and `run` (hand-built `tile-opt` IR on
+host arrays). The language suites (tests/frontend, tests/kernels, tests/interpreter) request it
+through an autouse fixture, so each of their kernels runs on every target against its float64
+reference. On "cuda", NumPy arguments are staged through the GPU by the NVPTX backend
+(`stage_host_arrays`), so a suite written for host arrays checks the GPU unchanged.
 
 Two marks say where a test is meaningful:
 - `@pytest.mark.only_on("interpreter", ...)`: a test about some targets' own behaviour (the

@@ -18,8 +18,8 @@ import tileworkbench.language as tl
 from tileworkbench.errors import CompilationError
 from tileworkbench.language.extra import libdevice
 
-# on the cpu target, what has no LLVM intrinsic or C-library namesake (directed rounding, the Bessel I
-# functions, mulhi, ...) calls back into the interpreter's version (backends/cpu/host_calls.py)
+# on the cpu target, what has no LLVM intrinsic or C-library namesake (directed rounding, the Bessel
+# I functions, mulhi, ...) calls back into the interpreter's version (backends/cpu/host_calls.py)
 
 N = 16
 F32 = np.float32

@@ -58,9 +58,9 @@ TARGET_COMPARE = re.compile(
     r'\.startswith\( *[(]?"(?:sm_|cuda|cpu|interp)')
 
 
-@pytest.mark.parametrize("line", ['if target == "cpu":', 'if "interpreter" != t:', 'if t in ("cuda", x):',
-                                  'ok = arch.startswith("sm_")', 'if target in {"sm_90a"}:',
-                                  'if arch == "sm_90":'])
+@pytest.mark.parametrize("line", ['if target == "cpu":', 'if "interpreter" != t:',
+                                  'if t in ("cuda", x):', 'ok = arch.startswith("sm_")',
+                                  'if target in {"sm_90a"}:', 'if arch == "sm_90":'])
 def test_the_target_compare_pattern_catches_each_form(line):
     assert TARGET_COMPARE.search(line)
 
@@ -68,7 +68,8 @@ def test_the_target_compare_pattern_catches_each_form(line):
 def test_no_target_string_compares_outside_backends():
     """Code outside tileworkbench/backends/ asks the registry (`backend_for(t).is_gpu`, ...) instead
     of comparing target strings (issue 13)."""
-    offenders = [f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}" for path in PACKAGE.rglob("*.py")
+    offenders = [f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
+                 for path in PACKAGE.rglob("*.py")
                  if "backends" not in path.relative_to(PACKAGE).parts[:1]
                  for n, line in enumerate(path.read_text().splitlines(), 1)
                  if TARGET_COMPARE.search(line.split("#")[0])]

@@ -100,9 +100,11 @@ def test_device_assert_raises_the_interpreters_error_after_the_launch(on_cpu):
     assert_kernel[(1,)](np.ones(8, np.float32), N=8)
     x = np.ones(8, np.float32)
     x[5] = -1.0
-    with pytest.raises(DeviceAssertionError, match="x must be positive in kernel 'assert_kernel'") as info:
+    message = "x must be positive in kernel 'assert_kernel'"
+    with pytest.raises(DeviceAssertionError, match=message) as info:
         assert_kernel[(2,)](x, N=8)
-    line = next(n for n, text in enumerate(open(__file__), 1) if "tl.device_assert(tl.load(x_ptr" in text)
+    line = next(n for n, text in enumerate(open(__file__), 1)
+                if "tl.device_assert(tl.load(x_ptr" in text)
     assert f"test_cpu_target.py:{line}" in str(info.value)  # the kernel's source line
     # both programs read the same x: the first to fail is recorded, whichever it is (as on the GPU)
     assert re.search(r"program id \([01], 0, 0\), failing index \(5,\)", str(info.value))
@@ -147,8 +149,8 @@ def test_tensors_are_llvm_vectors_so_the_code_does_not_grow_with_the_block():
     """A tensor is one `<N x T>` value: the elementwise add of 1024 elements is one vector fadd, and
     the kernel's LLVM IR is about as long at BLOCK=1024 as at BLOCK=64 (it grew per element before)."""
     def llvm_lines(block):
-        compiled = tw.compile(scale_add_sum, signature=ADD_SUM_SIGNATURE, constexprs={"BLOCK": block},
-                              target="cpu")
+        compiled = tw.compile(scale_add_sum, signature=ADD_SUM_SIGNATURE,
+                              constexprs={"BLOCK": block}, target="cpu")
         return compiled.asm["llvm"]
 
     small, large = llvm_lines(64), llvm_lines(1024)
@@ -160,20 +162,21 @@ def test_tensors_are_llvm_vectors_so_the_code_does_not_grow_with_the_block():
 
 
 def test_a_lane_local_program_runs_as_a_loop_over_chunks_of_simd_registers(on_cpu):
-    """Elementwise work on a 1024-lane tile is strip-mined (backends/cpu/chunks.py): an `scf.for` over
-    chunks of a few registers' lanes, no 1024-lane LLVM value (it spilled), and the same results,
-    masked tail included."""
+    """Elementwise work on a 1024-lane tile is strip-mined (backends/cpu/chunks.py): an `scf.for`
+    over chunks of a few registers' lanes, no 1024-lane LLVM value (it spilled), and the same
+    results, masked tail included."""
     from tileworkbench.backends.cpu.codegen import chunk_lanes
 
     lanes = chunk_lanes()
-    compiled = tw.compile(scale_add, signature="x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,n=i32,"
-                          "alpha=fp32", constexprs={"BLOCK": 1024}, target="cpu")
-    assert "scf.for %chunk" in compiled.asm["tile-gpu"]
-    assert f"tensor<{lanes}xf32" in compiled.asm["tile-gpu"] and "1024xf32" not in compiled.asm["tile-gpu"]
+    compiled = tw.compile(scale_add, signature="x_ptr=*fp32:16,y_ptr=*fp32:16,out_ptr=*fp32:16,"
+                          "n=i32,alpha=fp32", constexprs={"BLOCK": 1024}, target="cpu")
+    tile_gpu = compiled.asm["tile-gpu"]
+    assert "scf.for %chunk" in tile_gpu
+    assert f"tensor<{lanes}xf32" in tile_gpu and "1024xf32" not in tile_gpu
     assert "<1024 x" not in compiled.asm["llvm"] and f"<{lanes} x float>" in compiled.asm["llvm"]
     rng = np.random.default_rng()
     n = 5 * 1024 + 77  # a masked tail that ends mid-chunk
-    x, y = rng.standard_normal(n + 64, dtype=np.float32), rng.standard_normal(n + 64, dtype=np.float32)
+    x, y = (rng.standard_normal(n + 64, dtype=np.float32) for _ in range(2))
     out = np.full(n + 64, np.nan, np.float32)
     scale_add[(tw.cdiv(n, 1024),)](x, y, out, n, 0.75, BLOCK=1024)
     want = 0.75 * x[:n].astype(np.float64) + y[:n]
@@ -198,8 +201,8 @@ def test_a_reduction_keeps_the_whole_tile_and_agrees(on_cpu):
 @tw.jit
 def inline_ptx_kernel(x_ptr, out_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
-    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [tl.load(x_ptr + offs)], dtype=tl.int32,
-                                  is_pure=True, pack=1)  # INLINE PTX
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [tl.load(x_ptr + offs)],
+                                  dtype=tl.int32, is_pure=True, pack=1)  # INLINE PTX
     tl.store(out_ptr + offs, y)
 
 
@@ -225,8 +228,8 @@ def test_a_libdevice_function_nobody_has_is_refused_by_name():
     from tileworkbench.errors import CompilationError
 
     with pytest.raises(CompilationError, match="frobnicatef"):
-        tw.compile(unknown_extern_kernel, signature="x_ptr=*fp32", constexprs={"N": 8}, target="cpu",
-                   use_cache=False)
+        tw.compile(unknown_extern_kernel, signature="x_ptr=*fp32", constexprs={"N": 8},
+                   target="cpu", use_cache=False)
 
 
 def test_libdevice_without_a_host_version_calls_the_interpreters(on_cpu):
@@ -246,7 +249,8 @@ def test_libdevice_without_a_host_version_calls_the_interpreters(on_cpu):
     import math
 
     assert np.max(np.abs(np.array([math.erf(v) for v in out]) - x)) < 1e-12
-    assert "tw_host.__nv_erfinv.f64.f64" in erfinv_kernel.warmup(x, out, N=64, grid=(1,)).asm["llvm"]
+    llvm_text = erfinv_kernel.warmup(x, out, N=64, grid=(1,)).asm["llvm"]
+    assert "tw_host.__nv_erfinv.f64.f64" in llvm_text
 
 
 def test_a_cpu_launch_is_timed_and_placed_against_the_hosts_measured_ceilings(on_cpu, monkeypatch):
@@ -268,10 +272,12 @@ def test_a_cpu_launch_is_timed_and_placed_against_the_hosts_measured_ceilings(on
     out = np.full(n, np.nan, np.float32)
     with record_launches() as launches:
         scale_add[(n // 1024,)](x, y, out, n, 2.0, BLOCK=1024)
-    report = report_for_launch(launches[-1], ReportOptions(bench=5, ref=2.0 * x.astype(np.float64) + y))
+    ref = 2.0 * x.astype(np.float64) + y
+    report = report_for_launch(launches[-1], ReportOptions(bench=5, ref=ref))
     assert report.check is not None and report.check.passed
     assert report.peaks.device == "CPU test host (2 cores)"
-    assert report.peaks.best("dram").value == 20e9 and report.peaks.best("dram").source == "measured"
+    dram = report.peaks.best("dram")
+    assert dram.value == 20e9 and dram.source == "measured"
     point = report.point
     assert point.seconds is not None and point.seconds > 0  # timed, not placed by intensity alone
     assert point.bytes >= 3 * 4 * n

@@ -179,7 +179,8 @@ class LayoutAssigner:
                     self.forward(region.block)
             for res in op.results:
                 if is_tensor(res) and encoding_of(res) is None:
-                    set_encoding(res, self._whole_in_one_thread(self._forward_encoding(op, res), res))
+                    enc = self._forward_encoding(op, res)
+                    set_encoding(res, self._whole_in_one_thread(enc, res))
 
     def _whole_in_one_thread(self, enc, res: Value):
         """On a one-thread target (the cpu), a layout carried over from a smaller operand (a 1xN

@@ -109,14 +109,15 @@ class DebugChecks:
             return
         if stream is None:
             stream = torch_stream(args)  # where CudaKernel.launch sends it: torch's stream, else CuPy's
-        buffer = self.buffer(on_host=getattr(cuda, "error_buffer_on_host", False))  # the cpu target's
+        # the cpu target's launcher asks for the record in host memory
+        buffer = self.buffer(on_host=getattr(cuda, "error_buffer_on_host", False))
         cuda.launch(grid, [*args, *self.ranges(args), buffer], stream)
         cuda.synchronize(stream)
         self.check_gpu(args)
 
     def buffer(self, on_host: bool = False):
-        """The kernel's error buffer on the current GPU, or in host memory for a launcher that runs on
-        the host (zeroed; reset after each reported failure)."""
+        """The kernel's error buffer on the current GPU, or in host memory for a launcher that runs
+        on the host (zeroed; reset after each reported failure)."""
         if self._buffer is None:
             if on_host:
                 self._buffer = np.zeros(self.words, dtype=np.uint64).view(_HostRecord)
@@ -179,7 +180,7 @@ class DebugChecks:
 
 
 class _HostRecord(np.ndarray):
-    """The error buffer in host memory, read as the GPU's CuPy one is (`get`, `device.synchronize`)."""
+    """The error buffer in host memory, read as the GPU's CuPy one is (`get`, `device`)."""
 
     def get(self) -> np.ndarray:
         return np.array(self)

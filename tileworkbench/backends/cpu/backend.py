@@ -37,8 +37,8 @@ class CpuBackend(Backend):
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
-        # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read after
-        # the launch by runtime/debug_checks.py from a host buffer
+        # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read
+        # after the launch by runtime/debug_checks.py from a host buffer
         lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
                             hooks=hooks)
         module = lowering.run()
@@ -85,8 +85,8 @@ class CpuBackend(Backend):
 
 
 def _check_dtypes(func) -> None:
-    """The cpu target lowers the fp8 formats the NVIDIA lowering does (e4nv, e5); AMD's fnuz ones and
-    fp8e4b15 are the interpreter's only: refused here in the cpu target's own words."""
+    """The cpu target lowers the fp8 formats the NVIDIA lowering does (e4nv, e5); AMD's fnuz ones
+    and fp8e4b15 are the interpreter's only: refused here in the cpu target's own words."""
     from ...errors import CompilationError
     from ...ir.types import element_type
     from ..nvptx.llvm_types import _NOT_ON_NVIDIA
@@ -110,7 +110,9 @@ def _check_one_thread(func) -> None:
 
     for op in func.walk():
         for value in op.results:
-            enc = getattr(value.type, "encoding", None) if isinstance(value.type, TensorType) else None
+            if not isinstance(value.type, TensorType):
+                continue
+            enc = value.type.encoding
             if isinstance(enc, BlockedEncoding) and any(
                     size < dim for size, dim in zip(enc.size_per_thread, value.type.shape)):
                 raise CompilationError(f"internal: {op.name} in {func.sym_name} got layout {enc}, "

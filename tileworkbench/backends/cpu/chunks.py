@@ -4,8 +4,9 @@ tensor part as an `scf.for` over chunks of a few SIMD registers' worth of lanes,
 wider than the registers that hold it.
 
 Why: a 1024-lane `<1024 x float>` is 128 AVX2 registers; LLVM's x86 back end loads all of x, then
-all of y, and spills (a BLOCK=1024 vector add ran at 0.06x NumPy's speed). Chunks of four registers' worth of lanes keep
-every value in registers, and the loads, the add and the store of a chunk stay together.
+all of y, and spills (a BLOCK=1024 vector add ran at 0.06x NumPy's speed). Chunks of four registers'
+worth of lanes keep every value in registers, and the loads, the add and the store of a chunk stay
+together.
 
 The rewrite runs on `tile-opt` (before the layouts), so the rest of the pipeline is the usual one,
 and the `tile-gpu` stage shows the loop. Lane r of a tensor depends only on lane r of its operands

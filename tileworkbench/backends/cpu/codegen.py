@@ -119,7 +119,8 @@ def optimize(module_text: str, kernel_name: str, vectorize: bool = True):
     # maxnum/minnum may return either zero of +0/-0 (x86's maxps returns its second operand); the
     # GPU's max.f32 and the interpreter order -0 < +0, as IEEE 754-2019's maximumNumber does
     # (llvmlite quotes the names it prints: @"llvm.maxnum.f32")
-    for loose, strict in (("llvm.maxnum.", "llvm.maximumnum."), ("llvm.minnum.", "llvm.minimumnum.")):
+    for loose, strict in (("llvm.maxnum.", "llvm.maximumnum."),
+                          ("llvm.minnum.", "llvm.minimumnum.")):
         for at in ("@", '@"'):
             module_text = module_text.replace(at + loose, at + strict)
     try:

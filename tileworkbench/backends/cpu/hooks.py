@@ -1,10 +1,9 @@
 """The host's answers to the shared lowering's target hooks: one thread runs a whole program, so
 thread ids are 0, barriers vanish and a shuffle returns its own value (every layout the cpu target
-assigns broadcasts across lanes); program ids and counts are arguments of the kernel function; shared
-memory is a buffer the grid loop passes in; `.approx` math is branch-free LLVM IR that vectorizes
-(hostmath.py); libdevice calls go to the C library (libdevice.py); masked accesses are LLVM masked loads and stores;
-atomics are LLVM atomics.
-"""
+assigns broadcasts across lanes); program ids and counts are arguments of the kernel function;
+shared memory is a buffer the grid loop passes in; `.approx` math is branch-free LLVM IR that
+vectorizes (hostmath.py); libdevice calls go to the C library (libdevice.py); masked accesses are
+LLVM masked loads and stores; atomics are LLVM atomics."""
 
 from __future__ import annotations
 
@@ -197,7 +196,7 @@ def _as_vector(b, value, vtype) -> ir.Value:
 
 
 def _realtime_ns(lw) -> ir.Value:
-    """%globaltimer on the host: CLOCK_REALTIME in nanoseconds (the interpreter's time.time_ns())."""
+    """%globaltimer on the host: CLOCK_REALTIME in nanoseconds (the interpreter's time_ns())."""
     i64 = ir.IntType(64)
     timespec = ir.LiteralStructType([i64, i64])
     clock = lw.module.globals.get("clock_gettime") or ir.Function(

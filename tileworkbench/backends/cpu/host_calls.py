@@ -16,9 +16,10 @@ from types import SimpleNamespace
 import numpy as np
 
 PREFIX = "tw_host."
-_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
-           "i32": ctypes.c_int32, "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
-           "u32": ctypes.c_uint32, "u64": ctypes.c_uint64}
+_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i8": ctypes.c_int8,
+           "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+           "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+           "u64": ctypes.c_uint64}
 _BOUND: dict[str, object] = {}  # symbol -> its ctypes callback (kept alive for the process)
 _NAME = re.compile(r'@"?(' + re.escape(PREFIX) + r'[\w.]+?)"?\(')
 

@@ -1,8 +1,8 @@
-"""Launching a cpu-target kernel: the module JIT-compiled once (MCJIT), the arguments packed into one
-parameter block of 8-byte slots, and the grid cut into ranges of programs run by the calling thread and
-a thread pool (ctypes releases the GIL while native code runs, so the host's cores work in parallel).
-Short launches, and launches of a few milliseconds on a machine whose cores are all busy, run on the
-calling thread alone (`_pool_pays`)."""
+"""Launching a cpu-target kernel: the module JIT-compiled once (MCJIT), the arguments packed into
+one parameter block of 8-byte slots, and the grid cut into ranges of programs run by the calling
+thread and a thread pool (ctypes releases the GIL while native code runs, so the host's cores work
+in parallel). Short launches, and launches of a few milliseconds on a machine whose cores are all
+busy, run on the calling thread alone (`_pool_pays`)."""
 
 from __future__ import annotations
 

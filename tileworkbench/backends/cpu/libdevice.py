@@ -1,8 +1,9 @@
-"""libdevice on the host: `__nv_<name>` calls become LLVM intrinsics where LLVM has the operation, a few
-lines of IR for libdevice's predicates and integer helpers, and the C library's `<name>` otherwise (same
-semantics: libdevice follows C99's math library). The `fast_` variants take the exact path (within their
-error bound). What has none of these (erfinv, sinpi, mulhi, the `_rz`/`_ru`/`_rd` rounded arithmetic, ...)
-calls back into the interpreter's NumPy version, lane by lane (host_calls.py)."""
+"""libdevice on the host: `__nv_<name>` calls become LLVM intrinsics where LLVM has the operation, a
+few lines of IR for libdevice's predicates and integer helpers, and the C library's `<name>`
+otherwise (same semantics: libdevice follows C99's math library). The `fast_` variants take the
+exact path (within their error bound). What has none of these (erfinv, sinpi, mulhi, the
+`_rz`/`_ru`/`_rd` rounded arithmetic, ...) calls back into the interpreter's NumPy version, lane by
+lane (host_calls.py)."""
 
 from __future__ import annotations
 

@@ -137,15 +137,16 @@ class BoundsChecks:
         with b.if_then(failed, likely=False):
             # the program id from the target's hooks (the cpu target's are kernel parameters)
             pid = [lw.hooks.special_register(lw, f"ctaid.{axis}") for axis in "xyz"]
-            b.call(self._report_function(lw), [self.buffer, ir.Constant(I32, self._pending_site), value,
-                                               *pid])
+            site = ir.Constant(I32, self._pending_site)
+            b.call(self._report_function(lw), [self.buffer, site, value, *pid])
 
     def _report_function(self, lw) -> ir.Function:
-        """`tw_debug_report(buffer, site, value, pid x, y, z)`: the first caller of the launch records its failure."""
+        """`tw_debug_report(buffer, site, value, pid x, y, z)`: the first caller of the launch
+        records its failure."""
         if self._report is not None:
             return self._report
-        fn = ir.Function(lw.module, ir.FunctionType(ir.VoidType(), [GLOBAL_PTR, I32, I64] + [I32] * 3),
-                         _REPORT)
+        params = [GLOBAL_PTR, I32, I64] + [I32] * 3  # the program id last
+        fn = ir.Function(lw.module, ir.FunctionType(ir.VoidType(), params), _REPORT)
         fn.linkage = "internal"
         fn.attributes.add("noinline")  # cold: one call per check, not its body
         buffer, site, value, *pid = fn.args

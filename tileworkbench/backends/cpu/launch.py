@@ -100,9 +100,9 @@ class CpuKernel:
             start = time.perf_counter()
             self._grid_fn(block, 0, total, gx, gy, gz)
             programs, seconds = total, time.perf_counter() - start
-        if programs:  # a disturbed launch (descheduled, page faults) moves the estimate up slowly
-            measured, last = seconds / programs, self._seconds_per_program
-            self._seconds_per_program = measured if last is None else min(measured, 1.5 * last)
+        if programs:  # the fastest seen: a disturbed launch (descheduled, page faults) says little
+            measured, best = seconds / programs, self._seconds_per_program
+            self._seconds_per_program = measured if best is None else min(measured, best)
         debug.raise_failed_asserts(self.name)
 
     __call__ = launch

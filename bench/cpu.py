@@ -56,16 +56,19 @@ def timed(fn, min_seconds: float = 0.3, max_runs: int = 50) -> float:
 
 
 def interleaved(fns: dict, min_seconds: float = 1.0, max_rounds: int = 60) -> dict:
-    """The fastest call of each of `fns`, timed in alternating rounds, so that a busy spell of the
-    machine falls on all of them alike (NumPy is timed in the same rounds as the kernel)."""
+    """The fastest call of each of `fns`, timed in alternating rounds (in a rotating order), so that
+    a busy spell of the machine falls on all of them alike (NumPy in the same rounds as the kernel)."""
     for fn in fns.values():
         fn()
     best = {name: float("inf") for name in fns}
     start, rounds = time.perf_counter(), 0
+    names = list(fns)
     while (time.perf_counter() - start < min_seconds or rounds < 3) and rounds < max_rounds:
-        for name, fn in fns.items():
+        # the order rotates: torch's OpenMP threads spin for a while after its call and slow down
+        # whatever runs next on a 2-core machine
+        for name in names[rounds % len(names):] + names[:rounds % len(names)]:
             t0 = time.perf_counter()
-            fn()
+            fns[name]()
             best[name] = min(best[name], time.perf_counter() - t0)
         rounds += 1
     return best

@@ -1,7 +1,10 @@
 """Runs an NVPTX kernel's LLVM module (before O3) on the CPU with the GPU's threads, to test what only
-many threads show (shuffles across lanes, barriers, shared-memory exchanges, warps' atomics) where no GPU
-is. Kernels' results on the host are the `cpu` target's job (backends/cpu/); this stays for the
-multi-threaded GPU semantics (test_nvptx_emulated.py).
+many threads show where no GPU is: shuffles across lanes, barriers, shared-memory exchanges, warps'
+atomics, and the tensor-core and copy instructions through their stand-ins (ldmatrix and mma.sync:
+mma_standin.py; wgmma: wgmma_standin.py; cp.async and TMA: tma_standin.py). Kernels' results on the
+host are the `cpu` target's job (backends/cpu/, one thread per program, no NVPTX instructions); this
+stays for the GPU's multi-threaded semantics (test_nvptx_emulated.py and the tensor-core tests), and
+shares the cpu target's host JIT setup (backends/cpu/codegen.py).
 
 The module is re-targeted to the host and JIT-compiled by llvmlite; the NVVM intrinsics become host
 callbacks: thread and block ids read thread-local values, `barrier0` is a `threading.Barrier`, and
@@ -23,9 +26,9 @@ import ctypes
 import re
 import threading
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from tileworkbench.backends.cpu import codegen
 from tileworkbench.backends.nvptx.lower import Lowering
 from tileworkbench.backends.nvptx.lowering.tensormap_device import scratch_slots
 from tileworkbench.passes.axis_info import axis_info
@@ -245,11 +248,11 @@ class Emulator:
         return callbacks
 
     def _jit(self, text: str, name: str):
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
-        text = re.sub(r'target triple = ".*"', f'target triple = "{llvm.get_default_triple()}"', text)
+        # the host machine the cpu target JIT-compiles for (backends/cpu/codegen.py)
+        llvm = codegen.binding()
+        target = codegen.new_host_machine()
+        triple = llvm.get_process_triple()
+        text = re.sub(r'target triple = ".*"', f'target triple = "{triple}"', text)
         text = re.sub(r'target datalayout = ".*"', f'target datalayout = "{target.target_data}"', text)
         text = text.replace("define ptx_kernel void", "define void")
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)

@@ -99,7 +99,8 @@ class Lowering:
         self.static_uses: list[tuple] = []
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
         if self.bounds is not None:
-            self.bounds.attach(self, self.function.args[len(params) + len(scratch):])
+            first = len(params) + len(scratch)
+            self.bounds.attach(self, self.function.args[first:first + len(hidden)])
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:

@@ -323,24 +323,34 @@ def cuda_stand_ins() -> Iterator[None]:
     if not _interpreting():
         yield
         return
-    saved = torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty
-    empty = torch.empty
+    saved_cuda = torch.cuda.get_device_properties, torch.cuda.get_device_capability
+    saved_factories = {name: getattr(torch, name) for name in CUDA_FACTORIES}
 
     class Properties:
         multi_processor_count = INTERPRETER_SMS
 
-    def cpu_empty(*args, **kwargs):
-        if str(kwargs.get("device", "")).startswith("cuda"):
-            kwargs["device"] = "cpu"
-        return empty(*args, **kwargs)
+    def on_the_cpu(factory):
+        def make(*args, **kwargs):
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "cpu"
+            return factory(*args, **kwargs)
+
+        return make
 
     torch.cuda.get_device_properties = lambda *args, **kwargs: Properties()
     torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
-    torch.empty = cpu_empty
+    for name, factory in saved_factories.items():
+        setattr(torch, name, on_the_cpu(factory))
     try:
         yield
     finally:
-        torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty = saved
+        torch.cuda.get_device_properties, torch.cuda.get_device_capability = saved_cuda
+        for name, factory in saved_factories.items():
+            setattr(torch, name, factory)
+
+
+# The torch factories `cuda_stand_ins` keeps on the CPU (09's TMA scratch, 10's MX inputs).
+CUDA_FACTORIES = ("empty", "zeros", "rand", "randint", "randn", "tensor", "full")
 
 
 def _device(module):
@@ -438,11 +448,16 @@ def check_persistent_matmul(module) -> list[Comparison]:
     return results
 
 
+# Which of 10's formats its check runs (comma-separated; the GPU probe runs one per process).
+BLOCK_SCALED_FORMATS_ENV = "TUTORIAL_BLOCK_SCALED_FORMATS"
+
+
 def check_block_scaled_matmul(module) -> list[Comparison]:
     """The tutorial's own validation (its torch reference, assert_close at 1e-3) per format."""
     results: list[Comparison] = []
-    for scale_type in ("mxfp8", "mxfp4", "nvfp4", "mixed"):
-        with recorded_assertions(f"validate_block_scaled {scale_type}", results):
+    formats = os.environ.get(BLOCK_SCALED_FORMATS_ENV, "mxfp8,mxfp4,nvfp4,mixed").split(",")
+    for scale_type in formats:
+        with cuda_stand_ins(), recorded_assertions(f"validate_block_scaled {scale_type}", results):
             module.validate_block_scaled(256, 256, 256, block_scale_type=scale_type)
     return results
 

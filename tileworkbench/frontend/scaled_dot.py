@@ -1,7 +1,9 @@
 """`tl.dot_scaled`: the product of microscaling (MX) tiles, built as Triton does on GPUs without
 MX tensor cores: each operand is upcast to float32 (fp4 e2m1 unpacked from its bytes, fp8 from its
-bits, each group of 32 along K times 2**(scale - 127)), then one `tl.dot` in full fp32. Every back
-end runs it, and the upcast is exact (every MX value times a power of two is an fp32)."""
+bits or its own dtype, each group of K / scale columns along K (32 for MX, 16 for nvfp4) times its
+scale: 2**(s - 127) for e8m0 bytes, the value of a float8e4nv scale), then one `tl.dot`: on bf16
+tiles (tensor cores) for fp4/fp8 operands, whose scaled values bf16 holds exactly, else in full fp32.
+Every back end runs it, and the upcast is exact (every MX value times a power of two is an fp32)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ _FP8 = {"e4m3": core.float8e4nv, "e5m2": core.float8e5}
 _FLOATS = {"bf16": core.bfloat16, "fp16": core.float16}
 FORMATS = ("e2m1", *_FP8, *_FLOATS)
 SCALE_GROUP = 32  # elements along K that share one scale
+# Formats whose scaled values bf16 holds exactly (significands of at most 4 bits times a power of two
+# or an fp8 e4m3 scale fit bf16's 8; its exponent range is float32's, short only below 2**-126 where
+# bf16 keeps fewer subnormal bits), as Triton's Hopper decomposition upcasts them to bf16. fp16 and
+# bf16 operands stay in float32.
+_FITS_BF16 = ("e2m1", *_FP8)
 
 
 @impl("dot_scaled")
@@ -27,6 +34,9 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
         raise TileTypeError("tl.dot_scaled packs fp4 along K only (lhs_k_pack=rhs_k_pack=True)")
     a = _upcast(cg, cg.sem.to_tensor(lhs), unwrap(lhs_scale), lhs_format, k_axis=1, what="lhs")
     b = _upcast(cg, cg.sem.to_tensor(rhs), unwrap(rhs_scale), rhs_format, k_axis=0, what="rhs")
+    if lhs_format in _FITS_BF16 and rhs_format in _FITS_BF16:  # tensor cores, products exact
+        a, b = cg.sem.cast(a, core.bfloat16), cg.sem.cast(b, core.bfloat16)
+        return dot(cg, a, b, unwrap(acc), out_dtype=out_dtype)
     return dot(cg, a, b, unwrap(acc), input_precision="ieee", out_dtype=out_dtype)
 
 
@@ -38,19 +48,29 @@ def _upcast(cg, x: tensor, scale, fmt: str, k_axis: int, what: str) -> tensor:
     if len(x.shape) != 2:
         raise TileTypeError(f"tl.dot_scaled needs 2-D operands, got {what} of shape "
                             f"{shape_str(x.shape)}")
-    if fmt in _FLOATS:
-        numbers = cg.sem.cast(x, core.float32)
-    elif x.dtype != core.uint8:
-        raise TileTypeError(f"tl.dot_scaled: {what} in {fmt} must be a uint8 tile of its bits, "
-                            f"got {x.dtype}")
-    elif fmt == "e2m1":
+    if fmt == "e2m1":
+        if x.dtype != core.uint8:
+            raise TileTypeError(f"tl.dot_scaled: {what} in e2m1 must be a uint8 tile of packed "
+                                f"pairs, got {x.dtype}")
         numbers = _unpack_e2m1(cg, x, k_axis)
     else:
-        numbers = cg.sem.cast(cg.sem.cast(x, _FP8[fmt], bitcast=True), core.float32)
+        numbers = cg.sem.cast(_as_format(cg, x, fmt, what), core.float32)
     if scale is None:
         return numbers
     factors = _scale_factors(cg, cg.sem.to_tensor(scale), numbers.shape, k_axis, what)
     return cg.sem.mul(numbers, factors)
+
+
+def _as_format(cg, x: tensor, fmt: str, what: str) -> tensor:
+    """`x` as the float type of `fmt`: as it is, or bitcast from unsigned integers of its bits."""
+    dtype = _FP8.get(fmt) or _FLOATS[fmt]
+    if x.dtype == dtype:
+        return x
+    bits = core.uint8 if fmt in _FP8 else core.uint16
+    if x.dtype != bits:
+        raise TileTypeError(f"tl.dot_scaled: {what} in {fmt} must be a {dtype} tile or a {bits} "
+                            f"tile of its bits, got {x.dtype}")
+    return cg.sem.cast(x, dtype, bitcast=True)
 
 
 def _unpack_e2m1(cg, x: tensor, k_axis: int) -> tensor:
@@ -77,18 +97,23 @@ def _e2m1_numbers(cg, nibble: tensor) -> tensor:
 
 
 def _scale_factors(cg, scale: tensor, shape: tuple[int, int], k_axis: int, what: str) -> tensor:
-    """E8M0 scales (rows x K/32 uint8) as 2**(s - 127) per element of the operand (255 is NaN)."""
+    """Scales (rows x K/group: e8m0 uint8, 255 is NaN, or float8e4nv values) as one factor per
+    element of the operand; the group is K over the scale's columns (Triton deduces it so)."""
     sem = cg.sem
-    rows = shape[1 - k_axis]
-    k = shape[k_axis]
-    if scale.dtype != core.uint8 or scale.shape != (rows, k // SCALE_GROUP):
+    rows, k = shape[1 - k_axis], shape[k_axis]
+    columns = scale.shape[-1] if scale.shape and k % scale.shape[-1] == 0 else k // SCALE_GROUP
+    if scale.dtype not in (core.uint8, core.float8e4nv) or scale.shape != (rows, columns):
         raise TileTypeError(f"tl.dot_scaled: {what}_scale must be a uint8 tile of shape "
-                            f"({rows}, {k // SCALE_GROUP}), got {scale.dtype} "
-                            f"{shape_str(scale.shape)}")
-    bits = sem.shl(sem.cast(scale, core.uint32), 23)
-    factor = sem.where(sem.compare("==", scale, 255), float("nan"),
-                       sem.cast(bits, core.float32, bitcast=True))
-    grouped = sem.broadcast_to(sem.expand_dims(factor, 2), (rows, k // SCALE_GROUP, SCALE_GROUP))
+                            f"({rows}, {columns}) (e8m0; or float8e4nv, nvfp4's), got "
+                            f"{scale.dtype} {shape_str(scale.shape)}")
+    group = k // columns
+    if scale.dtype == core.float8e4nv:
+        factor = sem.cast(scale, core.float32)
+    else:
+        bits = sem.shl(sem.cast(scale, core.uint32), 23)
+        factor = sem.where(sem.compare("==", scale, 255), float("nan"),
+                           sem.cast(bits, core.float32, bitcast=True))
+    grouped = sem.broadcast_to(sem.expand_dims(factor, 2), (rows, columns, group))
     per_element = sem.reshape(grouped, (rows, k))
     if k_axis == 1:
         return per_element

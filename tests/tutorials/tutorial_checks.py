@@ -175,6 +175,11 @@ def check_matmul(module) -> list[Comparison]:
             1e-2,
         )
     )
+    if not _interpreting():  # each Hopper-sized config on its own (autotuning checks only the best)
+        for config in hopper_configs(module.matmul_kernel):
+            with only_config(module.matmul_kernel, config):
+                error = max_error(module.matmul(a, b), reference)
+            results.append(Comparison(f"matmul fp16 at {_config_label(config)}", error, 1e-2))
     if getattr(module, "TORCH_HAS_FP8", False):  # the tutorial runs its fp8 check on CUDA only
         a8 = torch.randn((64, 96), dtype=torch.float16, device=module.DEVICE).to(torch.float8_e5m2)
         b8 = torch.randn((64, 96), dtype=torch.float16, device=module.DEVICE).T.to(
@@ -187,6 +192,35 @@ def check_matmul(module) -> list[Comparison]:
             )
         )
     return results
+
+
+# How many of 03's Hopper-sized configs (BLOCK_SIZE_M >= 64, 4 or more warps: a warp group per 64
+# rows, so wgmma) the GPU check runs one by one, first ones in the tutorial's order (its fastest).
+HOPPER_CONFIGS = 3
+
+
+def hopper_configs(autotuner) -> list:
+    """The first HOPPER_CONFIGS configs of `autotuner` that take wgmma on Hopper, as the tutorial
+    wrote them (before limit_autotuning cut the list)."""
+    configs = getattr(autotuner, "_configs_as_written", autotuner.configs)
+    return [c for c in configs if c.kwargs.get("BLOCK_SIZE_M", 0) >= 64
+            and (c.num_warps or 4) >= 4][:HOPPER_CONFIGS]
+
+
+@contextlib.contextmanager
+def only_config(autotuner, config) -> Iterator[None]:
+    """`autotuner` launches `config` alone meanwhile (nothing to time, nothing remembered)."""
+    saved = autotuner.configs, dict(autotuner.cache)
+    autotuner.configs, autotuner.cache = [config], {}
+    try:
+        yield
+    finally:
+        autotuner.configs, autotuner.cache = saved
+
+
+def _config_label(config) -> str:
+    blocks = "x".join(str(config.kwargs[f"BLOCK_SIZE_{axis}"]) for axis in "MNK")
+    return f"{blocks} w{config.num_warps} s{config.num_stages}"
 
 
 def check_dropout(module) -> list[Comparison]:
@@ -528,6 +562,7 @@ def limit_autotuning(module, count: int | None, smallest: bool = False) -> None:
         return
     for value in vars(module).values():
         if isinstance(value, Autotuner):
+            value._configs_as_written = list(value.configs)
             configs = sorted(value.configs, key=_block_volume) if smallest else value.configs
             value.configs = configs[:count]
 

@@ -32,16 +32,28 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
     lhs_format, rhs_format = unwrap(lhs_format), unwrap(rhs_format)
     if not unwrap(lhs_k_pack) or not unwrap(rhs_k_pack):
         raise TileTypeError("tl.dot_scaled packs fp4 along K only (lhs_k_pack=rhs_k_pack=True)")
-    a = _upcast(cg, cg.sem.to_tensor(lhs), unwrap(lhs_scale), lhs_format, k_axis=1, what="lhs")
-    b = _upcast(cg, cg.sem.to_tensor(rhs), unwrap(rhs_scale), rhs_format, k_axis=0, what="rhs")
+    a = _upcast(cg, cg.sem.to_tensor(lhs), unwrap(lhs_scale), lhs_format, what="lhs")
+    # rhs (K x N) is upcast as N x K, the orientation of its scales (and, when it is `b.T` of an
+    # N x K tile as in Triton's tutorial 10, of its data: the two transposes fold away), and turned
+    # only as the dot operand, so no float32 tile is ever transposed
+    b_t = _upcast(cg, _transpose(cg, cg.sem.to_tensor(rhs), "rhs"), unwrap(rhs_scale), rhs_format,
+                  what="rhs")
     if lhs_format in _FITS_BF16 and rhs_format in _FITS_BF16:  # tensor cores, products exact
-        a, b = cg.sem.cast(a, core.bfloat16), cg.sem.cast(b, core.bfloat16)
-        return dot(cg, a, b, unwrap(acc), out_dtype=out_dtype)
-    return dot(cg, a, b, unwrap(acc), input_precision="ieee", out_dtype=out_dtype)
+        a, b_t = cg.sem.cast(a, core.bfloat16), cg.sem.cast(b_t, core.bfloat16)
+        return dot(cg, a, permute(cg, b_t, 1, 0), unwrap(acc), out_dtype=out_dtype)
+    return dot(cg, a, permute(cg, b_t, 1, 0), unwrap(acc), input_precision="ieee",
+               out_dtype=out_dtype)
 
 
-def _upcast(cg, x: tensor, scale, fmt: str, k_axis: int, what: str) -> tensor:
-    """Operand `x` (M x K for lhs, K x N for rhs) in `fmt` as float32 numbers, scaled."""
+def _transpose(cg, x: tensor, what: str) -> tensor:
+    if len(x.shape) != 2:
+        raise TileTypeError(f"tl.dot_scaled needs 2-D operands, got {what} of shape "
+                            f"{shape_str(x.shape)}")
+    return permute(cg, x, 1, 0)
+
+
+def _upcast(cg, x: tensor, scale, fmt: str, what: str) -> tensor:
+    """Operand `x` (rows x K: M x K for lhs, N x K for rhs) in `fmt` as float32 numbers, scaled."""
     if fmt not in FORMATS:
         raise TileTypeError(f"tl.dot_scaled: {what}_format must be one of {', '.join(FORMATS)}, "
                             f"got {fmt!r}")
@@ -52,12 +64,12 @@ def _upcast(cg, x: tensor, scale, fmt: str, k_axis: int, what: str) -> tensor:
         if x.dtype != core.uint8:
             raise TileTypeError(f"tl.dot_scaled: {what} in e2m1 must be a uint8 tile of packed "
                                 f"pairs, got {x.dtype}")
-        numbers = _unpack_e2m1(cg, x, k_axis)
+        numbers = _unpack_e2m1(cg, x)
     else:
         numbers = cg.sem.cast(_as_format(cg, x, fmt, what), core.float32)
     if scale is None:
         return numbers
-    factors = _scale_factors(cg, cg.sem.to_tensor(scale), numbers.shape, k_axis, what)
+    factors = _scale_factors(cg, cg.sem.to_tensor(scale), numbers.shape, what)
     return cg.sem.mul(numbers, factors)
 
 
@@ -73,15 +85,13 @@ def _as_format(cg, x: tensor, fmt: str, what: str) -> tensor:
     return cg.sem.cast(x, dtype, bitcast=True)
 
 
-def _unpack_e2m1(cg, x: tensor, k_axis: int) -> tensor:
-    """Two fp4 e2m1 values per byte along K (the low nibble first), as float32."""
+def _unpack_e2m1(cg, x: tensor) -> tensor:
+    """Two fp4 e2m1 values per byte along K, the last axis (the low nibble first), as float32."""
     sem = cg.sem
     low, high = sem.and_(x, 0xF), sem.and_(sem.shr(x, 4), 0xF)
-    pair = join(cg, _e2m1_numbers(cg, low), _e2m1_numbers(cg, high))  # (.., .., 2)
+    pair = join(cg, _e2m1_numbers(cg, low), _e2m1_numbers(cg, high))  # (rows, K/2, 2)
     rows, cols = x.shape
-    if k_axis == 1:  # (M, K/2, 2) -> (M, K)
-        return sem.reshape(pair, (rows, cols * 2))
-    return sem.reshape(permute(cg, pair, 0, 2, 1), (rows * 2, cols))  # (K/2, 2, N) -> (K, N)
+    return sem.reshape(pair, (rows, cols * 2))
 
 
 def _e2m1_numbers(cg, nibble: tensor) -> tensor:
@@ -96,25 +106,22 @@ def _e2m1_numbers(cg, nibble: tensor) -> tensor:
     return sem.where(sem.compare("!=", sem.and_(nibble, 8), 0), sem.neg(magnitude), magnitude)
 
 
-def _scale_factors(cg, scale: tensor, shape: tuple[int, int], k_axis: int, what: str) -> tensor:
+def _scale_factors(cg, scale: tensor, shape: tuple[int, int], what: str) -> tensor:
     """Scales (rows x K/group: e8m0 uint8, 255 is NaN, or float8e4nv values) as one factor per
-    element of the operand; the group is K over the scale's columns (Triton deduces it so)."""
+    element of the rows x K operand; the group is K over the scale's columns (Triton deduces it
+    so)."""
     sem = cg.sem
-    rows, k = shape[1 - k_axis], shape[k_axis]
+    rows, k = shape
     columns = scale.shape[-1] if scale.shape and k % scale.shape[-1] == 0 else k // SCALE_GROUP
     if scale.dtype not in (core.uint8, core.float8e4nv) or scale.shape != (rows, columns):
         raise TileTypeError(f"tl.dot_scaled: {what}_scale must be a uint8 tile of shape "
                             f"({rows}, {columns}) (e8m0; or float8e4nv, nvfp4's), got "
                             f"{scale.dtype} {shape_str(scale.shape)}")
-    group = k // columns
     if scale.dtype == core.float8e4nv:
         factor = sem.cast(scale, core.float32)
     else:
         bits = sem.shl(sem.cast(scale, core.uint32), 23)
         factor = sem.where(sem.compare("==", scale, 255), float("nan"),
                            sem.cast(bits, core.float32, bitcast=True))
-    grouped = sem.broadcast_to(sem.expand_dims(factor, 2), (rows, columns, group))
-    per_element = sem.reshape(grouped, (rows, k))
-    if k_axis == 1:
-        return per_element
-    return permute(cg, per_element, 1, 0)
+    grouped = sem.broadcast_to(sem.expand_dims(factor, 2), (rows, columns, k // columns))
+    return sem.reshape(grouped, (rows, k))

@@ -32,17 +32,51 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
     lhs_format, rhs_format = unwrap(lhs_format), unwrap(rhs_format)
     if not unwrap(lhs_k_pack) or not unwrap(rhs_k_pack):
         raise TileTypeError("tl.dot_scaled packs fp4 along K only (lhs_k_pack=rhs_k_pack=True)")
-    a = _upcast(cg, cg.sem.to_tensor(lhs), unwrap(lhs_scale), lhs_format, what="lhs")
+    lhs = cg.sem.to_tensor(lhs)
     # rhs (K x N) is upcast as N x K, the orientation of its scales (and, when it is `b.T` of an
     # N x K tile as in Triton's tutorial 10, of its data: the two transposes fold away), and turned
     # only as the dot operand, so no float32 tile is ever transposed
-    b_t = _upcast(cg, _transpose(cg, cg.sem.to_tensor(rhs), "rhs"), unwrap(rhs_scale), rhs_format,
-                  what="rhs")
-    if lhs_format in _FITS_BF16 and rhs_format in _FITS_BF16:  # tensor cores, products exact
-        a, b_t = cg.sem.cast(a, core.bfloat16), cg.sem.cast(b_t, core.bfloat16)
-        return dot(cg, a, permute(cg, b_t, 1, 0), unwrap(acc), out_dtype=out_dtype)
-    return dot(cg, a, permute(cg, b_t, 1, 0), unwrap(acc), input_precision="ieee",
-               out_dtype=out_dtype)
+    rhs_t = _transpose(cg, cg.sem.to_tensor(rhs), "rhs")
+    if lhs_format == rhs_format == "e2m1":
+        # K in another order on both sides (the low nibbles, then the high ones) gives the same sum:
+        # two dots of K/2, with no interleaving of the nibbles (it moves data on the GPU)
+        pairs = zip(_e2m1_halves(cg, lhs, unwrap(lhs_scale), "lhs"),
+                    _e2m1_halves(cg, rhs_t, unwrap(rhs_scale), "rhs"))
+    else:
+        pairs = [(_upcast(cg, lhs, unwrap(lhs_scale), lhs_format, what="lhs"),
+                  _upcast(cg, rhs_t, unwrap(rhs_scale), rhs_format, what="rhs"))]
+    bf16 = lhs_format in _FITS_BF16 and rhs_format in _FITS_BF16  # tensor cores, products exact
+    result = unwrap(acc)
+    for a, b_t in pairs:
+        result = _dot(cg, a, b_t, result, bf16, out_dtype)
+    return result
+
+
+def _dot(cg, a: tensor, b_t: tensor, acc, bf16: bool, out_dtype) -> tensor:
+    """acc + a @ b_t.T of float32 tiles, on bf16 tiles (`bf16`) or in full float32."""
+    if not bf16:
+        return dot(cg, a, permute(cg, b_t, 1, 0), acc, input_precision="ieee", out_dtype=out_dtype)
+    # lhs is narrowed in its transpose and turned back: the transpose (a relabelling of the
+    # registers) keeps the GPU's layout assignment from pulling the dot-operand layout back through
+    # the decoding to the bytes (a second trip through shared memory, where wgmma reads lhs anyway)
+    a_t = cg.sem.cast(permute(cg, a, 1, 0), core.bfloat16)
+    b_t = cg.sem.cast(b_t, core.bfloat16)
+    return dot(cg, permute(cg, a_t, 1, 0), permute(cg, b_t, 1, 0), acc, out_dtype=out_dtype)
+
+
+def _e2m1_halves(cg, x: tensor, scale, what: str) -> list[tensor]:
+    """Packed e2m1 operand `x` (rows x K/2 bytes) as two float32 tiles, scaled: its elements 0, 2,
+    4, ... (the low nibbles) and 1, 3, 5, ... (the high ones)."""
+    if len(x.shape) != 2 or x.dtype != core.uint8:
+        raise TileTypeError(f"tl.dot_scaled: {what} in e2m1 must be a 2-D uint8 tile of packed "
+                            f"pairs, got {x.dtype} {shape_str(x.shape)}")
+    sem = cg.sem
+    halves = [_e2m1_numbers(cg, sem.and_(x, 0xF)), _e2m1_numbers(cg, sem.shr(x, 4))]
+    if scale is None:
+        return halves
+    rows, half = x.shape
+    factors = _scale_factors(cg, sem.to_tensor(scale), (rows, 2 * half), what, halves=True)
+    return [sem.mul(numbers, factors) for numbers in halves]
 
 
 def _transpose(cg, x: tensor, what: str) -> tensor:
@@ -86,12 +120,13 @@ def _as_format(cg, x: tensor, fmt: str, what: str) -> tensor:
 
 
 def _unpack_e2m1(cg, x: tensor) -> tensor:
-    """Two fp4 e2m1 values per byte along K, the last axis (the low nibble first), as float32."""
+    """Two fp4 e2m1 values per byte along K, the last axis (the low nibble first), as float32.
+    The nibbles are spread to rows x K as bytes and decoded after: a layout change the GPU passes
+    place at the reshape then moves bytes, not floats."""
     sem = cg.sem
-    low, high = sem.and_(x, 0xF), sem.and_(sem.shr(x, 4), 0xF)
-    pair = join(cg, _e2m1_numbers(cg, low), _e2m1_numbers(cg, high))  # (rows, K/2, 2)
+    pair = join(cg, sem.and_(x, 0xF), sem.shr(x, 4))  # (rows, K/2, 2)
     rows, cols = x.shape
-    return sem.reshape(pair, (rows, cols * 2))
+    return _e2m1_numbers(cg, sem.reshape(pair, (rows, cols * 2)))
 
 
 def _e2m1_numbers(cg, nibble: tensor) -> tensor:
@@ -106,10 +141,11 @@ def _e2m1_numbers(cg, nibble: tensor) -> tensor:
     return sem.where(sem.compare("!=", sem.and_(nibble, 8), 0), sem.neg(magnitude), magnitude)
 
 
-def _scale_factors(cg, scale: tensor, shape: tuple[int, int], what: str) -> tensor:
+def _scale_factors(cg, scale: tensor, shape: tuple[int, int], what: str,
+                   halves: bool = False) -> tensor:
     """Scales (rows x K/group: e8m0 uint8, 255 is NaN, or float8e4nv values) as one factor per
-    element of the rows x K operand; the group is K over the scale's columns (Triton deduces it
-    so)."""
+    element of the rows x K operand (the group is K over the scale's columns, as Triton deduces
+    it); `halves`: per element of one of `_e2m1_halves` (rows x K/2; element p is 2p or 2p + 1)."""
     sem = cg.sem
     rows, k = shape
     columns = scale.shape[-1] if scale.shape and k % scale.shape[-1] == 0 else k // SCALE_GROUP
@@ -117,11 +153,15 @@ def _scale_factors(cg, scale: tensor, shape: tuple[int, int], what: str) -> tens
         raise TileTypeError(f"tl.dot_scaled: {what}_scale must be a uint8 tile of shape "
                             f"({rows}, {columns}) (e8m0; or float8e4nv, nvfp4's), got "
                             f"{scale.dtype} {shape_str(scale.shape)}")
+    group = k // columns // (2 if halves else 1)
+    if group < 1:
+        raise TileTypeError(f"tl.dot_scaled: {what}_scale has more columns ({columns}) than "
+                            f"pairs of e2m1 values along K ({k // 2})")
+    # the scales are spread to rows x K as they are (bytes) and decoded after (see _unpack_e2m1)
+    grouped = sem.broadcast_to(sem.expand_dims(scale, 2), (rows, columns, group))
+    spread = sem.reshape(grouped, (rows, columns * group))
     if scale.dtype == core.float8e4nv:
-        factor = sem.cast(scale, core.float32)
-    else:
-        bits = sem.shl(sem.cast(scale, core.uint32), 23)
-        factor = sem.where(sem.compare("==", scale, 255), float("nan"),
-                           sem.cast(bits, core.float32, bitcast=True))
-    grouped = sem.broadcast_to(sem.expand_dims(factor, 2), (rows, columns, k // columns))
-    return sem.reshape(grouped, (rows, k))
+        return sem.cast(spread, core.float32)
+    bits = sem.shl(sem.cast(spread, core.uint32), 23)
+    return sem.where(sem.compare("==", spread, 255), float("nan"),
+                     sem.cast(bits, core.float32, bitcast=True))

@@ -27,6 +27,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from tileworkbench.backends.nvptx.lower import Lowering
+from tileworkbench.backends.nvptx.lowering.tensormap_device import scratch_slots
 from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
@@ -39,7 +40,8 @@ from wgmma_standin import FORMS as WGMMA_FORMS
 from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
 from wgmma_standin import asm_body as wgmma_asm_body
 from wgmma_standin import InFlight, is_wgmma_asm, warp_group_mma
-from tma_standin import TMAStandIn, replace_tma_intrinsics
+from tma_standin import (TENSORMAP_DECLARATIONS, TMAStandIn, is_tensormap_asm, replace_tma_intrinsics,
+                         tensormap_asm_body)
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
@@ -48,6 +50,7 @@ _SHFL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.
 _MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _WAIT = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
 _CP_ASYNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
+_WARP_SYNC = ctypes.CFUNCTYPE(None, ctypes.c_int32)
 
 
 class _Block:
@@ -55,6 +58,7 @@ class _Block:
 
     def __init__(self, threads: int, ctaid, nctaid):
         self.barrier = threading.Barrier(threads)
+        self.warp_barriers = [threading.Barrier(min(32, threads)) for _ in range((threads + 31) // 32)]
         self.slots = np.zeros(threads, dtype=np.int32)
         self.mma_slots = np.zeros((threads, 14), dtype=np.uint32)
         self.wgmma_slots = np.zeros((threads, MAX_WGMMA_WORDS), dtype=np.uint32)
@@ -67,9 +71,10 @@ class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
                  wgmma: bool = False, shared_limit: int | None = None, tma: bool = False):
-        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map)
+        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map),
+        # and descriptors made in the kernel that fit build theirs (as on sm_90a)
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
-                           tma=tma)[0]
+                           tma=tma, device_tma=tma)[0]
         self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit)
 
     @classmethod
@@ -99,6 +104,10 @@ class Emulator:
         self.text = text
         self.threads = 32 * num_warps
         self.kinds = [_kind(a.type) for a in func.args]
+        # in-kernel tensor maps: the launch's global scratch, a hidden parameter (runtime/allocation.py)
+        self.scratch_bytes = scratch_slots(func)[1]
+        if self.scratch_bytes:
+            self.kinds.append("ptr")
         self.checks = None
         if debug:
             names = [a.name_hint or f"arg{a.index}" for a in func.args]
@@ -122,6 +131,9 @@ class Emulator:
 
         def barrier():
             local.block.barrier.wait()
+
+        def warp_sync(mask):
+            local.block.warp_barriers[local.tid // 32].wait()
 
         def shfl(mask, value, lane_mask, clamp):
             block = local.block
@@ -199,7 +211,8 @@ class Emulator:
         def assert_fail(*_):
             raise AssertionError("device_assert failed in the emulated kernel")
 
-        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
+        callbacks = {"emu_barrier": _VOID(barrier), "emu_warp_sync": _WARP_SYNC(warp_sync),
+                     "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
                      "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
                      "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
@@ -219,6 +232,7 @@ class Emulator:
         text = text.replace("define ptx_kernel void", "define void")
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
+        text = text.replace('@"llvm.nvvm.bar.warp.sync"', '@"emu_warp_sync"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
         # the shared memory is ours, aligned as a GPU's shared window (2^18 bytes): wgmma's descriptors
         # hold address bits 4-17 and its swizzle reads bits 7-9
@@ -248,6 +262,10 @@ class Emulator:
                   (int(a) if self.kinds[i] != "fp32" and self.kinds[i] != "fp64" else float(a))
                   for i, a in enumerate(args)]
         record = None
+        if self.scratch_bytes:  # the allocator's part: 128-byte aligned, poisoned
+            count = grid[0] * grid[1] * grid[2] * self.scratch_bytes
+            self.scratch = np.full(count + 128, 0xA5, np.uint8)
+            values.append((self.scratch.ctypes.data + 127) // 128 * 128)
         if self.checks is not None:
             record = np.zeros(self.checks.words, np.uint64)
             values += self.checks.ranges(args) + [record.ctypes.data]
@@ -255,6 +273,7 @@ class Emulator:
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     self._program(_Block(self.threads, (x, y, z), grid), values)
+        self._tma.check()  # a TMA copy the GPU would have trapped on
         if record is not None and record[0]:
             raise self.checks.error(record, args)
 
@@ -352,6 +371,8 @@ def _replace_asm(text: str) -> str:
         decls.append("declare void @emu_wgmma(i32, ptr, ptr)")
     if any("@emu_wgmma_commit" in d for d in defs):
         decls.append("declare void @emu_wgmma_commit()")
+    if any("@emu_tensormap_" in d for d in defs):
+        decls += TENSORMAP_DECLARATIONS
     if any("@emu_wgmma_wait" in d for d in defs):
         decls.append("declare void @emu_wgmma_wait(i32, ptr, i32)")
     return "\n".join(lines + decls + defs)
@@ -476,6 +497,8 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
     params = ", ".join(f"{t} %a{i}" for i, t in enumerate(arg_types))
     head = f'define internal {ret} @"{name}"({params}) {{\n'
     op = asm.split(" ")[0]
+    if is_tensormap_asm(asm):
+        return head + tensormap_asm_body(asm, ret, arg_types)
     if op in _UNARY:
         return head + f"  %r = call float @{_UNARY[op]}(float %a0)\n  ret float %r\n}}"
     if op == "rsqrt.approx.f32":

@@ -23,6 +23,17 @@ def cp():
     return cupy
 
 
+@pytest.fixture(autouse=True)
+def scratch_allocator(cp):
+    """The kernel makes its descriptors in the kernel: on sm_90a their TMA maps live in scratch
+    memory from `set_allocator` (as Triton's tutorial 06 sets one)."""
+    import tileworkbench as tw
+
+    tw.set_allocator(lambda size, align, stream: cp.empty(size, dtype=cp.uint8))
+    yield
+    tw.set_allocator(None)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])
 @pytest.mark.parametrize("block_m, block_n, num_warps", [
     (32, 16, 4), (16, 32, 4), (32, 32, 4), (64, 32, 4), (64, 32, 1), (32, 16, 1), (128, 64, 4),

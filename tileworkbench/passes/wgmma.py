@@ -14,7 +14,7 @@ MN-major, with rows of at least 32 bytes.
 
 from __future__ import annotations
 
-from ..ir.ops import scf, tt
+from ..ir.ops import scf, tt, ttng
 from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MemDescIndexOp, MmaEncoding, NvmmaSharedEncoding
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
@@ -207,7 +207,12 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
 
 
 def _spare_slot_ring(tile: Value, stages: int) -> bool:
-    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1) safe)."""
+    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1)
+    safe), or a TMA ring's slot (`ttng.tma_wait`: the copies that refill a ring's slots come after
+    the wait and a barrier, and refill the slot the previous iteration's group read, which wait(1)
+    has completed; a ring has at least 2 slots)."""
+    if isinstance(tile, OpResult) and isinstance(tile.op, ttng.TMAWaitOp):
+        return True
     if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
         return False
     ring = tile.op.src

@@ -368,3 +368,30 @@ def test_constants_reassociate_through_wrapping_int_ops():
         }
     """,
     )
+
+
+def test_a_transpose_of_a_transpose_is_one_or_none():
+    """tl.dot_scaled upcasts `b.T` as N x K by transposing it back: the two fold away."""
+    f, b = new_func([("out", PointerType(i32))])
+    r = b.value(tt.MakeRangeOp, TensorType((24,), i32), name="r", start=0, end=24)
+    x = b.value(tt.ReshapeOp, TensorType((2, 3, 4), i32), name="x", src=r)
+    y = b.value(tt.TransOp, TensorType((3, 4, 2), i32), name="y", src=x, order=(1, 2, 0))
+    back = b.value(tt.TransOp, TensorType((2, 3, 4), i32), name="back", src=y, order=(2, 0, 1))
+    turned = b.value(tt.TransOp, TensorType((4, 3, 2), i32), name="turned", src=y, order=(1, 0, 2))
+    for value in (back, turned):
+        b.create(tt.PrintOp, prefix="", hex=False, args=[value])
+    finish(f, b)
+    assert canonicalize(f)
+    assert_ir(
+        f,
+        """
+        tt.func @k(%out: !tt.ptr<i32>) {
+          %r = tt.make_range {start = 0, end = 24} : tensor<24xi32>
+          %x = tt.reshape %r : tensor<2x3x4xi32>
+          %turned = tt.trans %x {order = [2, 1, 0]} : tensor<4x3x2xi32>
+          tt.print %x : tensor<2x3x4xi32>
+          tt.print %turned : tensor<4x3x2xi32>
+          tt.return
+        }
+    """,
+    )

@@ -239,3 +239,28 @@ def test_host_tensor_descriptor_needs_a_contiguous_last_dimension():
 
     with pytest.raises(ValueError, match="contiguous"):
         TensorDescriptor.from_tensor(np.zeros((8, 8), np.float32).T, [8, 8])
+
+
+@tw.jit
+def strided_sums(x_ptr, out_ptr, n, WS: tl.constexpr, BLOCK: tl.constexpr):
+    """Column sums of x viewed as rows of BLOCK, in a tl.range with every knob of Triton 3.8's."""
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in tl.range(0, n, BLOCK, num_stages=2, loop_unroll_factor=1, warp_specialize=WS,
+                          flatten=True, disallow_acc_multi_buffer=True, disable_licm=True):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize("warp_specialize", [False, True])
+def test_range_knobs_are_accepted(warp_specialize):
+    """warp_specialize, flatten, disallow_acc_multi_buffer and disable_licm are taken and change
+    nothing (the loop runs as ordinary code), in the interpreter and compiled for sm_90a."""
+    x = np.random.default_rng(5).standard_normal(100).astype(np.float32)
+    out = np.full(16, np.nan, np.float32)
+    strided_sums[(1,)](x, out, 100, WS=warp_specialize, BLOCK=16)
+    np.testing.assert_allclose(out, np.pad(x, (0, 12)).reshape(-1, 16).sum(0, dtype=np.float64),
+                               rtol=1e-5, atol=1e-5)
+    compiled = tw.compile(strided_sums, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                          constexprs={"WS": warp_specialize, "BLOCK": 16}, target="sm_90a")
+    assert ".entry strided_sums" in compiled.asm["ptx"]

@@ -175,6 +175,11 @@ def check_matmul(module) -> list[Comparison]:
             1e-2,
         )
     )
+    if not _interpreting():  # each Hopper-sized config on its own (autotuning checks only the best)
+        for config in hopper_configs(module.matmul_kernel):
+            with only_config(module.matmul_kernel, config):
+                error = max_error(module.matmul(a, b), reference)
+            results.append(Comparison(f"matmul fp16 at {_config_label(config)}", error, 1e-2))
     if getattr(module, "TORCH_HAS_FP8", False):  # the tutorial runs its fp8 check on CUDA only
         a8 = torch.randn((64, 96), dtype=torch.float16, device=module.DEVICE).to(torch.float8_e5m2)
         b8 = torch.randn((64, 96), dtype=torch.float16, device=module.DEVICE).T.to(
@@ -187,6 +192,35 @@ def check_matmul(module) -> list[Comparison]:
             )
         )
     return results
+
+
+# How many of 03's Hopper-sized configs (BLOCK_SIZE_M >= 64, 4 or more warps: a warp group per 64
+# rows, so wgmma) the GPU check runs one by one, first ones in the tutorial's order (its fastest).
+HOPPER_CONFIGS = 3
+
+
+def hopper_configs(autotuner) -> list:
+    """The first HOPPER_CONFIGS configs of `autotuner` that take wgmma on Hopper, as the tutorial
+    wrote them (before limit_autotuning cut the list)."""
+    configs = getattr(autotuner, "_configs_as_written", autotuner.configs)
+    return [c for c in configs if c.kwargs.get("BLOCK_SIZE_M", 0) >= 64
+            and (c.num_warps or 4) >= 4][:HOPPER_CONFIGS]
+
+
+@contextlib.contextmanager
+def only_config(autotuner, config) -> Iterator[None]:
+    """`autotuner` launches `config` alone meanwhile (nothing to time, nothing remembered)."""
+    saved = autotuner.configs, dict(autotuner.cache)
+    autotuner.configs, autotuner.cache = [config], {}
+    try:
+        yield
+    finally:
+        autotuner.configs, autotuner.cache = saved
+
+
+def _config_label(config) -> str:
+    blocks = "x".join(str(config.kwargs[f"BLOCK_SIZE_{axis}"]) for axis in "MNK")
+    return f"{blocks} w{config.num_warps} s{config.num_stages}"
 
 
 def check_dropout(module) -> list[Comparison]:
@@ -323,24 +357,34 @@ def cuda_stand_ins() -> Iterator[None]:
     if not _interpreting():
         yield
         return
-    saved = torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty
-    empty = torch.empty
+    saved_cuda = torch.cuda.get_device_properties, torch.cuda.get_device_capability
+    saved_factories = {name: getattr(torch, name) for name in CUDA_FACTORIES}
 
     class Properties:
         multi_processor_count = INTERPRETER_SMS
 
-    def cpu_empty(*args, **kwargs):
-        if str(kwargs.get("device", "")).startswith("cuda"):
-            kwargs["device"] = "cpu"
-        return empty(*args, **kwargs)
+    def on_the_cpu(factory):
+        def make(*args, **kwargs):
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "cpu"
+            return factory(*args, **kwargs)
+
+        return make
 
     torch.cuda.get_device_properties = lambda *args, **kwargs: Properties()
     torch.cuda.get_device_capability = lambda *args, **kwargs: (9, 0)
-    torch.empty = cpu_empty
+    for name, factory in saved_factories.items():
+        setattr(torch, name, on_the_cpu(factory))
     try:
         yield
     finally:
-        torch.cuda.get_device_properties, torch.cuda.get_device_capability, torch.empty = saved
+        torch.cuda.get_device_properties, torch.cuda.get_device_capability = saved_cuda
+        for name, factory in saved_factories.items():
+            setattr(torch, name, factory)
+
+
+# The torch factories `cuda_stand_ins` keeps on the CPU (09's TMA scratch, 10's MX inputs).
+CUDA_FACTORIES = ("empty", "zeros", "rand", "randint", "randn", "tensor", "full")
 
 
 def _device(module):
@@ -374,7 +418,11 @@ def check_grouped_gemm(module) -> list[Comparison]:
 
     torch.manual_seed(0)
     device = module.DEVICE
-    sizes = [(100, 72, 64), (64, 130, 96), (33, 40, 48)]  # (M, N, K): ragged, each its own tiles
+    # (M, N, K): whole tiles of every config. 08's pointer kernel loads and stores unmasked ("assume
+    # full tile for now"): on ragged sizes it wrote past each C into whatever torch placed after it
+    # (on the GPU, the pointer tables the next programs load from: the illegal address of session 6).
+    sizes = [(256, 128, 192), (128, 384, 64), (128, 128, 128)]
+    _check_whole_tiles(module.grouped_matmul_kernel, sizes)
     group_a = [torch.rand((m, k), device=device, dtype=torch.float16) - 0.5 for m, n, k in sizes]
     group_b = [torch.rand((k, n), device=device, dtype=torch.float16) - 0.5 for m, n, k in sizes]
     results = []
@@ -389,6 +437,16 @@ def check_grouped_gemm(module) -> list[Comparison]:
             error = max_error(c, a.double() @ b.double())
             results.append(Comparison(f"grouped gemm (TMA) #{index}", error, 2e-2))
     return results
+
+
+def _check_whole_tiles(kernel, sizes: list[tuple[int, int, int]]) -> None:
+    """Refuse (M, N, K) sizes that are not whole tiles of every config of autotuned `kernel`."""
+    for config in kernel.configs:
+        blocks = [config.kwargs[f"BLOCK_SIZE_{axis}"] for axis in "MNK"]
+        for size in sizes:
+            if any(extent % block for extent, block in zip(size, blocks)):
+                raise ValueError(f"{size} is not whole {tuple(blocks)} tiles; the kernel does not "
+                                 f"mask its loads and stores")
 
 
 def check_persistent_matmul(module) -> list[Comparison]:
@@ -424,11 +482,16 @@ def check_persistent_matmul(module) -> list[Comparison]:
     return results
 
 
+# Which of 10's formats its check runs (comma-separated; the GPU probe runs one per process).
+BLOCK_SCALED_FORMATS_ENV = "TUTORIAL_BLOCK_SCALED_FORMATS"
+
+
 def check_block_scaled_matmul(module) -> list[Comparison]:
     """The tutorial's own validation (its torch reference, assert_close at 1e-3) per format."""
     results: list[Comparison] = []
-    for scale_type in ("mxfp8", "mxfp4", "nvfp4", "mixed"):
-        with recorded_assertions(f"validate_block_scaled {scale_type}", results):
+    formats = os.environ.get(BLOCK_SCALED_FORMATS_ENV, "mxfp8,mxfp4,nvfp4,mixed").split(",")
+    for scale_type in formats:
+        with cuda_stand_ins(), recorded_assertions(f"validate_block_scaled {scale_type}", results):
             module.validate_block_scaled(256, 256, 256, block_scale_type=scale_type)
     return results
 
@@ -499,6 +562,7 @@ def limit_autotuning(module, count: int | None, smallest: bool = False) -> None:
         return
     for value in vars(module).values():
         if isinstance(value, Autotuner):
+            value._configs_as_written = list(value.configs)
             configs = sorted(value.configs, key=_block_volume) if smallest else value.configs
             value.configs = configs[:count]
 

@@ -413,14 +413,23 @@ class tensor:
 
 class range:
     """`tl.range(start, end, step, num_stages=None, loop_unroll_factor=None, ...)`: a runtime loop whose
-    options tune software pipelining; iterate it in a `for` statement inside a kernel."""
+    options tune software pipelining; iterate it in a `for` statement inside a kernel.
+
+    Triton's other knobs are accepted and kept, and change nothing here: `warp_specialize` (the loop
+    runs as ordinary code in every warp, not split into producer and consumer warps),
+    `disallow_acc_multi_buffer`, `flatten` (nested loops are not flattened) and `disable_licm`."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
+                 disable_licm=False):
         self.start, self.end = (0, arg1) if arg2 is None else (arg1, arg2)
         self.step = 1 if step is None else step
         self.num_stages = num_stages
         self.loop_unroll_factor = loop_unroll_factor
+        self.disallow_acc_multi_buffer = disallow_acc_multi_buffer
+        self.flatten = flatten
+        self.warp_specialize = warp_specialize
+        self.disable_licm = disable_licm
 
 
 class static_range:

@@ -387,6 +387,16 @@ def trans_identity(op: tt.TransOp, rw: Rewriter) -> bool:
     return tuple(op.order) == tuple(range(len(op.order))) and replace_with(op, op.src, rw)
 
 
+@rewrite(tt.TransOp)
+def trans_of_trans(op: tt.TransOp, rw: Rewriter) -> bool:
+    """%t = tt.trans (tt.trans %x {order = a}) {order = b}  ->  %t = tt.trans %x {order = a[b]}
+    (then trans_identity drops an identity: `b.T` of a tile `tl.dot_scaled` upcasts as N x K)"""
+    inner = defining(op.src, tt.TransOp)
+    if inner is None:
+        return False
+    return remake(op, tt.TransOp, rw, src=inner.src, order=tuple(inner.order[i] for i in op.order))
+
+
 @rewrite(tt.AddPtrOp)
 def addptr_zero(op: tt.AddPtrOp, rw: Rewriter) -> bool:
     """%q = tt.addptr %p, %c0  ->  %q replaced by %p"""

@@ -206,6 +206,8 @@ class LayoutAssigner:
             return encoding_of(op.indices)  # one result element per index, where the index is
         if op.elementwise and srcs and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp)):
             return srcs[0]
+        if isinstance(op, tt.TransOp) and isinstance(srcs[0], BlockedEncoding):
+            return _transposed(srcs[0], op.order)  # each thread keeps its elements: no data moves
         if isinstance(op, ttng.TMALoadOp):  # 16-byte reads of the shared tile's rows
             return self.blocked(res.type.shape, self.num_warps, 128 // res.type.element.bitwidth)
         return self.default(res)
@@ -278,6 +280,16 @@ class LayoutAssigner:
         block.insert(index, op)
         self.converts[key] = op.result
         return op.result
+
+
+def _transposed(enc: BlockedEncoding, order: tuple[int, ...]) -> BlockedEncoding:
+    """`enc` with its dimensions permuted as `tt.trans {order}` permutes the tensor's (result dim i
+    is source dim order[i]): the same elements in the same threads."""
+    result_dim = {source: i for i, source in enumerate(order)}
+    return BlockedEncoding(tuple(enc.size_per_thread[d] for d in order),
+                           tuple(enc.threads_per_warp[d] for d in order),
+                           tuple(enc.warps_per_cta[d] for d in order),
+                           tuple(result_dim[d] for d in enc.order))
 
 
 def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, object]]) -> None:

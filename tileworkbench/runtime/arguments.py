@@ -220,6 +220,9 @@ def _device_pointer(value: object, name: str, kernel: str) -> tuple[int, int | N
     if interface is not None:
         device = _known_device(value)
         return int(interface["data"][0]), device
+    if getattr(value, "is_cuda", False) is True and hasattr(value, "data_ptr"):
+        # a torch CUDA tensor of a dtype with no array interface (fp8), which CuPy's DLPack refuses
+        return int(value.data_ptr()), _known_device(value)
     if hasattr(value, "__dlpack__") and _dlpack_on_gpu(value):
         import cupy
 

@@ -88,8 +88,9 @@ def _feeds_dot(op: tt.DotOp, users: dict[int, list]) -> bool:
     return False
 
 
-def _fed_by_dot(op: tt.DotOp) -> bool:
-    """Whether the dot's A operand comes from another dot's result through elementwise ops."""
+def fed_by_dot(op, dots: tuple = (tt.DotOp,)) -> bool:
+    """Whether the dot's A operand comes from another dot's result (an op of the classes `dots`)
+    through elementwise ops."""
     seen, work = set(), [op.a]
     while work:
         v = work.pop()
@@ -97,7 +98,7 @@ def _fed_by_dot(op: tt.DotOp) -> bool:
         if producer is None or id(producer) in seen:
             continue
         seen.add(id(producer))
-        if isinstance(producer, tt.DotOp):
+        if isinstance(producer, dots):
             return True
         if producer.elementwise and not producer.regions:
             work.extend(producer.operands)
@@ -114,7 +115,7 @@ def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list],
     shape = op.result.type.shape
     # both dots of a chain (attention: p = f(q @ k), p @ v) put every warp on M, so the first's
     # result is the second's A operand in the same threads and needs no exchange
-    fed_by_dot = _fed_by_dot(op)
+    fed_by_dot = fed_by_dot(op)
     chained = _feeds_dot(op, users) or fed_by_dot
     if wgmma_orders is not None:
         from .wgmma import wgmma_encoding

@@ -21,7 +21,7 @@ from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MemDescIndexOp, MmaEncoding,
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
 from ..ir.values import BlockArgument, OpResult, Value
-from .mma import mma_kind
+from .mma import fed_by_dot, mma_kind
 
 WARP_GROUP = 4  # warps per warp group
 INSTR_M = 64  # rows of one wgmma (a warp group's 4 x 16)
@@ -142,12 +142,12 @@ def wgmma(func: tt.FuncOp) -> bool:
 
 def _a_from_registers(dot: tt.DotOp) -> bool:
     """Whether the dot's A stays in registers (the `#dot_op` fragments of the register-A form): a
-    16-bit A that was not staged in shared memory (a chain's first result, or made in place)."""
-    a = dot.a
-    if isinstance(a, OpResult) and isinstance(a.op, LocalLoadOp) \
-            and isinstance(a.op.src.type.encoding, NvmmaSharedEncoding):
+    16-bit A fed by another dot's result, the same test `mma.dot_encoding` chose the layout by
+    (the first dot of the chain may already be a `warp_group_dot` here). Any other A is read from
+    shared memory, so that a descriptor load feeding it can still land in a TMA ring slot."""
+    if element_type(dot.a.type).bitwidth != 16:
         return False
-    return element_type(a.type).bitwidth == 16
+    return fed_by_dot(dot, (tt.DotOp, WarpGroupDotOp, WarpGroupDotWaitOp))
 
 
 def _shared_tile(dot: tt.DotOp, op_idx: int, value: Value) -> Value:

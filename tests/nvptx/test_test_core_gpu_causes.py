@@ -1,0 +1,131 @@
+"""Causes of test_core.py cases that failed compiled on the GPU and pass in Triton's interpreter, one
+test per cause, without a GPU: the PTX text those cases read (vector widths, cp.async group counts),
+and the kernels run on the CPU emulator against NumPy where the fix changed generated code."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from cpu_emulator import Emulator
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+RNG = np.random.default_rng(1407)
+
+
+@tw.jit
+def permute_kernel(X, stride_xm, stride_xn, Z, stride_zm, stride_zn, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
+    off_m = tl.arange(0, BLOCK_M)
+    off_n = tl.arange(0, BLOCK_N)
+    Xs = X + off_m[:, None] * stride_xm + off_n[None, :] * stride_xn
+    Zs = Z + off_m[:, None] * stride_zm + off_n[None, :] * stride_zn
+    tl.store(Zs, tl.load(Xs))
+
+
+# the load runs along rows, the store along columns (strides of 1 are specialized, as at launch)
+PERMUTE_SIGNATURE = {"X": "*fp32:16", "stride_xm": "i32:16", "stride_xn": "i32:1", "Z": "*fp32:16",
+                     "stride_zm": "i32:1", "stride_zn": "i32:16"}
+
+
+def test_transposing_copy_keeps_both_sides_vectorized():
+    """test_permute: a store whose addresses run along the other dimension than the loaded value's
+    threads keeps its own coalesced layout (a conversion through shared memory between them), so both
+    the loads and the stores move 16 bytes per thread; the store used to take the load's layout and
+    write one element per instruction."""
+    compiled = tw.compile(permute_kernel, signature=PERMUTE_SIGNATURE,
+                          constexprs={"BLOCK_M": 64, "BLOCK_N": 64}, target="sm_90a", use_cache=False)
+    ptx = compiled.asm["ptx"]
+    assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx
+    assert not re.search(r"st\.global\.b32", ptx)
+    assert "ttg.convert_layout" in compiled.asm["tile-gpu"]
+
+
+def test_transposing_copy_emulated():
+    emu = Emulator(permute_kernel, PERMUTE_SIGNATURE, {"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4)
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    z = np.full((32, 32), np.nan, np.float32)
+    emu.launch((1,), x, 32, 1, z, 1, 32)  # z[n, m] = x[m, n]
+    assert np.array_equal(z, x.T)
+
+
+@tw.jit
+def hinted_copy_kernel(dst, src, off, N, BLOCK_SIZE: tl.constexpr, HINT: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    offsets = offsets + tl.load(off)
+    if HINT:
+        tl.max_contiguous(tl.multiple_of(offsets, 1024), 1024)  # a statement: its value unused
+    x = tl.load(src + offsets, mask=offsets < N)
+    tl.store(dst + offsets, x, mask=offsets < N)
+
+
+HINTED_SIGNATURE = {"dst": "*fp32:16", "src": "*fp32:16", "off": "*i32:16", "N": "i32:16"}
+
+
+@pytest.mark.parametrize("hint", [False, True])
+def test_hint_as_a_statement_marks_the_value(hint):
+    """test_vectorization_hints: as in Triton, `tl.multiple_of(x, ...)` marks x itself, so the hint
+    reaches the later loads and stores of x although the call's value is thrown away."""
+    compiled = tw.compile(hinted_copy_kernel, signature=HINTED_SIGNATURE,
+                          constexprs={"BLOCK_SIZE": 1024, "HINT": hint}, target="sm_90a",
+                          use_cache=False)
+    assert ("ld.global.v4.b32" in compiled.asm["ptx"]) == hint
+
+
+@tw.jit
+def hint_in_branch_kernel(x_ptr, out_ptr, flag, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    if flag > 0:
+        tl.multiple_of(offsets, 16)  # x defined outside the branch: the hint stays in the branch
+        y = tl.load(x_ptr + offsets) * 2.0
+    else:
+        y = tl.load(x_ptr + offsets) + 1.0
+    tl.store(out_ptr + offsets, y)
+
+
+@pytest.mark.parametrize("flag", [1, 0])
+def test_hint_inside_a_branch_on_an_outer_value(target, flag):
+    """A hint in one branch of a runtime `if` on a value from before the `if` must not leak the
+    branch's value into the other branch or after the `if` (the IR verifies, the results are right)."""
+    x = RNG.standard_normal(64).astype(np.float32)
+    out = target.put(np.full(64, np.nan, np.float32))
+    hint_in_branch_kernel[(1,)](target.put(x), out, flag, BLOCK=64)
+    out = target.get(out)
+    want = x.astype(np.float64) * 2.0 if flag else x.astype(np.float64) + 1.0
+    assert np.allclose(out, want, rtol=1e-6)
+    tw.compile(hint_in_branch_kernel, signature={"x_ptr": "*fp32:16", "out_ptr": "*fp32:16",
+                                                 "flag": "i32"},
+               constexprs={"BLOCK": 64}, target="sm_90a", use_cache=False)
+
+
+@tw.jit
+def pipelined_matmul_kernel(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
+                            STAGES: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * BLOCK + offs[None, :]
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for _ in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=STAGES):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * BLOCK
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+
+
+@pytest.mark.parametrize("stages, wait", [(5, 6), (3, 2)])
+def test_each_pipelined_load_is_its_own_cp_async_group(stages, wait):
+    """test_tl_range_num_stages: as Triton, each pipelined load commits its own cp.async group, so
+    iteration i waits for all but (stages - 2) * loads groups (5 stages, 2 loads: wait_group 6)."""
+    compiled = tw.compile(pipelined_matmul_kernel,
+                          signature={"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16",
+                                     "K": "i32:16"},
+                          constexprs={"BLOCK": 64, "BLOCK_K": 64, "STAGES": stages},
+                          num_stages=stages, target="sm_90a", use_cache=False)
+    ptx = compiled.asm["ptx"]
+    assert f"cp.async.wait_group \t{wait};" in ptx
+    per_iteration = ptx.count("cp.async.commit_group")
+    assert per_iteration >= 2 * stages  # one per load in the prologue's S-1 and the loop's issue

@@ -276,9 +276,9 @@ def install_triton(gpu: bool) -> list[str]:
 
 class Counter:
     def __init__(self, max_cases: int, gpu: bool, timeout: float, shard: tuple[int, int],
-                 reference: bool = False):
+                 reference: bool = False, functions: frozenset[str] = frozenset()):
         self.max_cases, self.gpu, self.timeout, self.shard = max_cases, gpu, timeout, shard
-        self.reference = reference
+        self.reference, self.functions = reference, functions
         self.results: dict[str, dict] = {}
         self.collect_errors: list[str] = []
 
@@ -287,6 +287,8 @@ class Counter:
         config.addinivalue_line("markers", "cpu: runs on Triton's CPU backend")
 
     def pytest_collection_modifyitems(self, session, config, items):
+        if self.functions:  # exact names (-k matches substrings: test_dot would take test_dot3d)
+            items[:] = [item for item in items if item.originalname in self.functions]
         names = sorted({item.originalname for item in items})
         mine = {n for i, n in enumerate(names) if i % self.shard[1] == self.shard[0]}
         seen: collections.Counter = collections.Counter()
@@ -412,7 +414,8 @@ def run_in_process(path: Path, args) -> dict:
 
     gpu, reference = args.mode == "gpu", args.mode == "reference"
     stubbed = reference_triton(path) if reference else install_triton(gpu)
-    counter = Counter(args.max_cases, gpu, args.timeout, args.shard, reference)
+    functions = frozenset(n for n in args.functions.split(",") if n)
+    counter = Counter(args.max_cases, gpu, args.timeout, args.shard, reference, functions)
     with tempfile.TemporaryDirectory() as tmp:
         ini = Path(tmp) / "pytest.ini"
         ini.write_text("[pytest]\n")
@@ -443,7 +446,8 @@ def run_sharded(path: Path, args) -> dict:
             out = Path(tmp) / f"shard{k}.json"
             cmd = [sys.executable, __file__, str(path), "--mode", args.mode, "--max-cases",
                    str(args.max_cases), "--timeout", str(args.timeout), "--shard", f"{k}/{args.jobs}",
-                   "--json", str(out), "--quiet"] + (["-k", args.k] if args.k else [])
+                   "--json", str(out), "--quiet", "--functions", args.functions] + \
+                (["-k", args.k] if args.k else [])
             procs.append((subprocess.Popen(cmd, stdout=subprocess.DEVNULL), out))
         merged: dict = {}
         for proc, out in procs:
@@ -527,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-cases", type=int, default=10,
                         help="at most this many cases per test function (0: all)")
     parser.add_argument("-k", default="", help="pytest -k expression to select tests")
+    parser.add_argument("--functions", default="",
+                        help="comma-separated test function names: only these (exact names)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per case")
     parser.add_argument("--jobs", type=int, default=1, help="processes, each with its share of functions")
     parser.add_argument("--shard", default="0/1", help=argparse.SUPPRESS)

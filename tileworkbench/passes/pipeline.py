@@ -22,6 +22,7 @@ from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
 from .wgmma import wgmma, wgmma_pipeline
 from .tma import fold_tma_transpose
+from .thread_locality import optimize_thread_locality
 from .tma_pipeline import pipeline_tma
 
 Pass = Callable[[FuncOp], bool]
@@ -52,6 +53,9 @@ TILE_GPU: list[Pass] = [
     coalesce,
     # then remove, fold or rematerialize the ttg.convert_layout ops coalesce had to insert.
     remove_layout_conversions,
+    # a reduction accumulated over a loop's iterations combines across threads once, after the loop
+    # (it reads the layouts coalesce chose, as they are once the conversions are settled).
+    optimize_thread_locality,
     # tensor-core operands that still need a conversion go through shared memory explicitly
     # (local_alloc + local_load), after the conversions that move no data are gone.
     stage_dot_operands,

@@ -3,7 +3,9 @@ tools/run_test_core.py, for the test functions that failed there in session 6 an
 (controls). Prints the counts per function and each failing case; exits 1 if a case that Triton's own
 interpreter passes fails here, or if a function this branch fixed (FIXED) or a control has a failing
 case. The other functions (INFORMATION) are printed only: their checks read Triton-only TTGIR/PTX
-patterns or knobs (see notes/s7i14_issue14.md for each).
+patterns or knobs (see notes/s7i14_issue14.md for each). Then, on the GPU, debug mode's launch tests
+(tests/runtime/test_debug_launch.py on the `cuda` target: out-of-bounds load, store and atomic at their
+line) and `bench/debug_cost.py --quick` (its JSON to $OUT when set).
 
     PYTHONPATH=. python3 tools/probe_test_core.py
     PROBE_MODE=interpreter PYTHONPATH=. python3 tools/probe_test_core.py   # the same selection, no GPU
@@ -56,7 +58,40 @@ def run(names: list[str]) -> dict:
         return json.loads(out.read_text())
 
 
+def gpu_tests() -> int:
+    """Debug mode's launch tests and this branch's gpu tests, on the GPU (the `cuda` target)."""
+    env = {**os.environ, "TILEWORKBENCH_TEST_CUDA": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rfE",
+           "-k", "cuda or gpu or pinned", "tests/runtime/test_debug_launch.py",
+           "tests/runtime/test_triton_error_types.py"]
+    print("\n$ TILEWORKBENCH_TEST_CUDA=1 " + " ".join(cmd[1:]), flush=True)
+    done = subprocess.run(cmd, cwd=ROOT, env=env, timeout=120, check=False, capture_output=True,
+                          text=True)
+    print("\n".join(done.stdout.strip().splitlines()[-15:]))
+    return done.returncode
+
+
+def debug_cost() -> int:
+    """bench/debug_cost.py --quick; its JSON goes to $OUT (the device machine's) when set."""
+    out = Path(os.environ.get("OUT", tempfile.gettempdir())) / "h200-2026-12-01-s7-debug-cost.json"
+    cmd = [sys.executable, str(ROOT / "bench" / "debug_cost.py"), "--quick", "--rounds", "5",
+           "--out", str(out)]
+    print("\n$ " + " ".join(cmd[1:]), flush=True)
+    done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=150,
+                          check=False, capture_output=True, text=True)
+    print("\n".join((done.stdout + done.stderr).strip().splitlines()[-12:]))
+    return done.returncode
+
+
 def main() -> int:
+    failed = test_core()
+    if os.environ.get("PROBE_MODE", "gpu") == "gpu":
+        failed |= gpu_tests() != 0
+        failed |= debug_cost() != 0
+    return 1 if failed else 0
+
+
+def test_core() -> bool:
     result = run(FIXED + CONTROLS + INFORMATION)
     reference = json.loads(REFERENCE.read_text())["cases"]
     kind = {**{n: "info" for n in INFORMATION}, **{n: "control" for n in CONTROLS},
@@ -83,7 +118,7 @@ def main() -> int:
         if wrong:
             bad.append(case)
     print(f"\nprobe_test_core: {len(result['cases'])} cases, {len(bad)} wrong, {result['seconds']} s")
-    return 1 if bad else 0
+    return bool(bad)
 
 
 def by_design(case: str) -> bool:

@@ -214,3 +214,32 @@ def test_triton_stage_names_print_reduce_and_scan_as_triton_does():
                           constexprs={"BLOCK": 32}, target="sm_90a", use_cache=False)
     assert "tt.reduce %" in compiled.asm["tile-gpu"] and '"tt.reduce"(' in compiled.asm["ttgir"]
     assert '"tt.reduce"(' in compiled.asm["ttir"]
+
+
+@tw.jit
+def dot_scaled_kernel(a_base, a_scale, b_base, out, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, TYPE_B: tl.constexpr):
+    # a: e2m1, two values per byte along K, column-major; b: TYPE_B, column-major
+    a = tl.load(a_base + tl.arange(0, BLOCK_M)[:, None] + tl.arange(0, BLOCK_K // 2)[None, :] * BLOCK_M)
+    b = tl.load(b_base + tl.arange(0, BLOCK_K)[:, None] + tl.arange(0, BLOCK_N)[None, :] * BLOCK_K)
+    scale = tl.load(a_scale + tl.arange(0, BLOCK_M)[:, None] * (BLOCK_K // 32)
+                    + tl.arange(0, BLOCK_K // 32)[None, :])
+    c = tl.dot_scaled(a, scale, "e2m1", b, None, TYPE_B)
+    tl.store(out + tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :],
+             c.to(tl.bfloat16))
+
+
+@pytest.mark.parametrize("type_b, operand", [("bf16", "bf16"), ("fp16", "f16"), ("e4m3", "bf16")])
+def test_dot_scaled_runs_on_16_bit_tensor_cores(type_b, operand):
+    """test_scaled_dot: as Triton on GPUs without MX tensor cores, the operands are upcast to fp16
+    (with an fp16 operand) or bf16 and multiplied on f16/bf16 tensor cores, and the 32x32 result is
+    stored 16 bytes per thread (the fp32 FMA dot it replaced did neither)."""
+    b_kind = {"bf16": "*bf16", "fp16": "*fp16", "e4m3": "*u8"}[type_b]
+    compiled = tw.compile(dot_scaled_kernel,
+                          signature={"a_base": "*u8:16", "a_scale": "*u8:16", "b_base": b_kind + ":16",
+                                     "out": "*bf16:16"},
+                          constexprs={"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 64, "TYPE_B": type_b},
+                          target="sm_90a", use_cache=False)
+    ptx = compiled.asm["ptx"]
+    assert re.search(rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.{operand}\.{operand}", ptx)
+    assert "st.global.v4" in ptx and "ld.global.v4" in ptx

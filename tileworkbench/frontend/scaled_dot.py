@@ -1,7 +1,9 @@
 """`tl.dot_scaled`: the product of microscaling (MX) tiles, built as Triton does on GPUs without
-MX tensor cores: each operand is upcast to float32 (fp4 e2m1 unpacked from its bytes, fp8 from its
-bits, each group of 32 along K times 2**(scale - 127)), then one `tl.dot` in full fp32. Every back
-end runs it, and the upcast is exact (every MX value times a power of two is an fp32)."""
+MX tensor cores: each operand is upcast (fp4 e2m1 unpacked from its bytes, fp8 from its bits, each
+group of 32 along K times 2**(scale - 127)) to the 16-bit float the tensor cores take, fp16 where an
+operand is fp16 and bf16 otherwise, then one `tl.dot` accumulating in fp32. Every back end runs it.
+The upcast is exact for bf16 (every MX value times a power of two is one, bar under- and overflow
+past fp32's range); fp16 holds a scaled value only within its range, as in Triton."""
 
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
         raise TileTypeError("tl.dot_scaled packs fp4 along K only (lhs_k_pack=rhs_k_pack=True)")
     a = _upcast(cg, cg.sem.to_tensor(lhs), unwrap(lhs_scale), lhs_format, k_axis=1, what="lhs")
     b = _upcast(cg, cg.sem.to_tensor(rhs), unwrap(rhs_scale), rhs_format, k_axis=0, what="rhs")
+    # test_core's test_scaled_dot reads an f16/bf16 mma in the PTX
+    compute = core.float16 if "fp16" in (lhs_format, rhs_format) else core.bfloat16
+    a, b = cg.sem.cast(a, compute), cg.sem.cast(b, compute)
     return dot(cg, a, b, unwrap(acc), input_precision="ieee", out_dtype=out_dtype)
 
 

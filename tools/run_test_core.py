@@ -231,8 +231,12 @@ def jit_source_api() -> list[str]:
         added.append("JITFunction.src")
     if not hasattr(JITFunction, "_unsafe_update_src"):
         def update_src(self, source: str) -> None:
+            # the new text sees what the old function saw: its globals and its closure's names (a
+            # kernel defined in a test function reads names imported there, test_constexpr_assignment)
+            closure = inspect.getclosurevars(self.fn).nonlocals
+            scope = {**self.fn.__globals__, **closure} if closure else self.fn.__globals__
             namespace: dict = {}
-            exec(source, self.fn.__globals__, namespace)  # the registering exec above
+            exec(source, scope, namespace)  # the registering exec above
             fn = namespace[self.fn.__name__]
             self.__init__(getattr(fn, "fn", fn))
 

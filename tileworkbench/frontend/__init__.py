@@ -63,6 +63,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
                                    "signature (a runtime argument) or in constexprs")
     builder = Builder(func.body.block)
     generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug)
+    generator.constexpr_names = {name for name in params if name not in by_name}
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:

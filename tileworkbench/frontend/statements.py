@@ -150,6 +150,8 @@ class StatementsMixin:
         if isinstance(annotation, core.dtype) and isinstance(value, (tensor, int, float, bool)):
             value = self.sem.cast(value, annotation)
         self.assign(node.target, value)
+        if annotation is core.constexpr and isinstance(node.target, ast.Name):
+            self.constexpr_names.add(node.target.id)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         load = ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target) \

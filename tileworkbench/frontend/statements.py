@@ -11,7 +11,7 @@ from ..ir import scf
 from ..ir.values import Block, Region
 from ..language import core
 from ..language.core import tensor
-from .semantics import is_number
+from .semantics import is_number, unwrap
 
 RETURN = "__return__"
 
@@ -421,8 +421,17 @@ class StatementsMixin:
         self.scope = saved_scope
         op = self.builder.create(scf.ForOp, [t.handle.type for t in init_flat], lower=start.handle,
                                  upper=stop.handle, step=stride.handle,
-                                 init_args=[t.handle for t in init_flat], body=Region([body]))
+                                 init_args=[t.handle for t in init_flat], body=Region([body]),
+                                 loop_unroll_factor=self.unroll_factor(iterator))
         self.bind_results(names, inits, list(op.results))
+
+    def unroll_factor(self, iterator: core.range) -> int:
+        factor = unwrap(getattr(iterator, "loop_unroll_factor", None))
+        if factor is None:
+            return 0
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+            raise self.error(f"loop_unroll_factor must be a positive integer constexpr, got {factor!r}")
+        return factor
 
     def bind_results(self, names, inits, results) -> None:
         flat_all = [t for n in names for t in flatten(inits[n])]

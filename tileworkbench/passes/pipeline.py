@@ -24,6 +24,7 @@ from .wgmma import wgmma, wgmma_pipeline
 from .tma import fold_tma_transpose
 from .thread_locality import optimize_thread_locality
 from .tma_pipeline import pipeline_tma
+from .unroll import unroll
 
 Pass = Callable[[FuncOp], bool]
 
@@ -35,6 +36,8 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
     cse,
     # licm after cse; it only moves ops, so it leaves nothing for canonicalize to redo.
     licm,
+    # loop_unroll_factor copies after licm, so what licm hoisted is not copied
+    unroll,
     # cse again: what licm hoisted may equal ops already outside the loop (the same tl.arange
     # hoisted out of two loops, or a mask rebuilt after the loop), which the first cse could not
     # merge while one of them was inside the loop.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..values import Region, Value
-from .base import Op, operand, operands, region
+from .base import Op, attribute, operand, operands, region
 
 
 @dataclass(eq=False)
@@ -18,6 +18,8 @@ class ForOp(Op, name="scf.for"):
     step: Value = operand()
     init_args: list[Value] = operands()
     body: Region = region()
+    # `tl.range(..., loop_unroll_factor=k)`: copies of the body per iteration (passes/unroll.py)
+    loop_unroll_factor: int = attribute(0)
 
 
 @dataclass(eq=False)

@@ -243,3 +243,27 @@ def test_dot_scaled_runs_on_16_bit_tensor_cores(type_b, operand):
     ptx = compiled.asm["ptx"]
     assert re.search(rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.{operand}\.{operand}", ptx)
     assert "st.global.v4" in ptx and "ld.global.v4" in ptx
+
+
+@tw.jit
+def while_licm_kernel(out_ptr, n, DISABLE: tl.constexpr):
+    i = 0
+    while tl.condition(i < n, disable_licm=DISABLE):
+        tl.store(out_ptr + i, i)  # a body LLVM cannot fold away
+        i = i + 1
+
+
+@tw.jit
+def for_licm_kernel(out_ptr, n, DISABLE: tl.constexpr):
+    for i in tl.range(0, n, disable_licm=DISABLE):
+        tl.store(out_ptr + i, i)
+
+
+@pytest.mark.parametrize("kernel", [while_licm_kernel, for_licm_kernel])
+@pytest.mark.parametrize("disable", [True, False])
+def test_disable_licm_reaches_the_llvm_loop(kernel, disable):
+    """test_disable_licm: `tl.range(..., disable_licm=True)` and `tl.condition(c, disable_licm=True)`
+    put `llvm.licm.disable` in the loop's metadata; without it the loop has none."""
+    compiled = tw.compile(kernel, signature={"out_ptr": "*i32", "n": "i32"},
+                          constexprs={"DISABLE": disable}, target="sm_90a", use_cache=False)
+    assert ("llvm.licm.disable" in compiled.asm["llir"]) == disable

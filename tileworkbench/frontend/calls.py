@@ -210,7 +210,8 @@ def _pack(cg, parts: list[tensor]) -> tensor:
 
 @impl("condition")
 def condition(cg, arg1, disable_licm=False):
-    """`while tl.condition(c, disable_licm=True)`: the condition itself (LICM hints are not kept)."""
+    """`while tl.condition(c, disable_licm=True)`: the condition itself; the hint goes to the loop."""
+    cg.while_disable_licm = bool(unwrap(disable_licm))
     return arg1
 
 

@@ -422,7 +422,8 @@ class StatementsMixin:
         op = self.builder.create(scf.ForOp, [t.handle.type for t in init_flat], lower=start.handle,
                                  upper=stop.handle, step=stride.handle,
                                  init_args=[t.handle for t in init_flat], body=Region([body]),
-                                 loop_unroll_factor=self.unroll_factor(iterator))
+                                 loop_unroll_factor=self.unroll_factor(iterator),
+                                 disable_licm=bool(unwrap(getattr(iterator, "disable_licm", False))))
         self.bind_results(names, inits, list(op.results))
 
     def unroll_factor(self, iterator: core.range) -> int:
@@ -452,12 +453,14 @@ class StatementsMixin:
         saved_scope = self.scope
         self.scope = dict(saved_scope)
         self.bind_block_args(names, inits, before.args)
+        self.while_disable_licm = False  # set by `tl.condition(c, disable_licm=True)` in the test
         with self.builder.at_end(before):
             condition = self.visit(node.test)
             if not isinstance(condition, tensor):
                 condition = self.sem.to_tensor(bool(condition))
             condition = self.scalar_condition(condition, "while")
             self.builder.create(scf.ConditionOp, condition=condition.handle, args=list(before.args))
+        disable_licm = self.while_disable_licm
         self.scope = dict(saved_scope)
         self.bind_block_args(names, inits, after.args)
         with self.builder.at_end(after):
@@ -468,7 +471,8 @@ class StatementsMixin:
             self.builder.create(scf.YieldOp, values=[t.handle for t in yielded])
         self.scope = saved_scope
         op = self.builder.create(scf.WhileOp, types, init_args=[t.handle for t in init_flat],
-                                 before=Region([before]), after=Region([after]))
+                                 before=Region([before]), after=Region([after]),
+                                 disable_licm=disable_licm)
         self.bind_results(names, inits, list(op.results))
 
     def bind_block_args(self, names, inits, args) -> None:

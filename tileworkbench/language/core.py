@@ -416,11 +416,13 @@ class range:
     options tune software pipelining; iterate it in a `for` statement inside a kernel."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
+                 disable_licm=False):
         self.start, self.end = (0, arg1) if arg2 is None else (arg1, arg2)
         self.step = 1 if step is None else step
         self.num_stages = num_stages
         self.loop_unroll_factor = loop_unroll_factor
+        self.disable_licm = disable_licm
 
 
 class static_range:

@@ -74,7 +74,7 @@ def _main_loop(loop: scf.ForOp, factor: int, span: Value, upper: Value) -> scf.F
     new_yield.results = []
     new_body.append(new_yield)
     main = scf.ForOp(lower=loop.lower, upper=upper, step=span, init_args=list(loop.init_args),
-                     body=Region([new_body]))
+                     body=Region([new_body]), disable_licm=loop.disable_licm)
     main.results = [OpResult(r.type, main, i, r.name_hint) for i, r in enumerate(loop.results)]
     main.loc = loop.loc
     return main

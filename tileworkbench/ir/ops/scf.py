@@ -20,6 +20,8 @@ class ForOp(Op, name="scf.for"):
     body: Region = region()
     # `tl.range(..., loop_unroll_factor=k)`: copies of the body per iteration (passes/unroll.py)
     loop_unroll_factor: int = attribute(0)
+    # `tl.range(..., disable_licm=True)`: LLVM may not hoist out of this loop (`llvm.licm.disable`)
+    disable_licm: bool = attribute(False)
 
 
 @dataclass(eq=False)
@@ -39,6 +41,8 @@ class WhileOp(Op, name="scf.while"):
     init_args: list[Value] = operands()
     before: Region = region()
     after: Region = region()
+    # `while tl.condition(c, disable_licm=True)`: as scf.for's
+    disable_licm: bool = attribute(False)
 
 
 @dataclass(eq=False)

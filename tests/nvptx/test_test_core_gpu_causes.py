@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
+from nvptx_support import needs_ptxas, run_ptxas
 
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -267,3 +268,57 @@ def test_disable_licm_reaches_the_llvm_loop(kernel, disable):
     compiled = tw.compile(kernel, signature={"out_ptr": "*i32", "n": "i32"},
                           constexprs={"DISABLE": disable}, target="sm_90a", use_cache=False)
     assert ("llvm.licm.disable" in compiled.asm["llir"]) == disable
+
+
+@tw.jit
+def packed_asm_kernel(X, Y, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    y = tl.inline_asm_elementwise("and.b32 $0, $1, 0x1F1F1F1F; shl.b32 $0, $0, 3;", "=r,r", [x],
+                                  dtype=tl.int8, is_pure=True, pack=4)
+    tl.store(Y + tl.arange(0, BLOCK), y)
+
+
+@tw.jit
+def packed_two_outputs_kernel(A, B, C, D, BLOCK: tl.constexpr):
+    a = tl.load(A + tl.arange(0, BLOCK))
+    b = tl.load(B + tl.arange(0, BLOCK))
+    c, d = tl.inline_asm_elementwise(
+        "{ .reg .b8 t<2>; mov.b16 {t0, t1}, $4; cvt.u32.u8 $0, t0; cvt.u32.u8 $1, t1; }"
+        " cvt.rn.f32.s32 $2, $0; cvt.rn.f32.s32 $3, $1; max.f32 $2, $2, $5; max.f32 $3, $3, $6;",
+        "=r,=r,=r,=r,h,r,r", [a, b], dtype=(tl.int32, tl.float32), is_pure=True, pack=2)
+    tl.store(C + tl.arange(0, BLOCK), c)
+    tl.store(D + tl.arange(0, BLOCK), d)
+
+
+@needs_ptxas
+def test_packed_inline_asm_takes_narrow_operands_in_one_register(tmp_path):
+    """test_inline_asm_packed (_multiple_outputs): with `pack=k` the asm runs once per k elements of
+    a thread; four int8 travel in one 32-bit register (two in a 16-bit one), wider operands and
+    results as k registers. The PTX assembles and has one asm copy per group."""
+    compiled = tw.compile(packed_asm_kernel, signature={"X": "*u8:16", "Y": "*u8:16"},
+                          constexprs={"BLOCK": 2048}, target="sm_90a", use_cache=False)
+    ptx = compiled.asm["ptx"]
+    assert ptx.count("shl.b32") == 2048 // 128 // 4  # 16 int8 per thread, 4 per asm
+    assert run_ptxas(ptx, "sm_90a", tmp_path).returncode == 0
+    two = tw.compile(packed_two_outputs_kernel, signature={"A": "*u8:16", "B": "*fp32:16", "C": "*i32:16",
+                                                           "D": "*fp32:16"},
+                     constexprs={"BLOCK": 1024}, target="sm_90a", use_cache=False)
+    assert two.asm["ptx"].count("max.f32") == 2 * (1024 // 128 // 2)
+    result = run_ptxas(two.asm["ptx"], "sm_90a", tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+@tw.jit
+def too_packed_kernel(X, Y, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True,
+                                  pack=4)
+    tl.store(Y + tl.arange(0, BLOCK), y)
+
+
+def test_a_pack_larger_than_a_threads_elements_names_the_line():
+    from tileworkbench.errors import CompilationError
+
+    with pytest.raises(CompilationError, match=r"pack=4 does not divide the 1 elements"):
+        tw.compile(too_packed_kernel, signature={"X": "*i32:16", "Y": "*i32:16"},
+                   constexprs={"BLOCK": 128}, target="sm_90a", use_cache=False)

@@ -322,3 +322,39 @@ def test_a_pack_larger_than_a_threads_elements_names_the_line():
     with pytest.raises(CompilationError, match=r"pack=4 does not divide the 1 elements"):
         tw.compile(too_packed_kernel, signature={"X": "*i32:16", "Y": "*i32:16"},
                    constexprs={"BLOCK": 128}, target="sm_90a", use_cache=False)
+
+
+@tw.jit
+def mul_broadcast_kernel(Z, X, Y, N: tl.constexpr, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr):
+    pidn = tl.program_id(1)
+    pidm = tl.program_id(0)
+    offm = tl.arange(0, BM)[:, None]
+    offn = tl.arange(0, BN)[None, :]
+    acc = tl.full((BM, BN), 0.0, tl.float32)
+    for k in range(0, K // BK):
+        x = tl.load(X + pidm * K * BM + offm * K + k * BK + tl.arange(0, BK)[None, :])
+        y = tl.load(Y + pidn * BN + tl.arange(0, BK)[:, None] * N + k * N * BK + offn)
+        acc = tl.sum(tl.expand_dims(x, axis=2) * tl.expand_dims(y, axis=0), axis=1) + acc
+    tl.store(Z + pidm * BM * N + pidn * BN + offm * N + offn, acc)
+
+
+MUL_BROADCAST_SIGNATURE = {"Z": "*fp32:16", "X": "*fp32:16", "Y": "*fp32:16"}
+
+
+def test_broadcast_multiply_sum_is_a_dot():
+    """test_dot_mulbroadcasted: sum(x[:, :, None] * y[None], axis=1) becomes a tt.dot on the GPU (as
+    Triton's combine), so the 128 x 32 x 32 fp32 product (512 KB) is never materialized; it ran out of
+    shared memory before. The emulated kernel matches NumPy."""
+    compiled = tw.compile(mul_broadcast_kernel, signature=MUL_BROADCAST_SIGNATURE,
+                          constexprs={"N": 192, "K": 160, "BM": 128, "BN": 32, "BK": 32},
+                          target="sm_90a", use_cache=False)
+    assert "tt.dot" in compiled.asm["tile-gpu"] and "tt.reduce" not in compiled.asm["tile-gpu"]
+    assert "tt.reduce" in compiled.asm["tile-opt"]  # the interpreter keeps the sum as written
+    emu = Emulator(mul_broadcast_kernel, MUL_BROADCAST_SIGNATURE,
+                   {"N": 32, "K": 48, "BM": 32, "BN": 16, "BK": 16})
+    x = RNG.standard_normal((64, 48)).astype(np.float32)
+    y = RNG.standard_normal((48, 32)).astype(np.float32)
+    z = np.full((64, 32), np.nan, np.float32)
+    emu.launch((2, 2), z, x, y)
+    assert np.allclose(z, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)

@@ -13,7 +13,7 @@ from ..ir import verify as verify_ir
 from ..ir.ops.tt import FuncOp
 from .canonicalize import canonicalize
 from .coalesce import coalesce
-from .combine import combine_dot_add
+from .combine import combine_broadcast_mul_reduce, combine_dot_add
 from .cse import cse
 from .dce import dce
 from .licm import licm
@@ -49,7 +49,9 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
 TILE_GPU: list[Pass] = [
     # TMA loads read transposed tiles themselves (before layouts: the fold changes result shapes).
     fold_tma_transpose,
-    # acc + dot(a, b) -> dot(a, b, acc) first, so the accumulator takes the dot's layout.
+    # sum(a[:, :, None] * b[None], axis=1) -> dot(a, b), then acc + dot(a, b) -> dot(a, b, acc)
+    # first, so the accumulator takes the dot's layout.
+    combine_broadcast_mul_reduce,
     combine_dot_add,
     # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at
     # global loads/stores/atomics; everything after it needs encodings. It reads `func.num_warps`.

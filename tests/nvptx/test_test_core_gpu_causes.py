@@ -358,3 +358,28 @@ def test_broadcast_multiply_sum_is_a_dot():
     z = np.full((64, 32), np.nan, np.float32)
     emu.launch((2, 2), z, x, y)
     assert np.allclose(z, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
+
+
+@tw.jit
+def split_dot_kernel(a_ptr, b_ptr, c_ptr, PRECISION: tl.constexpr, M: tl.constexpr):
+    r = tl.arange(0, M)
+    a = tl.load(a_ptr + r[:, None] * M + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * M + r[None, :])
+    tl.store(c_ptr + r[:, None] * M + r[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+
+@pytest.mark.parametrize("precision, bound", [("bf16x3", 2e-5), ("bf16x6", 1e-6)])
+def test_bf16_split_precisions_run_on_bf16_tensor_cores(target, precision, bound):
+    """test_dot[...bf16x3...]: an fp32 dot with input_precision bf16x3 (bf16x6) is Triton's sum of 3 (6)
+    products of bf16 parts, on bf16 tensor cores (it was a full fp32 FMA dot); as exact as that."""
+    signature = {"a_ptr": "*fp32:16", "b_ptr": "*fp32:16", "c_ptr": "*fp32:16"}
+    compiled = tw.compile(split_dot_kernel, signature=signature,
+                          constexprs={"PRECISION": precision, "M": 64}, target="sm_90a",
+                          use_cache=False)
+    assert re.search(r"mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16", compiled.asm["ptx"])
+    a = RNG.standard_normal((64, 64)).astype(np.float32)
+    b = RNG.standard_normal((64, 64)).astype(np.float32)
+    out = target.put(np.full((64, 64), np.nan, np.float32))
+    split_dot_kernel[(1,)](target.put(a), target.put(b), out, PRECISION=precision, M=64)
+    want = a.astype(np.float64) @ b
+    assert np.abs(target.get(out) - want).max() <= bound * np.abs(want).max()

@@ -6,8 +6,8 @@ run and are they fast" (issue 11, item 3).
     TRITON_TUTORIALS_DIR=/path/to/python/tutorials PYTHONPATH=. python bench/persistent_matmul.py \
         [--sizes 4096 8192] [--configs 8] [--out bench/results/persistent_matmul.json]
 
-Both compilers autotune over the same subset of the tutorial's configs (evenly spaced,
-`--configs` of them).
+Both compilers autotune over the same subset of the tutorial's configs (`--configs` of them: the
+wgmma-sized ones first, then evenly spaced others).
 Each output is checked against torch first (relative Frobenius error); times are do_bench medians
 (L2 flushed); TFLOP/s = 2 M N K / time. Prints JSON and writes it to --out.
 """
@@ -32,12 +32,23 @@ from tutorial_loader import load_tutorial, tutorials_dir  # noqa: E402
 KERNELS = ("matmul_kernel", "matmul_kernel_persistent")
 
 
+# the tutorial's configs that suit Hopper's wgmma (BLOCK_SIZE_N, BLOCK_SIZE_K, num_stages, num_warps)
+HOPPER = [(256, 64, 3, 8), (128, 64, 4, 4), (128, 64, 3, 8)]
+
+
 def keep_configs(module, count: int) -> None:
-    """The same evenly spaced `count` configs in each autotuned kernel of `module`."""
+    """The same configs in each autotuned kernel of `module`: the Hopper-sized ones of the tutorial's
+    (`HOPPER`) first, then evenly spaced others, `count` in all."""
     for name in KERNELS:
         tuner = getattr(module, name)
-        step = max(1, len(tuner.configs) // count)
-        tuner.configs = tuner.configs[::step][:count]
+
+        def shape(c):
+            return (c.kwargs["BLOCK_SIZE_N"], c.kwargs["BLOCK_SIZE_K"], c.num_stages, c.num_warps)
+
+        first = [c for want in HOPPER for c in tuner.configs if shape(c) == want][:count]
+        rest = [c for c in tuner.configs if c not in first]
+        step = max(1, len(rest) // max(1, count - len(first)))
+        tuner.configs = first + rest[::step][:count - len(first)]
 
 
 def measure(fn, reference: torch.Tensor, flops: float) -> dict:

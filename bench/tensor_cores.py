@@ -5,10 +5,13 @@ beside torch (cuBLAS / scaled_dot_product_attention), in one process.
 
     PYTHONPATH=. python bench/tensor_cores.py [--quick] [--out bench/results/NAME.json]
 
-Each compiler gets its best of a few block configs (timed once each, as an autotuner would); then
-ours, Triton's, torch's and Triton's again (`triton_control`, the A/A noise) are timed with do_bench
-(L2 flushed, median) in interleaved rounds; ratios are of the rounds' medians. Every contender's
-output is checked against float64 first (a wrong result is reported, not timed silently).
+Each compiler gets its best of a few block configs (all of its configs timed together, paired, as an
+autotuner would); then ours, Triton's, torch's and Triton's again (`triton_control`, the A/A noise)
+are timed in paired repetitions (bench/paired_timing.py: every repetition runs each contender once,
+in a rotating order, each after an L2 flush), as many as fit in about `--seconds` per workload. A
+ratio is the median of the per-repetition ratios, so clock drift between contenders cancels; the row
+keeps its interquartile range. Every contender's output is checked against float64 first (a wrong
+result is reported, not timed silently).
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import kernels  # noqa: E402
+import paired_timing  # noqa: E402
 
 import tileworkbench as tw  # noqa: E402
 
 OURS = kernels.load("tileworkbench")
 THEIRS = kernels.load("triton")
-ROUNDS = 5
+SECONDS = 3.0  # paired timing per workload
+MIN_REPS, MAX_REPS = 20, 400
 
 MATMUL_CONFIGS = [  # (BM, BN, BK, num_warps, num_stages); the first three are wgmma-sized (sm_90a)
     (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 4),
@@ -43,11 +48,9 @@ MATMUL_CONFIGS = [  # (BM, BN, BK, num_warps, num_stages); the first three are w
 ]
 TF32_CONFIGS = [(128, 128, 32, 8, 3), (128, 256, 32, 8, 3), (128, 128, 16, 8, 4), (64, 128, 32, 4, 4)]
 FP8_CONFIGS = [(128, 256, 128, 8, 3), (128, 128, 128, 8, 4), (128, 256, 64, 8, 4), (128, 128, 128, 4, 3)]
-ATTN_CONFIGS = [(128, 64, 4, 3), (128, 64, 8, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
-
-
-def do_bench(fn) -> float:
-    return triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
+# (BM, BN, num_warps, num_stages); on sm_90a both dots run on wgmma (P @ V with P in registers) where
+# every warp group gets 64 query rows: BM 128 with 8 warps is Triton's Hopper choice (tutorial 06)
+ATTN_CONFIGS = [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
 
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -55,47 +58,57 @@ def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
 
 
 def best_config(launch, configs) -> tuple[object, float, list]:
-    """The fastest config of `launch(config)` (each timed once), with every config's time or error."""
-    tried = []
+    """The fastest config of `launch(config)` (all that run timed together, paired), with every
+    config's median time or error."""
+    tried, runs = [], {}
     for config in configs:
         try:
-            tried.append((config, do_bench(lambda config=config: launch(config))))
+            launch(config)  # compile and check it launches
+            torch.cuda.synchronize()
+            runs[tuple(config)] = lambda config=config: launch(config)
         except Exception as error:  # a config that fails to compile or launch is reported
             tried.append((config, f"{type(error).__name__}: {str(error)[:200]}"))
-    timed = [(c, t) for c, t in tried if isinstance(t, float)]
-    if not timed:
+    if not runs:
         raise RuntimeError(f"no config ran: {tried}")
-    config, ms = min(timed, key=lambda ct: ct[1])
-    return config, ms, [[list(c), t] for c, t in tried]
+    times = paired_timing.paired_times(runs, reps=10)
+    medians = {config: float(np.median(t)) for config, t in times.items()}
+    tried = [(c, medians[c]) for c in medians] + tried
+    config = min(medians, key=medians.get)
+    return config, medians[config], [[list(c), t] for c, t in tried]
 
 
-def interleaved(fns: dict) -> tuple[dict, dict]:
-    samples = {k: [] for k in fns}
-    for _ in range(ROUNDS):
-        for k, fn in fns.items():
-            samples[k].append(do_bench(fn))
-    return {k: float(np.median(v)) for k, v in samples.items()}, samples
+def paired(fns: dict) -> dict[str, list[float]]:
+    """Paired times of `fns`, as many repetitions as fit in about SECONDS."""
+    probe = paired_timing.paired_times(fns, reps=3, warmup=2)
+    per_rep = sum(float(np.median(t)) for t in probe.values()) * 1e-3 + 1e-4 * len(fns)
+    reps = int(min(MAX_REPS, max(MIN_REPS, SECONDS / per_rep)))
+    return paired_timing.paired_times(fns, reps=reps)
 
 
 def compare(workload: str, shape, dtype: str, flops: float, launchers: dict, check: dict,
             tuning: dict) -> dict:
     launchers = dict(launchers)
     launchers["triton_control"] = launchers["triton"]
-    times, rounds = interleaved(launchers)
+    samples = paired(launchers)
+    times = {k: float(np.median(v)) for k, v in samples.items()}
+    reps = len(samples["tileworkbench"])
     row = {"workload": workload, "shape": list(shape), "dtype": dtype, "flops": flops,
-           "method": f"do_bench median (L2 flushed), {ROUNDS} interleaved rounds, median of rounds",
+           "method": f"paired timing (L2 flushed, rotating order), {reps} repetitions; ratios are "
+                     "medians of per-repetition ratios",
            "check": check, "correct": all(c["ok"] for c in check.values()),
            "tuning": tuning}
     for who, ms in times.items():
         row[f"{who}_ms"] = ms
         row[f"{who}_TFLOPs"] = flops / (ms * 1e-3) / 1e12
-    row["ratio_vs_triton"] = times["triton"] / times["tileworkbench"]
-    row["ratio_vs_torch"] = times["torch"] / times["tileworkbench"]
-    row["control_ratio"] = times["triton"] / times["triton_control"]
-    row["ratio_per_round"] = [t / o for t, o in zip(rounds["triton"], rounds["tileworkbench"])]
+    row["ratio_vs_triton"] = paired_timing.ratio(samples, "triton", "tileworkbench")
+    row["ratio_vs_torch"] = paired_timing.ratio(samples, "torch", "tileworkbench")
+    row["control_ratio"] = paired_timing.ratio(samples, "triton", "triton_control")
+    row["ratio_vs_triton_iqr"] = list(paired_timing.spread(samples, "triton", "tileworkbench"))
+    row["control_ratio_iqr"] = list(paired_timing.spread(samples, "triton", "triton_control"))
     print(f"{workload:<10}{'x'.join(map(str, shape)):<22}{dtype:<6}"
           f"{row['tileworkbench_TFLOPs']:>9.1f}{row['triton_TFLOPs']:>9.1f}{row['torch_TFLOPs']:>9.1f}"
           f"{row['ratio_vs_triton']:>8.3f}{row['ratio_vs_torch']:>8.3f}{row['control_ratio']:>8.3f}"
+          f"  IQR {row['ratio_vs_triton_iqr'][0]:.3f}-{row['ratio_vs_triton_iqr'][1]:.3f}"
           f"{'' if row['correct'] else '  WRONG'}", flush=True)
     return row
 
@@ -150,9 +163,9 @@ def attention(head_dim: int, causal: bool, tuned: dict, z: int = 4, h: int = 32,
 
     def launch(mod, config, o):
         bm, bn, warps, stages = config
-        mod.attn_fwd_kernel[(n_ctx // bm, z * h)](q, k, v, o, scale, q.stride(0), q.stride(1), n_ctx,
-                                                  HEAD_DIM=head_dim, BLOCK_M=bm, BLOCK_N=bn,
-                                                  CAUSAL=causal, num_warps=warps, num_stages=stages)
+        return mod.attn_fwd_kernel[(n_ctx // bm, z * h)](
+            q, k, v, o, scale, q.stride(0), q.stride(1), n_ctx, HEAD_DIM=head_dim, BLOCK_M=bm,
+            BLOCK_N=bn, CAUSAL=causal, num_warps=warps, num_stages=stages)
 
     sub = slice(0, 2)  # the float64 reference of two heads
     s = q[sub].double() @ k[sub].double().transpose(1, 2) * scale
@@ -169,9 +182,13 @@ def attention(head_dim: int, causal: bool, tuned: dict, z: int = 4, h: int = 32,
             tuning[who] = {"config": list(config), "tried": tried}
         config = tuned[key]
         out = torch.full_like(q, float("nan"))
-        launch(mod, config, out)
+        kernel = launch(mod, config, out)
         err = rel_err(out[sub], want)
         check[who] = {"rel_err": err, "ok": err <= 1e-2, "config": list(config)}
+        if who == "tileworkbench":  # which tensor-core path ran (sm_90a: wgmma, P @ V register-A)
+            ptx = kernel.asm["ptx"]
+            check[who]["path"] = "wgmma" if "wgmma.mma_async" in ptx else \
+                "mma.sync" if "mma.sync" in ptx else "fma"
         launchers[who] = lambda mod=mod, config=config: launch(mod, config, o)
     q4, k4, v4 = (x.view(z, h, n_ctx, head_dim) for x in (q, k, v))
     launchers["torch"] = lambda: torch.nn.functional.scaled_dot_product_attention(q4, k4, v4, is_causal=causal,
@@ -182,14 +199,15 @@ def attention(head_dim: int, causal: bool, tuned: dict, z: int = 4, h: int = 32,
 
 
 def main() -> None:
-    global ROUNDS
+    global SECONDS
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="4096^3 fp16 matmul and one attention only")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--seconds", type=float, default=SECONDS,
+                        help="paired timing per workload (more repetitions, less noise)")
     parser.add_argument("--skip", default="", help="comma list: matmul,attention")
     args = parser.parse_args()
-    ROUNDS = args.rounds
+    SECONDS = args.seconds
     skip = set(filter(None, args.skip.split(",")))
     results = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "device": torch.cuda.get_device_name(),

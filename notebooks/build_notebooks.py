@@ -280,8 +280,7 @@ print("checked: tt.reduce (maxnumf), #blocked layout, shfl.sync.bfly")"""),
 
 
 MATMUL_KERNEL = """@tw.autotune(
-    configs=[tw.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
-             tw.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4)],
+    configs=tw.matmul_configs(),  # wgmma-sized tiles on a GPU (128x256x64, ...), small ones here
     key=["M", "N", "K"])
 @tw.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
@@ -319,7 +318,9 @@ sm_90a, the default on an H200, a dot that fits (M of 64 or more per warp group 
 `wgmma.mma_async`, which reads both tiles straight from swizzled shared memory through matrix descriptors (as
 Triton and cuBLAS do there); `target="sm_90"` keeps `mma.sync`. The recorded figures below say when and
 on which GPU they were measured.
-`tw.autotune` times each `Config` and keeps the fastest.
+`tw.autotune` times each `Config` and keeps the fastest; `tw.matmul_configs()` is a default set: on a GPU
+the `wgmma`-sized tiles (128x256x64 with 8 warps and 3 stages, 256x128x64, 128x128x64 with 4 warps and
+4 stages, ...) and `mma.sync`-sized ones, in the interpreter two small tiles.
 """),
         code(SETUP),
         code(MATMUL_KERNEL),

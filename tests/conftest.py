@@ -1,12 +1,12 @@
 """Fixtures shared by every test area: the `target` a kernel suite runs on.
 
-`target` is parametrized over every backend: "interpreter" and "cpu" (always), and "cuda" (marked
-`gpu`, skipped where no GPU is visible). It is a string with `put` (host NumPy array -> an array the
-target launches on), `get` (-> host NumPy) and `run` (hand-built `tile-opt` IR on host arrays). The
-language suites (tests/frontend, tests/kernels, tests/interpreter) request it through an autouse
-fixture, so each of their kernels runs on every target against its float64 reference. On "cuda",
-NumPy arguments are staged through the GPU by the NVPTX backend (`stage_host_arrays`), so a suite
-written for host arrays checks the GPU unchanged.
+`target` is parametrized over every registered backend: "interpreter" and "cpu" (always), and "cuda"
+(marked `gpu`, opt-in, skipped where no GPU is visible). It is a string with `put` (host NumPy array
+-> an array the target launches on), `get` (-> host NumPy) and `run` (hand-built `tile-opt` IR on
+host arrays). The language suites (tests/frontend, tests/kernels, tests/interpreter) request it
+through an autouse fixture, so each of their kernels runs on every target against its float64
+reference. On "cuda", NumPy arguments are staged through the GPU by the NVPTX backend
+(`stage_host_arrays`), so a suite written for host arrays checks the GPU unchanged.
 
 Two marks say where a test is meaningful:
 - `@pytest.mark.only_on("interpreter", ...)`: a test about some targets' own behaviour (the
@@ -31,8 +31,21 @@ import pytest
 # and a device-side trap once left the CUDA context unusable for every later test (206 failures on
 # the H200, 2026-12-01; now only_on / gpu_isolated marks and cuda_guard.py).
 # tools/gpu_language_suite.py runs it.
-TARGETS = ["interpreter", "cpu"] + (
-    [pytest.param("cuda", marks=pytest.mark.gpu)] if os.environ.get("TILEWORKBENCH_TEST_CUDA") else [])
+def _targets() -> list:
+    """One target per registered backend (backends/__init__.py), in registry order: a new backend
+    joins every kernel suite without a change here. GPU targets are marked `gpu` and opt-in."""
+    from tileworkbench.backends import backends
+
+    out = []
+    for backend in backends():
+        if not backend.is_gpu:
+            out.append(backend.target)
+        elif os.environ.get("TILEWORKBENCH_TEST_CUDA"):
+            out.append(pytest.param(backend.target, marks=pytest.mark.gpu))
+    return out
+
+
+TARGETS = _targets()
 
 
 def pytest_configure(config):

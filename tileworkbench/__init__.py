@@ -19,6 +19,7 @@ from .errors import (  # noqa: F401
 )
 from .language.core import constexpr  # noqa: F401
 from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
+from .runtime.config_sets import attention_configs, matmul_configs  # noqa: F401
 from .runtime.compiler import CompiledKernel, compile  # noqa: F401
 from .runtime.jit import JITFunction, jit  # noqa: F401
 from .runtime.allocation import set_allocator  # noqa: F401

@@ -11,6 +11,11 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _flag_on(name: str) -> bool:
+    """A setting that is on unless the variable says off (0, false, no, off)."""
+    return os.environ.get(name, "").strip().lower() not in ("0", "false", "no", "off")
+
+
 @dataclass
 class Config:
     """`TILEWORKBENCH_INTERPRET=1` forces the interpreter; `TILEWORKBENCH_TARGET` picks the target launches
@@ -22,10 +27,9 @@ class Config:
     GPU loads, stores and atomics bounds-checked; Triton's `TRITON_DEBUG`);
     `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints each autotuning's table and choice (Triton's
     `TRITON_PRINT_AUTOTUNING`);
-    `TILEWORKBENCH_TMA=1` copies host-descriptor tiles with TMA on sm_90+ (off by default: on the H200 a
-    box wholly past the tensor's edge faulted and a store at a padded stride wrote past the shape;
-    bench/NOTES.md); `TILEWORKBENCH_TMA_UNVERIFIED=1` lets TMA take descriptor boxes not yet verified on a GPU (16-, 32-
-    and 64-byte rows, boxes smaller than the program's threads; frontend/tma_rules.py), for probing."""
+    `TILEWORKBENCH_TMA=0` keeps host-descriptor tiles off the TMA engine on sm_90+ (on by default:
+    descriptors and accesses TMA can take are copied with `cp.async.bulk.tensor`, the rest with
+    pointers; frontend/tma_rules.py)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -35,8 +39,7 @@ class Config:
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
     print_autotuning: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_PRINT_AUTOTUNING"))
-    tma: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA"))
-    tma_unverified: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA_UNVERIFIED"))
+    tma: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_TMA"))
 
 
 config = Config()

@@ -24,8 +24,8 @@ def cuda_extras_kernel(out_ptr, stamps_ptr):
 
 
 @pytest.mark.parametrize("num_warps", [1, 2])
-@pytest.mark.only_on("interpreter")  # inline PTX (globaltimer, smid): no host equivalent on cpu
-def test_cuda_extras_in_the_interpreter(num_warps):
+@pytest.mark.only_on("interpreter", "cpu")  # their host meanings (one "SM", the host's clock)
+def test_cuda_extras_on_the_host(num_warps):
     threads = 32 * num_warps
     out, stamps = np.full(threads, -1, np.int32), np.zeros(2, np.int64)
     before = time.time_ns()
@@ -72,8 +72,6 @@ def gdc_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + y, mask=mask)
 
 
-# gdc_* are inline PTX, which the cpu target refuses (it could make them no-ops as the interpreter does)
-@pytest.mark.only_on("interpreter", "cuda")
 @pytest.mark.parametrize("launch_pdl", [False, True])
 def test_gdc_kernel_adds(launch_pdl):
     rng = np.random.default_rng()

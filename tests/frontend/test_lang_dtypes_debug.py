@@ -138,7 +138,6 @@ def assert_kernel(x_ptr, N: tl.constexpr):
     tl.device_assert(x > 0, "x must be positive")
 
 
-@pytest.mark.only_on("interpreter", "cuda")  # the cpu target raises a LaunchError of its own
 @pytest.mark.gpu_isolated  # on cuda: the failure travels through debug mode's error buffer
 def test_device_assert_raises_in_debug_mode():
     assert_kernel[(1,)](np.ones(8, np.float32), N=8, debug=True)
@@ -232,7 +231,6 @@ def python_assert_kernel(x_ptr, N: tl.constexpr):
 
 
 @pytest.mark.gpu_isolated  # on cuda: the failure travels through debug mode's error buffer
-@pytest.mark.only_on("interpreter", "cuda")  # the cpu target has no debug-mode asserts yet
 def test_a_python_assert_on_run_time_values_is_a_device_assert():
     x = np.ones(8, np.float32)
     x[5] = -2

@@ -295,8 +295,6 @@ def test_libdevice_fma(rng):
     assert_close(out, x.astype(np.float64) * y + z, rtol=1e-6, atol=1e-6)
 
 
-# the host C library has no erfinv
-@pytest.mark.only_on("interpreter", "cuda")
 def test_libdevice_erfinv_and_nextafter(rng):
     x = np.tanh(randn(rng, N, np.float64)).astype(np.float32) * 0.9
     out = poisoned(N, np.float32)

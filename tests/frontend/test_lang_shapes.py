@@ -84,8 +84,6 @@ def trans_kernel(x_ptr, t_ptr, p_ptr, tt_ptr, f0_ptr, f1_ptr, M: tl.constexpr, N
     store_2d(f1_ptr, tl.flip(x), M, N)
 
 
-# cpu: tl.flip along the last dim stores a quarter of the tile (a bug of the one-thread lowering, there before the vector form; issue 13)
-@pytest.mark.only_on("interpreter", "cuda")
 def test_trans_permute_T_flip(rng):
     m, n = 4, 16
     x = randn(rng, (m, n))

@@ -220,8 +220,6 @@ def test_fma_and_remf():
     np.testing.assert_allclose(rem, np.fmod(a.astype(np.float64) * 8, b), rtol=1e-5, atol=1e-6)
 
 
-# cpu: max(-0.0, +0.0) comes back -0.0 from LLVM's x86 lowering (issue 13)
-@pytest.mark.only_on("interpreter", "cuda")
 def test_min_max_order_signed_zeros_and_commute():
     """-0.0 < +0.0: max is -0.0 only when both are, min is -0.0 when either is, in either order."""
     a = np.array([-0.0, 0.0, -0.0, 0.0], np.float32)

@@ -1,7 +1,8 @@
 """A flash-attention forward kernel shaped like the forward of Triton's tutorial 06 (online softmax
 over key blocks, tensor descriptors made in the kernel, K read through `.T`, a constexpr-bounded
-loop when not causal, and an off-band then on-band pass when causal), with its NumPy float64
-reference. Used by the emulated and GPU attention tests."""
+loop when not causal, and an off-band then on-band pass when causal), a masked variant on plain
+pointers for sequence lengths that are not a multiple of the blocks, and the NumPy float64
+reference. fp16 or bf16, as the pointers are. Used by the emulated and GPU attention tests."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row, qk_scale, l
         p = tl.math.exp2(scores)
         rescale = tl.math.exp2(row_max - new_max)
         acc = acc * rescale[:, None]
-        acc = tl.dot(p.to(tl.float16), v_desc.load([first_row + start, 0]), acc)
+        acc = tl.dot(p.to(q.dtype), v_desc.load([first_row + start, 0]), acc)
         row_sum = row_sum * rescale + tl.sum(p, 1)
         row_max = new_max
     return acc, row_sum, row_max
@@ -39,7 +40,7 @@ def attention_forward(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale,
                       N_CTX: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                       BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     """o = softmax(q k^T * sm_scale) v per (batch, head); q, k, v, o of shape
-    [batch*heads*N_CTX, HEAD_DIM] in fp16; lse gets each row's base-2 log-sum-exp. Grid:
+    [batch*heads*N_CTX, HEAD_DIM] in fp16 or bf16; lse gets each row's base-2 log-sum-exp. Grid:
     (N_CTX // BLOCK_M, batch*heads). Causal needs BLOCK_M a multiple of BLOCK_N (the on-band pass
     covers BLOCK_M keys), as in the tutorial."""
     block_m_index = tl.program_id(0)
@@ -70,11 +71,63 @@ def attention_forward(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale,
         acc, row_sum, row_max = _key_blocks(acc, row_sum, row_max, q, k_desc, v_desc, first_row,
                                             qk_scale, 0, N_CTX, rows, cols, BLOCK_N, False)
     tl.store(lse_ptr + head * N_CTX + rows, row_max + tl.math.log2(row_sum))
-    o_desc.store([first_row + block_m_index * BLOCK_M, 0], (acc / row_sum[:, None]).to(tl.float16))
+    o_desc.store([first_row + block_m_index * BLOCK_M, 0],
+                 (acc / row_sum[:, None]).to(o_ptr.dtype.element_ty))
 
 
-SIGNATURE = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16",
-             "lse_ptr": "*fp32", "sm_scale": "fp32"}
+@tw.jit
+def attention_forward_masked(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
+                             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             CAUSAL: tl.constexpr):
+    """As `attention_forward` on plain pointers, for any `n_ctx`: rows past it are masked on load
+    and store, keys past it get no weight. Grid: (cdiv(n_ctx, BLOCK_M), batch*heads)."""
+    block_m_index = tl.program_id(0)
+    head = tl.program_id(1) * n_ctx * HEAD_DIM
+    rows = block_m_index * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + head + rows[:, None] * HEAD_DIM + dims[None, :], mask=rows[:, None] < n_ctx,
+                other=0.0)
+    row_max = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    row_sum = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = tl.minimum((block_m_index + 1) * BLOCK_M, n_ctx) if CAUSAL else n_ctx
+    for start in range(0, hi, BLOCK_N):
+        keys = start + cols
+        k = tl.load(k_ptr + head + keys[None, :] * HEAD_DIM + dims[:, None],
+                    mask=keys[None, :] < n_ctx, other=0.0)
+        scores = tl.dot(q, k) * qk_scale
+        visible = keys[None, :] < n_ctx
+        if CAUSAL:
+            visible = visible & (rows[:, None] >= keys[None, :])
+        scores = tl.where(visible, scores, -float("inf"))
+        new_max = tl.maximum(row_max, tl.max(scores, 1))
+        p = tl.math.exp2(scores - new_max[:, None])
+        rescale = tl.math.exp2(row_max - new_max)
+        row_sum = row_sum * rescale + tl.sum(p, 1)
+        acc = acc * rescale[:, None]
+        v = tl.load(v_ptr + head + keys[:, None] * HEAD_DIM + dims[None, :],
+                    mask=keys[:, None] < n_ctx, other=0.0)
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        row_max = new_max
+    out = (acc / row_sum[:, None]).to(o_ptr.dtype.element_ty)
+    tl.store(o_ptr + head + rows[:, None] * HEAD_DIM + dims[None, :], out,
+             mask=rows[:, None] < n_ctx)
+
+
+def signature(dtype: str = "fp16") -> dict:
+    """`attention_forward`'s signature for fp16 or bf16 operands."""
+    return {"q_ptr": f"*{dtype}", "k_ptr": f"*{dtype}", "v_ptr": f"*{dtype}", "o_ptr": f"*{dtype}",
+            "lse_ptr": "*fp32", "sm_scale": "fp32"}
+
+
+def masked_signature(dtype: str = "fp16") -> dict:
+    return {"q_ptr": f"*{dtype}", "k_ptr": f"*{dtype}", "v_ptr": f"*{dtype}", "o_ptr": f"*{dtype}",
+            "sm_scale": "fp32", "n_ctx": "i32"}
+
+
+SIGNATURE = signature("fp16")
 
 
 def reference(q, k, v, sm_scale: float, causal: bool):

@@ -1,7 +1,10 @@
 """Runs an NVPTX kernel's LLVM module (before O3) on the CPU with the GPU's threads, to test what only
-many threads show (shuffles across lanes, barriers, shared-memory exchanges, warps' atomics) where no GPU
-is. Kernels' results on the host are the `cpu` target's job (backends/cpu/); this stays for the
-multi-threaded GPU semantics (test_nvptx_emulated.py).
+many threads show where no GPU is: shuffles across lanes, barriers, shared-memory exchanges, warps'
+atomics, and the tensor-core and copy instructions through their stand-ins (ldmatrix and mma.sync:
+mma_standin.py; wgmma: wgmma_standin.py; cp.async and TMA: tma_standin.py). Kernels' results on the
+host are the `cpu` target's job (backends/cpu/, one thread per program, no NVPTX instructions); this
+stays for the GPU's multi-threaded semantics (test_nvptx_emulated.py and the tensor-core tests), and
+shares the cpu target's host JIT setup (backends/cpu/codegen.py).
 
 The module is re-targeted to the host and JIT-compiled by llvmlite; the NVVM intrinsics become host
 callbacks: thread and block ids read thread-local values, `barrier0` is a `threading.Barrier`, and
@@ -23,10 +26,11 @@ import ctypes
 import re
 import threading
 
-import llvmlite.binding as llvm
 import numpy as np
 
+from tileworkbench.backends.cpu import codegen
 from tileworkbench.backends.nvptx.lower import Lowering
+from tileworkbench.backends.nvptx.lowering.tensormap_device import scratch_slots
 from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
@@ -34,12 +38,13 @@ from tileworkbench.runtime.debug_checks import DebugChecks
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
-from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics
+from mma_standin import ldmatrix_rows, mma_fragment, replace_async_intrinsics, stmatrix_writes
 from wgmma_standin import FORMS as WGMMA_FORMS
 from wgmma_standin import MAX_WORDS as MAX_WGMMA_WORDS
 from wgmma_standin import asm_body as wgmma_asm_body
 from wgmma_standin import InFlight, is_wgmma_asm, warp_group_mma
-from tma_standin import TMAStandIn, replace_tma_intrinsics
+from tma_standin import (TENSORMAP_DECLARATIONS, TMAStandIn, is_tensormap_asm, replace_tma_intrinsics,
+                         tensormap_asm_body)
 
 _SREG = ctypes.CFUNCTYPE(ctypes.c_int32)
 _VOID = ctypes.CFUNCTYPE(None)
@@ -48,6 +53,7 @@ _SHFL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.
 _MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _WAIT = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
 _CP_ASYNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
+_WARP_SYNC = ctypes.CFUNCTYPE(None, ctypes.c_int32)
 
 
 class _Block:
@@ -55,6 +61,7 @@ class _Block:
 
     def __init__(self, threads: int, ctaid, nctaid):
         self.barrier = threading.Barrier(threads)
+        self.warp_barriers = [threading.Barrier(min(32, threads)) for _ in range((threads + 31) // 32)]
         self.slots = np.zeros(threads, dtype=np.int32)
         self.mma_slots = np.zeros((threads, 14), dtype=np.uint32)
         self.wgmma_slots = np.zeros((threads, MAX_WGMMA_WORDS), dtype=np.uint32)
@@ -67,9 +74,10 @@ class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
                  wgmma: bool = False, shared_limit: int | None = None, tma: bool = False):
-        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map)
+        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map),
+        # and descriptors made in the kernel that fit build theirs (as on sm_90a)
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
-                           tma=tma)[0]
+                           tma=tma, device_tma=tma)[0]
         self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit)
 
     @classmethod
@@ -99,6 +107,10 @@ class Emulator:
         self.text = text
         self.threads = 32 * num_warps
         self.kinds = [_kind(a.type) for a in func.args]
+        # in-kernel tensor maps: the launch's global scratch, a hidden parameter (runtime/allocation.py)
+        self.scratch_bytes = scratch_slots(func)[1]
+        if self.scratch_bytes:
+            self.kinds.append("ptr")
         self.checks = None
         if debug:
             names = [a.name_hint or f"arg{a.index}" for a in func.args]
@@ -123,11 +135,22 @@ class Emulator:
         def barrier():
             local.block.barrier.wait()
 
+        def warp_sync(mask):
+            local.block.warp_barriers[local.tid // 32].wait()
+
         def shfl(mask, value, lane_mask, clamp):
             block = local.block
             block.slots[local.tid] = value
             block.barrier.wait()
             out = int(block.slots[local.tid ^ lane_mask])
+            block.barrier.wait()
+            return out
+
+        def shfl_idx(mask, value, src_lane, clamp):
+            block = local.block
+            block.slots[local.tid] = value
+            block.barrier.wait()
+            out = int(block.slots[local.tid // 32 * 32 + src_lane])
             block.barrier.wait()
             return out
 
@@ -157,6 +180,18 @@ class Emulator:
                                 trans, read)
             np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
                                   (count,))[:] = out
+            block.barrier.wait()
+
+        def stmatrix(count, address, inputs):
+            block = local.block
+            block.addresses[local.tid] = address
+            block.barrier.wait()
+            warp = local.tid // 32
+            words = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32)),
+                                          (count,))
+            for at, word in stmatrix_writes(block.addresses[warp * 32:warp * 32 + 32],
+                                            local.tid % 32, words):
+                ctypes.c_uint32.from_address(at).value = word
             block.barrier.wait()
 
         def in_flight() -> InFlight:
@@ -199,27 +234,32 @@ class Emulator:
         def assert_fail(*_):
             raise AssertionError("device_assert failed in the emulated kernel")
 
-        callbacks = {"emu_barrier": _VOID(barrier), "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
+        callbacks = {"emu_barrier": _VOID(barrier), "emu_warp_sync": _WARP_SYNC(warp_sync),
+                     "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
                      "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
                      "emu_ldmatrix": _MMA(ldmatrix), "emu_cp_async": _CP_ASYNC(cp_async),
                      "vprintf": _PRINTF(lambda fmt, args: 0), "__assertfail": _ASSERT(assert_fail)}
+        callbacks["emu_stmatrix"] = _MMA(stmatrix)
+        callbacks["emu_shfl_idx"] = _SHFL(shfl_idx)
         for name in ("tid", "ctaid", "nctaid"):
             for axis, letter in enumerate("xyz"):
                 callbacks[f"emu_sreg_{name}_{letter}"] = sreg(name, axis)
         return callbacks
 
     def _jit(self, text: str, name: str):
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
-        text = re.sub(r'target triple = ".*"', f'target triple = "{llvm.get_default_triple()}"', text)
+        # the host machine the cpu target JIT-compiles for (backends/cpu/codegen.py)
+        llvm = codegen.binding()
+        target = codegen.new_host_machine()
+        triple = llvm.get_process_triple()
+        text = re.sub(r'target triple = ".*"', f'target triple = "{triple}"', text)
         text = re.sub(r'target datalayout = ".*"', f'target datalayout = "{target.target_data}"', text)
         text = text.replace("define ptx_kernel void", "define void")
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
+        text = text.replace('@"llvm.nvvm.bar.warp.sync"', '@"emu_warp_sync"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
+        text = text.replace('@"llvm.nvvm.shfl.sync.idx.i32"', '@"emu_shfl_idx"')
         # the shared memory is ours, aligned as a GPU's shared window (2^18 bytes): wgmma's descriptors
         # hold address bits 4-17 and its swizzle reads bits 7-9
         self._smem = np.zeros(self.smem_size + _WINDOW, dtype=np.uint8)
@@ -248,6 +288,10 @@ class Emulator:
                   (int(a) if self.kinds[i] != "fp32" and self.kinds[i] != "fp64" else float(a))
                   for i, a in enumerate(args)]
         record = None
+        if self.scratch_bytes:  # the allocator's part: 128-byte aligned, poisoned
+            count = grid[0] * grid[1] * grid[2] * self.scratch_bytes
+            self.scratch = np.full(count + 128, 0xA5, np.uint8)
+            values.append((self.scratch.ctypes.data + 127) // 128 * 128)
         if self.checks is not None:
             record = np.zeros(self.checks.words, np.uint64)
             values += self.checks.ranges(args) + [record.ctypes.data]
@@ -255,6 +299,7 @@ class Emulator:
             for y in range(grid[1]):
                 for x in range(grid[0]):
                     self._program(_Block(self.threads, (x, y, z), grid), values)
+        self._tma.check()  # a TMA copy the GPU would have trapped on
         if record is not None and record[0]:
             raise self.checks.error(record, args)
 
@@ -303,7 +348,8 @@ def _ctype(kind: str):
 
 # -- inline PTX -> host LLVM IR ------------------------------------------------------------------
 _ASM_CALL = re.compile(r'call (\{[^}]*\}|\S+) asm\s+(?:sideeffect\s+)?"([^"]*)", "([^"]*)"\((.*)\)(, !dbg !\d+)?$')
-_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "lg2.approx.f32": "llvm.log2.f32",
+_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "ex2.approx.ftz.f32": "llvm.exp2.f32",
+          "lg2.approx.f32": "llvm.log2.f32",
           "sqrt.approx.f32": "llvm.sqrt.f32", "sin.approx.f32": "llvm.sin.f32",
           "cos.approx.f32": "llvm.cos.f32"}
 _RMW = {"add": "add", "max.s": "max", "min.s": "min", "max.u": "umax", "min.u": "umin", "and": "and",
@@ -352,6 +398,8 @@ def _replace_asm(text: str) -> str:
         decls.append("declare void @emu_wgmma(i32, ptr, ptr)")
     if any("@emu_wgmma_commit" in d for d in defs):
         decls.append("declare void @emu_wgmma_commit()")
+    if any("@emu_tensormap_" in d for d in defs):
+        decls += TENSORMAP_DECLARATIONS
     if any("@emu_wgmma_wait" in d for d in defs):
         decls.append("declare void @emu_wgmma_wait(i32, ptr, i32)")
     return "\n".join(lines + decls + defs)
@@ -476,6 +524,8 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
     params = ", ".join(f"{t} %a{i}" for i, t in enumerate(arg_types))
     head = f'define internal {ret} @"{name}"({params}) {{\n'
     op = asm.split(" ")[0]
+    if is_tensormap_asm(asm):
+        return head + tensormap_asm_body(asm, ret, arg_types)
     if op in _UNARY:
         return head + f"  %r = call float @{_UNARY[op]}(float %a0)\n  ret float %r\n}}"
     if op == "rsqrt.approx.f32":

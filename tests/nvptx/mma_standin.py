@@ -98,7 +98,7 @@ def mma_body(op: str, ret: str, arg_types: tuple) -> str:
     return "\n".join(lines) + f"\n  ret {ret} {acc}\n}}"
 
 
-# -- ldmatrix and cp.async ---------------------------------------------------------------------------
+# -- ldmatrix, stmatrix and cp.async -----------------------------------------------------------------------
 
 _LDMATRIX = re.compile(r'@"llvm\.nvvm\.ldmatrix\.sync\.aligned\.m8n8\.x(\d)(\.trans)?\.b16"')
 _CP_ASYNC = re.compile(r'@"llvm\.nvvm\.cp\.async\.(ca|cg)\.shared\.global\.(\d+)\.s"')
@@ -120,9 +120,17 @@ def ldmatrix_rows(addresses: np.ndarray, lane: int, count: int, trans: bool, rea
     return out
 
 
+def stmatrix_writes(addresses: np.ndarray, lane: int, words: np.ndarray) -> list[tuple[int, int]]:
+    """(address, 32-bit word) this lane writes by `stmatrix.x4`: its register j is row lane/4,
+    columns 2(lane%4)+{0,1} of matrix j, whose 8 rows start at addresses[8j..8j+7] (the inverse of
+    `ldmatrix_rows` without .trans)."""
+    g, t = lane // 4, lane % 4
+    return [(int(addresses[8 * j + g]) + 4 * t, int(words[j])) for j in range(len(words))]
+
+
 def replace_async_intrinsics(text: str) -> tuple[str, list[str]]:
-    """ldmatrix and cp.async intrinsic calls become calls of host-callback wrappers; returns the
-    text and the wrapper definitions."""
+    """ldmatrix, stmatrix and cp.async intrinsic calls become calls of host-callback wrappers;
+    returns the text and the wrapper definitions."""
     defs = []
     for count, trans in sorted(set(_LDMATRIX.findall(text))):
         name = f"emu_ldmatrix_x{count}{'_trans' if trans else ''}"
@@ -141,6 +149,16 @@ def replace_async_intrinsics(text: str) -> tuple[str, list[str]]:
         defs.append("\n".join(body + [f"  ret {ret} {acc}", "}"]))
         pattern = f'@"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{trans}.b16"'
         text = _drop_declaration(text, pattern).replace(pattern, f'@"{name}"')
+    pattern = '@"llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16"'
+    if pattern in text:
+        defs.append('define internal void @"emu_stmatrix_x4"(ptr addrspace(3) %p, i32 %a, i32 %b, '
+                    "i32 %c, i32 %d) {\n  %g = addrspacecast ptr addrspace(3) %p to ptr\n"
+                    "  %w = alloca [4 x i32]\n"
+                    + "".join(f"  %q{i} = getelementptr [4 x i32], ptr %w, i32 0, i32 {i}\n"
+                              f"  store i32 %{r}, ptr %q{i}\n" for i, r in enumerate("abcd"))
+                    + "  call void @emu_stmatrix(i32 4, ptr %g, ptr %w)\n  ret void\n}")
+        text = _drop_declaration(text, pattern).replace(pattern, '@"emu_stmatrix_x4"')
+        defs.append("declare void @emu_stmatrix(i32, ptr, ptr)")
     for kind, size in sorted(set(_CP_ASYNC.findall(text))):
         name = f"emu_cp_async_{kind}_{size}"
         defs.append(f'define internal void @"{name}"(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n) {{\n'

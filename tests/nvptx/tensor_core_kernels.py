@@ -1,5 +1,6 @@
 """Kernels of the tensor-core tests: a masked matmul with any strides (so A and B can be transposed
-views), a batched 3-D dot, and the signature of a matmul for a dtype."""
+views), a persistent matmul (a tile loop around the k loop), a batched 3-D dot, and the signature of
+a matmul for a dtype."""
 
 from __future__ import annotations
 
@@ -36,6 +37,30 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
         b_ptrs += BK * stride_bk
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@tw.jit
+def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                             stride_bn, stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr, PROGRAMS: tl.constexpr):
+    """A persistent matmul: `PROGRAMS` programs walk the output tiles in steps of `PROGRAMS`, each
+    tile a pipelined k loop and then its epilogue (the loop nest of Triton's tutorial 09)."""
+    tiles_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(M, BM) * tiles_n
+    for tile in tl.range(tl.program_id(0), tiles, PROGRAMS, flatten=True):
+        offs_m = (tile // tiles_n) * BM + tl.arange(0, BM)
+        offs_n = (tile % tiles_n) * BN + tl.arange(0, BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            offs_k = k * BK + tl.arange(0, BK)
+            a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak,
+                        mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
+            b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                        mask=(offs_k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty),
+                 mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @tw.jit

@@ -12,6 +12,7 @@ from tma_kernels import (
     tma_load_to_pointers,
     tma_matmul,
     tma_matmul_bt,
+    tma_matmul_k_sum,
     tma_scale_copy,
     tma_shifted_copy,
     tma_store_from_pointers,
@@ -23,20 +24,12 @@ from tileworkbench.frontend import ArgSpec
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
 
 RNG = np.random.default_rng(90)
-
-
-@pytest.fixture(autouse=True)
-def every_box(monkeypatch):
-    """The stand-in checks the lowering of every box TMA takes, verified on a GPU or not."""
-    from tileworkbench.config import config
-
-    monkeypatch.setattr(config, "tma_unverified", True)
 
 
 def _flat(array: np.ndarray, block, padding: str = "zero") -> list:
@@ -50,7 +43,7 @@ def _flat(array: np.ndarray, block, padding: str = "zero") -> list:
                                                                      "swizzle32"])
 def test_copy_with_edge_tiles(block):
     """Edge tiles run past the tensor: their loads read zeros and their stores are clipped."""
-    rows, cols = 37, 50
+    rows, cols = 37, 44  # 176-byte rows: whole 16-byte chunks (tma_rules.host_fits)
     args = descriptor_args(["src", "dst"], "fp32", [block, block]) + [ArgSpec("factor", "fp32")]
     emu = Emulator(tma_scale_copy, args, {"BM": block[0], "BN": block[1]}, num_warps=2, tma=True)
     x = RNG.standard_normal((rows, 52)).astype(np.float32)[:, :cols]  # row stride 52 elements
@@ -60,6 +53,29 @@ def test_copy_with_edge_tiles(block):
     emu.launch(grid, *_flat(x, block), *_flat(dst, block), np.float32(2.5))
     np.testing.assert_allclose(dst, x.astype(np.float64) * 2.5, rtol=1e-6)
     assert np.isnan(out[:, cols:]).all()  # the padding columns of the row stride: never written
+
+
+@pytest.mark.parametrize("forced", [True, False], ids=["tma-forced", "rule"])
+def test_store_at_a_ragged_inner_extent(forced):
+    """The H200's stray writes: a 45-column fp32 tensor (180-byte rows) at a row stride of 48. TMA
+    stores whole 16-byte chunks, so a TMA store writes columns 45..47 (the stand-in does as the
+    hardware did); the rule (`host_fits`) keeps such a descriptor on the pointer path."""
+    from tileworkbench.frontend.tma_rules import host_fits
+
+    rows, cols, stride, block = 40, 45, 48, (16, 32)
+    fits = host_fits(0x10000, [rows, cols], [stride, 1], 4)
+    assert not fits
+    args = descriptor_args(["src"], "fp32", [block], fits=True)
+    args += descriptor_args(["dst"], "fp32", [block], fits=forced) + [ArgSpec("factor", "fp32")]
+    emu = Emulator(tma_scale_copy, args, {"BM": block[0], "BN": block[1]}, num_warps=2, tma=True)
+    x = RNG.standard_normal((rows, stride)).astype(np.float32)[:, :cols]
+    out = np.full((rows, stride), np.nan, np.float32)
+    dst = out[:, :cols]
+    grid = (-(-rows // block[0]), -(-cols // block[1]))
+    dst_args = _flat(dst, block) if forced else _flat(dst, block)[:-1]
+    emu.launch(grid, *_flat(x, block), *dst_args, np.float32(-1.5))
+    np.testing.assert_array_equal(dst, x * np.float32(-1.5))
+    assert np.isnan(out[:, cols:]).all() != forced  # stray chunk writes only through TMA
 
 
 @pytest.mark.parametrize("block", [(16, 32), (16, 16), (16, 8), (8, 4)],
@@ -86,16 +102,32 @@ def test_one_side_through_pointers(block):
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
-def test_negative_offsets_read_the_padding(padding):
+@pytest.mark.parametrize("shift", [3, 16])
+def test_negative_offsets_read_the_padding(padding, shift):
+    """Offsets moved by -shift: by 3 the innermost coordinate is off a 16-byte chunk (the stand-in
+    traps as the H200 did), so the load takes pointers; by 16 it is TMA at negative coordinates."""
     block = (16, 16)
-    args = descriptor_args(["src", "dst"], "fp32", [block, block], padding) + [ArgSpec("shift", "i32")]
+    args = descriptor_args(["src", "dst"], "fp32", [block, block], padding)
+    args += [ArgSpec("shift", "i32", shift % 16 == 0)]
     emu = Emulator(tma_shifted_copy, args, {"BM": 16, "BN": 16}, num_warps=1, tma=True)
     x = RNG.standard_normal((32, 32)).astype(np.float32)
     out = np.full((32, 32), -7.0, np.float32)
-    emu.launch((2, 2), *_flat(x, block, padding), *_flat(out, block), 3)
+    emu.launch((2, 2), *_flat(x, block, padding), *_flat(out, block), shift)
     want = np.full((32, 32), 0.0 if padding == "zero" else np.nan)
-    want[3:, 3:] = x[:29, :29]
+    want[shift:, shift:] = x[:32 - shift, :32 - shift]
     np.testing.assert_array_equal(out, want.astype(np.float32))
+    assert ("cp_async_bulk_tensor_g2s" in emu.text) == (shift % 16 == 0)
+
+
+def test_the_standin_traps_on_an_unaligned_box():
+    """What the H200 did (cudaErrorIllegalInstruction): a TMA box whose innermost coordinate is
+    off a 16-byte chunk. The kernel claims a shift divisible by 16 and gets 3."""
+    block = (16, 16)
+    args = descriptor_args(["src", "dst"], "fp32", [block, block]) + [ArgSpec("shift", "i32", True)]
+    emu = Emulator(tma_shifted_copy, args, {"BM": 16, "BN": 16}, num_warps=1, tma=True)
+    x = RNG.standard_normal((32, 32)).astype(np.float32)
+    with pytest.raises(AssertionError, match="not on a 16-byte chunk"):
+        emu.launch((2, 2), *_flat(x, block), *_flat(np.zeros_like(x), block), 3)
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])
@@ -156,3 +188,74 @@ def test_transposed_operand_read_from_the_tma_tile(dtype, tensor_cores, stages):
                *_flat(c, (bm, bn)), m, n, k)
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+
+
+@pytest.mark.parametrize("dtype, blocks, stages", [
+    ("fp16", (64, 128, 16), 1), ("fp16", (64, 64, 32), 2), ("bf16", (64, 64, 64), 3),
+    ("fp16", (64, 128, 16), 4),
+], ids=["fp16-32B-a-2-blocks-b-st1", "fp16-64B-st2", "bf16-128B-st3", "fp16-st4"])
+def test_tma_feeds_wgmma_over_tails_and_stages(dtype, blocks, stages):
+    """sm_90a: wgmma reads the TMA ring slots by descriptor (the stand-ins of both), K tiles past
+    the tensor zero-filled, edge tiles in M and N, the ring wrapping unevenly (5 K tiles), at 1 to 4
+    stages; the fp32 result through a TMA store."""
+    import ml_dtypes
+
+    bm, bn, bk = blocks
+    m, n, k = 70, 136, 5 * bk - 3
+    args = descriptor_args(["a_desc", "b_desc"], dtype, [(bm, bk), (bk, bn)])
+    args += descriptor_args(["c_desc"], "fp32", [(bm, bn)]) + [ArgSpec("K", "i32")]
+    emu = Emulator(tma_matmul, args, {"BM": bm, "BN": bn, "BK": bk}, num_warps=4, tma=True,
+                   wgmma=True, num_stages=stages)
+    assert "ldmatrix" not in emu.text  # no copy out of the slots: wgmma reads them
+    np_type = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    k_pad = -(-k // 8) * 8  # the row stride of whole 16-byte chunks
+    a = RNG.standard_normal((m, k_pad)).astype(np_type)[:, :k]
+    b = RNG.standard_normal((k, n)).astype(np_type)
+    c = np.full((m, n), np.nan, np.float32)
+    emu.launch((-(-m // bm), -(-n // bn)), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)),
+               *_flat(c, (bm, bn)), k)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+
+
+def test_tma_feeds_wgmma_a_transposed_operand():
+    """Tutorial 09's dot(a, b.T) on sm_90a: B's N x K slots (K contiguous) read by wgmma as a K-major
+    operand through the transposed view, no copy; tails in M, N and K; the fp16 out's 100 columns
+    (200 bytes) are no whole number of 16-byte chunks, so its store takes pointers."""
+    bm, bn, bk = 64, 64, 32
+    m, n, k = 70, 100, 5 * bk - 8
+    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(bm, bk), (bn, bk)])
+    args += descriptor_args(["c_desc"], "fp16", [(bm, bn)], fits=False)
+    args += [ArgSpec(name, "i32") for name in ("M", "N", "K")]
+    consts = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 2}
+    emu = Emulator(tma_matmul_bt, args, consts, num_warps=4, tma=True, wgmma=True, num_stages=3)
+    assert "ldmatrix" not in emu.text
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, 104), np.nan, np.float16)[:, :n]
+    emu.launch((-(-m // bm) * -(-n // bn),), *_flat(a, (bm, bk)), *_flat(b, (bn, bk)),
+               *_flat(c, (bm, bn))[:-1], m, n, k)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+
+
+@pytest.mark.parametrize("wgmma", [False, True], ids=["mma.sync", "wgmma"])
+def test_unpipelined_loop_shares_the_scratch_tile(wgmma):
+    """A loop TMA cannot pipeline (its offsets have another use): A's and B's boxes go through the
+    one scratch tile in turn, each after a fence and a barrier, read into registers (mma.sync) or
+    copied to wgmma's tiles; K tails zero-filled."""
+    bm, bn, bk = 64, 64, 32
+    m, n, k = 70, 72, 4 * bk - 8
+    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(bm, bk), (bk, bn)])
+    args += descriptor_args(["c_desc"], "fp32", [(bm, bn)])
+    args += [ArgSpec("k_sum_ptr", "*i32"), ArgSpec("K", "i32")]
+    emu = Emulator(tma_matmul_k_sum, args, {"BM": bm, "BN": bn, "BK": bk}, num_warps=4, tma=True,
+                   tensor_cores=not wgmma, wgmma=wgmma, num_stages=3)
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    sums = np.full(4, -1, np.int32)
+    emu.launch((2, 2), *_flat(a, (bm, bk)), *_flat(b, (bk, bn)), *_flat(c, (bm, bn)), sums, k)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+    assert (sums == sum(range(0, k, bk))).all()

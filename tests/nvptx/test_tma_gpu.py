@@ -19,7 +19,7 @@ from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
@@ -43,15 +43,18 @@ def _uses_tma(compiled) -> bool:
     return "cp.async.bulk.tensor" in compiled.asm["ptx"]
 
 
-@pytest.mark.parametrize("dtype, block, row, tma", [
-    (np.float16, (64, 64), 200, True), (np.float32, (32, 32), 204, True),
-    (np.float32, (16, 16), 48, False), (np.float32, (32, 8), 48, False),
-    (np.float32, (16, 64), 40, True), (np.float32, (32, 32), 45, False),
-], ids=["fp16-128B", "fp32-128B", "fp32-64B", "fp32-32B", "fp32-unswizzled", "fp32-fallback"])
-def test_copy_with_edge_tiles(cp, dtype, block, row, tma):
-    """TMA where verified (128-byte swizzle, rows of 256 bytes); 32/64-byte rows (wrong on the GPU on
-    2026-12-01) and a 180-byte row stride keep the pointer lowering."""
-    rows, cols = 77, min(row, 45 if row < 100 else 200)
+@pytest.mark.parametrize("dtype, block, cols, row, tma", [
+    (np.float16, (64, 64), 200, 200, True), (np.float32, (32, 32), 200, 204, True),
+    (np.float32, (16, 16), 44, 48, True), (np.float32, (32, 8), 44, 48, True),
+    (np.float32, (16, 64), 40, 40, True), (np.float32, (4, 32), 44, 48, True),
+    (np.float32, (32, 32), 45, 48, False), (np.float32, (32, 32), 45, 45, False),
+], ids=["fp16-128B", "fp32-128B", "fp32-64B", "fp32-32B", "fp32-2-column-blocks",
+        "fp32-4-rows-unswizzled", "fp32-ragged-extent", "fp32-ragged-stride"])
+def test_copy_with_edge_tiles(cp, dtype, block, cols, row, tma):
+    """Every swizzle (and wide rows as 128-byte column blocks) through TMA; a 45-column fp32 tensor
+    (180-byte rows, which a TMA store would overwrite up to 192 bytes) and a 180-byte row stride
+    keep the pointer lowering."""
+    rows = 77
     host = RNG.standard_normal((rows, row)).astype(dtype)
     x = cp.asarray(host)[:, :cols]
     out_full = cp.full((rows, row), np.nan, dtype=dtype)
@@ -66,18 +69,22 @@ def test_copy_with_edge_tiles(cp, dtype, block, row, tma):
 
 
 @pytest.mark.parametrize("padding", ["zero", "nan"])
-@pytest.mark.skip(reason="faults on the H200 (cudaErrorIllegalInstruction, 2026-12-01) and poisons the "
-                         "CUDA context for every later test; TMA is off by default until it is fixed")
-def test_negative_offsets_read_the_padding(cp, padding):
+@pytest.mark.parametrize("shift", [5, 16, -16], ids=["unaligned", "negative", "far-edge"])
+def test_shifted_offsets_read_the_padding(cp, padding, shift):
+    """Offsets moved by -shift: an unaligned shift (the H200 trapped on TMA with it) takes the
+    pointer path; a shift by 16 elements (64 bytes) is TMA at negative or far coordinates."""
     host = RNG.standard_normal((128, 96)).astype(np.float32)
     out = cp.full((128, 96), -7.0, dtype=np.float32)
     src = TensorDescriptor.from_tensor(cp.asarray(host), [64, 32], padding)
-    compiled = tma_shifted_copy[(2, 3)](src, TensorDescriptor.from_tensor(out, [64, 32]), 5,
+    compiled = tma_shifted_copy[(2, 3)](src, TensorDescriptor.from_tensor(out, [64, 32]), shift,
                                         BM=64, BN=32)
-    want = np.full((128, 96), 0.0 if padding == "zero" else np.nan, np.float32)
-    want[5:, 5:] = host[:123, :91]
+    s = abs(shift)
+    padded = np.full((128 + 2 * s, 96 + 2 * s), 0.0 if padding == "zero" else np.nan, np.float32)
+    padded[s:s + 128, s:s + 96] = host
+    want = padded[s - shift:s - shift + 128, s - shift:s - shift + 96]
     np.testing.assert_array_equal(cp.asnumpy(out), want)
-    assert _uses_tma(compiled)
+    loads = compiled.asm["ptx"].count("cp.async.bulk.tensor.2d.shared::cluster.global")
+    assert loads == (0 if shift % 16 else 1)
 
 
 def test_one_sided(cp):
@@ -95,9 +102,9 @@ def test_one_sided(cp):
     np.testing.assert_array_equal(cp.asnumpy(out), host)
 
 
-@pytest.mark.xfail(reason="on the H200 (2026-12-01) a misaligned base still took TMA: the fallback rule "
-                          "is not applied at launch; TMA is off by default", strict=False)
 def test_misaligned_base_falls_back(cp):
+    """The base 4 bytes off: that descriptor's load takes pointers; the aligned output's store stays
+    TMA (the H200 run of 2026-12-01 counted the store's TMA against the whole kernel)."""
     host = RNG.standard_normal((64, 72)).astype(np.float32)
     x = cp.asarray(host)[:, 1:65]  # base 4 bytes past the allocation's alignment
     out = cp.full((64, 64), np.nan, dtype=np.float32)
@@ -105,7 +112,9 @@ def test_misaligned_base_falls_back(cp):
                                       TensorDescriptor.from_tensor(out, [32, 32]), -1.0,
                                       BM=32, BN=32)
     np.testing.assert_array_equal(cp.asnumpy(out), -host[:, 1:65])
-    assert not _uses_tma(compiled)
+    ptx = compiled.asm["ptx"]
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 0
+    assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 1
 
 
 @pytest.mark.parametrize("m, n, k, blocks", [(300, 264, 328, (64, 64, 32)),

@@ -57,6 +57,25 @@ def tma_matmul(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK
     c_desc.store([row, col], acc.to(c_desc.dtype))
 
 
+@tw.jit
+def tma_matmul_k_sum(a_desc, b_desc, c_desc, k_sum_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                     BK: tl.constexpr):
+    """tma_matmul whose K offsets are also summed: another use of the loads' offsets keeps the loop
+    unpipelined (passes/tma_pipeline.py), so A's and B's loads take the one scratch tile in turn."""
+    row = tl.program_id(0) * BM
+    col = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    total = 0
+    for k in range(0, tl.cdiv(K, BK)):
+        offs_k = k * BK
+        a = a_desc.load([row, offs_k])
+        b = b_desc.load([offs_k, col])
+        acc = tl.dot(a, b, acc)
+        total += offs_k
+    c_desc.store([row, col], acc.to(c_desc.dtype))
+    tl.store(k_sum_ptr + tl.program_id(0) * tl.num_programs(1) + tl.program_id(1), total)
+
+
 def descriptor_args(names, element: str, blocks, padding: str = "zero", fits: bool = True):
     """ArgSpecs of descriptor parameters `names` with the given blocks (`fits`: the launch saw a base
     and strides TMA takes)."""

@@ -4,12 +4,22 @@ compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase 
 
 - The tensor map: the emulated host cannot call `cuTensorMapEncodeTiled`, so `host_tensor_map` packs
   the same facts into 128 bytes of our own layout (`_MAP`): the base address, the dimensions
-  innermost first, the byte strides of the outer dimensions, the box, the swizzle span and the
-  out-of-bounds fill.
+  innermost first, the byte strides of the outer dimensions, the box (`tma_rules.tma_box`, as the
+  runtime encodes it), the swizzle span and the out-of-bounds fill.
 - A load writes the box densely, row after row (innermost dimension contiguous), each element at its
   shared address with the swizzle applied to the address bits: for a span of S bytes, the 16-byte
   chunk bits [4, 4 + log2(S / 16)) are XORed with bits [7, 7 + log2(S / 16)). Positions outside the
-  tensor are filled with zeros, or NaN with the NaN fill. Stores skip positions outside the tensor.
+  tensor are filled with zeros, or NaN with the NaN fill; the barrier gets the whole box's bytes,
+  however much of it is outside. Stores skip positions outside the tensor, but write whole 16-byte
+  chunks, as the hardware does: past an innermost extent that is not a whole number of chunks they
+  write what the tile holds (Triton issue 11583; the H200's "stray" writes at a padded stride).
+- Faults (recorded, raised by `check` after the launch, as the H200 traps): an innermost coordinate
+  that is not on a 16-byte chunk (cudaErrorIllegalInstruction there), a shared tile off its
+  swizzle's alignment, a box row wider than the swizzle span, a wait on an uninitialized barrier.
+- Tensor maps built in the kernel: `tensormap.replace.tile.<field>` (inline PTX) writes one field of
+  a map in that layout, with the PTX ISA's encodings (rank - 1, element type codes, swizzle modes
+  0-3, fill mode 1 = NaN); `tensormap.cp_fenceproxy` copies the 128 bytes to global memory; the
+  proxy fences have nothing to order on the host.
 - mbarrier (count 1): `arrive.expect_tx` adds the bytes and arrives; the copy's completion subtracts
   them; a phase completes when both are zero, and `try_wait.parity p` is true once the phase of
   parity p has completed. Copies are deferred until a thread waits and finds the phase incomplete,
@@ -19,9 +29,12 @@ compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase 
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 
 import numpy as np
+
+from tileworkbench.frontend.tma_rules import tma_box
 
 # the host tensor map's fields (our own layout; 124 of the 128 bytes)
 _MAP = np.dtype([("base", "<u8"), ("rank", "<u4"), ("element_bytes", "<u4"), ("dims", "<u8", 5),
@@ -39,14 +52,14 @@ def host_tensor_map(array: np.ndarray, block_shape, padding: str = "zero") -> np
     """The 128-byte host map of a 2-D NumPy array seen through a descriptor of `block_shape`."""
     rows, cols = array.shape
     nbytes = array.itemsize
-    span = block_shape[-1] * nbytes
+    inner, swizzle = tma_box(block_shape, nbytes)
     fields = np.zeros((), _MAP)
     fields["base"] = array.__array_interface__["data"][0]
     fields["rank"], fields["element_bytes"] = 2, nbytes
     fields["dims"][:2] = (cols, rows)
     fields["strides"][0] = array.strides[0]
-    fields["box"][:2] = (block_shape[1], block_shape[0])
-    fields["swizzle"] = span if span in (32, 64, 128) else 0
+    fields["box"][:2] = (inner, block_shape[0])
+    fields["swizzle"] = swizzle
     fields["nan_fill"] = padding == "nan"
     out = np.zeros(128, np.uint8)
     out[:_MAP.itemsize] = np.frombuffer(fields.tobytes(), np.uint8)
@@ -65,11 +78,14 @@ def _swizzled(address: int, swizzle: int) -> int:
     return address ^ (((address >> 7) & mask) << 4)
 
 
-def _box_positions(tmap: np.void, x: int, y: int):
-    """(box row, box column, inside the tensor, global byte address) of each box element."""
+def _box_positions(tmap: np.void, x: int, y: int, whole_chunks: bool = False):
+    """(box row, box column, inside the tensor, global byte address) of each box element;
+    `whole_chunks`: the innermost extent rounded up to 16 bytes (what a store writes)."""
     cols, rows = int(tmap["dims"][0]), int(tmap["dims"][1])
     box_cols, box_rows = int(tmap["box"][0]), int(tmap["box"][1])
     nbytes, stride = int(tmap["element_bytes"]), int(tmap["strides"][0])
+    if whole_chunks:
+        cols = -(-cols * nbytes // 16) * 16 // nbytes
     for i in range(box_rows):
         for j in range(box_cols):
             gy, gx = y + i, x + j
@@ -77,17 +93,108 @@ def _box_positions(tmap: np.void, x: int, y: int):
             yield i, j, inside, int(tmap["base"]) + gy * stride + gx * nbytes
 
 
+# tensormap.replace's fields, in the order of the callback's field argument
+_FIELDS = ("global_address", "rank", "box_dim", "global_dim", "global_stride", "element_stride",
+           "elemtype", "interleave_layout", "swizzle_mode", "fill_mode")
+# PTX `.elemtype` codes -> bytes per element (u8 u16 u32 s32 u64 s64 f16 f32 f32.ftz f64 bf16 tf32)
+_ELEMENT_BYTES = {0: 1, 1: 2, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 4, 9: 8, 10: 2, 11: 4}
+_REPLACE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64)
+_COPY_MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def tensormap_replace(address: int, field: int, ordinal: int, value: int) -> None:
+    """`tensormap.replace.tile.<_FIELDS[field]>` of the map at `address`, as the PTX ISA defines it."""
+    tmap = np.frombuffer((ctypes.c_uint8 * _MAP.itemsize).from_address(address), _MAP)
+    name = _FIELDS[field]
+    if name == "global_address":
+        assert value % 16 == 0, "TMA's global address must be 16-byte aligned"
+        tmap["base"] = value
+    elif name == "rank":
+        tmap["rank"] = value + 1
+    elif name == "box_dim":
+        assert 1 <= value <= 256, "a box dimension is 1 to 256 elements"
+        tmap["box"][0, ordinal] = value
+    elif name == "global_dim":
+        tmap["dims"][0, ordinal] = value
+    elif name == "global_stride":
+        assert value % 16 == 0, "TMA's global strides are multiples of 16 bytes"
+        tmap["strides"][0, ordinal] = value
+    elif name == "element_stride":
+        assert value == 1, "the stand-in copies dense boxes only"
+    elif name == "elemtype":
+        tmap["element_bytes"] = _ELEMENT_BYTES[value]
+    elif name == "interleave_layout":
+        assert value == 0, "the stand-in has no interleaved layouts"
+    elif name == "swizzle_mode":
+        tmap["swizzle"] = (0, 32, 64, 128)[value]
+    elif name == "fill_mode":
+        assert value == 0 or tmap["element_bytes"] >= 2, "TMA fills NaN for float types only"
+        tmap["nan_fill"] = value == 1
+
+
+def copy_map(destination: int, source: int) -> None:
+    """`tensormap.cp_fenceproxy`: the 128-byte map from shared to global memory."""
+    ctypes.memmove(destination, source, 128)
+
+
+_REPLACE_ASM = re.compile(r"tensormap\.replace\.tile\.(\w+)\.shared::cta\.b1024\.b(32|64) "
+                          r"\[\$0\], (?:(\d+), )?(\$1|-?\d+);")
+
+
+def is_tensormap_asm(asm: str) -> bool:
+    """Whether inline PTX `asm` is one of the in-kernel tensor map instructions."""
+    return asm.startswith(("tensormap.", "fence.proxy.tensormap"))
+
+
+def tensormap_asm_body(asm: str, ret: str, arg_types: tuple) -> str:
+    """The host LLVM body of an in-kernel tensor map instruction (after the function's head)."""
+    if asm.startswith("fence.proxy.tensormap"):  # the acquire (and the bulk-group no-ops after it)
+        return "  ret void\n}"
+    if asm.startswith("tensormap.cp_fenceproxy"):
+        return ("  %d = addrspacecast ptr addrspace(1) %a0 to ptr\n"
+                "  %s = addrspacecast ptr addrspace(3) %a1 to ptr\n"
+                "  call void @emu_tensormap_copy(ptr %d, ptr %s)\n  ret void\n}")
+    m = _REPLACE_ASM.fullmatch(asm)
+    if m is None:
+        raise ValueError(f"the tensor map stand-in cannot run {asm!r}")
+    field, width, ordinal, value = m.groups()
+    body = "  %g = addrspacecast ptr addrspace(3) %a0 to ptr\n"
+    if value == "$1":
+        body += "  %v = zext i32 %a1 to i64\n" if arg_types[1] == "i32" else ""
+        value = "%v" if arg_types[1] == "i32" else "%a1"
+    return body + (f"  call void @emu_tensormap_replace(ptr %g, i32 {_FIELDS.index(field)}, "
+                   f"i32 {ordinal or 0}, i64 {value})\n  ret void\n}}")
+
+
+TENSORMAP_DECLARATIONS = ["declare void @emu_tensormap_replace(ptr, i32, i32, i64)",
+                          "declare void @emu_tensormap_copy(ptr, ptr)"]
+
+
 class TMAStandIn:
-    """The callbacks' state: mbarriers by address, and the copies each one still owes."""
+    """The callbacks' state: mbarriers by address, the copies each one still owes, and the faults
+    seen (a callback cannot raise into the kernel; `check` raises them after the launch)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.barriers: dict[int, dict] = {}
+        self.faults: list[str] = []
+
+    def check(self) -> None:
+        """Raise the first fault the launch made (as the GPU would have trapped)."""
+        if self.faults:
+            faults, self.faults = self.faults, []
+            raise AssertionError(f"TMA fault ({len(faults)} in all): {faults[0]}")
+
+    def _fault(self, message: str) -> bool:
+        self.faults.append(message)
+        return True
 
     def callbacks(self) -> dict[str, object]:
         return {"emu_mbar_init": _INIT(self.init), "emu_mbar_expect_tx": _INIT(self.expect_tx),
                 "emu_mbar_try_wait": _WAIT(self.try_wait), "emu_tma_load": _LOAD(self.load),
-                "emu_tma_store": _STORE(self.store)}
+                "emu_tma_store": _STORE(self.store),
+                "emu_tensormap_replace": _REPLACE(tensormap_replace),
+                "emu_tensormap_copy": _COPY_MAP(copy_map)}
 
     def init(self, mbar: int, count: int) -> None:
         with self.lock:
@@ -103,12 +210,30 @@ class TMAStandIn:
 
     def load(self, dst: int, mbar: int, tmap_address: int, x: int, y: int) -> None:
         tmap = _read_map(tmap_address)
+        if self._bad_box(tmap, dst, x):
+            return
         with self.lock:
             self.barriers[mbar]["copies"].append((dst, tmap, x, y))
 
+    def _bad_box(self, tmap: np.void, shared: int, x: int) -> bool:
+        """Record a fault for a copy the hardware traps on (or would garble)."""
+        nbytes, swizzle = int(tmap["element_bytes"]), int(tmap["swizzle"])
+        if x * nbytes % 16:
+            return self._fault(f"innermost box coordinate {x} is not on a 16-byte chunk")
+        if shared % max(swizzle * 8, 128):
+            return self._fault(f"shared tile at {shared:#x} is off the {swizzle}-byte swizzle's "
+                               "alignment")
+        if swizzle and int(tmap["box"][0]) * nbytes > swizzle:
+            return self._fault("a box row is wider than the swizzle span")
+        return False
+
     def try_wait(self, mbar: int, parity: int) -> int:
         with self.lock:
-            barrier = self.barriers[mbar]
+            barrier = self.barriers.get(mbar)
+            if barrier is None:
+                self._fault(f"wait on the uninitialized mbarrier {mbar:#x}")
+            if barrier is None or self.faults:
+                return 1  # the GPU would have trapped: let the launch end, `check` raises
             if barrier["phase"] % 2 != parity:
                 return 1  # the phase of this parity has completed
             for copy in barrier["copies"]:  # the engine finishes the owed copies now
@@ -127,8 +252,6 @@ class TMAStandIn:
     def _copy_in(dst: int, tmap: np.void, x: int, y: int) -> int:
         nbytes, swizzle = int(tmap["element_bytes"]), int(tmap["swizzle"])
         row_bytes = int(tmap["box"][0]) * nbytes
-        assert dst % max(swizzle * 8, 128) == 0, "TMA's shared tile must be aligned"
-        assert not swizzle or row_bytes <= swizzle, "a swizzled box row must fit the span"
         fill = _NAN_BITS[nbytes] if tmap["nan_fill"] else 0
         for i, j, inside, source in _box_positions(tmap, x, y):
             target = _swizzled(dst + i * row_bytes + j * nbytes, swizzle)
@@ -138,12 +261,13 @@ class TMAStandIn:
                 ctypes.memmove(target, fill.to_bytes(nbytes, "little"), nbytes)
         return int(tmap["box"][0]) * int(tmap["box"][1]) * nbytes
 
-    @staticmethod
-    def store(src: int, tmap_address: int, x: int, y: int) -> None:
+    def store(self, src: int, tmap_address: int, x: int, y: int) -> None:
         tmap = _read_map(tmap_address)
+        if self._bad_box(tmap, src, x):
+            return
         nbytes, swizzle = int(tmap["element_bytes"]), int(tmap["swizzle"])
         row_bytes = int(tmap["box"][0]) * nbytes
-        for i, j, inside, target in _box_positions(tmap, x, y):
+        for i, j, inside, target in _box_positions(tmap, x, y, whole_chunks=True):
             if inside:
                 ctypes.memmove(target, _swizzled(src + i * row_bytes + j * nbytes, swizzle), nbytes)
 

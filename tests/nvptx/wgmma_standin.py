@@ -4,8 +4,9 @@ address bits, the accumulator fragments), independently of the compiler's `#nvmm
 descriptor code: a wrong swizzle, stride, start address or fragment order gives wrong numbers here.
 
 The emulated kernel calls `emu_wgmma(form, inputs, outputs)` from each of a warp group's 128 threads;
-the group's first thread computes D = A @ B + C from the descriptors and the 128 threads' C registers,
-and each thread takes its own D registers. The instruction is asynchronous as on the GPU (`InFlight`):
+the group's first thread computes D = A @ B + C from the descriptors (or, in the register-A form, A
+from the 128 threads' A fragments) and the threads' C registers, and each thread takes its own D
+registers. The instruction is asynchronous as on the GPU (`InFlight`):
 f32 results come back as NaN tokens that only the next wgmma (chained accumulation) or the
 `wgmma.wait_group` retiring their group turns into values, so a kernel that reads an accumulator
 before waiting for it stores NaN. `fence` and `fence.proxy.async` do nothing on the host.
@@ -18,17 +19,26 @@ import re
 import ml_dtypes
 import numpy as np
 
-FORMS: list[tuple] = []  # (n, k, acc, ab, trans_a, trans_b), indexed by the form code
+FORMS: list[tuple] = []  # (n, k, acc, ab, trans_a, trans_b), indexed by the form code; trans_a
+# None: A from registers (four words per thread after the accumulators)
 _MMA = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k(\d+)\.(\w+)\.(\w+)\.\w+ .*?"
                   r"(?:, 1, 1, (\d), (\d))?;$")
+_MMA_REGISTER_A = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k(\d+)\.(\w+)\.(\w+)\.\w+ "
+                             r"\{[^}]*\}, \{[^}]*\}, .*?, 1, 1, (\d);$")
 _ELEMENTS = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "s8": np.int8,
              "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 _SWIZZLE = {1: 128, 2: 64, 3: 32}
-MAX_WORDS = 160  # two descriptors (4 words), scale-d, up to 128 accumulator words
+MAX_WORDS = 160  # two descriptors (4 words), scale-d, up to 128 accumulator words, 4 A words
 
 
 def is_wgmma_asm(op: str) -> bool:
     return op.startswith("wgmma.") or op.startswith("fence.proxy.async")
+
+
+def runs_register_a(module_text: str) -> bool:
+    """Whether an emulated module (its inline asm replaced by host functions) holds the stand-in of a
+    register-A wgmma: the body that stores A's four words after the accumulators."""
+    return "%pa3 = getelementptr i32, ptr %in" in module_text
 
 
 def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
@@ -38,6 +48,13 @@ def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
         return "  call void @emu_wgmma_commit()\n  ret void\n}"
     if ret == "void":
         return "  ret void\n}"
+    if op.startswith("wgmma.fence"):  # takes and returns the register-A words: they pass through
+        acc = "undef"
+        lines = []
+        for i, t in enumerate(arg_types):
+            lines.append(f"  %r{i} = insertvalue {ret} {acc}, {t} %a{i}, {i}")
+            acc = f"%r{i}"
+        return "\n".join(lines) + f"\n  ret {ret} {acc}\n}}"
     if op.startswith("wgmma.wait_group"):  # takes and returns the accumulators
         pendings = int(asm.split(" ")[1].rstrip(";"))
         count = len(arg_types)
@@ -52,24 +69,37 @@ def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
             lines.append(f"  %r{i} = insertvalue {ret} {acc}, {t} %o{i}, {i}")
             acc = f"%r{i}"
         return "\n".join(lines) + f"\n  ret {ret} {acc}\n}}"
-    m = _MMA.match(asm)
+    register_a = _MMA_REGISTER_A.match(asm)
+    m = register_a or _MMA.match(asm)
     if m is None:
         raise ValueError(f"the wgmma stand-in cannot run {asm!r}")
-    n, k, acc_type, ab, ta, tb = m.groups()
-    form = (int(n), int(k), acc_type, ab, ta == "1", tb == "1")
+    if register_a:
+        n, k, acc_type, ab, tb = m.groups()
+        form = (int(n), int(k), acc_type, ab, None, tb == "1")
+    else:
+        n, k, acc_type, ab, ta, tb = m.groups()
+        form = (int(n), int(k), acc_type, ab, ta == "1", tb == "1")
     if form not in FORMS:
         FORMS.append(form)
     code = FORMS.index(form)
-    count = len(arg_types) - 3
-    value = "float" if arg_types[3] == "float" else "i32"
+    # arguments: A's descriptor or its 4 registers, B's descriptor, scale-d, the accumulators
+    a_args = 4 if register_a else 1
+    count = len(arg_types) - a_args - 2
+    first = a_args + 2
+    value = "float" if arg_types[first] == "float" else "i32"
     lines = [f"  %in = alloca [{MAX_WORDS} x i32], align 8", f"  %out = alloca [{count} x i32]",
-             "  store i64 %a0, ptr %in",
-             "  %pb = getelementptr i32, ptr %in, i32 2", "  store i64 %a1, ptr %pb",
-             "  %pp = getelementptr i32, ptr %in, i32 4", "  %scale = zext i1 %a2 to i32",
-             "  store i32 %scale, ptr %pp"]
+             "  %pb = getelementptr i32, ptr %in, i32 2", f"  store i64 %a{a_args}, ptr %pb",
+             "  %pp = getelementptr i32, ptr %in, i32 4",
+             f"  %scale = zext i1 %a{a_args + 1} to i32", "  store i32 %scale, ptr %pp"]
+    if register_a:  # words 0-1 (A's descriptor) stay unused; A's registers follow the accumulators
+        for i in range(4):
+            lines.append(f"  %pa{i} = getelementptr i32, ptr %in, i32 {5 + count + i}")
+            lines.append(f"  store i32 %a{i}, ptr %pa{i}")
+    else:
+        lines.append("  store i64 %a0, ptr %in")
     for i in range(count):
         lines.append(f"  %pi{i} = getelementptr i32, ptr %in, i32 {5 + i}")
-        lines.append(f"  store {value} %a{3 + i}, ptr %pi{i}")
+        lines.append(f"  store {value} %a{first + i}, ptr %pi{i}")
     lines.append(f"  call void @emu_wgmma(i32 {code}, ptr %in, ptr %out)")
     acc = "undef"
     for i in range(count):
@@ -127,6 +157,24 @@ def read_operand(memory: np.ndarray, base: int, addresses: np.ndarray, ab: str) 
     return raw.view(dtype)[..., 0].astype(np.float64)
 
 
+def register_operand(words: np.ndarray, ab: str) -> np.ndarray:
+    """The 64 x 16 A of the register form from the 128 threads' 4 words each (PTX ISA, wgmma A
+    fragment of .f16/.bf16): warp w holds rows 16 w..16 w + 15 as mma.sync m16n8k16's A, lane l
+    (g = l / 4, t = l % 4) words a0..a3 = (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) with
+    two consecutive K each, the lower K in the low half."""
+    if ab not in ("f16", "bf16"):
+        raise ValueError(f"stand-in: no register-A form for {ab}")
+    halves = words.astype(np.uint32).copy().view(np.uint16).view(_ELEMENTS[ab])  # 128 x 8
+    a = np.zeros((64, 16))
+    for t in range(128):
+        w, lane = t // 32, t % 32
+        g, q = lane // 4, lane % 4
+        for j in range(4):
+            row, col = 16 * w + g + 8 * (j & 1), 2 * q + 8 * (j >> 1)
+            a[row, col:col + 2] = halves[t, 2 * j:2 * j + 2].astype(np.float64)
+    return a
+
+
 def fragment(acc: str, n: int) -> list[tuple[int, int, int]]:
     """(register, row, column) of warp 0 lane 0's accumulators, per the PTX ISA's wgmma D layout;
     lane l adds (l // 4, 2 * (l % 4)), warp w of the group 16 w rows. f16: two per register."""
@@ -140,15 +188,20 @@ def warp_group_mma(form: tuple, words: np.ndarray, memory: np.ndarray, base: int
     n, k, acc, ab, trans_a, trans_b = form
     descs = words[:, 0].astype(np.uint64) | (words[:, 1].astype(np.uint64) << np.uint64(32))
     descs_b = words[:, 2].astype(np.uint64) | (words[:, 3].astype(np.uint64) << np.uint64(32))
+    if trans_a is None:
+        descs = descs[:1]  # no A descriptor
     if len(set(descs.tolist())) != 1 or len(set(descs_b.tolist())) != 1:
         raise ValueError("stand-in: the warp group's threads passed different descriptors")
     elem = np.dtype(_ELEMENTS[ab]).itemsize
-    a_at = element_addresses(decode(int(descs[0])), 64, k, elem, trans_a, base)
+    count = n // 4 if acc == "f16" else n // 2
+    if trans_a is None:
+        a = register_operand(words[:, 5 + count:9 + count], ab)
+    else:
+        a_at = element_addresses(decode(int(descs[0])), 64, k, elem, trans_a, base)
+        a = read_operand(memory, base, a_at, ab)  # 64 x k
     b_at = element_addresses(decode(int(descs_b[0])), n, k, elem, trans_b, base)
-    a = read_operand(memory, base, a_at, ab)  # 64 x k
     b = read_operand(memory, base, b_at, ab).T  # k x n
     d = a @ b
-    count = n // 4 if acc == "f16" else n // 2
     scale = words[0, 4]
     out = np.zeros((128, count), dtype=np.uint32)
     places = fragment(acc, n)

@@ -1,5 +1,6 @@
-"""Debug mode through the real launcher, on every target (`target`: the interpreter, and marked `gpu` the
-GPU with CuPy arrays): `debug=True`, `@jit(debug=True)` and TILEWORKBENCH_DEBUG=1 make a bad load, store
+"""Debug mode through the real launcher, on every target (`target`: the interpreter, the cpu target
+(the GPU's checks compiled for the host, their record in host memory), and marked `gpu` the GPU with
+CuPy arrays): `debug=True`, `@jit(debug=True)` and TILEWORKBENCH_DEBUG=1 make a bad load, store
 or atomic raise the interpreter's error (kernel, line, argument, element offset, program id), a failed
 device_assert raise with its message and line, and masked kernels in bounds run cleanly."""
 
@@ -19,9 +20,6 @@ import tileworkbench as tw  # noqa: E402
 from tileworkbench.config import config  # noqa: E402
 from tileworkbench.errors import InterpreterError, OutOfBoundsError  # noqa: E402
 
-# the cpu target's debug mode reports violations as LaunchErrors in its own words (backends/cpu/debug.py),
-# not yet the interpreter's InterpreterError that these tests read (issue 13)
-pytestmark = pytest.mark.only_on("interpreter", "cuda")
 
 RNG = np.random.default_rng(1414)
 BLOCK = 32
@@ -190,7 +188,7 @@ def test_launcher_passes_hidden_arguments_and_raises_the_record(monkeypatch):
     from tileworkbench.runtime import debug_checks, jit, launcher
 
     monkeypatch.setattr(launcher, "CudaKernel", _EmulatedCuda)
-    def host_buffer(checks):
+    def host_buffer(checks, on_host=False):
         if checks._buffer is None:
             checks._buffer = np.zeros(checks.words, np.uint64).view(_HostBuffer)
         return checks._buffer

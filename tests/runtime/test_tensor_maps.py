@@ -13,7 +13,13 @@ from test_launcher_args import FakeDeviceArray
 from tileworkbench.errors import LaunchError
 from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import expand_arg, flatten_descriptor, takes_tensor_map
-from tileworkbench.frontend.tma_rules import box_fits, host_fits, swizzle_bytes
+from tileworkbench.frontend.tma_rules import (
+    box_fits,
+    host_fits,
+    inner_offset_aligned,
+    swizzle_bytes,
+    tma_box,
+)
 from tileworkbench.runtime import tensor_map as tensor_map_module
 from tileworkbench.runtime.arguments import ParamBuffer
 from tileworkbench.runtime.jit import _descriptor_key
@@ -22,7 +28,7 @@ from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is off by default (TILEWORKBENCH_TMA=1, config.tma): these tests turn it on."""
+    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
@@ -43,21 +49,19 @@ def test_tma_rules():
     assert not host_fits(0x1008, [300, 200], [200, 1], 2)  # base off 16 bytes
     assert not host_fits(0x1000, [77, 45], [45, 1], 4)  # 180-byte rows
     assert not host_fits(0x1000, [2**32, 8], [8, 1], 2)  # a dimension of 2^32 elements
+    # the H200's stray writes: 45 fp32 columns (180 bytes) at a stride of 48 -> pointer path
+    assert not host_fits(0x1000, [77, 45], [48, 1], 4) and host_fits(0x1000, [77, 44], [48, 1], 4)
     assert box_fits((64, 64), 2) and box_fits((16, 128), 2) and not box_fits((512, 64), 2)
     assert not box_fits((16, 2), 4) and not box_fits((4, 4, 4), 4) and not box_fits((64,), 4)
-    assert [swizzle_bytes((8, c), 4) for c in (4, 8, 16, 32, 64)] == [0, 32, 64, 128, 0]
-    # verified on the H200: 128-byte rows and rows of 256 bytes or more, 16 bytes per thread
-    assert not box_fits((64, 16), 4) and not box_fits((64, 8), 4) and not box_fits((256, 8), 2)
-    assert box_fits((8, 32), 4) and not box_fits((8, 32), 4, threads=128)
-    assert box_fits((16, 32), 4, threads=128)
+    assert box_fits((64, 16), 4) and box_fits((64, 8), 4) and box_fits((8, 32), 4)
+    assert [swizzle_bytes((8, c), 4) for c in (4, 8, 16, 24, 32, 64)] == [0, 32, 64, 0, 128, 128]
+    assert swizzle_bytes((4, 32), 4) == 0  # fewer than 8 rows: the pattern would not repeat whole
+    assert tma_box((64, 128), 2) == (64, 128) and tma_box((16, 16), 4) == (16, 64)
 
 
-def test_unverified_boxes_on_request(monkeypatch):
-    from tileworkbench.config import config
-
-    monkeypatch.setattr(config, "tma_unverified", True)
-    assert box_fits((64, 16), 4) and box_fits((256, 8), 2) and box_fits((8, 32), 4, threads=128)
-    assert not box_fits((16, 2), 4) and not box_fits((512, 8), 2)
+def test_inner_offset_alignment_rule():
+    assert inner_offset_aligned(4, 4) and inner_offset_aligned(8, 2) and inner_offset_aligned(16, 1)
+    assert not inner_offset_aligned(5, 4) and not inner_offset_aligned(4, 2)
 
 
 def test_descriptor_key_says_whether_tma_can_take_it(monkeypatch):
@@ -66,11 +70,14 @@ def test_descriptor_key_says_whether_tma_can_take_it(monkeypatch):
     monkeypatch.setattr(jit, "_array_pointer", lambda base: ("fp16", base.address))
     good = TensorDescriptor(_Base(0x10000), [300, 200], [200, 1], [64, 64])
     assert _descriptor_key(good) == ("tensordesc<fp16,64x64,zero>", True, False)
-    padded = TensorDescriptor(_Base(0x10000), [300, 100], [104, 1], [64, 64])
+    padded = TensorDescriptor(_Base(0x10000), [300, 96], [104, 1], [64, 64])
     assert _descriptor_key(padded)[1] is True  # 208-byte rows
     padded.strides = [101, 1]
     assert _descriptor_key(padded)[1] is False  # 202-byte rows
-    assert _descriptor_key(TensorDescriptor(_Base(0x10002), [8, 8], [8, 1], [8, 8]))[1] is False
+    padded.strides, padded.shape = [104, 1], [300, 100]
+    assert _descriptor_key(padded)[1] is False  # a 200-byte extent: a TMA store would write past it
+    # a misaligned base (the H200 test's slice 4 bytes in): that descriptor keeps the pointer path
+    assert _descriptor_key(TensorDescriptor(_Base(0x10004), [8, 8], [8, 1], [8, 8]))[1] is False
 
 
 class _Base:
@@ -139,3 +146,18 @@ def test_tensor_maps_refuse_what_tma_cannot_take():
     odd = TensorDescriptor(FakeGpuTensor(0x40000, (16, 15), 15), [16, 15], [15, 1], [16, 16])
     with pytest.raises(LaunchError, match="multiples of 16 bytes"):
         tensor_map_module.tensor_map(odd, "fp16", "a", "k")
+
+
+def test_tma_is_on_unless_switched_off(monkeypatch):
+    from tileworkbench.backends import backend_for
+    from tileworkbench.config import Config, config
+
+    monkeypatch.delenv("TILEWORKBENCH_TMA", raising=False)
+    assert Config().tma
+    for off in ("0", "false", "off"):
+        monkeypatch.setenv("TILEWORKBENCH_TMA", off)
+        assert not Config().tma
+    monkeypatch.setattr(config, "tma", False)
+    assert not backend_for("sm_90a").has_tma("sm_90a")
+    monkeypatch.setattr(config, "tma", True)
+    assert backend_for("sm_90a").has_tma("sm_90a") and not backend_for("sm_80").has_tma("sm_80")

@@ -36,6 +36,7 @@ class Lowered:
     binary: bytes | None = None  # what launches load, where made at compile time (cpu: an object file)
     debug_checks: dict | None = None  # debug mode: the checked accesses and hidden parameters
     shared_plan: list[dict] = field(default_factory=list)  # each shared-memory region (nvptx/inventory.py)
+    global_scratch: int = 0  # bytes of global scratch per program (runtime/allocation.py)
 
 
 class Backend:
@@ -86,6 +87,11 @@ class Backend:
     def has_tma(self, target: str) -> bool:
         """Whether kernels for `target` (resolved) copy descriptor tiles with the TMA engine, so host
         tensor descriptors pass a tensor map (frontend/descriptor_args.py)."""
+        return False
+
+    def builds_tensor_maps(self, target: str) -> bool:
+        """Whether kernels for `target` build TMA tensor maps on the device (`tensormap.replace`), so
+        in-kernel `tl.make_tensor_descriptor` copies with TMA through the launch's global scratch."""
         return False
 
     def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,

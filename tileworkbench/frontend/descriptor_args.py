@@ -5,10 +5,10 @@ A descriptor parameter specializes on its element type, block shape and padding,
 the shape (i64 each) and every stride but the last (i64 each; the last is 1 by construction). The
 frontend rebuilds a `tl.tensor_descriptor` from them; the runtime flattens the host object alike.
 
-On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means a
-16-byte aligned base and strides, `tma_rules.host_fits`) and whose block is one TMA box
-(`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte CUtensorMap the
-launcher encodes, passed by value (`runtime/tensor_map.py`).
+On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means
+a 16-byte aligned base, strides and innermost extent, `tma_rules.host_fits`) and whose block TMA
+can copy (`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte
+CUtensorMap the launcher encodes, passed by value (`runtime/tensor_map.py`).
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ def parse_descriptor_type(text: str) -> tuple[str, tuple[int, ...], str] | None:
         ) from None
 
 
-def expand_arg(arg: ArgSpec, tma: bool = False, threads: int | None = None) -> list[ArgSpec]:
+def expand_arg(arg: ArgSpec, tma: bool = False) -> list[ArgSpec]:
     """The runtime parameters one kernel parameter becomes: itself, or a descriptor's parts (with
-    its tensor map last where `takes_tensor_map`; `tma`: the target has TMA; `threads`: per
-    program)."""
+    its tensor map last where `takes_tensor_map`; `tma`: the target has TMA)."""
     parsed = parse_descriptor_type(arg.type)
     if parsed is None:
         return [arg]
@@ -53,19 +52,30 @@ def expand_arg(arg: ArgSpec, tma: bool = False, threads: int | None = None) -> l
     parts = [ArgSpec(arg.name, "*" + element, arg.divisible_16)]
     parts += [ArgSpec(f"{arg.name}.shape{i}", "i64") for i in range(rank)]
     parts += [ArgSpec(f"{arg.name}.stride{i}", "i64") for i in range(rank - 1)]
-    if tma and takes_tensor_map(arg, threads):
+    if tma and takes_tensor_map(arg):
         parts.append(ArgSpec(f"{arg.name}.{TENSOR_MAP}", TENSOR_MAP))
     return parts
 
 
-def takes_tensor_map(arg: ArgSpec, threads: int | None = None) -> bool:
+def takes_tensor_map(arg: ArgSpec) -> bool:
     """Whether descriptor parameter `arg` lowers to TMA on a target that has it: the launch saw a
-    base and strides TMA takes (`:16`), its block is one box, and NaN padding has a float type."""
+    base and strides TMA takes (`:16`), TMA can copy its block, and NaN padding has a float type."""
+    return tensor_map_refusal(arg) is None
+
+
+def tensor_map_refusal(arg: ArgSpec) -> str | None:
+    """Why descriptor parameter `arg` cannot take TMA on a target that has it, or None."""
     element, block, padding = parse_descriptor_type(arg.type)
     dtype = parse_type(element)
     if padding == "nan" and (not dtype.is_floating() or dtype.primitive_bitwidth < 16):
-        return False  # TMA fills NaN for its float types only (no fp8 one)
-    return arg.divisible_16 and box_fits(block, max(1, dtype.primitive_bitwidth // 8), threads)
+        return "TMA fills NaN for 16- to 64-bit floats only"
+    if not arg.divisible_16:
+        return ("the launch's base, strides or innermost extent are not whole 16-byte chunks "
+                "(tma_rules.host_fits)")
+    if not box_fits(block, max(1, dtype.primitive_bitwidth // 8)):
+        return (f"TMA cannot copy a {'x'.join(map(str, block))} block of {element} (rank 2, at "
+                "most 256 per dimension, rows of whole 16-byte chunks)")
+    return None
 
 
 def is_host_descriptor(value: Any) -> bool:

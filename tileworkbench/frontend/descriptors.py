@@ -1,7 +1,8 @@
 """Tensor descriptors in the frontend: `tl.make_tensor_descriptor` builds a compile-time
 `tensor_descriptor` (IR values for base, shape and strides; a constant block shape), and its `load` /
 `store` / `atomic_add` lower to a tile of pointers with a bounds mask, the semantics of a TMA copy:
-positions outside the shape read as the padding value and are never written.
+positions outside the shape read as the padding value and are never written. On sm_90a, descriptors
+that fit TMA build their tensor map in the kernel instead (device_descriptors.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from ..language import core
 from ..language.core import tensor
 from ..language.descriptor import block_pointer, tensor_descriptor
 from .calls import BUILTIN_IMPLS, check_shape, impl
+from .device_descriptors import device_tensormap
 from .semantics import unwrap
-from .tma_calls import tma_load, tma_store
+from .tma_calls import takes_tma, tma_load, tma_store
 
 
 def _as_list(value, what: str) -> list:
@@ -65,7 +67,9 @@ def make_tensor_descriptor(cg, base, shape, strides, block_shape, padding_option
         raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
     shape = [_scalar_int(cg, s, "each dimension of a descriptor's shape") for s in shape]
     strides = [_scalar_int(cg, s, "each stride of a descriptor") for s in strides]
-    return tensor_descriptor(base, shape, strides, block, padding)
+    desc = tensor_descriptor(base, shape, strides, block, padding)
+    desc.tensormap = device_tensormap(cg, desc)  # TMA through a map built in the kernel, where it fits
+    return desc
 
 
 def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tensor]:
@@ -111,7 +115,10 @@ def _tma_offsets(cg, desc, offsets) -> list | None:
     """The checked offsets of a descriptor access that goes through TMA (tma_calls.py), else None."""
     if not isinstance(desc, tensor_descriptor) or desc.tensormap is None:
         return None
-    return [_scalar_int(cg, offset, "each offset") for offset in _as_list(offsets, "offsets")]
+    checked = [_scalar_int(cg, offset, "each offset") for offset in _as_list(offsets, "offsets")]
+    if len(checked) != len(desc.block_shape) or not takes_tma(cg, desc, checked):
+        return None
+    return checked
 
 
 @impl("descriptor_load")

@@ -1,56 +1,72 @@
-"""What the TMA engine (`cp.async.bulk.tensor`, sm_90+) can take, from the CUDA driver API's rules for
-`cuTensorMapEncodeTiled`: the one place the frontend (which descriptors lower to TMA), the runtime
-(encoding the tensor map) and the tests read them. Anything outside these rules keeps the plain-load
-lowering of descriptors, so TMA is never asked for something it would fault on.
+"""What the TMA engine (`cp.async.bulk.tensor`, sm_90+) can take, from the CUDA driver API's rules
+for `cuTensorMapEncodeTiled`, the PTX ISA and what the H200 showed: the one place the frontend
+(which descriptor accesses lower to TMA), the runtime (encoding the tensor map), the back end (the
+copies of one box) and the tests read them. Anything outside these rules keeps the pointer
+lowering of descriptors, so TMA is never asked for something it would fault on or write past.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..config import config
-
 MAX_BOX = 256  # elements per box dimension
 MAX_DIM = 2**32  # elements per global dimension
 MAX_STRIDE = 2**40  # bytes per global stride
 SWIZZLES = (32, 64, 128)  # the swizzle spans in bytes (CU_TENSOR_MAP_SWIZZLE_32B/64B/128B)
+WIDEST_SWIZZLE = 128
+SWIZZLE_ROWS = 8  # rows of one swizzle pattern
+CHUNK = 16  # bytes: TMA moves 16-byte chunks of the innermost dimension
 # the back end lowers rank-2 boxes only (its shared-tile machinery is 2-D)
 TMA_RANK = 2
 
 
-def box_fits(block_shape: Sequence[int], element_bytes: int, threads: int | None = None) -> bool:
-    """Whether a block of `block_shape` can be one TMA box: rank 2, each dimension at most 256
-    elements, and its contiguous row a multiple of 16 bytes; and, unless
-    `config.tma_unverified`, a shape checked on the H200: a 128-byte row (128-byte swizzle) or
-    one of 256 bytes or more (no swizzle), and at least 16 bytes per thread of `threads` (no
-    thread holding a copy of another's part). The 32- and 64-byte swizzles gave wrong copies on the
-    GPU (2026-12-01, small boxes; the cause is open), so those boxes keep the pointer lowering."""
+def box_fits(block_shape: Sequence[int], element_bytes: int) -> bool:
+    """Whether a block of `block_shape` can be copied by TMA: rank 2, each dimension at most 256
+    elements, and its contiguous row a multiple of 16 bytes."""
     if len(block_shape) != TMA_RANK or not all(1 <= b <= MAX_BOX for b in block_shape):
         return False
+    return block_shape[-1] * element_bytes % CHUNK == 0
+
+
+def tma_box(block_shape: Sequence[int], element_bytes: int) -> tuple[int, int]:
+    """(inner box elements, swizzle bytes) of the copies that move one block: a row of 32 or 64
+    bytes is one box swizzled by its own width; a row of a multiple of 128 bytes is split into
+    128-byte column blocks, one box each, swizzled by 128 (TMA needs a box row to fit the span; the
+    blocks land one after another, which is the `#nvmma_shared` layout wgmma reads); any other row,
+    and any block of fewer than a multiple of 8 rows, is one unswizzled box. (The swizzle is on
+    address bits and repeats every 8 rows: a column block or ring slot of other row counts would
+    start in the middle of the pattern.)"""
     row = block_shape[-1] * element_bytes
-    if row % 16:
-        return False
-    if config.tma_unverified:
-        return True
-    if row != 128 and row < 256:
-        return False
-    return threads is None or block_shape[0] * row >= 16 * threads
+    if block_shape[0] % SWIZZLE_ROWS:
+        return block_shape[-1], 0
+    if row in SWIZZLES[:2]:
+        return block_shape[-1], row
+    if row % WIDEST_SWIZZLE == 0:
+        return WIDEST_SWIZZLE // element_bytes, WIDEST_SWIZZLE
+    return block_shape[-1], 0
 
 
 def swizzle_bytes(block_shape: Sequence[int], element_bytes: int) -> int:
-    """The swizzle span of the shared tile a box lands in: the row's bytes when that is 32, 64 or 128
-    (the 16-byte chunk index XORed with the row within the span's pattern), else 0 (no swizzle: rows
-    dense in shared memory, as TMA allows only boxes whose row fits the span)."""
-    row = block_shape[-1] * element_bytes
-    return row if row in SWIZZLES else 0
+    """The swizzle span of the shared tile a block lands in (`tma_box`): 32, 64, 128 or 0."""
+    return tma_box(block_shape, element_bytes)[1]
 
 
 def host_fits(address: int, shape: Sequence[int], strides: Sequence[int], element_bytes: int) -> bool:
     """Whether a host descriptor's tensor can be described to TMA: a 16-byte aligned base, each
-    dimension below 2^32 elements, every stride but the last (1) a multiple of 16 bytes below 2^40."""
-    if address % 16 or len(shape) != len(strides) or strides[-1] != 1:
+    dimension below 2^32 elements, every stride but the last (1) a multiple of 16 bytes below 2^40,
+    and an innermost extent of whole 16-byte chunks: TMA stores write whole chunks, so a 45-column
+    fp32 row (180 bytes) at a stride of 48 would get columns 45..47 written (seen on the H200;
+    Triton issue 11583)."""
+    if address % CHUNK or len(shape) != len(strides) or strides[-1] != 1:
         return False
-    if not all(1 <= int(s) < MAX_DIM for s in shape):
+    if not all(1 <= int(s) < MAX_DIM for s in shape) or int(shape[-1]) * element_bytes % CHUNK:
         return False
-    return all(int(s) * element_bytes % 16 == 0 and 0 < int(s) * element_bytes < MAX_STRIDE
+    return all(int(s) * element_bytes % CHUNK == 0 and 0 < int(s) * element_bytes < MAX_STRIDE
                for s in strides[:-1])
+
+
+def inner_offset_aligned(multiple: int, element_bytes: int) -> bool:
+    """Whether an innermost box coordinate known to be a multiple of `multiple` elements starts on a
+    16-byte chunk: TMA traps (cudaErrorIllegalInstruction on the H200) on one that does not."""
+    return multiple * element_bytes % CHUNK == 0
+

@@ -1,6 +1,9 @@
 """Tensor descriptors (Triton's `tl.make_tensor_descriptor` / `tl.tensor_descriptor`) and block pointers
 (`tl.make_block_ptr` / `tl.advance`): a global tensor's base, shape and strides plus the block shape that
-a load or store moves. Both lower to masked pointer tiles (frontend/descriptors.py).
+a load or store moves. Both lower to masked pointer tiles (frontend/descriptors.py); with TMA on, host
+descriptors that fit copy their tiles with TMA on sm_90+ (frontend/tma_calls.py), and descriptors made in
+the kernel on sm_90a too, through a tensor map the kernel builds in scratch memory from
+`set_allocator` (frontend/device_descriptors.py).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class tensor_descriptor:
         self.strides = list(strides)
         self.block_shape = tuple(block_shape)
         self.padding = padding
-        # a host descriptor's CUtensorMap parameter where loads and stores use TMA (sm_90+)
+        # its CUtensorMap where loads and stores use TMA: a host descriptor's parameter (sm_90+),
+        # or the address of the map built in the kernel (sm_90a)
         self.tensormap = tensormap
 
     @property

@@ -179,7 +179,16 @@ class LayoutAssigner:
                     self.forward(region.block)
             for res in op.results:
                 if is_tensor(res) and encoding_of(res) is None:
-                    set_encoding(res, self._forward_encoding(op, res))
+                    enc = self._forward_encoding(op, res)
+                    set_encoding(res, self._whole_in_one_thread(enc, res))
+
+    def _whole_in_one_thread(self, enc, res: Value):
+        """On a one-thread target (the cpu), a layout carried over from a smaller operand (a 1xN
+        broadcast to MxN) must still give that thread every element, not one row per thread."""
+        if getattr(self.func, "one_thread", False) and isinstance(enc, BlockedEncoding) \
+                and tuple(enc.size_per_thread) != tuple(res.type.shape):
+            return one_thread_blocked(res.type.shape, enc.order)
+        return enc
 
     def _forward_encoding(self, op, res: Value):
         srcs = [encoding_of(v) for v in op.operands if is_tensor(v)]

@@ -114,11 +114,13 @@ def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list],
     shape = op.result.type.shape
     # both dots of a chain (attention: p = f(q @ k), p @ v) put every warp on M, so the first's
     # result is the second's A operand in the same threads and needs no exchange
-    chained = _feeds_dot(op, users) or _fed_by_dot(op)
-    if wgmma_orders is not None and not chained:
+    fed_by_dot = _fed_by_dot(op)
+    chained = _feeds_dot(op, users) or fed_by_dot
+    if wgmma_orders is not None:
         from .wgmma import wgmma_encoding
 
-        v3 = wgmma_encoding(op, num_warps, wgmma_orders)
+        # on wgmma too, with the second dot's A (the first's result) read from registers
+        v3 = wgmma_encoding(op, num_warps, wgmma_orders, chained, a_in_registers=fed_by_dot)
         if v3 is not None:
             return v3
     return MmaEncoding(2, warps_per_cta(shape, num_warps, chained))

@@ -17,6 +17,7 @@ from .combine import combine_broadcast_mul_reduce, combine_dot_add
 from .cse import cse
 from .dce import dce
 from .licm import licm
+from .prefetch_tiles import prefetch_next_tile
 from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
@@ -69,6 +70,9 @@ TILE_GPU: list[Pass] = [
     wgmma,
     # then the staged loads of loops become cp.async copies into rings of `num_stages` slots,
     pipeline,
+    # a tile loop around a pipelined k loop issues the next tile's first copies before this tile's
+    # epilogue (after `pipeline`, whose prologue it moves),
+    prefetch_next_tile,
     # and the TMA loads of loops TMA copies into rings of slots with an mbarrier each.
     pipeline_tma,
     # last: a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)).

@@ -34,7 +34,7 @@ from ..ir.ops.ttg import (
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
-from .shared_reuse import reuses_earlier_space
+from .shared_reuse import needs_barrier_before_copies, reuses_earlier_space
 
 i32 = ScalarType("i32")
 i1 = ScalarType("i1")
@@ -180,7 +180,7 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
             mapping[id(old)] = new
 
 
-def _ring_slots(func: tt.FuncOp, found, stages: int, wgmma_reads: bool) -> int:
+def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool) -> int:
     """`stages` slots, or one more where `wgmma` reads them and shared memory (`func.shared_limit`,
     set by the NVPTX driver) has room: the slot written in iteration i is then the one iteration
     i - 2 read, which every warp group's `wgmma.wait_group 1` of iteration i - 1 has retired before
@@ -192,7 +192,8 @@ def _ring_slots(func: tt.FuncOp, found, stages: int, wgmma_reads: bool) -> int:
     for op in func.walk():
         if isinstance(op, LocalAllocOp) and id(op) not in staged:
             size = op.result.type.numel * op.result.type.element.bitwidth // 8
-            (over if reuses_earlier_space(func, op) else own).append(size)
+            over_rings = reuses_earlier_space(func, op, (loop, staged))
+            (over if over_rings else own).append(size)
     slot = sum(alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found)
     need = max(sum(own) + (stages + 1) * slot, max(over))
     need += _ALIGN_SLACK * (len(own) + len(found) + 1) + _SCRATCH_RESERVE
@@ -226,7 +227,10 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     # the rings, one per load; wgmma reads its slots through the async proxy (see the fence below)
     wgmma_reads = any(isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
                       for _, alloc in found for r in body.walk())
-    slots = _ring_slots(func, found, stages, wgmma_reads)
+    # the spare slot serves `wgmma_pipeline`, which keeps a group in flight only where the loop has
+    # one wgmma: attention's two would pay for it in occupancy (144 KB instead of 112 at head dim 128)
+    one_wgmma = sum(isinstance(op, WarpGroupDotOp) for op in body.walk()) == 1
+    slots = _ring_slots(func, loop, found, stages, wgmma_reads and one_wgmma)
     rings = []
     for load, alloc in found:
         t = alloc.result.type
@@ -251,7 +255,10 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
             emit.add(AsyncCommitGroupOp(), (), loc)
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
-    # prologue: iterations 0..S-2
+    # prologue: iterations 0..S-2; in a tile loop, after every thread's reads of the previous
+    # tile's epilogue, which may lie over the rings (passes/shared_reuse.py)
+    if needs_barrier_before_copies(loop):
+        outside.add(AsyncWaitOp(num=0), (), loc)
     ahead = {i: loop.init_args[i] for i in carried}
     for s in range(stages - 1):
         offset = outside.add(arith.MulIOp(lhs=loop.step, rhs=outside.const(s, loc=loc)), [i32], loc)

@@ -9,7 +9,7 @@ targets have `ttng` ops.
 from __future__ import annotations
 
 from ..ir.ops import tt, ttng
-from ..ir.ops.ttg import SharedEncoding
+from ..ir.ops.ttg import NvmmaSharedEncoding, SharedEncoding
 from ..ir.types import TensorType
 
 
@@ -36,12 +36,14 @@ def fold_tma_transpose(func: tt.FuncOp) -> bool:
     return changed
 
 
-def tma_shared_encoding(swizzle: int, element_bytes: int, trans: bool = False) -> SharedEncoding:
-    """The `#shared` layout of a tile TMA wrote with a `swizzle`-byte span (0: none): 16-byte chunk c
-    of row r holds chunk c ^ ((r // per_phase) % max_phase), as TMA swizzles the address bits.
-    `trans`: the tile read as a column-major view (its rows run along dimension 0)."""
+def tma_shared_encoding(swizzle: int, element_bytes: int, trans: bool = False
+                        ) -> SharedEncoding | NvmmaSharedEncoding:
+    """The layout of a tile TMA wrote with a `swizzle`-byte span: `#nvmma_shared` (column blocks of
+    `swizzle` bytes one after another, one box each; 16-byte chunk c of row r holds chunk
+    c ^ ((r // per_phase) % max_phase), as TMA swizzles the address bits), which wgmma can read by
+    descriptor; for no swizzle, dense rows (`#shared`). `trans`: the tile read as a column-major
+    view (its rows run along dimension 0)."""
     order = (0, 1) if trans else (1, 0)
-    vec = 16 // element_bytes
     if not swizzle:
-        return SharedEncoding(vec, 1, 1, order)
-    return SharedEncoding(vec, 128 // swizzle, swizzle // 16, order)
+        return SharedEncoding(16 // element_bytes, 1, 1, order)
+    return NvmmaSharedEncoding(swizzle, 8 * element_bytes, order)

@@ -6,18 +6,26 @@ Before the loop, the copies of iterations 0..S-2 are issued (`ttng.tma_copy`, ea
 armed with its bytes); iteration i waits for slot i % S (`ttng.tma_wait_read`: the next phase of the
 slot's mbarrier, then the tile into registers), computes, and issues iteration i+S-1 into the slot
 iteration i-1 read (after a barrier, so no thread still reads it). Copies past the end are skipped.
-The ops computing the loads' offsets run S-1 iterations ahead, as in `software_pipeline.py`; loops
-whose other ops use them are left alone, as are loops with a non-constant or negative step. Runs
-after the layout passes (the read takes the load's layout); reads `func.num_stages`.
+A load that only feeds a wgmma operand tile (`ttg.local_alloc` of the `wgmma` pass) in the slot's
+own `#nvmma_shared` layout becomes `ttng.tma_wait`: wgmma reads the slot by descriptor, no copy
+(Triton's TMA-to-wgmma path); its slot is refilled only after the group that read it has completed
+(`wgmma_pipeline` waits with pendings 1 before the refills, a barrier before them). The ops
+computing the loads' offsets run S-1 iterations ahead, as in `software_pipeline.py`; loops whose
+other ops use them are left alone, as are loops with a non-constant or negative step. A ring has at
+least 2 slots (`num_stages` 1 too: the next tile loads while this one computes). Runs after the
+layout passes (the read takes the load's layout) and `wgmma`; reads `func.num_stages`.
 """
 
 from __future__ import annotations
 
 from ..ir.ops import arith, scf, tt, ttng
+from ..ir.ops.ttg import LocalAllocOp
+from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import OpResult, Value
 from .software_pipeline import _clone_slice, _Emitter, walk_back
 from .tma import tma_shared_encoding
+from .wgmma import nvmma_for_operand
 
 i32 = ScalarType("i32")
 i1 = ScalarType("i1")
@@ -25,13 +33,37 @@ i1 = ScalarType("i1")
 
 def pipeline_tma(func: tt.FuncOp) -> bool:
     """Pipeline the TMA loads of every eligible loop; returns whether any loop changed."""
-    stages = getattr(func, "num_stages", 1)
-    if stages < 2:
-        return False
+    stages = max(2, getattr(func, "num_stages", 1))
     changed = False
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _pipeline_loop(loop, stages)
+        changed |= _pipeline_loop(func, loop, stages)
     return changed
+
+
+def _wgmma_tile(func: tt.FuncOp, load: ttng.TMALoadOp) -> LocalAllocOp | None:
+    """The `local_alloc` through which `load` feeds a wgmma operand, where wgmma can read the TMA
+    slot in its place: the slot's layout (transposed where the load is) is the `#nvmma_shared` a
+    descriptor of that operand takes."""
+    users = [op for op in func.walk() if any(v is load.result for v in op.operands)]
+    if len(users) != 1 or not isinstance(users[0], LocalAllocOp):
+        return None
+    alloc = users[0]
+    dots = [op for op in func.walk() if isinstance(op, WarpGroupDotOp)
+            and alloc.result in (op.a, op.b)]
+    if len(dots) != 1:
+        return None
+    dot = dots[0]
+    view = _slot_view(load)
+    want = nvmma_for_operand(0 if dot.a is alloc.result else 1, view.shape, view.element,
+                             view.encoding.order, dot.result.type.encoding)
+    return alloc if want == view.encoding else None
+
+
+def _slot_view(load: ttng.TMALoadOp) -> MemDescType:
+    """A ring slot of `load`'s box as the load's result sees it (transposed where `trans`)."""
+    t = load.result.type
+    return MemDescType(tuple(t.shape), t.element,
+                       tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, load.trans))
 
 
 def _positive_constant(v: Value) -> bool:
@@ -57,7 +89,7 @@ def _offset_slice(body, loads) -> tuple[list, list[int]] | None:
     return ops, sorted(carried)
 
 
-def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
+def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     body = loop.body.block
     loads = [op for op in body.ops if isinstance(op, ttng.TMALoadOp)]
     if not loads or body.args[0].type != i32 or not _positive_constant(loop.step):
@@ -77,6 +109,9 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
         rings.append(outside.add(ttng.TMARingOp(), [MemDescType((stages, *box), t.element, encoding)],
                                  load.loc, [load.result.name_hint]))
 
+    # threads read a slot (not wgmma alone): their reads are ordered before the refill by a fence
+    thread_reads = any(_wgmma_tile(func, load) is None for load in loads)
+
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
         """Clone the offsets' slice for iteration `iv_value`, copy its boxes into `slot`; returns the
         slice's next carried values."""
@@ -87,7 +122,7 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
         for load, ring in zip(loads, rings):
             offsets = [mapping.get(id(v), v) for v in load.offsets]
             emit.add(ttng.TMACopyOp(desc=load.desc, ring=ring, slot=slot, pred=in_range,
-                                    offsets=offsets), (), load.loc)
+                                    offsets=offsets, thread_reads=thread_reads), (), load.loc)
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
     ahead = {i: loop.init_args[i] for i in carried}
@@ -101,12 +136,20 @@ def _pipeline_loop(loop: scf.ForOp, stages: int) -> bool:
     read_slot = body.add_arg(i32, "slot")
     loop.results.append(OpResult(i32, loop, len(loop.results), "slot"))
 
-    for load, ring in zip(loads, rings):  # each load becomes a wait and read of its slot
+    for load, ring in zip(loads, rings):  # each load becomes a wait (and read) of its slot
         here = _Emitter(body, load)
-        read = here.add(ttng.TMAWaitReadOp(ring=ring, slot=read_slot, trans=load.trans),
-                        [load.result.type], load.loc, [load.result.name_hint])
-        for op in list(body.walk()):
-            op.replace_operand(load.result, read)
+        alloc = _wgmma_tile(func, load)
+        if alloc is not None:  # wgmma reads the slot itself
+            view = here.add(ttng.TMAWaitOp(ring=ring, slot=read_slot, trans=load.trans),
+                            [_slot_view(load)], load.loc, [load.result.name_hint])
+            for op in list(body.walk()):
+                op.replace_operand(alloc.result, view)
+            alloc.erase()
+        else:
+            read = here.add(ttng.TMAWaitReadOp(ring=ring, slot=read_slot, trans=load.trans),
+                            [load.result.type], load.loc, [load.result.name_hint])
+            for op in list(body.walk()):
+                op.replace_operand(load.result, read)
         body.remove(load)
     for op in slice_ops:
         body.remove(op)

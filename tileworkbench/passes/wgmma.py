@@ -5,16 +5,18 @@ shared tiles plus a `ttng.warp_group_dot_wait`, and `wgmma_pipeline`, which keep
 flight across loop iterations where the operand rings make that safe.
 
 A dot runs on `wgmma` (else on `mma.sync`, chosen in `mma.py`) when the target has it
-(`func.wgmma`, set by the NVPTX driver for sm_90a), `num_warps` is a multiple of 4, the dot is 2-D,
-not part of a chain (attention's second dot would want A from registers) and not `tf32x3`, M is at
-least 64, K a multiple of the instruction's 32 bytes, and each operand tile can be read by a
-descriptor: tf32 and 8-bit operands only K-major (K the contiguous dimension), 16-bit ones K- or
-MN-major, with rows of at least 32 bytes.
+(`func.wgmma`, set by the NVPTX driver for sm_90a), `num_warps` is a multiple of 4, the dot is 2-D
+and not `tf32x3`, M is at least 64, K a multiple of the instruction's 32 bytes, and each operand tile
+can be read by a descriptor: tf32 and 8-bit operands only K-major (K the contiguous dimension), 16-bit
+ones K- or MN-major, with rows of at least 32 bytes. Both dots of a chain (attention: p = f(q @ k),
+p @ v) put every warp group on M, one instruction spanning N, so the first's accumulator is, element
+for element, the second's A operand in registers (`#dot_op<opIdx=0, parent=#mma v3>`, the mma.sync
+A fragment per warp): the second dot takes A from registers (16-bit types) and only B by descriptor.
 """
 
 from __future__ import annotations
 
-from ..ir.ops import scf, tt
+from ..ir.ops import scf, tt, ttng
 from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MemDescIndexOp, MmaEncoding, NvmmaSharedEncoding
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
@@ -26,10 +28,12 @@ INSTR_M = 64  # rows of one wgmma (a warp group's 4 x 16)
 MAX_INSTR_N = 256
 
 
-def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], ...]
-                   ) -> MmaEncoding | None:
+def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], ...],
+                   chained: bool = False, a_in_registers: bool = False) -> MmaEncoding | None:
     """The version-3 `#mma` layout of `op`'s result, or None when `wgmma` cannot run it.
-    `orders`: the memory order (contiguous dimension first) the operands A and B arrive in."""
+    `orders`: the memory order (contiguous dimension first) the operands A and B arrive in.
+    `chained`: every warp group on M (a dot of an attention chain); `a_in_registers`: A comes from
+    registers (the chain's second dot), so only B needs a descriptor."""
     kind = mma_kind(op, 90)
     shape = op.result.type.shape
     if kind is None or len(shape) != 2 or num_warps % WARP_GROUP or op.input_precision == "tf32x3":
@@ -40,17 +44,27 @@ def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], 
     k = op.a.type.shape[-1]
     if m < INSTR_M or k % instr_k or n < 8:
         return None
-    groups_m, groups_n = 1, 1
-    while groups_m * groups_n < num_warps // WARP_GROUP:  # warp groups on M first (Triton's)
-        if m >= INSTR_M * groups_m * 2:
-            groups_m *= 2
-        else:
-            groups_n *= 2
+    if a_in_registers and bits != 16:
+        return None  # the register-A form built here is the 16-bit one
+    groups = num_warps // WARP_GROUP
+    if chained:  # rows of the first dot's result stay in the warp that multiplies them by V
+        if m < INSTR_M * groups:
+            return None
+        groups_m, groups_n = groups, 1
+    else:
+        groups_m, groups_n = 1, 1
+        while groups_m * groups_n < groups:  # warp groups on M first (Triton's)
+            if m >= INSTR_M * groups_m * 2:
+                groups_m *= 2
+            else:
+                groups_n *= 2
     instr_n = min(MAX_INSTR_N, n // groups_n)
     if instr_n < 8:
         return None
     enc = MmaEncoding(3, (WARP_GROUP * groups_m, groups_n), (16, instr_n, instr_k))
     for op_idx, (operand, order) in enumerate(zip((op.a, op.b), orders)):
+        if op_idx == 0 and a_in_registers:
+            continue
         if nvmma_for_operand(op_idx, operand.type.shape, element_type(operand.type), order,
                              enc) is None:
             return None
@@ -101,10 +115,11 @@ def is_wgmma(encoding) -> bool:
 
 def wgmma(func: tt.FuncOp) -> bool:
     """Replace each `tt.dot` with a version-3 `#mma` result by `ttng.warp_group_dot` on its operands'
-    shared tiles and a `ttng.warp_group_dot_wait {pendings = 0}`. Returns whether any changed."""
+    shared tiles (A in registers where `_a_from_registers`) and a `ttng.warp_group_dot_wait
+    {pendings = 0}`. Returns whether any changed."""
     dots = [op for op in func.walk() if isinstance(op, tt.DotOp) and is_wgmma(op.result.type.encoding)]
     for dot in dots:
-        a = _shared_tile(dot, 0, dot.a)
+        a = dot.a if _a_from_registers(dot) else _shared_tile(dot, 0, dot.a)
         b = _shared_tile(dot, 1, dot.b)
         issue = WarpGroupDotOp(a=a, b=b, c=dot.c, input_precision=dot.input_precision)
         issue.results = [OpResult(dot.result.type, issue, 0, dot.result.name_hint)]
@@ -123,6 +138,16 @@ def wgmma(func: tt.FuncOp) -> bool:
         for operand in (dot.a, dot.b):
             _erase_if_unused(func, operand)
     return bool(dots)
+
+
+def _a_from_registers(dot: tt.DotOp) -> bool:
+    """Whether the dot's A stays in registers (the `#dot_op` fragments of the register-A form): a
+    16-bit A that was not staged in shared memory (a chain's first result, or made in place)."""
+    a = dot.a
+    if isinstance(a, OpResult) and isinstance(a.op, LocalLoadOp) \
+            and isinstance(a.op.src.type.encoding, NvmmaSharedEncoding):
+        return False
+    return element_type(a.type).bitwidth == 16
 
 
 def _shared_tile(dot: tt.DotOp, op_idx: int, value: Value) -> Value:
@@ -207,7 +232,12 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
 
 
 def _spare_slot_ring(tile: Value, stages: int) -> bool:
-    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1) safe)."""
+    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1)
+    safe), or a TMA ring's slot (`ttng.tma_wait`: the copies that refill a ring's slots come after
+    the wait and a barrier, and refill the slot the previous iteration's group read, which wait(1)
+    has completed; a ring has at least 2 slots)."""
+    if isinstance(tile, OpResult) and isinstance(tile.op, ttng.TMAWaitOp):
+        return True
     if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
         return False
     ring = tile.op.src

@@ -28,7 +28,7 @@ from ..language import core
 from .stage_texts import StageTexts
 
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
-CACHE_FORMAT = 3  # 2: metadata.dynamic_shared; 3: metadata.shared_plan
+CACHE_FORMAT = 4  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch
 
 
 @dataclass
@@ -52,6 +52,10 @@ class KernelMetadata:
     debug_checks: dict | None = None  # GPU debug mode: hidden parameters and check sites (bounds.py)
     # each shared-memory region: cp.async rings (slots x bytes), staged tiles, scratch, static arrays
     shared_plan: list = field(default_factory=list)
+    # bytes of global scratch each program needs (in-kernel tensor maps), which each launch gets from
+    # the allocator given to `set_allocator` (runtime/allocation.py); 0: none
+    global_scratch: int = 0
+    global_scratch_align: int = 128
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -385,8 +389,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
                         num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
-                        *(("tma",) if config.tma else ()),
-                        *(("tma_unverified",) if config.tma_unverified else ()))
+                        *(("tma",) if config.tma else ()))
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs, debug)
@@ -411,12 +414,13 @@ def _store(key: str, kernel: CompiledKernel) -> None:
 
 
 def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
-                debug: bool = False, tma: bool = False):
+                debug: bool = False, tma: bool = False, device_tma: bool = False):
     """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines).
-    `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`)."""
+    `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`); `device_tma`: it also
+    builds tensor maps in the kernel (`Backend.builds_tensor_maps`)."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma)
+    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma, device_tma=device_tma)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
@@ -427,7 +431,9 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
                    debug: bool = False) -> CompiledKernel:
     source = get_source(py_fn)
     tma = backend_for(target).has_tma(target)
-    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma)
+    device_tma = backend_for(target).builds_tensor_maps(target)
+    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
+                                                      device_tma)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
@@ -451,10 +457,11 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
         metadata.dynamic_shared = result.shared
         metadata.debug_checks = result.debug_checks
         metadata.shared_plan = result.shared_plan
+        metadata.global_scratch = result.global_scratch
         binary = result.binary
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma)[0]
+        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma, device_tma)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
                             regenerate=regenerate)

@@ -109,16 +109,22 @@ class DebugChecks:
             return
         if stream is None:
             stream = torch_stream(args)  # where CudaKernel.launch sends it: torch's stream, else CuPy's
-        cuda.launch(grid, [*args, *self.ranges(args), self.buffer()], stream)
+        # the cpu target's launcher asks for the record in host memory
+        buffer = self.buffer(on_host=getattr(cuda, "error_buffer_on_host", False))
+        cuda.launch(grid, [*args, *self.ranges(args), buffer], stream)
         cuda.synchronize(stream)
         self.check_gpu(args)
 
-    def buffer(self):
-        """The kernel's error buffer on the current GPU (zeroed; reset after each reported failure)."""
+    def buffer(self, on_host: bool = False):
+        """The kernel's error buffer on the current GPU, or in host memory for a launcher that runs
+        on the host (zeroed; reset after each reported failure)."""
         if self._buffer is None:
-            import cupy
+            if on_host:
+                self._buffer = np.zeros(self.words, dtype=np.uint64).view(_HostRecord)
+            else:
+                import cupy
 
-            self._buffer = cupy.zeros(self.words, dtype=np.uint64)
+                self._buffer = cupy.zeros(self.words, dtype=np.uint64)
         return self._buffer
 
     def check_gpu(self, args: Sequence[object]) -> None:
@@ -171,6 +177,20 @@ class DebugChecks:
             others = ", ".join(f"'{self.names[i]}'" for i in site["args"] if i != index)
             message += f"\n  note: the pointer may come from {others} too; it is in none of them"
         return OutOfBoundsError(message)
+
+
+class _HostRecord(np.ndarray):
+    """The error buffer in host memory, read as the GPU's CuPy one is (`get`, `device`)."""
+
+    def get(self) -> np.ndarray:
+        return np.array(self)
+
+    @property
+    def device(self):
+        return self
+
+    def synchronize(self) -> None:
+        pass  # the host launch has returned: its stores are done
 
 
 def _nearest(candidates: list[int], address: int, args) -> int:

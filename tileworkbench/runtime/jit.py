@@ -399,7 +399,8 @@ class JITFunction:
         it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise."""
         from .binder import NotFast, make_binder, make_launcher, register_array_types
 
-        if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
+        if (self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors
+                or kernel.scratch_bytes):  # scratch: each launch calls the allocator
             return
         if kernel.checks is not None:
             return  # debug mode: each launch synchronizes and reads the error buffer (full path)
@@ -514,14 +515,19 @@ class _BoundKernel:
         self.descriptors = {s.name for s in specs if parse_descriptor_type(s.type) is not None}
         # ... and one more, its CUtensorMap, where the kernel copies its tiles with TMA (sm_90+)
         md = compiled.launch_metadata
-        tma, threads = backend_for(md.target).has_tma(md.target), 32 * md.num_warps
+        tma = backend_for(md.target).has_tma(md.target)
         self.tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in specs
-                            if tma and s.name in self.descriptors and takes_tensor_map(s, threads)}
-        flat = [part for s in specs for part in expand_arg(s, tma, threads)]
+                            if tma and s.name in self.descriptors and takes_tensor_map(s)}
+        flat = [part for s in specs for part in expand_arg(s, tma)]
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         md = compiled.launch_metadata
         kinds, names = [s.type for s in flat], list(self.flat_names)
+        # in-kernel tensor maps: each launch's global scratch, a hidden parameter after the kernel's own
+        self.scratch_bytes = getattr(md, "global_scratch", 0)
+        self.scratch = None  # the last launch's buffer, held until the next launch
+        if self.scratch_bytes:
+            kinds, names = kinds + ["u64"], names + ["global_scratch"]
         self.checks = None  # debug mode on the GPU: hidden arguments and the error buffer
         if getattr(md, "debug_checks", None):
             from .debug_checks import DebugChecks
@@ -543,11 +549,28 @@ class _BoundKernel:
             return flatten_descriptor(value)
         return flatten_descriptor(value, lambda v: tensor_map(v, kind, name, self.compiled.name))
 
+    def _scratch_address(self, grid, args: list, stream) -> int:
+        """This launch's global scratch from the allocator (runtime/allocation.py), as an address."""
+        from .allocation import launch_scratch
+        from .launcher import _stream_address, torch_stream
+
+        md = self.compiled.launch_metadata
+        if stream is None:
+            stream = torch_stream(args)
+        if stream is None and hasattr(self.cuda, "current_stream_address"):
+            stream = self.cuda.current_stream_address()
+        handle = stream if stream is None or isinstance(stream, int) else _stream_address(stream)
+        self.scratch, address = launch_scratch(md.name, self.scratch_bytes, md.global_scratch_align,
+                                               tuple(grid), handle)
+        return address
+
     def launch(self, grid: tuple[int, int, int], bound: dict, stream=None) -> None:
         args = [bound[name] for name in self.names]
         if self.descriptors:
             args = [part for name in self.names for part in
                     (self._flatten(name, bound[name]) if name in self.descriptors else [bound[name]])]
+        if self.scratch_bytes:
+            args = [*args, self._scratch_address(grid, args, stream)]
         if self.checks is not None:
             self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
         else:

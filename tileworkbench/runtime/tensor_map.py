@@ -3,8 +3,9 @@
 copy its tiles with `cp.async.bulk.tensor` (sm_90+, backends/nvptx/lowering/tma.py).
 
 Dimensions go innermost first, strides in bytes without the innermost (1 element); the box is the block
-shape; the swizzle is the one the kernel's shared tile has (`tma_rules.swizzle_bytes`); positions
-outside the tensor read as zeros, or NaN for padding "nan". Maps are cached per (address, geometry).
+shape, its rows cut to the swizzle's width where the kernel copies a block as several boxes, and the
+swizzle is the one the kernel's shared tile has (both `tma_rules.tma_box`); positions outside the
+tensor read as zeros, or NaN for padding "nan". Maps are cached per (address, geometry).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..errors import LaunchError
 from ..frontend.specialize import parse_type
-from ..frontend.tma_rules import host_fits, swizzle_bytes
+from ..frontend.tma_rules import host_fits, tma_box
 from .arguments import pointer_value
 
 TENSOR_MAP_BYTES = 128
@@ -58,7 +59,8 @@ def tensor_map(value: Any, kind: str, name: str = "desc", kernel: str = "kernel"
         if not host_fits(address, shape, strides, element_bytes(kind)):
             raise LaunchError(f"argument {name!r} of {kernel}: TMA cannot take this descriptor (base "
                               f"{address:#x}, shape {list(shape)}, strides {list(strides)}): the base "
-                              "and every stride but the last must be multiples of 16 bytes")
+                              "every stride but the last and the innermost extent must be "
+                              "multiples of 16 bytes")
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         encoded = _CACHE[key] = encode_tiled(address, shape, strides, block, kind, padding)
@@ -71,13 +73,14 @@ def encode_tiled(address: int, shape, strides, block, kind: str, padding: str) -
     rank = len(shape)
     dims = (ctypes.c_uint64 * rank)(*reversed(shape))
     byte_strides = (ctypes.c_uint64 * max(rank - 1, 1))(*[s * nbytes for s in reversed(strides[:-1])])
-    box = (ctypes.c_uint32 * rank)(*reversed(block))
+    inner, swizzle = tma_box(block, nbytes)
+    box = (ctypes.c_uint32 * rank)(inner, *reversed(block[:-1]))
     element_strides = (ctypes.c_uint32 * rank)(*([1] * rank))
     out = (ctypes.c_uint8 * TENSOR_MAP_BYTES)()
     data_type = _DATA_TYPES.get(kind, _BY_BYTES[nbytes])
     result = _encoder()(
         out, data_type, rank, ctypes.c_void_p(address), dims, byte_strides, box, element_strides,
-        0, _SWIZZLE[swizzle_bytes(block, nbytes)], _L2_PROMOTION_128B, _OOB_FILL[padding])
+        0, _SWIZZLE[swizzle], _L2_PROMOTION_128B, _OOB_FILL[padding])
     if result != 0:
         raise LaunchError(f"cuTensorMapEncodeTiled refused the descriptor (CUresult {result}): {kind} "
                           f"shape {list(shape)}, strides {list(strides)}, block {list(block)}, "

@@ -114,10 +114,10 @@ def resources_of(metadata: dict, target: str | None, asm: dict[str, str] | None 
         num_warps=int(metadata.get("num_warps") or 4),
         limits=limits,
     )
-    if str(target or "").startswith("sm_"):
+    backend = _backend(target)
+    if backend is not None and backend.is_gpu:  # occupancy: blocks per SM
         res.blocks_per_sm, res.limiter = occupancy(res.n_regs, res.shared, res.num_warps, limits)
     res.shared_plan = list(metadata.get("shared_plan") or [])
-    backend = _backend(target)
     if backend is not None:
         res.shared_limit = backend.shared_limit(target) if res.shared_plan else None
         res.instructions = backend.instruction_counts(asm or {})

@@ -24,26 +24,36 @@ class CpuBackend(Backend):
         from ..nvptx.debuginfo import llvm_line_map, tile_line_map
         from ..nvptx.lower import Lowering
         from . import codegen
-        from .hooks import CpuHooks
+        from .chunks import chunk_lanes
+        from .hooks import EXTRA_PARAMS, CpuHooks
 
         check_shapes(func)
+        _check_dtypes(func)
+        chunk_lanes(func, codegen.chunk_lanes())
         func.num_warps = 1
         func.one_thread = True  # coalesce gives the one thread whole tensors (passes/layouts.py)
         passes = run_gpu_passes(func)
+        _check_one_thread(func)
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
-        lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, hooks=hooks)
+        # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read
+        # after the launch by runtime/debug_checks.py from a host buffer
+        lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
+                            hooks=hooks)
         module = lowering.run()
         smem = lowering.smem_bytes
-        codegen.add_grid_loop(module, lowering.function, len(func.args), smem)
+        params = len(lowering.function.args) - len(EXTRA_PARAMS)  # its own and the hidden ones
+        codegen.add_grid_loop(module, lowering.function, params, smem)
         codegen.add_runtime_functions(module)
         optimized = codegen.optimize(str(module), func.sym_name, self.vectorize)
         llvm_text = str(optimized)
         asm = {"tile-gpu": "\n".join(text for text, _ in lines) + "\n", "llvm": llvm_text}
         line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text)}
         binary = codegen.emit_object(optimized)  # the one codegen a launch needs
-        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary)
+        checks = lowering.bounds.metadata() if lowering.bounds else None
+        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary,
+                       debug_checks=checks)
 
     def finish(self, kernel, recompile) -> None:
         self.finish_cached(kernel)
@@ -58,6 +68,9 @@ class CpuBackend(Backend):
     def load(self, compiled, kinds, names):
         from .launch import CpuKernel
 
+        from .host_calls import bind_calls_in
+
+        bind_calls_in(compiled.asm.get("llvm", ""))  # libdevice callbacks (a kernel from the cache)
         md = compiled.launch_metadata
         return CpuKernel(compiled.launch_cubin, md.name, kinds, names)
 
@@ -69,6 +82,41 @@ class CpuBackend(Backend):
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (
             hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False))
+
+
+def _check_dtypes(func) -> None:
+    """The cpu target lowers the fp8 formats the NVIDIA lowering does (e4nv, e5); AMD's fnuz ones
+    and fp8e4b15 are the interpreter's only: refused here in the cpu target's own words."""
+    from ...errors import CompilationError
+    from ...ir.types import element_type
+    from ..nvptx.llvm_types import _NOT_ON_NVIDIA
+
+    for op in func.walk():
+        for value in list(op.operands) + list(op.results):
+            name = getattr(element_type(value.type), "name", None)
+            if name in _NOT_ON_NVIDIA:
+                where = f"{op.loc}: " if op.loc.line > 0 else ""
+                raise CompilationError(f"{where}{name} is not supported on the cpu target (it has "
+                                       "tl.float8e4nv and tl.float8e5); run it in the interpreter",
+                                       loc=op.loc)
+
+
+def _check_one_thread(func) -> None:
+    """Every blocked layout must give the one thread its whole tensor: a layout that spreads rows
+    over threads would leave them unrun (a silent wrong answer; tl.flip's once did)."""
+    from ...errors import CompilationError
+    from ...ir.ops.ttg import BlockedEncoding
+    from ...ir.types import TensorType
+
+    for op in func.walk():
+        for value in op.results:
+            if not isinstance(value.type, TensorType):
+                continue
+            enc = value.type.encoding
+            if isinstance(enc, BlockedEncoding) and any(
+                    size < dim for size, dim in zip(enc.size_per_thread, value.type.shape)):
+                raise CompilationError(f"internal: {op.name} in {func.sym_name} got layout {enc}, "
+                                       "which the cpu target's one thread does not cover")
 
 
 BACKEND = register(CpuBackend())

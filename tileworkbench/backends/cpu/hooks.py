@@ -1,10 +1,9 @@
 """The host's answers to the shared lowering's target hooks: one thread runs a whole program, so
 thread ids are 0, barriers vanish and a shuffle returns its own value (every layout the cpu target
-assigns broadcasts across lanes); program ids and counts are arguments of the kernel function; shared
-memory is a buffer the grid loop passes in; `.approx` math is branch-free LLVM IR that vectorizes
-(hostmath.py); libdevice calls go to the C library; masked accesses are LLVM masked loads and stores;
-atomics are LLVM atomics.
-"""
+assigns broadcasts across lanes); program ids and counts are arguments of the kernel function;
+shared memory is a buffer the grid loop passes in; `.approx` math is branch-free LLVM IR that
+vectorizes (hostmath.py); libdevice calls go to the C library (libdevice.py); masked accesses are
+LLVM masked loads and stores; atomics are LLVM atomics."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from llvmlite import ir
 from ..nvptx.hooks import TargetHooks
 from ..nvptx.llvm_types import I1, I32, SHARED_PTR
 from . import hostmath
+from .vectors import type_bytes, type_suffix
 
 # the extra kernel parameters after the tt.func's own: program ids, program counts, shared memory
 EXTRA_PARAMS = ("pid_x", "pid_y", "pid_z", "nprog_x", "nprog_y", "nprog_z", "smem")
@@ -43,7 +43,8 @@ class CpuHooks(TargetHooks):
     def special_register(self, lw, name) -> ir.Value:
         if name == "tid.x":
             return ir.Constant(I32, 0)
-        return lw.function.args[len(lw.func.args) + _REGISTER_PARAM[name]]
+        # the extra parameters come last, after debug mode's hidden ones (if any)
+        return lw.function.args[len(lw.function.args) - len(EXTRA_PARAMS) + _REGISTER_PARAM[name]]
 
     def barrier(self, lw) -> None:
         pass  # one thread per program: nothing to wait for
@@ -69,6 +70,20 @@ class CpuHooks(TargetHooks):
         from . import libdevice
 
         return libdevice.call(lw, symbol, ret, args)
+
+    def inline_asm(self, lw, text, constraints, ret, args, side_effect) -> ir.Value:
+        """The PTX tl.extra.cuda itself emits has a host meaning (as in the interpreter: grid
+        dependence control waits for nothing, one "SM", a nanosecond clock); other inline PTX is
+        refused."""
+        from ...frontend.calls import (GDC_LAUNCH_DEPENDENTS_ASM, GDC_WAIT_ASM, GLOBALTIMER_ASM,
+                                       SMID_ASM)
+
+        if text in (GDC_WAIT_ASM, GDC_LAUNCH_DEPENDENTS_ASM, SMID_ASM) and not args:
+            return ir.Constant(ret, 0)
+        if text == GLOBALTIMER_ASM and not args:
+            return _realtime_ns(lw)
+        raise lw.error(lw.current_op, "inline PTX cannot run on the cpu target (it has no host "
+                                      "meaning); run the kernel on an NVIDIA GPU")
 
     def predicated_access(self, etype, vec) -> bool:
         return True
@@ -158,22 +173,11 @@ def _guarded(lw, pred, emit, ty) -> ir.Value:
 
 
 def _size(etype) -> int:
-    if isinstance(etype, ir.IntType):
-        return max(1, etype.width // 8)
-    if isinstance(etype, ir.PointerType):
-        return 8
-    return {"half": 2, "bfloat": 2, "float": 4, "double": 8}[str(etype)]
+    return type_bytes(etype)
 
 
 def _mangle(vtype: ir.VectorType) -> str:
-    e = vtype.element
-    if isinstance(e, ir.IntType):
-        name = f"i{e.width}"
-    elif isinstance(e, ir.PointerType):
-        name = f"p{e.addrspace}"
-    else:
-        name = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(e)]
-    return f"v{vtype.count}{name}"
+    return f"v{vtype.count}{type_suffix(vtype.element)}"
 
 
 def _splat(b, pred, vec: int) -> ir.Value:
@@ -189,3 +193,17 @@ def _as_vector(b, value, vtype) -> ir.Value:
     return b.insert_element(ir.Constant(vtype, None), value, ir.Constant(I32, 0))
 
 
+
+
+def _realtime_ns(lw) -> ir.Value:
+    """%globaltimer on the host: CLOCK_REALTIME in nanoseconds (the interpreter's time_ns())."""
+    i64 = ir.IntType(64)
+    timespec = ir.LiteralStructType([i64, i64])
+    clock = lw.module.globals.get("clock_gettime") or ir.Function(
+        lw.module, ir.FunctionType(I32, [I32, ir.PointerType()]), "clock_gettime")
+    b = lw.builder
+    slot = lw.entry_builder.alloca(timespec)
+    b.call(clock, [ir.Constant(I32, 0), slot])
+    seconds = b.load(b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), typ=i64)
+    nanoseconds = b.load(b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), typ=i64)
+    return b.add(b.mul(seconds, ir.Constant(i64, 10**9)), nanoseconds)

@@ -68,7 +68,7 @@ def log2(lw, x) -> ir.Value:
 def approx(lw, instruction: str, x) -> ir.Value:
     """The host value of `instruction` (`ex2.approx.f32`, ...) on fp32 `x`."""
     b = lw.builder
-    if instruction == "ex2.approx.f32":
+    if instruction in ("ex2.approx.f32", "ex2.approx.ftz.f32"):  # exp2 flushes below 2^-127
         return exp2(lw, x)
     if instruction == "lg2.approx.f32":
         return log2(lw, x)

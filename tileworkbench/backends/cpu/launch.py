@@ -1,6 +1,8 @@
-"""Launching a cpu-target kernel: the module JIT-compiled once (MCJIT), the arguments packed into one
-parameter block of 8-byte slots, and the grid cut into ranges of programs run by a thread pool (ctypes
-releases the GIL while native code runs, so the host's cores work in parallel)."""
+"""Launching a cpu-target kernel: the module JIT-compiled once (MCJIT), the arguments packed into
+one parameter block of 8-byte slots, and the grid cut into ranges of programs run by the calling
+thread and a thread pool (ctypes releases the GIL while native code runs, so the host's cores work
+in parallel). Short launches, and launches of a few milliseconds on a machine whose cores are all
+busy, run on the calling thread alone (`_pool_pays`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import ctypes
 import os
 import struct
 import sys
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ...dtypes import BY_KIND
@@ -21,11 +25,16 @@ _POOL: list[ThreadPoolExecutor] = []
 
 
 def workers() -> int:
-    """Threads the grid is spread over: the CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+    """Threads the grid is spread over: the CPUs this process may run on (read once)."""
+    if not _WORKERS:
+        try:
+            _WORKERS.append(len(os.sched_getaffinity(0)))
+        except AttributeError:
+            _WORKERS.append(os.cpu_count() or 1)
+    return _WORKERS[0]
+
+
+_WORKERS: list[int] = []
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -57,6 +66,12 @@ class CpuKernel:
         self._format = "<" + "".join(_slot_code(k) for k in self.kinds)
         self._converters = [_converter(k, n, kernel_name) for k, n in zip(self.kinds, self.names)]
         self.num_regs = None
+        self._seconds_per_program: float | None = None  # measured on the calling thread
+
+    error_buffer_on_host = True  # debug mode's record (runtime/debug_checks.py) is host memory
+
+    def synchronize(self, stream=None) -> None:
+        pass  # a launch returns when its programs are done
 
     def fast_launch_ok(self) -> bool:
         return False  # the GPU's generated warm launcher does not apply
@@ -77,18 +92,99 @@ class CpuKernel:
         total = gx * gy * gz
         if total >= 2**31:
             raise LaunchError(f"grid {grid3} of {self.name} has more than 2^31 programs")
-        # one range per core, the first run by this thread: every hand-off to a pool thread costs a
-        # wake-up (tens of microseconds, milliseconds on a busy machine)
-        count = min(total, workers())
-        bounds = [total * i // count for i in range(count + 1)]
-        futures = [_pool().submit(self._grid_fn, block, bounds[i], bounds[i + 1], gx, gy, gz)
-                   for i in range(1, count)]
-        self._grid_fn(block, bounds[0], bounds[1], gx, gy, gz)
-        for future in futures:
-            future.result()
+        if _pool_pays(self._seconds_per_program, total):
+            split = _Split(self._grid_fn, block, total, grid3, workers())
+            split.run()
+            programs, seconds = split.own_programs, split.own_seconds
+        else:
+            start = time.perf_counter()
+            self._grid_fn(block, 0, total, gx, gy, gz)
+            programs, seconds = total, time.perf_counter() - start
+        if programs:  # the fastest seen: a disturbed launch (descheduled, page faults) says little
+            measured, best = seconds / programs, self._seconds_per_program
+            self._seconds_per_program = measured if best is None else min(measured, best)
         debug.raise_failed_asserts(self.name)
 
     __call__ = launch
+
+
+class _Split:
+    """The programs of one launch in a few ranges per core, taken from a shared counter by this
+    thread and the pool's: a pool thread that wakes late (on a busy machine, milliseconds) finds
+    fewer ranges or none left, instead of holding the launch up with a fixed half."""
+
+    RANGES_PER_WORKER = 4
+
+    def __init__(self, grid_fn, block, total: int, grid3: tuple[int, int, int], threads: int):
+        self.grid_fn, self.block, self.grid3 = grid_fn, block, grid3
+        self.threads = threads  # this one and threads - 1 of the pool's
+        count = min(total, threads * self.RANGES_PER_WORKER)
+        self.bounds = [total * i // count for i in range(count + 1)]
+        self.next_range = 0
+        self.running = 0
+        self.lock = threading.Condition()
+
+        self.own_programs, self.own_seconds = 0, 0.0  # what the calling thread ran, and how long
+
+    def run(self) -> None:
+        helpers = min(self.threads, len(self.bounds) - 1) - 1
+        for _ in range(helpers):
+            _pool().submit(self.work)
+        start = time.perf_counter()
+        self.own_programs = self.work()
+        self.own_seconds = time.perf_counter() - start
+        with self.lock:  # wait only for ranges a pool thread took, not for late wake-ups
+            self.lock.wait_for(lambda: self.running == 0)
+
+    def work(self) -> int:
+        """Run ranges until none is left; the number of programs this thread ran."""
+        gx, gy, gz = self.grid3
+        programs = 0
+        while True:
+            with self.lock:
+                i = self.next_range
+                if i + 1 >= len(self.bounds):
+                    return programs
+                self.next_range, self.running = i + 1, self.running + 1
+            try:
+                self.grid_fn(self.block, self.bounds[i], self.bounds[i + 1], gx, gy, gz)
+                programs += self.bounds[i + 1] - self.bounds[i]
+            finally:
+                with self.lock:
+                    self.running -= 1
+                    self.lock.notify_all()
+
+
+_HAND_OFF_S = 100e-6  # waking a pool thread on an idle machine: tens of microseconds
+_BUSY_LAUNCH_S = 5e-3  # on a machine with no idle core, a helper's wake-up can take a time slice
+
+
+def _pool_pays(seconds_per_program: float | None, programs: int) -> bool:
+    """Whether pool threads should help with a launch whose programs took `seconds_per_program`
+    each on the calling thread last time (None: not measured yet). A launch shorter than a hand-off
+    runs on the calling thread; so does one of a few milliseconds while every core already has
+    work (the load average), where a helper that starts late holds the launch up."""
+    if seconds_per_program is None or workers() == 1:
+        return workers() > 1
+    estimate = seconds_per_program * programs
+    if estimate < _HAND_OFF_S:
+        return False
+    return estimate > _BUSY_LAUNCH_S or not _cores_busy()
+
+
+_LOAD = [0.0, 0.0]  # (when read, the 1-minute load average)
+
+
+def _cores_busy() -> bool:
+    """Whether the 1-minute load average says every core of ours already has a runnable thread
+    (read at most once a second)."""
+    now = time.monotonic()
+    if now - _LOAD[0] > 1.0:
+        try:
+            _LOAD[:] = [now, os.getloadavg()[0]]
+        except OSError:
+            _LOAD[:] = [now, 0.0]
+    return _LOAD[1] >= workers()
 
 
 def _slot_code(kind: str) -> str:
@@ -114,6 +210,8 @@ def host_address(value, name: str, kernel: str) -> int:
     interface = getattr(value, "__array_interface__", None)
     if interface is not None:
         return interface["data"][0]
+    if getattr(value, "__tile_tensor_wrapper__", False):  # runtime/tensor_wrapper.py: a dtype view
+        return host_address(value.base, name, kernel)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.is_cuda:

@@ -1,11 +1,15 @@
-"""libdevice on the host: `__nv_<name>` calls become LLVM intrinsics where LLVM has the operation, a few
-lines of IR for libdevice's predicates and integer helpers, and the C library's `<name>` otherwise (same
-semantics: libdevice follows C99's math library). The `fast_` variants take the exact path (within their
-error bound); a rounding-mode variant other than round-to-nearest has no host equivalent and is refused."""
+"""libdevice on the host: `__nv_<name>` calls become LLVM intrinsics where LLVM has the operation, a
+few lines of IR for libdevice's predicates and integer helpers, and the C library's `<name>`
+otherwise (same semantics: libdevice follows C99's math library). The `fast_` variants take the
+exact path (within their error bound). What has none of these (erfinv, sinpi, mulhi, the
+`_rz`/`_ru`/`_rd` rounded arithmetic, ...) calls back into the interpreter's NumPy version, lane by
+lane (host_calls.py)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
+
+from . import codegen
 
 _INTRINSICS = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
                "trunc": "llvm.trunc", "rint": "llvm.rint", "nearbyint": "llvm.nearbyint",
@@ -74,10 +78,29 @@ def call(lw, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
     if name in ("abs", "llabs"):
         negative = b.icmp_signed("<", args[0], ir.Constant(args[0].type, 0))
         return b.select(negative, b.neg(args[0]), args[0])
-    if name.endswith(("_rz", "_ru", "_rd")):
+    directed = name.endswith(("_rz", "_ru", "_rd"))
+    name = _float_name(name, args[0].type)
+    if name in _INTRINSICS and not directed:
+        return _intrinsic(lw, name, ret, args)
+    c_name = symbol.removeprefix("__nv_").removeprefix("fast_")
+    if not directed and codegen.binding().address_of_symbol(c_name):
+        return lw.call_intrinsic(c_name, ret, args)  # the C library's
+    host = _host_call(lw, symbol)
+    if host is not None:
+        return lw.call_intrinsic(host, ret, args)
+    if directed:
         raise lw.error(lw.current_op, f"`{symbol}` rounds toward a direction the cpu target cannot "
                                       "select; use the `_rn` variant")
-    name = _float_name(name, args[0].type)
-    if name in _INTRINSICS:
-        return _intrinsic(lw, name, ret, args)
-    return lw.call_intrinsic(symbol.removeprefix("__nv_").removeprefix("fast_"), ret, args)
+    return lw.call_intrinsic(c_name, ret, args)  # refused by name when the module is checked
+
+
+def _host_call(lw, symbol: str) -> str | None:
+    """The interpreter's implementation as a host callback (host_calls.py), where it has one."""
+    from ...ir.types import element_type
+    from . import host_calls
+
+    op = lw.current_op
+    if op is None or not hasattr(op, "symbol"):
+        return None
+    types = [getattr(element_type(v.type), "name", "") for v in [op.result, *op.operands]]
+    return host_calls.symbol_for(symbol, types[0], types[1:])

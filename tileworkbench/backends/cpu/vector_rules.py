@@ -15,7 +15,7 @@ from ...ir.ops.ttg import ConvertLayoutOp
 from ...ir.types import ScalarType, TensorType, element_type
 from ..nvptx.llvm_types import I1, I8, I32, byte_size, llvm_type, memory_type
 from ..nvptx.lower import TVal
-from .vectors import VTVal, concat, packed, shuffle, splat, widen
+from .vectors import VTVal, concat, packed, shuffle, splat, type_bytes, type_suffix, widen
 
 RULES: dict[type, object] = {}
 
@@ -97,10 +97,7 @@ def _lane_vector(lw, value, count: int):
 
 
 def _vtype_name(etype, count: int) -> str:
-    if isinstance(etype, ir.IntType):
-        return f"v{count}i{etype.width}"
-    names = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
-    return f"v{count}" + names[str(etype)]
+    return f"v{count}{type_suffix(etype)}"
 
 
 @_rule(tt.LoadOp)
@@ -125,26 +122,47 @@ def lower_load(lw, op):
         fn = lw.intrinsic(f"llvm.masked.gather.{_vtype_name(etype, n)}.v{n}p1", vtype,
                           [ptrs.type, I32, all_lanes.type, vtype])
         value = b.call(fn, [ptrs, align, all_lanes, passthru])
+    elif mask is None:
+        value = _load_runs(lw, ptrs, None, None, etype, nbytes, vec)
     else:
-        chunks = []
-        vtype = ir.VectorType(etype, vec)
-        for start in range(0, n, vec):
-            lanes = list(range(start, start + vec))
-            address = b.extract_element(ptrs, ir.Constant(I32, start))
-            if mask is None:
-                load = b.load(address, typ=vtype)
-                load.align = nbytes
-                chunks.append(load)
-                continue
-            passthru = shuffle(lw, other, lanes) if other is not None else ir.Constant(vtype, None)
-            fn = lw.intrinsic(f"llvm.masked.load.{_vtype_name(etype, vec)}.p1", vtype,
-                              [address.type, I32, ir.VectorType(I1, vec), vtype])
-            chunks.append(b.call(fn, [address, align, shuffle(lw, mask, lanes), passthru]))
-        value = concat(lw, chunks)
+        # plain loads when every lane is on (every program but a masked tail's last): LLVM keeps
+        # masked loads masked, and they cost more than plain ones (Zen 3's vmaskmovps)
+        every = lw.call_intrinsic(f"llvm.vector.reduce.and.v{n}i1", I1, [mask])
+        with b.if_else(every, likely=True) as (whole, partial):
+            with whole:
+                plain = _load_runs(lw, ptrs, None, None, etype, nbytes, vec)
+                plain_block = b.block
+            with partial:
+                masked = _load_runs(lw, ptrs, mask, other, etype, nbytes, vec)
+                masked_block = b.block
+        value = b.phi(plain.type)
+        value.add_incoming(plain, plain_block)
+        value.add_incoming(masked, masked_block)
     if pointee.is_bool:
         value = b.icmp_unsigned("!=", value, ir.Constant(value.type, None))
     lw.set(op.result, VTVal(value, layout, lw))
     return None
+
+
+def _load_runs(lw, ptrs, mask, other, etype, nbytes: int, vec: int):
+    """One (masked) vector load per run of `vec` lanes, joined."""
+    b = lw.builder
+    chunks = []
+    vtype = ir.VectorType(etype, vec)
+    for start in range(0, ptrs.type.count, vec):
+        lanes = list(range(start, start + vec))
+        address = b.extract_element(ptrs, ir.Constant(I32, start))
+        if mask is None:
+            load = b.load(address, typ=vtype)
+            load.align = nbytes
+            chunks.append(load)
+            continue
+        passthru = shuffle(lw, other, lanes) if other is not None else ir.Constant(vtype, None)
+        fn = lw.intrinsic(f"llvm.masked.load.{_vtype_name(etype, vec)}.p1", vtype,
+                          [address.type, I32, ir.VectorType(I1, vec), vtype])
+        chunks.append(b.call(fn, [address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes),
+                                  passthru]))
+    return concat(lw, chunks)
 
 
 @_rule(tt.StoreOp)
@@ -387,8 +405,7 @@ def _k_loop(lw, op, accs, keys, batches, a_buf, b_buf, k_size, width, acc_type) 
 def _load_row(b, buffer, start, vtype):
     pointer = b.gep(buffer, [ir.Constant(I32, 0), start])
     load = b.load(b.bitcast(pointer, vtype.as_pointer()), typ=vtype)
-    load.align = vtype.element.width // 8 if isinstance(vtype.element, ir.IntType) else {
-        "half": 2, "bfloat": 2, "float": 4, "double": 8}[str(vtype.element)]
+    load.align = type_bytes(vtype.element)
     return load
 
 

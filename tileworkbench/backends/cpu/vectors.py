@@ -15,6 +15,7 @@ import copy
 
 from llvmlite import ir
 
+from ...dtypes import TABLE
 from ..nvptx.llvm_types import I32
 from ..nvptx.lower import TVal
 
@@ -245,6 +246,26 @@ def _replay_call(lw, instr, mapping: dict, count: int) -> ir.Value:
 
 
 def _mangle(t) -> str:
+    return type_suffix(t) if isinstance(t, ir.IntType) or str(t) in _FLOAT_ROWS else "?"
+
+
+# LLVM float type name -> its row of the one dtype table (dtypes.py): intrinsic suffix and size
+_FLOAT_ROWS = {row.llvm: row for row in TABLE if not row.llvm.startswith("i")}
+
+
+def type_suffix(t) -> str:
+    """The name LLVM's intrinsics use for scalar type `t`: i32, f32, bf16, p1 (a pointer)."""
     if isinstance(t, ir.IntType):
         return f"i{t.width}"
-    return {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}.get(str(t), "?")
+    if isinstance(t, ir.PointerType):
+        return f"p{t.addrspace}"
+    return _FLOAT_ROWS[str(t)].ir
+
+
+def type_bytes(t) -> int:
+    """The size of scalar type `t` in memory (i1: a byte)."""
+    if isinstance(t, ir.IntType):
+        return max(1, t.width // 8)
+    if isinstance(t, ir.PointerType):
+        return 8
+    return _FLOAT_ROWS[str(t)].bits // 8

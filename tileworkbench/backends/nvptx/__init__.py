@@ -33,6 +33,7 @@ class NvptxResult:
     static_shared: int = 0  # bytes of static shared arrays (reduction scratch), beside `shared`
     debug_checks: dict | None = None  # debug mode: hidden parameters and check sites (lowering/bounds.py)
     shared_plan: list[dict] = field(default_factory=list)  # every shared region (inventory.py)
+    global_scratch: int = 0  # bytes of global scratch per program (lowering/tensormap_device.py)
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
@@ -63,6 +64,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from .debuginfo import llvm_line_map, ptx_line_map, tile_line_map
     from .inventory import shared_plan
     from .lower import Lowering
+    from .lowering.tensormap_device import scratch_slots
 
     codegen.check_arch(arch)
     if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
@@ -91,7 +93,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
                          n_regs=None, n_spills=None, line_maps=line_maps,
                          static_shared=lowering.static_smem_bytes,
                          debug_checks=lowering.bounds.metadata() if lowering.bounds else None,
-                         shared_plan=shared_plan(lowering))
+                         shared_plan=shared_plan(lowering),
+                         global_scratch=scratch_slots(func)[1])
     if assemble:
         assembly = assemble_ptx(ptx, arch)
         result.cubin, result.sass, result.resources = assembly.cubin, assembly.sass, assembly.resources

@@ -43,12 +43,15 @@ class NvptxBackend(Backend):
         return arch
 
     def has_tma(self, target) -> bool:
-        """sm_90+ with `TILEWORKBENCH_TMA=1` (config.tma): off by default until the faults and stray
-        stores seen on the H200 are fixed (config.py says which)."""
+        """sm_90+, unless `TILEWORKBENCH_TMA=0` (config.tma)."""
         from ...config import config
         from .codegen import sm_number
 
         return config.tma and target in self.architectures() and sm_number(target) >= 90
+
+    def builds_tensor_maps(self, target) -> bool:
+        """TMA targets whose PTX has `tensormap.replace`: the sm_90a family (sm_90a, sm_100a)."""
+        return self.has_tma(target) and target.endswith("a")
 
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
         from . import compile_nvptx
@@ -58,7 +61,8 @@ class NvptxBackend(Backend):
         return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
                                             "ptx": result.ptx},
                        result.passes, result.line_maps, result.shared, result.static_shared,
-                       debug_checks=result.debug_checks, shared_plan=result.shared_plan)
+                       debug_checks=result.debug_checks, shared_plan=result.shared_plan,
+                       global_scratch=result.global_scratch)
 
     def finish(self, kernel, recompile) -> None:
         kernel._assemble_in_background(kernel.launch_metadata.target)

@@ -63,6 +63,9 @@ class Lowering:
         from .lowering.tma import tensor_map_param_types
 
         params = tensor_map_param_types(func, params)  # TMA's CUtensorMaps travel by value
+        from .lowering.tensormap_device import global_scratch_params
+
+        scratch = global_scratch_params(func)  # in-kernel tensor maps: the launch's global scratch
         # debug mode (lowering/bounds.py): checked accesses and hidden parameters after the kernel's own
         self.bounds = None
         if debug:
@@ -70,7 +73,9 @@ class Lowering:
 
             self.bounds = BoundsChecks(func)
         hidden = self.bounds.param_types() if self.bounds is not None else []
-        self.function = self.hooks.declare_kernel(self, self.module, func.sym_name, params + hidden)
+        self.function = self.hooks.declare_kernel(self, self.module, func.sym_name,
+                                                  params + scratch + hidden)
+        self.global_scratch = self.function.args[len(params)] if scratch else None
         self.entry = self.function.append_basic_block("entry")
         self.entry_builder = ir.IRBuilder(self.entry)
         self.builder = ir.IRBuilder(self.function.append_basic_block("body"))
@@ -94,7 +99,8 @@ class Lowering:
         self.static_uses: list[tuple] = []
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
         if self.bounds is not None:
-            self.bounds.attach(self, self.function.args[len(params):])
+            first = len(params) + len(scratch)
+            self.bounds.attach(self, self.function.args[first:first + len(hidden)])
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:

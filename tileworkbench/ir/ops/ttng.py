@@ -1,7 +1,9 @@
 """The `ttng` dialect (Triton's TritonNvidiaGPU): tensor-descriptor copies by the TMA engine of sm_90+.
 
-The frontend makes these only for host descriptors that passed a tensor map (frontend/tma_calls.py);
-every other descriptor access is plain pointer loads and stores. The NVPTX lowering
+The frontend makes these for host descriptors that passed a tensor map (frontend/tma_calls.py) and for
+descriptors made in the kernel whose tensor map the kernel builds in global scratch
+(`ttng.global_scratch` + `ttng.tensormap_create`, frontend/device_descriptors.py); every other
+descriptor access is plain pointer loads and stores. The NVPTX lowering
 (`lowering/tma.py`) moves the box through a shared tile swizzled as `swizzle` says, completing on an
 mbarrier (loads) or a bulk group (stores).
 """
@@ -49,13 +51,15 @@ class TMARingOp(Op, name="ttng.tma_ring"):
 class TMACopyOp(Op, name="ttng.tma_copy"):
     """Thread 0 arms slot `slot`'s mbarrier and copies the box at `offsets` of tensor map `desc` into
     the slot; nothing when `pred` is false (an iteration past the loop's end). The slot's last readers
-    are done first (a barrier)."""
+    are done first (a barrier); `thread_reads`: threads read the slots (`tma_wait_read`), so each
+    first orders its reads before the engine's write (`fence.proxy.async`)."""
 
     desc: Value = operand()
     ring: Value = operand()
     slot: Value = operand()
     pred: Value = operand()
     offsets: list[Value] = operands()
+    thread_reads: bool = attribute(False)
 
 
 @dataclass(eq=False)
@@ -66,3 +70,53 @@ class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
     ring: Value = operand()
     slot: Value = operand()
     trans: bool = attribute(False)
+
+
+@dataclass(eq=False)
+class TMAFallbackOp(Op, name="ttng.tma_fallback"):
+    """Marks a descriptor access on a TMA target that takes the pointer lowering instead, and why
+    (the plain loads or stores follow it); lowers to nothing."""
+
+    reason: str = attribute("")
+
+
+@dataclass(eq=False)
+class TMAWaitOp(Op, name="ttng.tma_wait"):
+    """Waits for slot `slot`'s copy (the next phase of its mbarrier) and gives the slot itself, a
+    `!ttg.memdesc` (transposed where `trans`) that wgmma reads by descriptor: no copy out of it."""
+
+    ring: Value = operand()
+    slot: Value = operand()
+    trans: bool = attribute(False)
+
+
+# -- tensor maps built in the kernel (frontend/device_descriptors.py, lowering/tensormap_device.py) ------
+
+
+@dataclass(eq=False)
+class GlobalScratchOp(Op, name="ttng.global_scratch"):
+    """This program's `nbytes` of the launch's global scratch (Triton's `set_allocator` memory), at
+    an offset aligned to `align`: a `!tt.ptr<i8>`. Each op has its own bytes; the kernel's metadata
+    says how many bytes a program needs, and the launcher asks the allocator for them."""
+
+    nbytes: int = attribute(128)
+    align: int = attribute(128)
+
+
+@dataclass(eq=False)
+class TensormapCreateOp(Op, name="ttng.tensormap_create"):
+    """Writes at `desc_ptr` (128 bytes of global scratch) the CUtensorMap of a tiled box copy of the
+    tensor at `base`: `shape` (elements, outermost first), `strides` (elements, every dimension but
+    the innermost, whose stride is 1), a box of `box` (outermost first), element type `elem_type`
+    (the PTX `tensormap.replace` code), `swizzle` (bytes: 0, 32, 64 or 128) and `fill` ("zero" or
+    "nan"). The result is the map's address, made visible to the TMA engine (the proxy fences), which
+    `ttng.tma_load` / `ttng.tma_store` take as their `desc`."""
+
+    desc_ptr: Value = operand()
+    base: Value = operand()
+    shape: list[Value] = operands()
+    strides: list[Value] = operands()
+    box: tuple = attribute(())
+    elem_type: int = attribute(0)
+    swizzle: int = attribute(0)
+    fill: str = attribute("zero")

@@ -36,6 +36,7 @@ from ....ir.ops import scf as _scf
 from ....ir.ops import tt as _tt
 from . import arith, control, dot, math, memory, misc, reduce, scan, shape, shared, sort, wgmma  # noqa: F401
 from . import tma  # noqa: F401  (sm_90+ descriptor copies)
+from . import tensormap_device  # noqa: F401  (sm_90a tensor maps built in the kernel)
 
 STRUCTURAL: dict[type, str] = {
     _scf.YieldOp: "lowered by its scf.for / scf.if / scf.while (phi incoming values)",

@@ -135,23 +135,25 @@ class BoundsChecks:
             failed = b.or_(failed, condition)
         self._pending = []
         with b.if_then(failed, likely=False):
-            b.call(self._report_function(lw), [self.buffer, ir.Constant(I32, self._pending_site), value])
+            # the program id from the target's hooks (the cpu target's are kernel parameters)
+            pid = [lw.hooks.special_register(lw, f"ctaid.{axis}") for axis in "xyz"]
+            site = ir.Constant(I32, self._pending_site)
+            b.call(self._report_function(lw), [self.buffer, site, value, *pid])
 
     def _report_function(self, lw) -> ir.Function:
-        """`tw_debug_report(buffer, site, value)`: the first caller of the launch records its failure."""
+        """`tw_debug_report(buffer, site, value, pid x, y, z)`: the first caller of the launch
+        records its failure."""
         if self._report is not None:
             return self._report
-        fn = ir.Function(lw.module, ir.FunctionType(ir.VoidType(), [GLOBAL_PTR, I32, I64]), _REPORT)
+        params = [GLOBAL_PTR, I32, I64] + [I32] * 3  # the program id last
+        fn = ir.Function(lw.module, ir.FunctionType(ir.VoidType(), params), _REPORT)
         fn.linkage = "internal"
         fn.attributes.add("noinline")  # cold: one call per check, not its body
-        buffer, site, value = fn.args
+        buffer, site, value, *pid = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         claim = b.cmpxchg(buffer, ir.Constant(I32, 0), ir.Constant(I32, 1), "monotonic", "monotonic")
         with b.if_then(b.extract_value(claim, 1)):
-            words = [b.zext(site, I64), value]
-            for axis in "xyz":
-                ctaid = b.call(lw.intrinsic(f"llvm.nvvm.read.ptx.sreg.ctaid.{axis}", I32, []), [])
-                words.append(b.zext(ctaid, I64))
+            words = [b.zext(site, I64), value] + [b.zext(ctaid, I64) for ctaid in pid]
             for i, word in enumerate(words, start=1):
                 b.store(word, b.gep(buffer, [ir.Constant(I64, i)], source_etype=I64))
         b.ret_void()

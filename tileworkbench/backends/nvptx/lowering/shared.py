@@ -23,6 +23,7 @@ from ..llvm_types import I32, byte_size, llvm_type
 from ..lower import TVal
 from . import lowers
 from .mma import unpack_halves
+from .stmatrix import stmatrix_plan, store_with_stmatrix
 
 NVMMA_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 8 rows of 128 bytes
 
@@ -42,7 +43,9 @@ def assign_shared_offsets(lw, func) -> None:
     total = end = 0
     lw.reused_allocs = set()
     for op in func.walk():
-        if isinstance(op, ttg.LocalAllocOp):
+        if isinstance(op, ttg.LocalAllocOp) and getattr(op, "staging_over", None) is not None:
+            _place_over_slots(lw, op)  # passes/prefetch_tiles.py: an epilogue over free ring slots
+        elif isinstance(op, ttg.LocalAllocOp):
             t = op.result.type
             if reuses_earlier_space(func, op):
                 end = 0
@@ -67,6 +70,19 @@ def assign_shared_offsets(lw, func) -> None:
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)
+
+
+def _place_over_slots(lw, op) -> None:
+    """The staging tile of a prefetching tile loop over slots `first..` of a ring (which the next
+    tile's prefetched copies leave alone); its store waits at a barrier as any reused space."""
+    ring, first = op.staging_over
+    slots = ring.result.type.shape[0]
+    slot_bytes = ring.result.type.numel * byte_size(ring.result.type.element) // slots
+    offset = lw.alloc_offsets[id(ring)] + first * slot_bytes
+    size = (op.result.type.numel * byte_size(op.result.type.element) + 127) // 128 * 128
+    lw.alloc_offsets[id(op)] = offset
+    lw.alloc_regions.append((op, offset, size))
+    lw.reused_allocs.add(id(op))
 
 
 @lowers(ttg.LocalAllocOp)
@@ -226,6 +242,9 @@ def _shift(coords, dim: int, by: int) -> tuple[int, ...]:
 
 
 def _store_tile(lw, src: TVal, tile: SharedTile) -> None:
+    groups = stmatrix_plan(lw, src.layout, tile.type)
+    if groups is not None:  # a 16-bit tensor-core result (the epilogue), on sm_90
+        return store_with_stmatrix(lw, src, tile, groups, _swizzled)
     b = lw.builder
     nbytes = byte_size(tile.type.element)
     index = {c: r for r, c in enumerate(src.layout.all_reg_coords())}

@@ -1,17 +1,21 @@
 """TMA (sm_90+): `ttng.tma_load` / `ttng.tma_store` as `cp.async.bulk.tensor` copies between global
-memory and a shared tile, and the kernel parameters they read (128-byte CUtensorMaps).
+memory and a shared tile, the rings of pipelined loops (`ttng.tma_ring` / `tma_copy` / `tma_wait_read`
+/ `tma_wait`), and the kernel parameters they read (128-byte CUtensorMaps).
 
-A load: thread 0 arms the op's mbarrier with the box's byte count (`arrive.expect_tx`) and issues the
-copy; every thread waits on the barrier's current phase (`try_wait.parity`; the phase bit is a local
-that flips at each use, which O3 turns into a loop-carried register), then reads the tile into the
-result's layout (`ldmatrix` for an `mma` operand). A store: every thread writes its part of the tile,
-`fence.proxy.async.shared::cta` makes those writes visible to the copy engine, a barrier, then thread 0
-issues the copy and waits until the engine has read the tile (`wait_group.read`) before it may be reused.
+A load: thread 0 arms the op's mbarrier with the block's byte count (`arrive.expect_tx`) and issues
+one copy per box (a block whose rows are wider than the swizzle span is several 128-byte column
+blocks, `box_copies`); every thread waits on the barrier's current phase (`try_wait.parity`; the
+phase bit is a local that flips at each use, which O3 turns into a loop-carried register), then reads
+the tile into the result's layout (`ldmatrix` for an `mma` operand), or, for `tma_wait`, hands the
+slot itself to wgmma. A store: every thread writes its part of the tile, `fence.proxy.async` makes
+those writes visible to the copy engine, a barrier, then thread 0 issues the copies and waits until
+the engine has read the tile (`wait_group.read`) before it may be reused.
 
-The tile lives in the scratch shared memory (after the `local_alloc` regions), at an address aligned to
-1024 bytes, which the swizzle patterns repeat on (the offset is rounded up at run time, `_align_up`),
-so TMA's address-based swizzle equals the tile's `#shared` swizzle. Each op has its own mbarrier (a static shared
-word), initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`).
+Tiles live at addresses aligned to 1024 bytes, which the swizzle patterns repeat on (the scratch
+offset is rounded up at run time, `_align_up`), so TMA's address-based swizzle equals the tile's
+`#nvmma_shared` swizzle. Each op or ring slot has its own mbarrier (a static shared word),
+initialized once by thread 0 in the kernel's prologue (`finish_tensor_maps`). The tensor map operand
+may be a kernel parameter (grid-constant) or any global address of a map.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from ....ir.ops import ttng
-from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding
+from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding, NvmmaSharedEncoding
 from ....ir.types import MemDescType
+from ....frontend.tma_rules import tma_box
 from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..lower import TVal
 from . import lowers
-from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile
+from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile, fence_async_shared
 
 TENSOR_MAP_BYTES = 128
 TILE_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 1024 bytes
@@ -103,10 +108,6 @@ def _align_up(lw) -> ir.Value:
     return lw._cache[key]
 
 
-def _tile_pointer(lw, tile: SharedTile) -> ir.Value:
-    return lw.smem_ptr(lw.shared_base(), tile.offset)
-
-
 def _mbarrier(lw) -> ir.Value:
     """A fresh mbarrier (8 bytes of static shared memory) that the prologue initializes."""
     mbar = lw.private_shared_memory(8)
@@ -128,29 +129,49 @@ def _coordinates(lw, op) -> list[ir.Value]:
 @lowers(ttng.TMALoadOp)
 def lower_tma_load(lw, op) -> None:
     t = op.result.type
+    block = (t.shape[1], t.shape[0]) if op.trans else tuple(t.shape)
     tile = _tile(lw, t.shape, t.element, op.swizzle, op.trans)
     mbar = _mbarrier(lw)
     phase = lw.entry_builder.alloca(I32)
     lw.entry_builder.store(ir.Constant(I32, 0), phase)
     b = lw.builder
-    lw.barrier_before_shared()  # the scratch's last readers are done before the engine writes it
+    # the scratch's last readers are done, their reads ordered before the engine's write (a read by
+    # `ldmatrix` may still be in flight when its thread reaches the barrier; the H200 gave a wrong
+    # 2048^3 matmul at num_stages=1 when A's and B's loads shared this scratch without the fence)
+    fence_async_shared(lw)
+    lw.barrier_before_shared()
     with b.if_then(_first_thread(lw)):
-        _issue(lw, op, _tile_pointer(lw, tile), mbar, t.numel * byte_size(t.element))
+        _issue(lw, op, tile.offset, mbar, block, t.element)
     parity = b.load(phase)
     _wait(lw, mbar, parity)
     b.store(b.xor(parity, ir.Constant(I32, 1)), phase)
     _read(lw, tile, op.result)
 
 
-def _issue(lw, op, dst: ir.Value, mbar: ir.Value, box_bytes: int) -> None:
-    """(Thread 0:) arm `mbar` with the box's bytes and copy the box at `op.offsets` to `dst`."""
-    coords = _coordinates(lw, op)
+def box_copies(block: tuple[int, ...], element) -> list[tuple[int, int]]:
+    """(column offset in elements, byte offset in the tile) of each TMA box that moves a `block`
+    (rows x columns) tile: one per swizzle-wide column block (`tma_rules.tma_box`), one after
+    another in shared memory as `#nvmma_shared` has them."""
+    nbytes = byte_size(element)
+    inner, _ = tma_box(block, nbytes)
+    return [(c, c * block[0] * nbytes) for c in range(0, block[1], inner)]
+
+
+def _issue(lw, op, offset: ir.Value, mbar: ir.Value, block: tuple[int, ...], element) -> None:
+    """(Thread 0:) arm `mbar` with the block's bytes, then copy the block at `op.offsets` (of tensor
+    map `op.desc`, which may be a kernel parameter or a global address) to the shared tile at byte
+    `offset`, one box per column block."""
+    b = lw.builder
+    x, *outer = _coordinates(lw, op)
     lw.call_intrinsic("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", I64,
-                      [mbar, ir.Constant(I32, box_bytes)])
-    lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", ir.VoidType(),
-                      [lw.builder.addrspacecast(dst, CLUSTER_PTR), mbar, lw.get(op.desc), *coords,
-                       ir.Constant(I16, 0), ir.Constant(I64, 0), ir.Constant(I1, 0),
-                       ir.Constant(I1, 0), ir.Constant(I32, 0)])
+                      [mbar, ir.Constant(I32, block[0] * block[1] * byte_size(element))])
+    for column, byte_offset in box_copies(block, element):
+        dst = lw.smem_ptr(lw.shared_base(), b.add(offset, ir.Constant(I32, byte_offset)))
+        coords = [b.add(x, ir.Constant(I32, column)), *outer]
+        lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", ir.VoidType(),
+                          [b.addrspacecast(dst, CLUSTER_PTR), mbar, lw.get(op.desc), *coords,
+                           ir.Constant(I16, 0), ir.Constant(I64, 0), ir.Constant(I1, 0),
+                           ir.Constant(I1, 0), ir.Constant(I32, 0)])
 
 
 def _read(lw, tile: SharedTile, result) -> None:
@@ -176,6 +197,11 @@ def _wait(lw, mbar: ir.Value, parity: ir.Value) -> None:
     b.position_at_end(done)
 
 
+@lowers(ttng.TMAFallbackOp)
+def lower_tma_fallback(lw, op) -> None:
+    """A marker for the reader of the IR: the pointer loads or stores after it do the work."""
+
+
 @lowers(ttng.TMAStoreOp)
 def lower_tma_store(lw, op) -> None:
     t = op.value.type
@@ -186,11 +212,14 @@ def lower_tma_store(lw, op) -> None:
     # the engine reads through the async proxy: each writer fences its own writes, then a barrier
     lw.call_intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ir.VoidType(), [])
     lw.barrier()
-    coords = _coordinates(lw, op)
+    x, *outer = _coordinates(lw, op)
     with b.if_then(_first_thread(lw)):
-        lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d", ir.VoidType(),
-                          [_tile_pointer(lw, tile), lw.get(op.desc), *coords, ir.Constant(I64, 0),
-                           ir.Constant(I1, 0)])
+        for column, byte_offset in box_copies(tuple(t.shape), t.element):
+            src = lw.smem_ptr(lw.shared_base(), b.add(tile.offset, ir.Constant(I32, byte_offset)))
+            coords = [b.add(x, ir.Constant(I32, column)), *outer]
+            lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d",
+                              ir.VoidType(), [src, lw.get(op.desc), *coords, ir.Constant(I64, 0),
+                                              ir.Constant(I1, 0)])
         lw.call_intrinsic("llvm.nvvm.cp.async.bulk.commit.group", ir.VoidType(), [])
         # the tile may be reused once the engine has read it (the next use's barrier waits for us)
         lw.call_intrinsic("llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(),
@@ -246,15 +275,18 @@ def lower_tma_copy(lw, op) -> None:
     block = op.parent.ops
     previous = block[block.index(op) - 1] if block.index(op) else None
     if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
+        if op.thread_reads:  # the reads by threads (generic proxy) before the engine's writes
+            fence_async_shared(lw)
         lw.barrier()  # every thread is done reading the slots these copies overwrite
     b = lw.builder
     offset, mbar = _slot(lw, ring, lw.get(op.slot))
+    slot = op.ring.type
     with b.if_then(b.and_(_first_thread(lw), lw.get(op.pred))):
-        _issue(lw, op, lw.smem_ptr(lw.shared_base(), offset), mbar, ring.slot_bytes)
+        _issue(lw, op, offset, mbar, tuple(slot.shape[1:]), slot.element)
 
 
-@lowers(ttng.TMAWaitReadOp)
-def lower_tma_wait_read(lw, op) -> None:
+def _wait_slot(lw, op) -> ir.Value:
+    """Wait for the next phase of slot `op.slot`'s mbarrier; returns the slot's byte offset."""
     ring = lw.get(op.ring)
     b = lw.builder
     slot = lw.get(op.slot)
@@ -262,13 +294,24 @@ def lower_tma_wait_read(lw, op) -> None:
     phases = b.load(ring.phases)
     _wait(lw, mbar, b.and_(b.lshr(phases, slot), ir.Constant(I32, 1)))
     b.store(b.xor(phases, b.shl(ir.Constant(I32, 1), slot)), ring.phases)
+    return offset
+
+
+@lowers(ttng.TMAWaitReadOp)
+def lower_tma_wait_read(lw, op) -> None:
+    offset = _wait_slot(lw, op)
     t = op.result.type
     view = MemDescType(tuple(t.shape), t.element, tma_shared_encoding(
-        ring.tile.type.encoding and _swizzle_of(ring.tile.type), byte_size(t.element), op.trans))
+        _swizzle_of(op.ring.type), byte_size(t.element), op.trans))
     _read(lw, SharedTile(offset, view), op.result)
+
+
+@lowers(ttng.TMAWaitOp)
+def lower_tma_wait(lw, op) -> None:
+    lw.set(op.result, SharedTile(_wait_slot(lw, op), op.result.type))
 
 
 def _swizzle_of(t: MemDescType) -> int:
     """The swizzle span (bytes) of a TMA tile's `#shared` layout."""
     enc = t.encoding
-    return 0 if enc.max_phase == 1 else enc.max_phase * 16
+    return enc.swizzle_bytes if isinstance(enc, NvmmaSharedEncoding) else 0

@@ -1,5 +1,6 @@
 """`ttng.warp_group_dot` and `ttng.warp_group_dot_wait` on sm_90a: `wgmma.mma_async` on operand tiles
-in shared memory, read through 64-bit matrix descriptors, in inline PTX (LLVM has no intrinsic).
+in shared memory, read through 64-bit matrix descriptors, or with A from registers (each warp the
+mma.sync m16n8k16 A fragment of its 16 rows), in inline PTX (LLVM has no intrinsic).
 
 A warp group (4 consecutive warps) computes a 64 x N tile per instruction, N = the `#mma` version-3
 `instr_shape[1]`; each thread's accumulator registers of one instruction are, in the PTX ISA's
@@ -22,6 +23,7 @@ from ..llvm_types import F16, F32, I1, I32, I64
 from ..lower import TVal
 from . import lowers
 from .mma import unpack_halves
+from .warp_uniform import uniform_group_origin
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # the descriptor's bits 62-63
 # operand element -> the instruction's type name
@@ -75,7 +77,14 @@ def _high_bits(terms: DescriptorTerms) -> int:
 
 
 def _group_origin(lw, layout: LinearLayout, dim: int) -> ir.Value:
-    """This thread's warp group's offset along `dim` (warps 4g..4g+3 share it)."""
+    """This thread's warp group's offset along `dim` (warps 4g..4g+3 share it), from the uniform warp
+    index (warp_uniform.py): the descriptors built on it stay in uniform registers (from tid.x,
+    ptxas moved each into one by an R2UR before every HGMMA: 8 per k step at 128x256x64/8 warps)."""
+    return uniform_group_origin(lw, layout, dim)
+
+
+def _group_origin_from_tid(lw, layout: LinearLayout, dim: int) -> ir.Value:
+    """The same offset from tid.x (the probe's comparison)."""
     zero = tuple([0] * len(layout.shape))
     groups = LinearLayout(layout.shape, layout.regs, tuple(zero for _ in layout.lanes),
                           (zero, zero) + tuple(layout.warps[2:]))
@@ -101,7 +110,7 @@ def _at(lw, base: ir.Value, byte_offset: int) -> ir.Value:
 
 @lowers(WarpGroupDotOp)
 def lower_warp_group_dot(lw, op) -> None:
-    a_tile, b_tile = lw.get(op.a), lw.get(op.b)
+    b_tile = lw.get(op.b)
     layout = lw.layout(op.result)
     enc = op.result.type.encoding
     instr_n, instr_k = enc.instr_shape[1], enc.instr_shape[2]
@@ -109,48 +118,118 @@ def lower_warp_group_dot(lw, op) -> None:
     acc = list(c.vals) if isinstance(c, TVal) else [c] * layout.num_regs
     regs = {coords: r for r, coords in enumerate(layout.all_reg_coords())}
     origins = sorted(cd for cd in regs if cd[0] % 16 == 0 and cd[1] % instr_n == 0)
-    a_terms, b_terms = descriptor_terms(a_tile.type, 0), descriptor_terms(b_tile.type, 1)
-    a_base = _base_descriptor(lw, a_tile, a_terms, _group_origin(lw, layout, 0))
+    a_in_registers = not isinstance(op.a.type, MemDescType)
+    b_terms = descriptor_terms(b_tile.type, 1)
     b_base = _base_descriptor(lw, b_tile, b_terms, _group_origin(lw, layout, 1))
     ab = AB_TYPES[op.a.type.element.name]
     acc_type = ACC_TYPES[element_type(op.result.type).name]
-    text = _instruction(instr_n, instr_k, acc_type, ab, a_terms.mn_major, b_terms.mn_major)
-    lw.asm("wgmma.fence.sync.aligned;", "", ir.VoidType(), [], side_effect=True)
+    if a_in_registers:
+        a_regs = _a_fragments(lw, lw.get(op.a), origins, op.a.type.shape[1], instr_k)
+        text = _instruction(instr_n, instr_k, acc_type, ab, None, b_terms.mn_major)
+        # the fence after the last write of A's registers: `_fence` ties them to it
+        a_regs = _fence(lw, a_regs)
+    else:
+        a_tile = lw.get(op.a)
+        a_terms = descriptor_terms(a_tile.type, 0)
+        a_base = _base_descriptor(lw, a_tile, a_terms, _group_origin(lw, layout, 0))
+        text = _instruction(instr_n, instr_k, acc_type, ab, a_terms.mn_major, b_terms.mn_major)
+        _fence(lw, {})
     for k0 in range(0, op.a.type.shape[1], instr_k):
         for m0, n0 in origins:
             slots = [regs[(m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))]
                      for i in range(instr_n // 2)]
-            a_desc = _at(lw, a_base, m0 * a_terms.mn_stride + a_terms.k_offset(k0))
+            if a_in_registers:
+                a_operand = a_regs[(m0, k0)]
+            else:
+                a_operand = [_at(lw, a_base, m0 * a_terms.mn_stride + a_terms.k_offset(k0))]
             b_desc = _at(lw, b_base, n0 * b_terms.mn_stride + b_terms.k_offset(k0))
-            out = _issue(lw, text, acc_type, [acc[s] for s in slots], a_desc, b_desc)
+            out = _issue(lw, text, acc_type, [acc[s] for s in slots], a_operand, b_desc)
             for s, v in zip(slots, out):
                 acc[s] = v
     lw.asm("wgmma.commit_group.sync.aligned;", "", ir.VoidType(), [], side_effect=True)
     lw.set(op.result, TVal(acc, layout))
 
 
-def _instruction(n: int, k: int, acc: str, ab: str, trans_a: bool, trans_b: bool) -> str:
-    """The PTX text of one wgmma with accumulator operands $0..$R-1, then the descriptors of A and B
-    and the scale-d predicate; 16-bit types take the transpose flags, integers no scales."""
+def _a_fragments(lw, a: TVal, origins: list, k: int, instr_k: int) -> dict:
+    """This thread's A registers of each instruction, keyed by (m0, k0): per warp the mma.sync
+    m16n8k16 A fragment of rows m0 + 16 * (warp % 4)..+15 (the warp part is in the layout's thread
+    offset), a0..a3 = (row g, k 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8), two halves each."""
+    index = {coords: r for r, coords in enumerate(a.layout.all_reg_coords())}
+    frags = {}
+    for m0 in sorted({m for m, _ in origins}):
+        for k0 in range(0, k, instr_k):
+            frags[(m0, k0)] = [
+                _pack_pair(lw, [a.vals[index[(m0 + 8 * (j & 1), k0 + 8 * (j >> 1) + e)]]
+                                for e in range(2)])
+                for j in range(4)]
+    return frags
+
+
+def _pack_pair(lw, halves: list) -> ir.Value:
+    """Two 16-bit values in one register, the first in the low half. Where both were just rounded
+    from fp32 (attention's `p.to(fp16)`), one `cvt.rn.f16x2.f32` (`bf16x2`) does the rounding and
+    the packing: LLVM's vector fptrunc, instead of two cvt and a prmt."""
+    b = lw.builder
+    sources = [getattr(h, "operands", [None])[0] if getattr(h, "opname", "") == "fptrunc" else None
+               for h in halves]
+    if all(s is not None and s.type == F32 for s in sources):
+        vector = ir.Constant(ir.VectorType(F32, 2), ir.Undefined)
+        for i, s in enumerate(sources):
+            vector = b.insert_element(vector, s, ir.Constant(I32, i))
+        rounded = b.fptrunc(vector, ir.VectorType(halves[0].type, 2))
+        return b.bitcast(rounded, I32)
+    return _pack_halves(lw, halves)[0]
+
+
+def _fence(lw, a_regs: dict) -> dict:
+    """`wgmma.fence`, taking and returning the A registers (where A comes from registers), so that
+    LLVM computes them before it: a register written between the fence and the wgmma reading it makes
+    ptxas serialize the warp group (info C7519)."""
+    words = [w for frag in a_regs.values() for w in frag]
+    if not words:
+        lw.asm("wgmma.fence.sync.aligned;", "", ir.VoidType(), [], side_effect=True)
+        return a_regs
+    count = len(words)
+    constraints = ",".join(["=r"] * count + [str(i) for i in range(count)])
+    out = lw.asm("wgmma.fence.sync.aligned;", constraints, ir.LiteralStructType([I32] * count),
+                 words, side_effect=True)
+    flat = iter(lw.builder.extract_value(out, i) for i in range(count))
+    return {key: [next(flat) for _ in frag] for key, frag in a_regs.items()}
+
+
+def _instruction(n: int, k: int, acc: str, ab: str, trans_a: bool | None, trans_b: bool) -> str:
+    """The PTX text of one wgmma with accumulator operands $0..$R-1, then A (a descriptor, or with
+    `trans_a` None four registers), the descriptor of B and the scale-d predicate; 16-bit types take
+    the transpose flags (B's only for a register A), integers no scales."""
     count = n // 2 if acc != "f16" else n // 4
     regs = ",".join(f"${i}" for i in range(count))
-    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{ab}.{ab} {{{regs}}}, ${count}, "
-            f"${count + 1}, ${count + 2}")
+    if trans_a is None:
+        a_text = "{" + ",".join(f"${count + i}" for i in range(4)) + "}"
+        b_at = count + 4
+    else:
+        a_text, b_at = f"${count}", count + 1
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{ab}.{ab} {{{regs}}}, {a_text}, "
+            f"${b_at}, ${b_at + 1}")
+    if trans_a is None:
+        return text + f", 1, 1, {int(trans_b)};"
     if ab in ("f16", "bf16"):
         return text + f", 1, 1, {int(trans_a)}, {int(trans_b)};"
     return text + (";" if ab == "s8" else ", 1, 1;")
 
 
-def _issue(lw, text: str, acc_type: str, values: list, a_desc, b_desc) -> list:
-    """One wgmma: `values` (the instruction's accumulators in the ISA's order) in, the same out."""
+def _issue(lw, text: str, acc_type: str, values: list, a_operand: list, b_desc) -> list:
+    """One wgmma: `values` (the instruction's accumulators in the ISA's order) in, the same out;
+    `a_operand`: A's descriptor, or its four registers."""
     b = lw.builder
     packed = acc_type == "f16"
     regs = _pack_halves(lw, values) if packed else values
     reg = "f" if acc_type == "f32" else "r"
     count = len(regs)
-    constraints = ",".join([f"={reg}"] * count + ["l", "l", "b"] + [str(i) for i in range(count)])
+    a_constraints = ["r"] * 4 if len(a_operand) == 4 else ["l"]
+    constraints = ",".join([f"={reg}"] * count + a_constraints + ["l", "b"]
+                           + [str(i) for i in range(count)])
     ret = ir.LiteralStructType([regs[0].type] * count)
-    out = lw.asm(text, constraints, ret, [a_desc, b_desc, ir.Constant(I1, 1), *regs],
+    out = lw.asm(text, constraints, ret, [*a_operand, b_desc, ir.Constant(I1, 1), *regs],
                  side_effect=True)
     words = [b.extract_value(out, i) for i in range(count)]
     return [h for w in words for h in unpack_halves(lw, w, F16)] if packed else words

@@ -1,0 +1,367 @@
+"""GPU probe for tensor descriptors made in the kernel (issue 11, item 2): `tl.make_tensor_descriptor`
+on sm_90a builds its TMA tensor map on the device (`tensormap.replace` in shared memory, copied to the
+launch's global scratch from `set_allocator`) and copies tiles with `cp.async.bulk.tensor`. Run from
+the repo root, no arguments:
+
+    PYTHONPATH=. python3 tools/probe_tensormap_device.py
+
+Sets TILEWORKBENCH_TMA=1 itself (TMA is on by default since s7tma; the probe does not rely on it). Each case runs in a
+subprocess of its own (a device fault ends only that case), on CuPy or torch arrays with outputs
+poisoned first, against a NumPy float64 reference, and says whether the kernel took the TMA path (PTX
+`tensormap.replace` / `cp.async.bulk.tensor`, SASS `UTMALDG` / `UTMASTG`). The matmul rows time the
+in-kernel descriptor kernel beside the same kernel on host descriptors and Triton 3.6's in-kernel
+descriptor matmul (`tl.make_tensor_descriptor` + `triton.set_allocator`), all by do_bench. Exit 1 on
+a wrong result, a crash, or TMA missing (or present) where not expected; Triton's rows only report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("TILEWORKBENCH_TMA", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "nvptx"))
+
+RNG = np.random.default_rng(2027)
+ROWS: list[tuple] = []
+
+
+def sass_of(compiled) -> str:
+    try:
+        text = compiled.asm.get("sass") or ""
+    except Exception:  # noqa: BLE001 - a probe: report, do not stop
+        text = ""
+    if text:
+        return text
+    cubin = getattr(compiled, "cubin", None)
+    tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
+    if not cubin or not tool:
+        return ""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        args = [tool, "--dump-sass", f.name] if tool.endswith("cuobjdump") else [tool, f.name]
+        return subprocess.run(args, check=False, capture_output=True, text=True).stdout
+
+
+def facts(compiled, want_tma: bool, want_maps: bool | None = None) -> str:
+    """What the kernel took: in-kernel maps (`want_maps`, default `want_tma`) and TMA copies."""
+    want_maps = want_tma if want_maps is None else want_maps
+    ptx = compiled.asm["ptx"]
+    sass = sass_of(compiled)
+    maps = ptx.count("tensormap.cp_fenceproxy")
+    loads = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global")
+    stores = ptx.count("cp.async.bulk.tensor.2d.global.shared::cta")
+    text = f"maps {maps}, ptx ld/st {loads}/{stores}"
+    if sass:
+        text += f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')}"
+        if "HGMMA" in sass:
+            text += f" HGMMA {sass.count('HGMMA')}"
+    if (want_tma and loads + stores == 0) or (want_maps and not maps):
+        text += " NO TMA"
+    if (not want_tma and loads + stores) or (not want_maps and maps):
+        text += " UNEXPECTED TMA"
+    return text
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if (np.isnan(got) != np.isnan(want)).any():
+        return float("inf")
+    mask = ~np.isnan(want)
+    scale = max(1e-30, float(np.abs(want[mask]).max(initial=0)))
+    return float(np.abs(got[mask] - want[mask]).max(initial=0)) / scale
+
+
+def row(name, ok, err, text, ms=None, tflops=None) -> None:
+    ROWS.append((name, "ok" if ok else "WRONG", "" if err is None else f"{err:.2e}", text,
+                 "" if ms is None else f"{ms:.3f} ms" + ("" if tflops is None else
+                                                          f" {tflops:.0f} TFLOP/s")))
+
+
+def cupy_allocator():
+    import cupy as cp
+
+    import tileworkbench as tw
+
+    tw.set_allocator(lambda size, align, stream: cp.empty(size, dtype=cp.uint8))
+
+
+def torch_allocator():
+    import torch
+
+    import tileworkbench as tw
+
+    tw.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+
+
+# -- cases -------------------------------------------------------------------------------------------
+
+
+def probe_copy(dtype, shape, block, stride: int, want_tma: bool = True) -> None:
+    """A scale copy through in-kernel descriptors over a row stride of `stride` elements (the columns
+    past the shape are poison no store may touch)."""
+    import cupy as cp
+    from device_desc_kernels import device_desc_copy
+
+    cupy_allocator()
+    rows, cols = shape
+    host = RNG.standard_normal((rows, stride)).astype(dtype)
+    x = cp.asarray(host)
+    out = cp.full((rows, stride), np.nan, dtype=dtype)
+    grid = (-(-rows // block[0]), -(-cols // block[1]))
+    compiled = device_desc_copy[grid](x, out, rows, cols, stride, stride, 2.0, BM=block[0],
+                                      BN=block[1])
+    got = cp.asnumpy(out)
+    want = np.full(got.shape, np.nan)
+    want[:, :cols] = host[:, :cols].astype(np.float64) * 2.0
+    err = rel_err(got, want)
+    row(f"copy {np.dtype(dtype).name} {rows}x{cols} stride {stride} block {block}", err == 0, err,
+        facts(compiled, want_tma))
+
+
+def probe_padding(padding: str, shift: int) -> None:
+    import cupy as cp
+    from device_desc_kernels import device_desc_shifted
+
+    cupy_allocator()
+    rows, cols = 100, 80
+    x_host = RNG.standard_normal((rows, 80)).astype(np.float32)
+    out = cp.full((128, 128), -7.0, dtype=np.float32)
+    compiled = device_desc_shifted[(4, 4)](cp.asarray(x_host), out, rows, cols, 80, shift, BM=32,
+                                           BN=32, PADDING=padding)
+    want = np.full((128, 128), np.nan if padding == "nan" else 0.0)
+    r, c = np.meshgrid(np.arange(128) - shift, np.arange(128) - shift, indexing="ij")
+    inside = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
+    want[inside] = x_host[r[inside], c[inside]]
+    got = cp.asnumpy(out)
+    err = rel_err(got, want)
+    row(f"shifted by {shift}, {padding} padding, tiles past the edges", err == 0, err,
+        facts(compiled, True))
+
+
+def probe_no_allocator() -> None:
+    import cupy as cp
+    from device_desc_kernels import device_desc_copy
+
+    import tileworkbench as tw
+
+    tw.set_allocator(None)
+    x = cp.asarray(RNG.standard_normal((64, 64)).astype(np.float32))
+    out = cp.full((64, 64), np.nan, dtype=np.float32)
+    try:
+        device_desc_copy[(2, 2)](x, out, 64, 64, 64, 64, 1.0, BM=32, BN=32)
+    except Exception as error:  # noqa: BLE001
+        ok = "no allocator was set" in str(error) and "device_desc_copy" in str(error)
+        row("no allocator: a clear error", ok, None, f"{type(error).__name__}: {str(error)[:90]}")
+        return
+    row("no allocator: a clear error", False, None, "launched without an allocator")
+
+
+def _matmul_inputs(m, n, k):
+    import torch
+
+    a_host = RNG.standard_normal((m, k)).astype(np.float16)
+    b_host = RNG.standard_normal((k, n)).astype(np.float16)
+    a, b = torch.from_numpy(a_host).cuda(), torch.from_numpy(b_host).cuda()
+    c = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
+    want = a_host.astype(np.float64) @ b_host.astype(np.float64)
+    return a, b, c, want
+
+
+def probe_matmul(m, n, k, blocks, stages: int, warps: int, mode: str) -> None:
+    """mode: "device" (in-kernel descriptors), "host" (TensorDescriptor arguments), "triton"."""
+    import torch
+
+    a, b, c, want = _matmul_inputs(m, n, k)
+    bm, bn, bk = blocks
+    grid = (-(-m // bm), -(-n // bn))
+    if mode == "triton":
+        launch, compiled = _triton_matmul(a, b, c, blocks, stages, warps)
+    elif mode == "host":
+        from tma_kernels import tma_matmul
+
+        from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+        descs = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+                 TensorDescriptor.from_tensor(c, [bm, bn]))
+
+        def launch():
+            return tma_matmul[grid](*descs, k, BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                    num_stages=stages)
+        compiled = launch()
+    else:
+        from device_desc_kernels import device_desc_matmul
+
+        torch_allocator()
+
+        def launch():
+            return device_desc_matmul[grid](a, b, c, m, n, k, k, n, n, BM=bm, BN=bn, BK=bk,
+                                            num_warps=warps, num_stages=stages)
+        compiled = launch()
+    torch.cuda.synchronize()
+    err = rel_err(c.cpu().numpy(), want)
+    if mode == "triton":
+        from triton.testing import do_bench
+    else:
+        from tileworkbench.testing import do_bench
+    ms = do_bench(launch)
+    text = compiled if mode == "triton" else facts(compiled, True, mode == "device")
+    row(f"matmul {m}x{n}x{k} {blocks} st{stages} w{warps} {mode}", err <= 2e-2, err, text, ms,
+        2 * m * n * k / (ms * 1e-3) / 1e12)
+
+
+def probe_persistent(m, n, k, blocks, stages: int, warps: int) -> None:
+    """A persistent matmul (a program per SM looping over tiles) on in-kernel descriptors."""
+    import torch
+    from device_desc_kernels import device_desc_persistent_matmul
+
+    torch_allocator()
+    a, b, c, want = _matmul_inputs(m, n, k)
+    bm, bn, bk = blocks
+    programs = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def launch():
+        return device_desc_persistent_matmul[(programs,)](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk,
+                                                          PROGRAMS=programs, num_warps=warps,
+                                                          num_stages=stages)
+    compiled = launch()
+    torch.cuda.synchronize()
+    err = rel_err(c.cpu().numpy(), want)
+    from tileworkbench.testing import do_bench
+
+    ms = do_bench(launch)
+    row(f"persistent matmul {m}x{n}x{k} {blocks} st{stages} w{warps} device", err <= 2e-2, err,
+        facts(compiled, True), ms, 2 * m * n * k / (ms * 1e-3) / 1e12)
+
+
+def _triton_matmul(a, b, c, blocks, stages, warps):
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr):
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        row = tl.program_id(0) * BM
+        col = tl.program_id(1) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
+        c_desc.store([row, col], acc.to(tl.float16))
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device="cuda"))
+    m, k = a.shape
+    n = b.shape[1]
+    bm, bn, bk = blocks
+    grid = (-(-m // bm), -(-n // bn))
+
+    def launch():
+        return triton_desc_matmul[grid](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                        num_stages=stages)
+    kernel = launch()
+    sass = ""
+    try:
+        sass = kernel.asm.get("sass", "")
+    except Exception:  # noqa: BLE001
+        pass
+    text = f"triton {triton.__version__}"
+    if sass:
+        text += (f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')} "
+                 f"HGMMA {sass.count('HGMMA')}")
+    return launch, text
+
+
+def _cases() -> dict:
+    """name -> (run, counts toward the exit status)."""
+    f16, f32 = np.float16, np.float32
+    big = (128, 128, 64)
+    cases = {
+        "copy fp16": (lambda: probe_copy(f16, (300, 208), (64, 64), 224), True),
+        "copy fp32 edges": (lambda: probe_copy(f32, (77, 48), (32, 32), 64), True),
+        "copy fp32 two boxes a block": (lambda: probe_copy(f32, (70, 48), (16, 64), 64), True),
+        "copy fallback extent": (lambda: probe_copy(f32, (77, 45), (32, 32), 48, False), True),
+        "copy fallback stride": (lambda: probe_copy(f32, (77, 48), (32, 32), 56, False), True),
+        "zero padding, negative": (lambda: probe_padding("zero", 16), True),
+        "nan padding, far edge": (lambda: probe_padding("nan", -16), True),
+        "no allocator": (probe_no_allocator, True),
+        "matmul small": (lambda: probe_matmul(300, 272, 320, (64, 64, 64), 3, 4, "device"), True),
+    }
+    cases["persistent ragged"] = (lambda: probe_persistent(1000, 1040, 512, big, 3, 4), True)
+    cases["persistent 4096"] = (lambda: probe_persistent(4096, 4096, 4096, big, 3, 4), True)
+    for size in (2048, 4096):
+        for mode in ("device", "host", "triton"):
+            cases[f"matmul {size} {mode}"] = (
+                lambda size=size, mode=mode: probe_matmul(size, size, size, big, 3, 4, mode),
+                mode != "triton")
+    return cases
+
+
+def run_case(name: str) -> int:
+    run, _ = _cases()[name]
+    try:
+        run()
+        import cupy as cp
+
+        cp.cuda.runtime.deviceSynchronize()
+    except Exception as error:  # noqa: BLE001 - a probe: report, the parent tabulates
+        traceback.print_exc()
+        ROWS.append((name, "ERROR", "", f"{type(error).__name__}: {error}"[:200], ""))
+    print("ROW " + json.dumps(ROWS[-1] if ROWS else (name, "ERROR", "", "no row", "")))
+    return 0
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--case":
+        return run_case(sys.argv[2])
+    import cupy as cp
+
+    from tileworkbench.backends.nvptx.tools import find_tool
+    from tileworkbench.runtime.compiler import resolve_target
+
+    ptxas = find_tool("ptxas")
+    version = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout \
+        if ptxas else "none"
+    release = (re.findall(r"release [\d.]+", version) or ["?"])[0]
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, target "
+          f"{resolve_target(None)}, ptxas {release}", flush=True)
+    cache = tempfile.mkdtemp(prefix="probe_tensormap_cache_")
+    failed = []
+    for name, (_, counts) in _cases().items():
+        env = dict(os.environ, TILEWORKBENCH_CACHE_DIR=cache, TILEWORKBENCH_TMA="1")
+        try:
+            done = subprocess.run([sys.executable, __file__, "--case", name], env=env, check=False,
+                                  capture_output=True, text=True, timeout=100)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
+            result = tuple(json.loads(lines[-1][4:])) if lines else (
+                name, "ERROR", "", f"rc {done.returncode}: {done.stderr.strip()[-200:]}", "")
+            if result[1] == "ERROR":
+                sys.stderr.write(done.stderr[-3000:])
+        except subprocess.TimeoutExpired:
+            result = (name, "ERROR", "", "timed out after 100 s (a hang: an mbarrier never done?)", "")
+        ROWS.append((result[0], *result[1:]))
+        bad = result[1] != "ok" or "NO TMA" in result[3] or "UNEXPECTED" in result[3]
+        if bad and counts:
+            failed.append(name)
+    widths = [min(64, max(len(str(r[i])) for r in ROWS)) for i in range(5)]
+    for r in ROWS:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
+    print("FAILED: " + ", ".join(failed) if failed else "all in-kernel descriptor probes passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

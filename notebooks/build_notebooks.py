@@ -574,13 +574,14 @@ print("passes:", [name for name, _ in compiled.passes])"""),
 ## Pass by pass
 
 Each pass is a small function that rewrites the IR: `canonicalize` folds constants, `cse` merges identical
-computations, `licm` hoists loop-invariant code, `dce` deletes what nothing uses. The GPU passes then attach
+computations, `licm` hoists loop-invariant code, `unroll` copies the bodies of loops written with
+`tl.range(..., loop_unroll_factor=k)`, `dce` deletes what nothing uses. The GPU passes then attach
 **layouts** (which thread holds which element), **coalesce** memory accesses and remove layout conversions.
 Pick a pass in the report's *passes* tab to see its diff.
 """),
         claim_check("""# claim check: the passes named above, in order
 _names = [name for name, _ in compiled.passes]
-assert _names[:6] == ["tile", "canonicalize", "cse", "licm", "cse", "dce"], _names
+assert _names[:7] == ["tile", "canonicalize", "cse", "licm", "unroll", "cse", "dce"], _names
 assert "coalesce" in _names and "remove_layout_conversions" in _names
 assert list(compiled.asm)[:6] == ["source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx"]
 print("checked: the pass list")"""),

@@ -36,6 +36,11 @@ class CompileTimeAssertionFailure(TileTypeError):
     """A `tl.static_assert` failed (Triton's name); raised when the kernel compiles, debug mode or not."""
 
 
+class OptionError(CompilationError, AssertionError):
+    """A compile option no target takes (num_warps that is not a power of two); an AssertionError too,
+    as Triton checks its options with `assert` and code catches that."""
+
+
 class OutOfResources(TileworkbenchError):
     """The kernel needs more of a resource (shared memory, registers, grid size) than the device has."""
 
@@ -60,6 +65,11 @@ class DeviceAssertionError(InterpreterError):
 
 class LaunchError(TileworkbenchError):
     """A launch was refused before it ran (bad argument, grid or resources) or failed on the device."""
+
+
+class HostArrayError(LaunchError, ValueError):
+    """A pointer argument of a GPU launch lives in host memory (or is no array); a ValueError too, as
+    Triton's "cannot be accessed from Triton (cpu tensor?)"."""
 
 
 class ArgumentOverflowError(LaunchError, OverflowError):

@@ -1,5 +1,6 @@
-"""The language suites (tests/kernels, tests/frontend, tests/interpreter) on the `cuda` target, run
-so that one bad kernel cannot hide the rest, and summarized as JSON for the GPU session:
+"""The language suites (tests/kernels, tests/frontend, tests/interpreter, debug mode's launch tests) on
+the `cuda` target, run so that one bad kernel cannot hide the rest, and summarized as JSON for the GPU
+session:
 
     PYTHONPATH=. python3 tools/gpu_language_suite.py --out $OUT/gpu_language_suite.json --budget 280
 
@@ -29,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pytest_outcomes import read_records  # noqa: E402
 
 ISOLATED_TIMEOUT_S = 120  # tests/cuda_guard.py's limit for a test run in a process of its own
-SUITES = ["tests/kernels", "tests/frontend", "tests/interpreter"]
+# debug mode's launch tests (out-of-bounds load, store, atomic at their line; issue 14) and the unroll
+# pass run on the `target` fixture too
+SUITES = ["tests/kernels", "tests/frontend", "tests/interpreter", "tests/runtime/test_debug_launch.py",
+          "tests/passes/test_unroll.py"]
 SELECT = ["-m", "gpu", "-k", "cuda"]
 
 

@@ -47,3 +47,37 @@ def test_carried_value_scaled_in_a_loop_on_the_emulated_gpu():
     Emulator(decayed_sum, SIGNATURE, {"STEPS": steps, "SIZE": size}, 4).launch((1,), x, out)
     want = sum(x[s].astype(np.float64) * 0.5 ** (steps - 1 - s) for s in range(steps))
     assert np.allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+@tw.jit
+def strided_loop_sum(x_ptr, out_ptr, start, n, BLOCK: tl.constexpr):
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(start, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+def test_induction_variable_is_a_multiple_of_its_start_and_step():
+    """`for off in range(0, n, BLOCK)`: off is a multiple of BLOCK, so `x_ptr + off + arange` loads
+    16-byte vectors (as Triton; it was scalar loads); a start not known to be aligned keeps them
+    scalar. The emulated sum is right both ways, starting at 0 and at an odd offset."""
+    def signature(start: str) -> dict:
+        return {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "start": start, "n": "i32:16"}
+
+    aligned = tw.compile(strided_loop_sum, signature=signature("i32:16"),
+                         constexprs={"BLOCK": 512}, target="sm_90", use_cache=False)
+    assert "ld.global.v4.b32" in aligned.asm["ptx"]
+    unaligned = tw.compile(strided_loop_sum, signature=signature("i32"),
+                           constexprs={"BLOCK": 512}, target="sm_90", use_cache=False)
+    assert "ld.global.v4" not in unaligned.asm["ptx"]
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(1504).astype(np.float32)
+    for start, kinds in ((0, "i32:16"), (3, "i32")):
+        out = np.full(512, np.nan, np.float32)
+        Emulator(strided_loop_sum, signature(kinds), {"BLOCK": 512}, 4).launch(
+            (1,), x, out, start, 1504)
+        padded = np.zeros(start + 3 * 512, np.float64)
+        padded[start:1504] = x[start:]
+        want = padded[start:].reshape(3, 512).sum(0)
+        assert np.allclose(out, want, rtol=1e-5, atol=1e-5)

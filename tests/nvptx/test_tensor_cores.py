@@ -100,7 +100,7 @@ def test_matmul_ptx_has_mma_ldmatrix_and_cp_async(arch):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
     assert "ldmatrix.sync.aligned.m8n8.x4" in ptx
     assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::\w+)? \[", ptx)
-    assert re.search(r"cp\.async\.wait_group\s+1;", ptx) and "cp.async.commit_group" in ptx
+    assert re.search(r"cp\.async\.wait_group\s+2;", ptx) and "cp.async.commit_group" in ptx
     gpu = compiled.asm["tile-gpu"]
     assert "#ttg.mma<{versionMajor=2" in gpu and "kWidth=2" in gpu and "#ttg.shared<{vec=8" in gpu
     assert "!ttg.memdesc<3x128x32xf16" in gpu  # the ring of num_stages slots

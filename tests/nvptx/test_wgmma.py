@@ -62,7 +62,7 @@ def test_tile_gpu_shows_mma_v3_and_nvmma_shared():
     assert "#ttg.mma<{versionMajor=3, versionMinor=0, warpsPerCTA=[4, 1], instrShape=[16, 128, 16]}>" in gpu
     assert "#ttg.nvmma_shared<{swizzlingByteWidth=128, transposed=false, elementBitWidth=16}>" in gpu
     assert "ttng.warp_group_dot %" in gpu and "ttng.warp_group_dot_wait" in gpu
-    assert "ttg.async_wait {num = 1, fence_async = true}" in gpu
+    assert "ttg.async_wait {num = 2, fence_async = true}" in gpu  # (3 - 2) stages x 2 loads
 
 
 # -- which dots run on wgmma ---------------------------------------------------------------------------

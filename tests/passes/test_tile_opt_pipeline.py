@@ -15,6 +15,7 @@ from tileworkbench.ir import IRVerificationError, Loc, PointerType
 from tileworkbench.ir.ops import arith
 from tileworkbench.ir.types import i32
 from tileworkbench.passes import TILE_OPT, canonicalize, cse, dce, licm, pass_name, run_passes
+from tileworkbench.passes.unroll import unroll
 from tileworkbench.runtime.compiler import _parse_signature
 
 RNG = np.random.default_rng(20261130)
@@ -29,13 +30,13 @@ def small_func():
 
 
 def test_pipeline_order_and_names():
-    assert TILE_OPT == [canonicalize, cse, licm, cse, dce]
-    assert [pass_name(p) for p in TILE_OPT] == ["canonicalize", "cse", "licm", "cse", "dce"]
+    assert TILE_OPT == [canonicalize, cse, licm, unroll, cse, dce]
+    assert [pass_name(p) for p in TILE_OPT] == ["canonicalize", "cse", "licm", "unroll", "cse", "dce"]
 
 
 def test_run_passes_records_each_pass_with_locations():
     snapshots = run_passes(small_func(), TILE_OPT)
-    assert [name for name, _ in snapshots] == ["canonicalize", "cse", "licm", "cse", "dce"]
+    assert [name for name, _ in snapshots] == ["canonicalize", "cse", "licm", "unroll", "cse", "dce"]
     canonicalized = snapshots[0][1]
     assert "arith.addi" not in canonicalized
     assert '%z = arith.muli %x, %x : i32  loc("k.py":3)' in canonicalized
@@ -75,7 +76,7 @@ def test_real_kernel_through_compile_hoists_and_folds():
         row_sum_kernel, signature=ROW_SUM_SIG, constexprs={"BLOCK": 16}, target="interpreter"
     )
     names = [name for name, _ in compiled.passes]
-    assert names == ["tile", "canonicalize", "cse", "licm", "cse", "dce"]
+    assert names == ["tile", "canonicalize", "cse", "licm", "unroll", "cse", "dce"]
     lines = compiled.asm["tile-opt"].splitlines()
     loop = next(i for i, line in enumerate(lines) if "scf.for" in line)
     assert next(i for i, line in enumerate(lines) if "tt.make_range" in line) < loop

@@ -69,6 +69,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
         _note_pointer_descriptors(builder, args, func.loc)
     generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug,
                               device_tma=tma and device_tma)
+    generator.constexpr_names = {name for name in params if name not in by_name}
     try:
         generator.visit_body(source.tree.body)
     except CompilationError as exc:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ..errors import CompileTimeAssertionFailure, TileTypeError
 from ..ir import tt
+from ..ir.values import OpResult
 from ..language import core
 from ..language.core import block_type, dtype, tensor
 from ..language.descriptor import block_pointer
@@ -209,7 +210,8 @@ def _pack(cg, parts: list[tensor]) -> tensor:
 
 @impl("condition")
 def condition(cg, arg1, disable_licm=False):
-    """`while tl.condition(c, disable_licm=True)`: the condition itself (LICM hints are not kept)."""
+    """`while tl.condition(c, disable_licm=True)`: the condition itself; the hint goes to the loop."""
+    cg.while_disable_licm = bool(unwrap(disable_licm))
     return arg1
 
 
@@ -366,9 +368,22 @@ def _hint(field: str):
         rank = max(1, len(input.shape))
         if len(values) != rank:
             raise TileTypeError(f"expected {rank} hint value(s) for a tile of rank {rank}, got {len(values)}")
-        return cg.sem.make(tt.HintOp, input.type, src=input.handle, **{field: values})
+        hinted = cg.sem.make(tt.HintOp, input.type, src=input.handle, **{field: values})
+        if _defined_in(input.handle, cg.builder.block):
+            # Triton marks the value itself, so `tl.multiple_of(x, 16)` as a statement hints every
+            # later use of x (test_core's test_vectorization_hints). Here every name bound to this
+            # tensor takes the hinted value from now on; only where x is defined in this block, so
+            # no branch or loop sees a value defined inside another one.
+            input.handle = hinted.handle
+            return input
+        return hinted
 
     return fn
+
+
+def _defined_in(value, block) -> bool:
+    owner = value.op.parent if isinstance(value, OpResult) else getattr(value, "block", None)
+    return owner is block
 
 
 impl("multiple_of")(_hint("divisibility"))

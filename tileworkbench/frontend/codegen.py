@@ -55,6 +55,9 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
         self.returned = False
         # Names assigned in only one branch of a runtime `if`: for a clear error if used afterwards.
         self.branch_only: dict[str, int] = {}
+        # Names bound as constexprs (constexpr parameters, `x: tl.constexpr = ...`): their `.type` is
+        # Triton's constexpr_type, where a number assigned plainly reads the tensor type it lifts to
+        self.constexpr_names: set[str] = set()
 
     # -- locations and errors ----------------------------------------------------------------------------
     def loc(self, node: ast.AST) -> Loc:
@@ -136,6 +139,7 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
             value.handle.name_hint = name
         self.scope[name] = value
         self.branch_only.pop(name, None)
+        self.constexpr_names.discard(name)
 
 
 def is_global_allowed(value: Any) -> bool:

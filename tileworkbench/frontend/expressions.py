@@ -112,6 +112,8 @@ class ExpressionsMixin:
         name = node.attr
         if isinstance(base, tensor):
             return self.tensor_attribute(base, name)
+        if name == "type" and isinstance(node.value, ast.Name) and node.value.id in self.constexpr_names:
+            return core.constexpr_type(base)
         methods = getattr(type(base), "__tile_methods__", None)  # e.g. a tensor descriptor's load/store
         if methods and name in methods:
             return BoundMethod(base, methods[name])

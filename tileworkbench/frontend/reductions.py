@@ -281,6 +281,8 @@ def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
         else:
             raise TileTypeError(f"tl.dot needs operands of one dtype, got {a.dtype} and {b.dtype}",
                                 hint="cast one side with .to(...)")
+    if unwrap(input_precision) in _BF16_TERMS and a.dtype.is_fp32() and b.dtype.is_fp32():
+        return _bf16_split_dot(cg, a, b, unwrap(acc), unwrap(input_precision))
     precision = _precision(a, unwrap(input_precision), unwrap(allow_tf32))
     out_dtype = unwrap(out_dtype)
     if a.dtype.is_int():
@@ -316,6 +318,31 @@ def _batched_dot(cg, a: tensor, b: tensor, acc, options: dict) -> tensor:
     return cg.sem.reshape(product, batch + product.shape[-2:])
 
 
+# Triton's fp32 emulations on bf16 tensor cores: each fp32 operand split into bf16 parts (x = x0 + x1
+# [+ x2]); the products of part pairs (i, j) with i + j below the number of parts, smallest first
+_BF16_TERMS = {"bf16x3": (2, [(1, 0), (0, 1), (0, 0)]),
+               "bf16x6": (3, [(2, 0), (1, 1), (0, 2), (1, 0), (0, 1), (0, 0)])}
+
+
+def _bf16_split_dot(cg, a: tensor, b: tensor, acc, precision: str) -> tensor:
+    """`tl.dot(a, b, acc, input_precision="bf16x3" | "bf16x6")` on fp32 tiles as Triton computes it:
+    3 (6) bf16 products accumulated in fp32, on bf16 tensor cores where the target has them."""
+    parts, terms = _BF16_TERMS[precision]
+
+    def split(x: tensor) -> list[tensor]:
+        pieces, rest = [], x
+        for i in range(parts):
+            pieces.append(cg.sem.cast(rest, core.bfloat16))
+            if i + 1 < parts:
+                rest = cg.sem.sub(rest, cg.sem.cast(pieces[-1], core.float32))
+        return pieces
+
+    a_parts, b_parts = split(a), split(b)
+    for i, j in terms:
+        acc = dot(cg, a_parts[i], b_parts[j], acc, input_precision="ieee")
+    return acc
+
+
 def _precision(a: tensor, input_precision, allow_tf32) -> str:
     if input_precision is not None and allow_tf32 is not None:
         raise TileTypeError("give tl.dot either input_precision or allow_tf32, not both")
@@ -323,8 +350,8 @@ def _precision(a: tensor, input_precision, allow_tf32) -> str:
         input_precision = "tf32" if allow_tf32 else "ieee"
     if input_precision is None:
         input_precision = "tf32" if a.dtype.is_fp32() else "ieee"
-    if input_precision in ("bf16x3", "bf16x6"):  # Triton's fp32 emulations on bf16 tensor cores:
-        input_precision = "ieee"  # computed here in full fp32, at least as exact
+    if input_precision in _BF16_TERMS:  # on fp32 tiles: _bf16_split_dot; others are exact already
+        input_precision = "ieee"
     if input_precision not in ("ieee", "tf32", "tf32x3"):
         raise TileTypeError("input_precision must be 'ieee', 'tf32', 'tf32x3', 'bf16x3' or 'bf16x6', "
                             f"got {input_precision!r}")

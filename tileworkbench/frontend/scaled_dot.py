@@ -1,9 +1,11 @@
 """`tl.dot_scaled`: the product of microscaling (MX) tiles, built as Triton does on GPUs without
-MX tensor cores: each operand is upcast to float32 (fp4 e2m1 unpacked from its bytes, fp8 from its
-bits or its own dtype, each group of K / scale columns along K (32 for MX, 16 for nvfp4) times its
-scale: 2**(s - 127) for e8m0 bytes, the value of a float8e4nv scale), then one `tl.dot`: on bf16
-tiles (tensor cores) for fp4/fp8 operands, whose scaled values bf16 holds exactly, else in full fp32.
-Every back end runs it, and the upcast is exact (every MX value times a power of two is an fp32)."""
+MX tensor cores: each operand is upcast (fp4 e2m1 unpacked from its bytes, fp8 from its bits or its
+own dtype, each group of K / scale columns along K (32 for MX, 16 for nvfp4) times its scale:
+2**(s - 127) for e8m0 bytes, the value of a float8e4nv scale) to the 16-bit float the tensor cores
+take, fp16 where an operand is fp16 and bf16 otherwise, then `tl.dot` accumulating in fp32. Every
+back end runs it. The upcast is exact for bf16 (every fp4/fp8/bf16 value times a power of two is
+one, bar under- and overflow past fp32's range); fp16 holds a scaled value only within its range,
+as in Triton."""
 
 from __future__ import annotations
 
@@ -19,11 +21,6 @@ _FP8 = {"e4m3": core.float8e4nv, "e5m2": core.float8e5}
 _FLOATS = {"bf16": core.bfloat16, "fp16": core.float16}
 FORMATS = ("e2m1", *_FP8, *_FLOATS)
 SCALE_GROUP = 32  # elements along K that share one scale
-# Formats whose scaled values bf16 holds exactly (significands of at most 4 bits times a power of two
-# or an fp8 e4m3 scale fit bf16's 8; its exponent range is float32's, short only below 2**-126 where
-# bf16 keeps fewer subnormal bits), as Triton's Hopper decomposition upcasts them to bf16. fp16 and
-# bf16 operands stay in float32.
-_FITS_BF16 = ("e2m1", *_FP8)
 
 
 @impl("dot_scaled")
@@ -45,22 +42,21 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
     else:
         pairs = [(_upcast(cg, lhs, unwrap(lhs_scale), lhs_format, what="lhs"),
                   _upcast(cg, rhs_t, unwrap(rhs_scale), rhs_format, what="rhs"))]
-    bf16 = lhs_format in _FITS_BF16 and rhs_format in _FITS_BF16  # tensor cores, products exact
+    # test_core's test_scaled_dot reads an f16/bf16 mma in the PTX, as Triton's decomposition emits
+    compute = core.float16 if "fp16" in (lhs_format, rhs_format) else core.bfloat16
     result = unwrap(acc)
     for a, b_t in pairs:
-        result = _dot(cg, a, b_t, result, bf16, out_dtype)
+        result = _dot(cg, a, b_t, result, compute, out_dtype)
     return result
 
 
-def _dot(cg, a: tensor, b_t: tensor, acc, bf16: bool, out_dtype) -> tensor:
-    """acc + a @ b_t.T of float32 tiles, on bf16 tiles (`bf16`) or in full float32."""
-    if not bf16:
-        return dot(cg, a, permute(cg, b_t, 1, 0), acc, input_precision="ieee", out_dtype=out_dtype)
+def _dot(cg, a: tensor, b_t: tensor, acc, compute, out_dtype) -> tensor:
+    """acc + a @ b_t.T of float32 tiles, multiplied on `compute` (16-bit) tiles."""
     # lhs is narrowed in its transpose and turned back: the transpose (a relabelling of the
     # registers) keeps the GPU's layout assignment from pulling the dot-operand layout back through
     # the decoding to the bytes (a second trip through shared memory, where wgmma reads lhs anyway)
-    a_t = cg.sem.cast(permute(cg, a, 1, 0), core.bfloat16)
-    b_t = cg.sem.cast(b_t, core.bfloat16)
+    a_t = cg.sem.cast(permute(cg, a, 1, 0), compute)
+    b_t = cg.sem.cast(b_t, compute)
     return dot(cg, permute(cg, a_t, 1, 0), permute(cg, b_t, 1, 0), acc, out_dtype=out_dtype)
 
 

@@ -11,7 +11,7 @@ from ..ir import scf
 from ..ir.values import Block, Region
 from ..language import core
 from ..language.core import tensor
-from .semantics import is_number
+from .semantics import is_number, unwrap
 
 RETURN = "__return__"
 
@@ -150,6 +150,8 @@ class StatementsMixin:
         if isinstance(annotation, core.dtype) and isinstance(value, (tensor, int, float, bool)):
             value = self.sem.cast(value, annotation)
         self.assign(node.target, value)
+        if annotation is core.constexpr and isinstance(node.target, ast.Name):
+            self.constexpr_names.add(node.target.id)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         load = ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target) \
@@ -420,8 +422,18 @@ class StatementsMixin:
         self.scope = saved_scope
         op = self.builder.create(scf.ForOp, [t.handle.type for t in init_flat], lower=start.handle,
                                  upper=stop.handle, step=stride.handle,
-                                 init_args=[t.handle for t in init_flat], body=Region([body]))
+                                 init_args=[t.handle for t in init_flat], body=Region([body]),
+                                 loop_unroll_factor=self.unroll_factor(iterator),
+                                 disable_licm=bool(unwrap(getattr(iterator, "disable_licm", False))))
         self.bind_results(names, inits, list(op.results))
+
+    def unroll_factor(self, iterator: core.range) -> int:
+        factor = unwrap(getattr(iterator, "loop_unroll_factor", None))
+        if factor is None:
+            return 0
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+            raise self.error(f"loop_unroll_factor must be a positive integer constexpr, got {factor!r}")
+        return factor
 
     def bind_results(self, names, inits, results) -> None:
         flat_all = [t for n in names for t in flatten(inits[n])]
@@ -442,12 +454,14 @@ class StatementsMixin:
         saved_scope = self.scope
         self.scope = dict(saved_scope)
         self.bind_block_args(names, inits, before.args)
+        self.while_disable_licm = False  # set by `tl.condition(c, disable_licm=True)` in the test
         with self.builder.at_end(before):
             condition = self.visit(node.test)
             if not isinstance(condition, tensor):
                 condition = self.sem.to_tensor(bool(condition))
             condition = self.scalar_condition(condition, "while")
             self.builder.create(scf.ConditionOp, condition=condition.handle, args=list(before.args))
+        disable_licm = self.while_disable_licm
         self.scope = dict(saved_scope)
         self.bind_block_args(names, inits, after.args)
         with self.builder.at_end(after):
@@ -458,7 +472,8 @@ class StatementsMixin:
             self.builder.create(scf.YieldOp, values=[t.handle for t in yielded])
         self.scope = saved_scope
         op = self.builder.create(scf.WhileOp, types, init_args=[t.handle for t in init_flat],
-                                 before=Region([before]), after=Region([after]))
+                                 before=Region([before]), after=Region([after]),
+                                 disable_licm=disable_licm)
         self.bind_results(names, inits, list(op.results))
 
     def bind_block_args(self, names, inits, args) -> None:

@@ -417,7 +417,8 @@ class range:
 
     Triton's other knobs are accepted and kept, and change nothing here: `warp_specialize` (the loop
     runs as ordinary code in every warp, not split into producer and consumer warps),
-    `disallow_acc_multi_buffer`, `flatten` (nested loops are not flattened) and `disable_licm`."""
+    `disallow_acc_multi_buffer` and `flatten` (nested loops are not flattened). `disable_licm` reaches
+    LLVM as loop metadata."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
                  disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,

@@ -210,7 +210,10 @@ class AxisInfoAnalysis:
 
     def _for(self, op: scf.ForOp) -> None:
         body = op.body.block
-        self._set(body.args[0], unknown(body.args[0]))
+        # the induction variable lower + k * step: a multiple of what divides both (Triton's rule),
+        # so `off + tl.arange(0, BLOCK)` in `for off in range(0, N, BLOCK)` loads whole vectors
+        div = min(self.info(op.lower).divisibility[0], self.info(op.step).divisibility[0])
+        self._set(body.args[0], AxisInfo((1,), (div,), (1,)))
         infos = [self.info(v) for v in op.init_args]
         for _ in range(3):
             for arg, info in zip(body.args[1:], infos):

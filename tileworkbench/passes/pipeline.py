@@ -13,7 +13,7 @@ from ..ir import verify as verify_ir
 from ..ir.ops.tt import FuncOp
 from .canonicalize import canonicalize
 from .coalesce import coalesce
-from .combine import combine_dot_add
+from .combine import combine_broadcast_mul_reduce, combine_dot_add
 from .cse import cse
 from .dce import dce
 from .licm import licm
@@ -23,7 +23,9 @@ from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
 from .wgmma import wgmma, wgmma_pipeline
 from .tma import fold_tma_transpose
+from .thread_locality import optimize_thread_locality
 from .tma_pipeline import pipeline_tma
+from .unroll import unroll
 
 Pass = Callable[[FuncOp], bool]
 
@@ -35,6 +37,8 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
     cse,
     # licm after cse; it only moves ops, so it leaves nothing for canonicalize to redo.
     licm,
+    # loop_unroll_factor copies after licm, so what licm hoisted is not copied
+    unroll,
     # cse again: what licm hoisted may equal ops already outside the loop (the same tl.arange
     # hoisted out of two loops, or a mask rebuilt after the loop), which the first cse could not
     # merge while one of them was inside the loop.
@@ -46,13 +50,18 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
 TILE_GPU: list[Pass] = [
     # TMA loads read transposed tiles themselves (before layouts: the fold changes result shapes).
     fold_tma_transpose,
-    # acc + dot(a, b) -> dot(a, b, acc) first, so the accumulator takes the dot's layout.
+    # sum(a[:, :, None] * b[None], axis=1) -> dot(a, b), then acc + dot(a, b) -> dot(a, b, acc)
+    # first, so the accumulator takes the dot's layout.
+    combine_broadcast_mul_reduce,
     combine_dot_add,
     # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at
     # global loads/stores/atomics; everything after it needs encodings. It reads `func.num_warps`.
     coalesce,
     # then remove, fold or rematerialize the ttg.convert_layout ops coalesce had to insert.
     remove_layout_conversions,
+    # a reduction accumulated over a loop's iterations combines across threads once, after the loop
+    # (it reads the layouts coalesce chose, as they are once the conversions are settled).
+    optimize_thread_locality,
     # tensor-core operands that still need a conversion go through shared memory explicitly
     # (local_alloc + local_load), after the conversions that move no data are gone.
     stage_dot_operands,

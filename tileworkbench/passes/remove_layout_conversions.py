@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 from ..ir.ops import arith, scf, tt
-from ..ir.ops.ttg import ConvertLayoutOp, MmaEncoding, SliceEncoding
+from ..ir.ops.ttg import BlockedEncoding, ConvertLayoutOp, MmaEncoding, SliceEncoding
 from ..ir.types import TensorType
 from ..ir.values import OpResult, Value
 from .layouts import encoding_of, is_tensor
@@ -148,6 +148,12 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
         # a tensor-core result is stored coalesced, through shared memory (`stage_dot_operands`):
         # in the #mma layout a warp's store would write 4 bytes in each of 8 rows
         return False
+    if _transposes(encoding_of(src), encoding_of(store.ptr)):
+        # the store's addresses run along another dimension than the value's threads do: in the
+        # value's layout every lane would write one element to its own row, so the conversion
+        # (through shared memory) stays and both sides move 16 bytes per thread, as Triton's
+        # loads and stores are both layout anchors (test_core's test_permute)
+        return False
     rest = [v for v in (store.ptr, store.mask) if v is not None]
     if _rematerializable(src, [_MAX_REMAT]) or \
             not all(_rematerializable(v, [_MAX_REMAT]) for v in rest):
@@ -157,6 +163,12 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
         store.replace_operand(v, _remat(v, enc, store))
     store.replace_operand(value, src)
     return True
+
+
+def _transposes(value_enc, store_enc) -> bool:
+    """Whether two blocked layouts of more than one dimension run fastest along different dims."""
+    return isinstance(value_enc, BlockedEncoding) and isinstance(store_enc, BlockedEncoding) and \
+        value_enc.rank > 1 and value_enc.order[0] != store_enc.order[0]
 
 
 def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int) -> bool:

@@ -3,8 +3,9 @@
 A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` (a dot
 operand staged by `stage_dot_operands`) becomes a `cp.async` copy into a ring of `num_stages`
 shared slots. The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
-copies of iterations 0..S-2 are issued, each its own commit group; iteration i waits until the
-group of iteration i is complete (`ttg.async_wait {num = S-2}`, which ends in a barrier), reads
+copies of iterations 0..S-2 are issued, each load's its own commit group (L loads: L groups per
+iteration); iteration i waits until the groups of iteration i are complete (`ttg.async_wait
+{num = (S-2)*L}`, which ends in a barrier), reads
 slot i % S, computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1
 read (the barrier ordered those reads first). Copies for iterations past the end are skipped.
 Slots read by `wgmma` (`ttng.warp_group_dot`) get a fence for the async proxy, and a spare slot
@@ -251,7 +252,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
             mask = mapping.get(id(load.mask), load.mask) if load.mask is not None else None
             emit.add(AsyncCopyGlobalToLocalOp(ptr=mapping.get(id(load.ptr), load.ptr), dst=view,
                                               mask=mask, pred=in_range), (), load.loc)
-        emit.add(AsyncCommitGroupOp(), (), loc)
+            emit.add(AsyncCommitGroupOp(), (), loc)
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
     # prologue: iterations 0..S-2; in a tile loop, after every thread's reads of the previous
@@ -274,7 +275,9 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     first = body.ops[0]
     top = _Emitter(body, first)
     # wgmma reads the slots through the async proxy: each thread fences its copies before the barrier
-    top.add(AsyncWaitOp(num=stages - 2, fence_async=wgmma_reads), (), loc)
+    # each load is its own group, as in Triton (whose PTX test_core reads): the S-2 iterations
+    # issued after iteration i may still be in flight, L groups each
+    top.add(AsyncWaitOp(num=(stages - 2) * len(found), fence_async=wgmma_reads), (), loc)
     for (load, alloc), ring in zip(found, rings):
         view = top.add(MemDescIndexOp(src=ring, index=read_slot),
                        [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileworkbench.dtypes import TABLE as DTYPES
-from tileworkbench.errors import LaunchError
+from tileworkbench.errors import HostArrayError, LaunchError
 from tileworkbench.frontend.descriptor_args import TENSOR_MAP
 
 # kind -> NumPy scalar type, for the kinds NumPy has natively (from the one dtype table)
@@ -228,7 +228,20 @@ def _device_pointer(value: object, name: str, kernel: str) -> tuple[int, int | N
 
         array = cupy.from_dlpack(value)
         return int(array.data.ptr), array.data.device_id
+    if _pinned_torch_tensor(value):
+        # page-locked host memory is mapped into the GPU's address space at the same address (CUDA's
+        # unified addressing), so a kernel reads it directly, as in Triton
+        return int(value.data_ptr()), None
     raise _host_error(value, name, kernel)
+
+
+def _pinned_torch_tensor(value: object) -> bool:
+    if not type(value).__module__.startswith("torch"):
+        return False
+    try:
+        return bool(value.is_pinned())
+    except Exception:  # no CUDA in this torch build: nothing is pinned
+        return False
 
 
 def _known_device(value: object) -> int | None:
@@ -252,17 +265,17 @@ def _dlpack_on_gpu(value: object) -> bool:
 def _host_error(value: object, name: str, kernel: str) -> LaunchError:
     kind = type(value)
     if kind.__module__.startswith("torch"):
-        return LaunchError(
+        return HostArrayError(
             f"argument {name!r} of {kernel} is a host array (torch.Tensor on the "
             "CPU); move it to the GPU with .cuda()"
         )
     type_name = f"{kind.__module__}.{kind.__qualname__}"
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
-        return LaunchError(
+        return HostArrayError(
             f"argument {name!r} of {kernel} is a host array ({type_name}); "
             "move it to the GPU with cupy.asarray"
         )
-    return LaunchError(
+    return HostArrayError(
         f"argument {name!r} of {kernel} is a pointer parameter, but {type_name} "
         "is not a GPU array (it has no __cuda_array_interface__ or CUDA DLPack "
         "device)"

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..backends import backend_for
 from ..config import config
-from ..errors import CompilationError, LaunchError
+from ..errors import CompilationError, LaunchError, OptionError
 from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
@@ -379,7 +379,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
     enable_fp_fusion = bool(enable_fp_fusion)
     debug = bool(getattr(fn, "debug", None) if debug is None else debug) or config.debug
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
-        raise CompilationError(f"num_warps must be a power of two from 1 to 32, got {num_warps}")
+        raise OptionError(f"num_warps must be a power of 2 from 1 to 32, got {num_warps}")
     key = None
     if backend_for(target).cacheable and use_cache:
         from .cache import KernelCache, cache_key

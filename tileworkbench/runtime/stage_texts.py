@@ -4,6 +4,8 @@ stage names (`ttir`, `ttgir`, `llir`) read our nearest stage, so code written fo
 
 from __future__ import annotations
 
+import re
+
 
 class MissingStageError(KeyError):
     """A stage that this compiled kernel does not have, with the reason and what to do."""
@@ -18,6 +20,24 @@ class MissingStageError(KeyError):
 # `scf.for`) answers honestly; what our IR does not have (`ttg.async_wait`, `ub.poison`) is not found.
 TRITON_STAGES = {"ttir": "tile-opt", "ttgir": "tile-gpu", "llir": "llvm"}
 
+# Ops that MLIR prints in its generic form because they have no syntax of their own, as Triton's
+# TTIR/TTGIR show them (`"tt.reduce"(%x) <{axis = 1 : i32}> ({`, code counts that text); our stages
+# print them like every other op (`tt.reduce %x {axis = 1} : ... ({`).
+_GENERIC_HEADER = re.compile(
+    r'^(?P<head>\s*(?:%[\w.]+(?:, %[\w.]+)* = )?)(?P<name>tt\.reduce|tt\.scan) '
+    r'(?P<operands>%[\w.]+(?:, %[\w.]+)*)(?: \{(?P<attrs>[^}]*)\})? : .*? \(\{(?P<rest>.*)$', re.M)
+
+
+def _generic(match: re.Match) -> str:
+    attrs = re.sub(r"= (\d+)\b", r"= \1 : i32", match["attrs"] or "")
+    attrs = f" <{{{attrs}}}>" if attrs else ""
+    return f'{match["head"]}"{match["name"]}"({match["operands"]}){attrs} ({{{match["rest"]}'
+
+
+def triton_text(text: str) -> str:
+    """A `tile*` stage's text as Triton's TTIR/TTGIR would print the same ops (generic forms)."""
+    return _GENERIC_HEADER.sub(_generic, text)
+
 
 class StageTexts(dict):
     """stage -> text; `asm["sass"]` on a machine without nvdisasm raises a MissingStageError that
@@ -31,7 +51,7 @@ class StageTexts(dict):
     def __missing__(self, stage: str) -> str:
         ours = TRITON_STAGES.get(stage)
         if ours is not None and dict.__contains__(self, ours):
-            return self[ours]
+            return triton_text(self[ours]) if ours.startswith("tile") else self[ours]
         raise MissingStageError(self.why_missing(ours or stage))
 
     def why_missing(self, stage: str) -> str:

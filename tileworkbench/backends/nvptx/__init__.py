@@ -57,7 +57,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     Raises:
         CompilationError: an op the back end cannot lower (named, with its source line), or a bad arch.
     """
-    from ...errors import CompilationError
+    from ...errors import CompilationError, OptionError
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
     from . import codegen
@@ -68,7 +68,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
 
     codegen.check_arch(arch)
     if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
-        raise CompilationError(f"num_warps must be a power of two from 1 to 32, not {num_warps}")
+        raise OptionError(f"num_warps must be a power of 2 from 1 to 32, not {num_warps}")
     check_shapes(func)
     func.num_warps = num_warps
     func.tensor_core_sm = codegen.sm_number(arch)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..values import Region, Value
-from .base import Op, operand, operands, region
+from .base import Op, attribute, operand, operands, region
 
 
 @dataclass(eq=False)
@@ -18,6 +18,10 @@ class ForOp(Op, name="scf.for"):
     step: Value = operand()
     init_args: list[Value] = operands()
     body: Region = region()
+    # `tl.range(..., loop_unroll_factor=k)`: copies of the body per iteration (passes/unroll.py)
+    loop_unroll_factor: int = attribute(0)
+    # `tl.range(..., disable_licm=True)`: LLVM may not hoist out of this loop (`llvm.licm.disable`)
+    disable_licm: bool = attribute(False)
 
 
 @dataclass(eq=False)
@@ -37,6 +41,8 @@ class WhileOp(Op, name="scf.while"):
     init_args: list[Value] = operands()
     before: Region = region()
     after: Region = region()
+    # `while tl.condition(c, disable_licm=True)`: as scf.for's
+    disable_licm: bool = attribute(False)
 
 
 @dataclass(eq=False)

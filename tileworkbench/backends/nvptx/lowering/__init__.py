@@ -47,7 +47,6 @@ STRUCTURAL: dict[type, str] = {
 }
 
 PARTIAL: dict[type, str] = {
-    _tt.ElementwiseInlineAsmOp: "pack > 1 is not supported",
     _tt.AtomicRMWOp: "8/16-bit integer atomics; fmax/fmin on f16/bf16",
     _tt.DotOp: "runs on CUDA cores (FMA) only; tf32/fp8 precisions compute in full fp32",
 }

@@ -3,6 +3,8 @@ as one phi per register."""
 
 from __future__ import annotations
 
+from llvmlite import ir
+
 from ....ir.ops import scf
 from ....ir.types import TensorType
 from ..llvm_types import llvm_type
@@ -43,6 +45,16 @@ def _phis(lw, templates) -> list:
     return phis
 
 
+def _loop_hints(lw, op, backedge) -> None:
+    """`disable_licm`: the loop's back edge carries `!llvm.loop !{self, !"llvm.licm.disable"}`."""
+    if not op.disable_licm:
+        return
+    hint = lw.module.add_metadata([ir.MetaDataString(lw.module, "llvm.licm.disable")])
+    loop_id = lw.module.add_metadata([hint])
+    loop_id.operands = (loop_id, hint)  # a loop ID names itself (LLVM's loop metadata)
+    backedge.set_metadata("llvm.loop", loop_id)
+
+
 @lowers(scf.ForOp)
 def lower_for(lw, op) -> None:
     b = lw.builder
@@ -70,7 +82,7 @@ def lower_for(lw, op) -> None:
     lw.loop_depth -= 1
     next_iv = b.add(iv, step)
     latch = b.block
-    b.branch(header)
+    _loop_hints(lw, op, b.branch(header))
     iv.add_incoming(lower, pre)
     iv.add_incoming(next_iv, latch)
     for phi, init, new in zip(phis, inits, yielded):
@@ -130,7 +142,7 @@ def lower_while(lw, op) -> None:
     yielded = flatten(lw, lw.lower_block(after_block))
     lw.loop_depth -= 1
     latch = b.block
-    b.branch(before)
+    _loop_hints(lw, op, b.branch(before))
     for phi, init, new in zip(phis, inits, yielded):
         phi.add_incoming(init, pre)
         phi.add_incoming(new, latch)

@@ -57,22 +57,75 @@ def lower_extern(lw, op, *args) -> ir.Value:
 
 @lowers(tt.ElementwiseInlineAsmOp)
 def lower_inline_asm(lw, op) -> None:
-    """`asm_string` once per element (packed_element > 1 is not supported yet)."""
-    if op.packed_element != 1:
-        raise lw.error(op, "inline_asm_elementwise with pack > 1 is not supported by the NVPTX back end")
+    """`asm_string` once per `pack` elements of each thread (Triton's rule for the operands): an
+    operand or result narrower than 32 bits travels packed, 32 // bits elements to a register (an
+    integer of their bits), a wider one as `pack` registers; `pack` 1 is one element per call."""
+    pack = op.packed_element
     args = [lw.get(v) for v in op.args]
-    types = [llvm_type(r.type) for r in op.results]
-    ret = types[0] if len(types) == 1 else ir.LiteralStructType(types)
+    elems = [llvm_type(element_type(r.type)) for r in op.results]
     tensor = next((a for a in args if isinstance(a, TVal)), None)
     n = tensor.layout.num_regs if tensor is not None else 1
+    if n % pack:
+        raise lw.error(op, f"inline_asm_elementwise: pack={pack} does not divide the {n} elements each "
+                       "thread holds; use a smaller pack or a larger block")
+    registers = [_registers(t, pack) for t in elems]
+    flat = [t for regs in registers for t in regs]
+    ret = flat[0] if len(flat) == 1 else ir.LiteralStructType(flat)
     outs = [[] for _ in op.results]
-    for r in range(n):
-        elems = [a.vals[r] if isinstance(a, TVal) else a for a in args]
-        value = lw.asm(op.asm_string, op.constraints, ret, elems, side_effect=not op.pure)
-        for i in range(len(types)):
-            outs[i].append(value if len(types) == 1 else lw.builder.extract_value(value, i))
+    for start in range(0, n, pack):
+        operands = []
+        for a in args:
+            values = a.vals[start:start + pack] if isinstance(a, TVal) else [a] * pack
+            operands += _pack(lw, values, pack)
+        value = lw.asm(op.asm_string, op.constraints, ret, operands, side_effect=not op.pure)
+        parts = [value] if len(flat) == 1 else [lw.builder.extract_value(value, i)
+                                                for i in range(len(flat))]
+        for i, (t, regs) in enumerate(zip(elems, registers)):
+            outs[i] += _unpack(lw, parts[:len(regs)], t, pack)
+            parts = parts[len(regs):]
     for res, vals in zip(op.results, outs):
         lw.set(res, TVal(vals, lw.layout(res)) if isinstance(res.type, TensorType) else vals[0])
+
+
+def _bits(t: ir.Type) -> int:
+    return t.width if isinstance(t, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32,
+                                                       "double": 64}.get(str(t), 32)
+
+
+def _registers(t: ir.Type, pack: int) -> list[ir.Type]:
+    """The asm's registers for `pack` elements of type `t`."""
+    bits = _bits(t)
+    if pack == 1 or bits >= 32:
+        return [t] * pack
+    per = min(pack, 32 // bits)
+    return [ir.IntType(per * bits)] * (pack // per)
+
+
+def _pack(lw, values: list, pack: int) -> list:
+    t = values[0].type
+    bits = _bits(t)
+    if pack == 1 or bits >= 32:
+        return list(values)
+    per = min(pack, 32 // bits)
+    b, packed = lw.builder, []
+    for i in range(0, pack, per):
+        vector = ir.Constant(ir.VectorType(t, per), ir.Undefined)
+        for j, v in enumerate(values[i:i + per]):
+            vector = b.insert_element(vector, v, ir.Constant(ir.IntType(32), j))
+        packed.append(b.bitcast(vector, ir.IntType(per * bits)))
+    return packed
+
+
+def _unpack(lw, registers: list, t: ir.Type, pack: int) -> list:
+    bits = _bits(t)
+    if pack == 1 or bits >= 32:
+        return list(registers)
+    per = min(pack, 32 // bits)
+    b, values = lw.builder, []
+    for register in registers:
+        vector = b.bitcast(register, ir.VectorType(t, per))
+        values += [b.extract_element(vector, ir.Constant(ir.IntType(32), j)) for j in range(per)]
+    return values
 
 
 # -- debugging ----------------------------------------------------------------------------------

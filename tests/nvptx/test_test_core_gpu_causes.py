@@ -103,6 +103,40 @@ def test_hint_inside_a_branch_on_an_outer_value(target, flag):
 
 
 @tw.jit
+def hinted_carried_pointers_kernel(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr,
+                                   BLOCK_K: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * BLOCK + offs[None, :]
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        tl.multiple_of(a_ptrs, [16, 16])  # tutorial 08: hints on the loop's carried pointers
+        tl.multiple_of(b_ptrs, [16, 16])
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * BLOCK
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+
+
+def test_hint_statement_on_loop_carried_pointers(target):
+    """Tutorial 08 hints its loop-carried pointers with statements: the kernel compiles for sm_90a
+    (re-pointing the carried value put the loop's `tt.addptr` operands in two layouts) and is right."""
+    block, bk, k = 32, 16, 64
+    a = RNG.standard_normal((block, k)).astype(np.float16)
+    b = RNG.standard_normal((k, block)).astype(np.float16)
+    c = target.put(np.full((block, block), np.nan, np.float32))
+    hinted_carried_pointers_kernel[(1,)](target.put(a), target.put(b), c, k, BLOCK=block,
+                                         BLOCK_K=bk)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    got = target.get(c)
+    assert np.max(np.abs(got - want)) / np.max(np.abs(want)) < 1e-2
+    tw.compile(hinted_carried_pointers_kernel,
+               signature={"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "K": "i32"},
+               constexprs={"BLOCK": 128, "BLOCK_K": 32}, target="sm_90a", use_cache=False)
+
+
+@tw.jit
 def pipelined_matmul_kernel(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr, BLOCK_K: tl.constexpr,
                             STAGES: tl.constexpr):
     offs = tl.arange(0, BLOCK)

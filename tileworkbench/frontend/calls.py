@@ -382,8 +382,9 @@ def _hint(field: str):
 
 
 def _defined_in(value, block) -> bool:
-    owner = value.op.parent if isinstance(value, OpResult) else getattr(value, "block", None)
-    return owner is block
+    # an op's result only: a loop's block argument (tutorial 08 hints its carried pointers) is also
+    # the tensor the loop's own bookkeeping holds, and re-pointing it broke the loop's layouts
+    return isinstance(value, OpResult) and value.op.parent is block
 
 
 impl("multiple_of")(_hint("divisibility"))

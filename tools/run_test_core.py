@@ -236,7 +236,12 @@ def jit_source_api() -> list[str]:
         def update_src(self, source: str) -> None:
             # the new text sees what the old function saw: its globals and its closure's names (a
             # kernel defined in a test function reads names imported there, test_constexpr_assignment)
-            closure = inspect.getclosurevars(self.fn).nonlocals
+            closure = {}  # a cell still empty (a name the test assigns later) is left out
+            for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+                try:
+                    closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
             scope = {**self.fn.__globals__, **closure} if closure else self.fn.__globals__
             namespace: dict = {}
             exec(source, scope, namespace)  # the registering exec above

@@ -116,3 +116,20 @@ def test_attention_rings_have_no_spare_slot():
     gpu = compiled.asm["tile-gpu"]
     assert "!ttg.memdesc<3x64x128xf16" in gpu and "!ttg.memdesc<4x64x128xf16" not in gpu
     assert compiled.metadata.shared == 112 * 1024
+
+
+def test_attention_whose_tma_tiles_do_not_fit_compiles_on_pointers():
+    """Head dim 128 at 128x128 blocks: the in-kernel descriptors' TMA rings and staged tiles need
+    more than the H200's 227 KB of shared memory (the GPU tests failed with OutOfResources); the
+    kernel compiles on the pointer path instead, within the limit, still on register-A wgmma."""
+    from attention_kernel import attention_forward
+
+    compiled = tw.compile(
+        attention_forward,
+        signature={"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16",
+                   "o_ptr": "*fp16:16", "lse_ptr": "*fp32:16", "sm_scale": "fp32"},
+        constexprs=dict(N_CTX=256, HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=True),
+        target="sm_90a", num_warps=8, num_stages=3, use_cache=False)
+    assert "cp.async.bulk.tensor" not in compiled.asm["ptx"]
+    assert compiled.metadata.shared <= 232448
+    assert "wgmma.mma_async" in compiled.asm["ptx"]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..backends import backend_for
 from ..config import config
-from ..errors import CompilationError, LaunchError, OptionError
+from ..errors import CompilationError, LaunchError, OptionError, OutOfResources
 from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
@@ -430,8 +430,30 @@ def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]
 def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion,
                    debug: bool = False) -> CompiledKernel:
     source = get_source(py_fn)
-    tma = backend_for(target).has_tma(target)
-    device_tma = backend_for(target).builds_tensor_maps(target)
+    backend = backend_for(target)
+    tma = backend.has_tma(target)
+    device_tma = backend.builds_tensor_maps(target)
+    try:
+        return _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages,
+                             fp_fusion, debug, tma, device_tma)
+    except OutOfResources as error:
+        # TMA's rings and staged tiles take more shared memory than the pointer path's; where no
+        # host descriptor takes a tensor map (the launch would pass one), compile on pointers instead
+        if not (tma and "shared memory" in str(error)) or _host_tensor_maps(args):
+            raise
+        return _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages,
+                             fp_fusion, debug, False, False)
+
+
+def _host_tensor_maps(args: list[ArgSpec]) -> bool:
+    """Whether any host descriptor argument takes a tensor map (the launch encodes one for it)."""
+    from ..frontend.descriptor_args import parse_descriptor_type, takes_tensor_map
+
+    return any(parse_descriptor_type(a.type) is not None and takes_tensor_map(a) for a in args)
+
+
+def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
+                  tma: bool, device_tma: bool) -> CompiledKernel:
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
                                                       device_tma)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}

@@ -114,3 +114,22 @@ def test_persistent_matmul_reuses_its_maps_across_tiles():
     emu.launch((2,), a, b, c, m, n, k)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     assert np.abs(c - expected).max() / np.abs(expected).max() < 1e-5
+
+
+def test_stand_in_faults_on_an_illegal_tensormap_field():
+    """`tensormap.replace` with a value the hardware refuses is recorded as a fault and raised after
+    the launch (an assert inside the ctypes callback would vanish)."""
+    import ctypes
+
+    from tma_standin import _FIELDS, _MAP, tensormap_replace
+
+    field = {name: i for i, name in enumerate(_FIELDS)}
+
+    faults: list[str] = []
+    buffer = (ctypes.c_uint8 * _MAP.itemsize)()
+    address = ctypes.addressof(buffer)
+    tensormap_replace(faults.append, address, field["box_dim"], 0, 64)
+    assert faults == []
+    tensormap_replace(faults.append, address, field["box_dim"], 0, 300)
+    tensormap_replace(faults.append, address, field["global_stride"], 0, 24)
+    assert len(faults) == 2 and "256" in faults[0] and "16 bytes" in faults[1]

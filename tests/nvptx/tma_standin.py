@@ -29,6 +29,7 @@ compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase 
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import threading
 
@@ -102,33 +103,40 @@ _REPLACE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int3
 _COPY_MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 
-def tensormap_replace(address: int, field: int, ordinal: int, value: int) -> None:
-    """`tensormap.replace.tile.<_FIELDS[field]>` of the map at `address`, as the PTX ISA defines it."""
+def tensormap_replace(fault, address: int, field: int, ordinal: int, value: int) -> None:
+    """`tensormap.replace.tile.<_FIELDS[field]>` of the map at `address`, as the PTX ISA defines it;
+    an illegal value is a fault (`fault(message)`: an assert would vanish in the ctypes callback)."""
     tmap = np.frombuffer((ctypes.c_uint8 * _MAP.itemsize).from_address(address), _MAP)
     name = _FIELDS[field]
     if name == "global_address":
-        assert value % 16 == 0, "TMA's global address must be 16-byte aligned"
+        if value % 16:
+            fault("TMA's global address must be 16-byte aligned")
         tmap["base"] = value
     elif name == "rank":
         tmap["rank"] = value + 1
     elif name == "box_dim":
-        assert 1 <= value <= 256, "a box dimension is 1 to 256 elements"
+        if not 1 <= value <= 256:
+            fault(f"a box dimension is 1 to 256 elements, got {value}")
         tmap["box"][0, ordinal] = value
     elif name == "global_dim":
         tmap["dims"][0, ordinal] = value
     elif name == "global_stride":
-        assert value % 16 == 0, "TMA's global strides are multiples of 16 bytes"
+        if value % 16:
+            fault(f"TMA's global strides are multiples of 16 bytes, got {value}")
         tmap["strides"][0, ordinal] = value
     elif name == "element_stride":
-        assert value == 1, "the stand-in copies dense boxes only"
+        if value != 1:
+            fault("the stand-in copies dense boxes only (element stride 1)")
     elif name == "elemtype":
         tmap["element_bytes"] = _ELEMENT_BYTES[value]
     elif name == "interleave_layout":
-        assert value == 0, "the stand-in has no interleaved layouts"
+        if value:
+            fault("the stand-in has no interleaved layouts")
     elif name == "swizzle_mode":
         tmap["swizzle"] = (0, 32, 64, 128)[value]
     elif name == "fill_mode":
-        assert value == 0 or tmap["element_bytes"] >= 2, "TMA fills NaN for float types only"
+        if value and tmap["element_bytes"] < 2:
+            fault("TMA fills NaN for float types only")
         tmap["nan_fill"] = value == 1
 
 
@@ -193,7 +201,7 @@ class TMAStandIn:
         return {"emu_mbar_init": _INIT(self.init), "emu_mbar_expect_tx": _INIT(self.expect_tx),
                 "emu_mbar_try_wait": _WAIT(self.try_wait), "emu_tma_load": _LOAD(self.load),
                 "emu_tma_store": _STORE(self.store),
-                "emu_tensormap_replace": _REPLACE(tensormap_replace),
+                "emu_tensormap_replace": _REPLACE(functools.partial(tensormap_replace, self._fault)),
                 "emu_tensormap_copy": _COPY_MAP(copy_map)}
 
     def init(self, mbar: int, count: int) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import kernels  # noqa: E402
 
 from tileworkbench.backends.nvptx.ptxas import find_tool  # noqa: E402
+
+import sass_counts  # noqa: E402  (tools/, the probe's own folder)
 
 Z_H, N_CTX = 32, 4096
 CONFIGS = [(128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)]  # BM, BN, warps, stages
@@ -124,17 +125,6 @@ def _tutorial_ms(q, k, v, scale: float, causal: bool):
         return None
 
 
-def _sass(cubin: bytes | None) -> str:
-    tool = find_tool("cuobjdump")
-    if not cubin or not tool:
-        return ""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "k.cubin"
-        path.write_bytes(cubin)
-        return subprocess.run([tool, "--dump-sass", str(path)], capture_output=True,
-                              text=True).stdout
-
-
 def _counts(sass: str) -> dict:
     """Opcode counts in the longest loop body (the key-block loop: the code between a backward
     `BRA 0x...` and its target; cuobjdump prints addresses, not labels), and its length."""
@@ -164,7 +154,7 @@ def report_sass(d: int, causal: bool, config, compiled: dict) -> None:
         kernel = handle
         asm = getattr(kernel, "asm", None) or {}
         cubin = getattr(kernel, "cubin", None) or asm.get("cubin")
-        sass = _sass(cubin)
+        sass = sass_counts.disassemble(cubin, find_tool("cuobjdump"))
         regs = getattr(getattr(kernel, "metadata", None), "n_regs", None) or \
             getattr(kernel, "n_regs", "?")
         tag = f"attn_d{d}{'_causal' if causal else ''}_{name}"

@@ -21,6 +21,7 @@ slice, or where the slice reads something else the loop carries, are left alone.
 from __future__ import annotations
 
 import copy
+import os
 
 from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import (
@@ -181,11 +182,15 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
 
 
 def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool) -> int:
-    """`stages` slots, or one more where `wgmma` reads them and shared memory (`func.shared_limit`,
-    set by the NVPTX driver) has room: the slot written in iteration i is then the one iteration
-    i - 2 read, which every warp group's `wgmma.wait_group 1` of iteration i - 1 has retired before
-    the barrier that starts iteration i, so one wgmma group may stay in flight (`wgmma_pipeline`)."""
-    if not wgmma_reads:
+    """`stages` slots, as Triton: `wgmma_pipeline` keeps one wgmma group in flight and puts a barrier
+    between its wait(1) and the copies that refill the slot the previous iteration read.
+
+    A k loop inside a tile loop (a persistent kernel) gets one slot more where wgmma reads the rings
+    and shared memory (`func.shared_limit`, set by the NVPTX driver) has room: `prefetch_next_tile`
+    places the epilogue's staging tile over the slots the next tile's prologue leaves free.
+    `TILEWORKBENCH_SPARE_SLOT=1` gives every such loop the spare (to time the two against each other)."""
+    nested = isinstance(loop.parent_op, scf.ForOp) or os.environ.get("TILEWORKBENCH_SPARE_SLOT") == "1"
+    if not (wgmma_reads and nested):
         return stages
     staged = {id(alloc) for _, alloc in found}
     own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)

@@ -17,7 +17,14 @@ A fragment per warp): the second dot takes A from registers (16-bit types) and o
 from __future__ import annotations
 
 from ..ir.ops import scf, tt, ttng
-from ..ir.ops.ttg import LocalAllocOp, LocalLoadOp, MemDescIndexOp, MmaEncoding, NvmmaSharedEncoding
+from ..ir.ops.ttg import (
+    AsyncCopyGlobalToLocalOp,
+    LocalAllocOp,
+    LocalLoadOp,
+    MemDescIndexOp,
+    MmaEncoding,
+    NvmmaSharedEncoding,
+)
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
 from ..ir.values import BlockArgument, OpResult, Value
@@ -187,9 +194,9 @@ def _erase_if_unused(func: tt.FuncOp, value: Value) -> None:
 
 def wgmma_pipeline(func: tt.FuncOp) -> bool:
     """In a loop whose only `ttng.warp_group_dot` accumulates into a carried value and reads both tiles
-    from `pipeline` rings with a spare slot (`num_stages + 1` slots, see `software_pipeline`), wait
-    with `pendings = 1` inside the loop, so the wgmma of iteration i runs on while iteration i + 1's
-    copies are issued and its tiles awaited, and wait for it (`pendings = 0`) after the loop.
+    from `pipeline` or TMA rings (see `_ring_kind`), wait with `pendings = 1` inside the loop, so the
+    wgmma of iteration i runs on while iteration i + 1's copies are issued and its tiles awaited, and
+    wait for it (`pendings = 0`) after the loop.
     Runs after `pipeline`. Returns whether any wait changed."""
     changed = False
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
@@ -217,8 +224,20 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
             or yield_op.values[position] is not wait.result:
         return False
     stages = getattr(func, "num_stages", 1)
-    if not all(_spare_slot_ring(tile, stages) for tile in (dot.a, dot.b)):
+    rings = [_ring_kind(tile, stages) for tile in (dot.a, dot.b)]
+    if None in rings:
         return False
+    if "refilled" in rings:
+        # a ring of `stages` slots is refilled, at the end of iteration i, in the slot iteration i - 1
+        # read; wait(1) retires that wgmma group for this warp group only, so a barrier after it
+        # (as Triton's membar puts one) orders every warp group's reads before the copies
+        copies = [i for i, op in enumerate(body.ops) if isinstance(op, AsyncCopyGlobalToLocalOp)]
+        at = body.ops.index(wait)
+        if not copies or min(copies) < at:
+            return False
+        barrier = tt.BarrierOp()
+        barrier.loc = dot.loc
+        body.insert(at + 1, barrier)
     wait.pendings = 1
     result = loop.results[position]
     final = WarpGroupDotWaitOp(acc=result, pendings=0)
@@ -231,18 +250,20 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
     return True
 
 
-def _spare_slot_ring(tile: Value, stages: int) -> bool:
-    """Whether `tile` is a slot of a ring with `stages + 1` slots (the spare that makes wait(1)
-    safe), or a TMA ring's slot (`ttng.tma_wait`: the copies that refill a ring's slots come after
-    the wait and a barrier, and refill the slot the previous iteration's group read, which wait(1)
-    has completed; a ring has at least 2 slots)."""
+def _ring_kind(tile: Value, stages: int) -> str | None:
+    """How `tile`'s ring lets one wgmma group stay in flight, or None where it does not:
+    "spare" for a `pipeline` ring of `stages + 1` slots (the slot refilled in iteration i is the one
+    iteration i - 2 read); "refilled" for one of `stages` slots (refilled in the slot iteration i - 1
+    read: safe after this iteration's wait(1) and a barrier); "tma" for a TMA ring's slot
+    (`ttng.tma_wait`: its copies come after the wait and a barrier already)."""
     if isinstance(tile, OpResult) and isinstance(tile.op, ttng.TMAWaitOp):
-        return True
+        return "tma"
     if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
-        return False
+        return None
     ring = tile.op.src
-    return isinstance(ring, OpResult) and isinstance(ring.op, LocalAllocOp) \
-        and ring.op.src is None and ring.type.shape[0] == stages + 1
+    if not (isinstance(ring, OpResult) and isinstance(ring.op, LocalAllocOp) and ring.op.src is None):
+        return None
+    return {stages + 1: "spare", stages: "refilled"}.get(ring.type.shape[0]) if stages >= 2 else None
 
 
 def _users(func: tt.FuncOp, value: Value) -> list:

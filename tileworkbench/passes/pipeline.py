@@ -24,6 +24,7 @@ from .stage_operands import stage_dot_operands
 from .wgmma import wgmma, wgmma_pipeline
 from .tma import fold_tma_transpose
 from .thread_locality import optimize_thread_locality
+from .tma_operand_tiles import tma_operand_tiles
 from .tma_pipeline import pipeline_tma
 from .unroll import unroll
 
@@ -77,6 +78,9 @@ TILE_GPU: list[Pass] = [
     pipeline_tma,
     # last: a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)).
     wgmma_pipeline,
+    # after it: TMA loads left out of rings that only feed wgmma operands land in shared tiles of
+    # their own, read by descriptor (not shared -> registers -> shared).
+    tma_operand_tiles,
 ]
 
 

@@ -35,9 +35,24 @@ def pipeline_tma(func: tt.FuncOp) -> bool:
     """Pipeline the TMA loads of every eligible loop; returns whether any loop changed."""
     stages = max(2, getattr(func, "num_stages", 1))
     changed = False
+    rings: list[tuple[scf.ForOp, Value]] = []  # the rings made so far, with their loops
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _pipeline_loop(func, loop, stages)
+        changed |= _pipeline_loop(func, loop, stages, rings)
     return changed
+
+
+def _free_ring(loop: scf.ForOp, t: MemDescType, rings: list, taken: list) -> Value | None:
+    """A ring of type `t` that a loop before `loop` in the same block used, and that no load of
+    `loop` has taken: that loop is over, every copy it issued awaited (the copies past its end are
+    skipped) and its wgmma waited for (`pendings = 0` after it), and the barrier before `loop`'s first
+    copies orders every thread's reads before them. The phase bits of the slots stay right: each
+    copy into a slot is awaited once. Attention's causal loops share their K and V rings so."""
+    block = loop.parent
+    for earlier, ring in rings:
+        if earlier.parent is block and block.ops.index(earlier) < block.ops.index(loop) \
+                and ring.type == t and all(ring is not r for r in taken):
+            return ring
+    return None
 
 
 def _wgmma_tile(func: tt.FuncOp, load: ttng.TMALoadOp) -> LocalAllocOp | None:
@@ -70,9 +85,11 @@ def _positive_constant(v: Value) -> bool:
     return isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) and v.op.value > 0
 
 
-def _offset_slice(body, loads) -> tuple[list, list[int]] | None:
-    """The body ops the loads' offsets need, in order, and the carried values they read; None when
-    another op of the body uses them (they will run S-1 iterations ahead) or one is impure."""
+def _offset_slice(body, loads) -> tuple[list, list[int], bool] | None:
+    """The body ops the loads' offsets need, in order, the carried values they read, and whether
+    other ops of the body use the slice too (then it stays in the body for them, and its copies
+    run ahead: attention's on-band loop reads the key offset in its mask); None when they do and the
+    slice reads carried values (those would run S-1 iterations ahead), or one is impure."""
     walked = walk_back(body, [v for load in loads for v in load.offsets])
     if walked is None:
         return None
@@ -80,16 +97,23 @@ def _offset_slice(body, loads) -> tuple[list, list[int]] | None:
     in_slice, yield_op = {id(op) for op in ops}, body.ops[-1]
     ahead = {id(r) for op in ops for r in op.results} | {id(body.args[i + 1]) for i in carried}
     skip = in_slice | {id(load) for load in loads}
+    shared = False
     for op in body.ops:
         if id(op) in skip:
             continue
         rest = [v for i, v in enumerate(op.operands) if op is not yield_op or i not in carried]
         if any(id(v) in ahead for v in rest):
-            return None
-    return ops, sorted(carried)
+            if carried:
+                return None
+            shared = True
+    return ops, sorted(carried), shared
 
 
-def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
+def _used(block, value: Value) -> bool:
+    return any(v is value for op in block.walk() for v in op.operands)
+
+
+def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) -> bool:
     body = loop.body.block
     loads = [op for op in body.ops if isinstance(op, ttng.TMALoadOp)]
     if not loads or body.args[0].type != i32 or not _positive_constant(loop.step):
@@ -97,7 +121,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     sliced = _offset_slice(body, loads)
     if sliced is None:
         return False
-    slice_ops, carried = sliced
+    slice_ops, carried, shared_slice = sliced
     parent, loc = loop.parent, loop.loc
     iv, yield_op = body.args[0], body.ops[-1]
     outside = _Emitter(parent, loop)
@@ -106,8 +130,12 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
         t = load.result.type
         box = (t.shape[1], t.shape[0]) if load.trans else tuple(t.shape)
         encoding = tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, False)
-        rings.append(outside.add(ttng.TMARingOp(), [MemDescType((stages, *box), t.element, encoding)],
-                                 load.loc, [load.result.name_hint]))
+        ring_type = MemDescType((stages, *box), t.element, encoding)
+        ring = _free_ring(loop, ring_type, made, rings)
+        if ring is None:
+            ring = outside.add(ttng.TMARingOp(), [ring_type], load.loc, [load.result.name_hint])
+        rings.append(ring)
+    made.extend((loop, ring) for ring in rings)
 
     # threads read a slot (not wgmma alone): their reads are ordered before the refill by a fence
     thread_reads = any(_wgmma_tile(func, load) is None for load in loads)
@@ -151,8 +179,9 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
             for op in list(body.walk()):
                 op.replace_operand(load.result, read)
         body.remove(load)
-    for op in slice_ops:
-        body.remove(op)
+    for op in reversed(slice_ops):  # what the rest of the body does not read
+        if not shared_slice or not any(_used(body, r) for r in op.results):
+            body.remove(op)
 
     end = _Emitter(body, yield_op)  # iteration i + S - 1 into the slot iteration i - 1 read
     span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)

@@ -116,10 +116,13 @@ def attention_forward_masked(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
              mask=rows[:, None] < n_ctx)
 
 
-def signature(dtype: str = "fp16") -> dict:
-    """`attention_forward`'s signature for fp16 or bf16 operands."""
-    return {"q_ptr": f"*{dtype}", "k_ptr": f"*{dtype}", "v_ptr": f"*{dtype}", "o_ptr": f"*{dtype}",
-            "lse_ptr": "*fp32", "sm_scale": "fp32"}
+def signature(dtype: str = "fp16", aligned: bool = False) -> dict:
+    """`attention_forward`'s signature for fp16 or bf16 operands; `aligned`: the pointers specialized
+    as 16-byte aligned, as a launch on torch or CuPy arrays specializes them, which sm_90a needs to
+    build the descriptors' tensor maps (TMA) in the kernel; without it they stay on pointers."""
+    tag = ":16" if aligned else ""
+    return {"q_ptr": f"*{dtype}{tag}", "k_ptr": f"*{dtype}{tag}", "v_ptr": f"*{dtype}{tag}",
+            "o_ptr": f"*{dtype}{tag}", "lse_ptr": f"*fp32{tag}", "sm_scale": "fp32"}
 
 
 def masked_signature(dtype: str = "fp16") -> dict:

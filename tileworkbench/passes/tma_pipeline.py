@@ -10,8 +10,11 @@ A load that only feeds a wgmma operand tile (`ttg.local_alloc` of the `wgmma` pa
 own `#nvmma_shared` layout becomes `ttng.tma_wait`: wgmma reads the slot by descriptor, no copy
 (Triton's TMA-to-wgmma path); its slot is refilled only after the group that read it has completed
 (`wgmma_pipeline` waits with pendings 1 before the refills, a barrier before them). The ops
-computing the loads' offsets run S-1 iterations ahead, as in `software_pipeline.py`; loops whose
-other ops use them are left alone, as are loops with a non-constant or negative step. A ring has at
+computing the loads' offsets run S-1 iterations ahead, as in `software_pipeline.py` (cloned where
+other ops of the body read them too, unless they read carried values: such loops are left alone,
+as are loops with a non-constant or negative step). A loop after another in the same block takes
+over that loop's rings of the same shape (attention's causal off-band and on-band loops share their
+K and V rings: the shared memory of one pair, not two). A ring has at
 least 2 slots (`num_stages` 1 too: the next tile loads while this one computes). Runs after the
 layout passes (the read takes the load's layout) and `wgmma`; reads `func.num_stages`.
 """
@@ -35,22 +38,26 @@ def pipeline_tma(func: tt.FuncOp) -> bool:
     """Pipeline the TMA loads of every eligible loop; returns whether any loop changed."""
     stages = max(2, getattr(func, "num_stages", 1))
     changed = False
-    rings: list[tuple[scf.ForOp, Value]] = []  # the rings made so far, with their loops
+    rings: list[tuple[scf.ForOp, Value, bool]] = []  # the rings so far: loop, ring, thread reads
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
         changed |= _pipeline_loop(func, loop, stages, rings)
     return changed
 
 
-def _free_ring(loop: scf.ForOp, t: MemDescType, rings: list, taken: list) -> Value | None:
+def _free_ring(loop: scf.ForOp, t: MemDescType, thread_reads: bool, rings: list, taken: list
+               ) -> Value | None:
     """A ring of type `t` that a loop before `loop` in the same block used, and that no load of
     `loop` has taken: that loop is over, every copy it issued awaited (the copies past its end are
     skipped) and its wgmma waited for (`pendings = 0` after it), and the barrier before `loop`'s first
     copies orders every thread's reads before them. The phase bits of the slots stay right: each
-    copy into a slot is awaited once. Attention's causal loops share their K and V rings so."""
+    copy into a slot is awaited once. Where threads read the earlier loop's slots, they must read
+    this loop's too (its copies then fence those reads first). Attention's causal loops share their
+    K and V rings so."""
     block = loop.parent
-    for earlier, ring in rings:
+    for earlier, ring, read_by_threads in rings:
         if earlier.parent is block and block.ops.index(earlier) < block.ops.index(loop) \
-                and ring.type == t and all(ring is not r for r in taken):
+                and ring.type == t and (thread_reads or not read_by_threads) \
+                and all(ring is not r for r in taken):
             return ring
     return None
 
@@ -125,20 +132,19 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
     parent, loc = loop.parent, loop.loc
     iv, yield_op = body.args[0], body.ops[-1]
     outside = _Emitter(parent, loop)
+    # threads read a slot (not wgmma alone): their reads are ordered before the refill by a fence
+    thread_reads = any(_wgmma_tile(func, load) is None for load in loads)
     rings = []
     for load in loads:
         t = load.result.type
         box = (t.shape[1], t.shape[0]) if load.trans else tuple(t.shape)
         encoding = tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, False)
         ring_type = MemDescType((stages, *box), t.element, encoding)
-        ring = _free_ring(loop, ring_type, made, rings)
+        ring = _free_ring(loop, ring_type, thread_reads, made, rings)
         if ring is None:
             ring = outside.add(ttng.TMARingOp(), [ring_type], load.loc, [load.result.name_hint])
         rings.append(ring)
-    made.extend((loop, ring) for ring in rings)
-
-    # threads read a slot (not wgmma alone): their reads are ordered before the refill by a fence
-    thread_reads = any(_wgmma_tile(func, load) is None for load in loads)
+    made.extend((loop, ring, thread_reads) for ring in rings)
 
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
         """Clone the offsets' slice for iteration `iv_value`, copy its boxes into `slot`; returns the

@@ -76,10 +76,10 @@ TILE_GPU: list[Pass] = [
     prefetch_next_tile,
     # and the TMA loads of loops TMA copies into rings of slots with an mbarrier each.
     pipeline_tma,
-    # last: a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)).
+    # then a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)),
     wgmma_pipeline,
-    # after it: TMA loads left out of rings that only feed wgmma operands land in shared tiles of
-    # their own, read by descriptor (not shared -> registers -> shared).
+    # and last, the TMA loads left out of rings that only feed wgmma operands land in shared tiles
+    # of their own, read by descriptor (not shared -> registers -> shared).
     tma_operand_tiles,
 ]
 

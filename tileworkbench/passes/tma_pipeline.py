@@ -48,8 +48,8 @@ def _free_ring(loop: scf.ForOp, t: MemDescType, thread_reads: bool, rings: list,
                ) -> Value | None:
     """A ring of type `t` that a loop before `loop` in the same block used, and that no load of
     `loop` has taken: that loop is over, every copy it issued awaited (the copies past its end are
-    skipped) and its wgmma waited for (`pendings = 0` after it), and the barrier before `loop`'s first
-    copies orders every thread's reads before them. The phase bits of the slots stay right: each
+    skipped) and its wgmma waited for (`pendings = 0` after it), and the barrier before `loop`'s
+    first copies orders every thread's reads before them. The phase bits of the slots stay right: each
     copy into a slot is awaited once. Where threads read the earlier loop's slots, they must read
     this loop's too (its copies then fence those reads first). Attention's causal loops share their
     K and V rings so."""

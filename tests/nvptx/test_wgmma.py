@@ -126,7 +126,9 @@ def test_wait_one_with_num_stages_slots_and_a_barrier_before_the_refill():
 
 
 def test_the_spare_slot_knob_restores_num_stages_plus_one_slots(monkeypatch):
-    monkeypatch.setenv("TILEWORKBENCH_SPARE_SLOT", "1")
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "spare_slot", True)
     gpu = _compile(stages=3).asm["tile-gpu"]
     assert "!ttg.memdesc<4x128x64xf16" in gpu and "{pendings = 1}" in gpu
     assert "gpu.barrier" not in gpu[gpu.index("scf.for"):]

@@ -21,8 +21,8 @@ slice, or where the slice reads something else the loop carries, are left alone.
 from __future__ import annotations
 
 import copy
-import os
 
+from ..config import config
 from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import (
     AsyncCommitGroupOp,
@@ -188,8 +188,8 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
     A k loop inside a tile loop (a persistent kernel) gets one slot more where wgmma reads the rings
     and shared memory (`func.shared_limit`, set by the NVPTX driver) has room: `prefetch_next_tile`
     places the epilogue's staging tile over the slots the next tile's prologue leaves free.
-    `TILEWORKBENCH_SPARE_SLOT=1` gives every such loop the spare (to time the two against each other)."""
-    nested = isinstance(loop.parent_op, scf.ForOp) or os.environ.get("TILEWORKBENCH_SPARE_SLOT") == "1"
+    `TILEWORKBENCH_SPARE_SLOT=1` (config.spare_slot) gives every such loop the spare (to time both)."""
+    nested = isinstance(loop.parent_op, scf.ForOp) or config.spare_slot
     if not (wgmma_reads and nested):
         return stages
     staged = {id(alloc) for _, alloc in found}

@@ -29,7 +29,10 @@ class Config:
     `TRITON_PRINT_AUTOTUNING`);
     `TILEWORKBENCH_TMA=0` keeps host-descriptor tiles off the TMA engine on sm_90+ (on by default:
     descriptors and accesses TMA can take are copied with `cp.async.bulk.tensor`, the rest with
-    pointers; frontend/tma_rules.py)."""
+    pointers; frontend/tma_rules.py);
+    `TILEWORKBENCH_SPARE_SLOT=1` gives every wgmma k loop's cp.async rings num_stages + 1 slots
+    instead of Triton's num_stages plus a barrier before each refill (to time the two;
+    passes/software_pipeline.py)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -40,6 +43,7 @@ class Config:
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
     print_autotuning: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_PRINT_AUTOTUNING"))
     tma: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_TMA"))
+    spare_slot: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_SPARE_SLOT"))
 
 
 config = Config()

@@ -48,8 +48,10 @@ def _module(name: str, path: Path):
 
 
 def _triton_same_source(tmp: Path):
-    """attention_kernel.py with `tw`/`tl` bound to Triton (Triton's @jit reads the source file)."""
-    text = KERNEL_FILE.read_text().replace("import tileworkbench as tw", "import triton as tw")
+    """attention_kernel.py with `tw`/`tl` bound to Triton (Triton's @jit reads the source file), its
+    annotations evaluated (Triton tells constexpr parameters by them)."""
+    text = KERNEL_FILE.read_text().replace("from __future__ import annotations\n", "")
+    text = text.replace("import tileworkbench as tw", "import triton as tw")
     text = text.replace("import tileworkbench.language as tl", "import triton.language as tl")
     path = tmp / "attention_kernel_triton.py"
     path.write_text(text)

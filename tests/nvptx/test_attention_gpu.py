@@ -138,3 +138,25 @@ def test_masked_attention_tails_on_wgmma(torch, n_ctx, head_dim, causal, dtype):
         CAUSAL=causal, num_warps=8, num_stages=3)
     torch.cuda.synchronize()
     _check(torch, o, host, heads, n_ctx, causal, dtype)
+
+
+@pytest.mark.parametrize("head_dim, block_m, block_n, num_warps, num_stages", [
+    (64, 128, 64, 8, 3), (64, 128, 64, 4, 3), (64, 128, 128, 8, 3), (128, 128, 64, 8, 3),
+    (64, 64, 32, 4, 2)])
+def test_causal_descriptor_attention_on_tma(torch, head_dim, block_m, block_n, num_warps,
+                                            num_stages):
+    """The causal descriptor forward on TMA (the pointers from torch are 16-byte aligned, so the
+    kernel builds tensor maps): Q in its own tile, the off-band and on-band loops sharing the K
+    and V rings (4 query blocks: the rings wrap; 64 x 32 with 2 stages refills in the on-band
+    loop), ptxas without spills; against float64, outputs poisoned."""
+    heads, n_ctx = 2, 4 * block_m
+    host, (q, k, v) = _operands(torch, heads * n_ctx, head_dim, "fp16", block_m + block_n)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((heads * n_ctx,), float("nan"), device="cuda")
+    compiled = attention_forward[(n_ctx // block_m, heads)](
+        q, k, v, o, lse, SM_SCALE, N_CTX=n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
+        BLOCK_N=block_n, CAUSAL=True, num_warps=num_warps, num_stages=num_stages)
+    torch.cuda.synchronize()
+    assert "cp.async.bulk.tensor" in compiled.asm["ptx"], "the descriptors took pointers"
+    assert compiled.metadata.n_spills in (0, None)
+    _check(torch, o, host, heads, n_ctx, True, "fp16", lse)

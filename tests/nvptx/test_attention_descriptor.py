@@ -35,13 +35,16 @@ def _compile(head_dim, block_m, block_n, warps, causal, stages=3):
     (128, 64, 8, True), (128, 64, 4, True), (128, 128, 8, True), (128, 64, 8, False)],
     ids=["128x64-w8-causal", "128x64-w4-causal", "128x128-w8-causal", "128x64-w8"])
 def test_descriptor_attention_on_tma_does_not_spill(block_m, block_n, warps, causal):
-    """ptxas -v reports no spills; every load is a TMA copy (none falls back to pointers), none is
-    read into registers, and no operand tile is stored from registers in a loop; the causal loops
-    share one K ring and one V ring (three rings with Q's)."""
+    """ptxas -v reports no spills and injects no wait between wgmmas (C7517/C7519: it did at 4
+    warps, where a warp group issues two m64 wgmmas on the zero accumulator, whose copies came after
+    the fence); every load is a TMA copy (none falls back to pointers), none is read into registers,
+    and no operand tile is stored from registers in a loop; the causal loops share one K ring and
+    one V ring (three rings with Q's)."""
     compiled = _compile(64, block_m, block_n, warps, causal)
     gpu, ptx = compiled.asm["tile-gpu"], compiled.asm["ptx"]
     assert compiled.metadata.n_regs is not None, "ptxas did not report"
     assert compiled.metadata.n_spills == 0, compiled.metadata.resources
+    assert "injected" not in compiled.metadata.resources["ptxas_output"]
     assert "tma_fallback" not in gpu and "ttng.tma_load" not in gpu
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
     for body in re.findall(r"scf\.for .*?scf\.yield", gpu, re.S):

@@ -116,6 +116,9 @@ def lower_warp_group_dot(lw, op) -> None:
     instr_n, instr_k = enc.instr_shape[1], enc.instr_shape[2]
     c = lw.get(op.c)
     acc = list(c.vals) if isinstance(c, TVal) else [c] * layout.num_regs
+    # a constant accumulator (a dot's zero init) is copied into each instruction's registers: through
+    # the fence, so the copies come before it and not between wgmmas (ptxas would wait between them)
+    fence_acc = acc if all(isinstance(v, ir.Constant) for v in acc) else []
     regs = {coords: r for r, coords in enumerate(layout.all_reg_coords())}
     origins = sorted(cd for cd in regs if cd[0] % 16 == 0 and cd[1] % instr_n == 0)
     a_in_registers = not isinstance(op.a.type, MemDescType)
@@ -127,13 +130,15 @@ def lower_warp_group_dot(lw, op) -> None:
         a_regs = _a_fragments(lw, lw.get(op.a), origins, op.a.type.shape[1], instr_k)
         text = _instruction(instr_n, instr_k, acc_type, ab, None, b_terms.mn_major)
         # the fence after the last write of A's registers: `_fence` ties them to it
-        a_regs = _fence(lw, a_regs)
+        a_regs, fenced = _fence(lw, a_regs, fence_acc)
     else:
         a_tile = lw.get(op.a)
         a_terms = descriptor_terms(a_tile.type, 0)
         a_base = _base_descriptor(lw, a_tile, a_terms, _group_origin(lw, layout, 0))
         text = _instruction(instr_n, instr_k, acc_type, ab, a_terms.mn_major, b_terms.mn_major)
-        _fence(lw, {})
+        _, fenced = _fence(lw, {}, fence_acc)
+    if fence_acc:
+        acc = fenced
     for k0 in range(0, op.a.type.shape[1], instr_k):
         for m0, n0 in origins:
             slots = [regs[(m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))]
@@ -181,20 +186,23 @@ def _pack_pair(lw, halves: list) -> ir.Value:
     return _pack_halves(lw, halves)[0]
 
 
-def _fence(lw, a_regs: dict) -> dict:
-    """`wgmma.fence`, taking and returning the A registers (where A comes from registers), so that
-    LLVM computes them before it: a register written between the fence and the wgmma reading it makes
-    ptxas serialize the warp group (info C7519)."""
+def _fence(lw, a_regs: dict, acc: list = ()) -> tuple[dict, list]:
+    """`wgmma.fence`, taking and returning the A registers (where A comes from registers) and the
+    accumulators `acc` (a constant init), so that LLVM computes them before it: a register written
+    between the fence and the wgmma reading it makes ptxas serialize the warp group (info C7519)."""
     words = [w for frag in a_regs.values() for w in frag]
-    if not words:
+    if not words and not acc:
         lw.asm("wgmma.fence.sync.aligned;", "", ir.VoidType(), [], side_effect=True)
-        return a_regs
-    count = len(words)
-    constraints = ",".join(["=r"] * count + [str(i) for i in range(count)])
-    out = lw.asm("wgmma.fence.sync.aligned;", constraints, ir.LiteralStructType([I32] * count),
-                 words, side_effect=True)
+        return a_regs, []
+    values = words + list(acc)
+    count = len(values)
+    kinds = ["r" if v.type == I32 else "f" if v.type == F32 else "h" for v in values]
+    constraints = ",".join([f"={k}" for k in kinds] + [str(i) for i in range(count)])
+    out = lw.asm("wgmma.fence.sync.aligned;", constraints,
+                 ir.LiteralStructType([v.type for v in values]), values, side_effect=True)
     flat = iter(lw.builder.extract_value(out, i) for i in range(count))
-    return {key: [next(flat) for _ in frag] for key, frag in a_regs.items()}
+    fenced = {key: [next(flat) for _ in frag] for key, frag in a_regs.items()}
+    return fenced, [next(flat) for _ in acc]
 
 
 def _instruction(n: int, k: int, acc: str, ab: str, trans_a: bool | None, trans_b: bool) -> str:

@@ -1,5 +1,5 @@
-"""Tutorial 06's forward with in-kernel tensor descriptors on sm_90a's TMA (the pointers specialized as
-16-byte aligned, as a launch specializes them): every tile reaches wgmma straight from the shared
+"""Tutorial 06's forward with in-kernel tensor descriptors on sm_90a's TMA (the pointers specialized
+as 16-byte aligned, as a launch specializes them): every tile reaches wgmma straight from the shared
 tile TMA wrote. Before, Q and the causal on-band loop's K and V went shared -> registers -> shared
 (B's `#dot_op` fragments hold the whole tile in every warp), and ptxas spilled the causal configs
 (356, 1220 and 2268 bytes at head dim 64). Compiled and assembled by ptxas, and run on the CPU

@@ -48,7 +48,7 @@ def asm_body(asm: str, ret: str, arg_types: tuple) -> str:
         return "  call void @emu_wgmma_commit()\n  ret void\n}"
     if ret == "void":
         return "  ret void\n}"
-    if op.startswith("wgmma.fence"):  # takes and returns A's words and a constant C: they pass through
+    if op.startswith("wgmma.fence"):  # takes and returns A's words and a constant C: passed through
         acc = "undef"
         lines = []
         for i, t in enumerate(arg_types):

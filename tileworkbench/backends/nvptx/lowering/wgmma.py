@@ -116,8 +116,8 @@ def lower_warp_group_dot(lw, op) -> None:
     instr_n, instr_k = enc.instr_shape[1], enc.instr_shape[2]
     c = lw.get(op.c)
     acc = list(c.vals) if isinstance(c, TVal) else [c] * layout.num_regs
-    # a constant accumulator (a dot's zero init) is copied into each instruction's registers: through
-    # the fence, so the copies come before it and not between wgmmas (ptxas would wait between them)
+    # a constant accumulator (a dot's zero init) is copied into each instruction's registers:
+    # through the fence, so the copies come before it, not between wgmmas (ptxas waits there)
     fence_acc = acc if all(isinstance(v, ir.Constant) for v in acc) else []
     regs = {coords: r for r, coords in enumerate(layout.all_reg_coords())}
     origins = sorted(cd for cd in regs if cd[0] % 16 == 0 and cd[1] % instr_n == 0)

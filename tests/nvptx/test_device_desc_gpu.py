@@ -124,9 +124,9 @@ def test_no_allocator_is_a_clear_error(cp):
 
 
 def test_warm_launches_take_the_fast_path_with_fresh_scratch(cp, monkeypatch):
-    """After the first launch, launches of a kernel with global scratch skip the full path: each asks
-    the allocator for its grid's scratch on CuPy's stream, and the results are right for new data
-    (ragged persistent matmul tiles, outputs poisoned)."""
+    """After the first launch, launches of a kernel with global scratch skip the full path: each
+    asks the allocator for its grid's scratch on CuPy's stream, and the results are right for new
+    data (ragged persistent matmul tiles, outputs poisoned)."""
     from tileworkbench.runtime import jit
 
     full_runs, sizes = [], []

@@ -1,9 +1,9 @@
-"""The epilogue's staging tile over the dead TMA rings (passes/shared_reuse.py): a descriptor matmul's
-TMA store (host descriptors and descriptors made in the kernel) and a pointer epilogue's staging tile
-take no shared memory beside the rings, so 128x128x64 fp16 at 3 stages fits two blocks per SM on
-sm_90a. Checked on the plan and the PTX order (copies awaited, wgmma retired, a fence and a barrier
-before the tile is written; the engine done reading it before anything reuses it), and by emulated
-persistent runs whose next tiles refill the rings under the previous tile's staging tile."""
+"""The epilogue's staging tile over the dead TMA rings (passes/shared_reuse.py): a descriptor
+matmul's TMA store (host descriptors and descriptors made in the kernel) and a pointer epilogue's
+staging tile take no shared memory beside the rings, so 128x128x64 fp16 at 3 stages fits two blocks
+per SM on sm_90a. Checked on the plan and the PTX order (copies awaited, wgmma retired, a fence and
+a barrier before the tile is written; the engine done reading it before anything reuses it), and by
+emulated persistent runs whose next tiles refill the rings under the last tile's staging tile."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tileworkbench.frontend import ArgSpec
 from tileworkbench.workbench.resources import limits_for, occupancy
 
 RNG = np.random.default_rng(2026)
-TILE_ALIGN = 1024  # each ring's and tile's room for the run-time 1024-byte alignment (lowering/tma.py)
+TILE_ALIGN = 1024  # each ring's and tile's room for the run-time alignment (lowering/tma.py)
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +49,8 @@ def _dynamic(plan, use):
 
 
 @pytest.mark.parametrize("make", [_host, _in_kernel], ids=["host", "in-kernel"])
-@pytest.mark.parametrize("config, blocks_per_sm", [((128, 128, 64, 4, 3), 2), ((128, 256, 64, 8, 3), 1)],
+@pytest.mark.parametrize("config, blocks_per_sm",
+                         [((128, 128, 64, 4, 3), 2), ((128, 256, 64, 8, 3), 1)],
                          ids=["128x128x64-4w-3s", "128x256x64-8w-3s"])
 def test_store_staging_lies_over_the_rings(make, config, blocks_per_sm):
     bm, bn, bk, warps, stages = config
@@ -67,10 +68,10 @@ def test_store_staging_lies_over_the_rings(make, config, blocks_per_sm):
 
 
 def test_epilogue_waits_for_the_rings_and_the_engine():
-    """In the PTX after the k loop: the last wgmma retired (wait_group 0), a proxy fence and a barrier,
-    the tile written, a fence and a barrier, the store issued, and its issuing thread waits until the
-    engine has read the tile (the next writer over the rings, a persistent kernel's next copies, is
-    that same thread, after a barrier)."""
+    """In the PTX after the k loop: the last wgmma retired (wait_group 0), a proxy fence and a
+    barrier, the tile written, a fence and a barrier, the store issued, and its issuing thread waits
+    until the engine has read the tile (the next writer over the rings, a persistent kernel's next
+    copies, is that same thread, after a barrier)."""
     ptx = _host(128, 256, 64, 8, 3).asm["ptx"]
     tail = ptx[ptx.index("wgmma.wait_group.sync.aligned 0"):]
     steps = ["wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta", "bar.sync",
@@ -112,7 +113,7 @@ def _poisoned_and_reference(m, n, k, out_dtype):
 
 
 def _rings_only(emu) -> bool:
-    """Whether the emulated kernel's shared memory is its two rings alone (the staging over them)."""
+    """Whether the emulated kernel's shared memory is its two rings alone (staging over them)."""
     return emu.smem_size <= 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)
 
 

@@ -113,8 +113,8 @@ def tma_matmul_bt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
 def tma_persistent_matmul_to_pointers(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr,
                                       BN: tl.constexpr, BK: tl.constexpr, PROGRAMS: tl.constexpr):
     """A persistent matmul on host descriptors whose result goes out through plain pointers (masked
-    at the edges): the epilogue's staging tile of the pointer path lies over the TMA rings, which the
-    next tile's copies refill (passes/shared_reuse.py)."""
+    at the edges): the epilogue's staging tile of the pointer path lies over the TMA rings, which
+    the next tile's copies refill (passes/shared_reuse.py)."""
     tiles_n = tl.cdiv(N, BN)
     for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS):
         row = (tile // tiles_n) * BM

@@ -1,8 +1,8 @@
-"""Kernels with global scratch (tensor maps made in the kernel, sm_90a) take the warm launch path, without
-a GPU: the CUDA kernel is test_warm_launch's recording stand-in. Each warm launch asks the allocator for
-its grid's scratch on the launch's stream and packs the address as the hidden last parameter, after the
-same values the full path packs; without an allocator the warm path leaves the launch to the full path,
-which gives Triton's error."""
+"""Kernels with global scratch (tensor maps made in the kernel, sm_90a) take the warm launch path,
+without a GPU: the CUDA kernel is test_warm_launch's recording stand-in. Each warm launch asks the
+allocator for its grid's scratch on the launch's stream and packs the address as the hidden last
+parameter, after the same values the full path packs; without an allocator the warm path leaves the
+launch to the full path, which gives Triton's error."""
 
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ from tileworkbench.runtime import compiler as compiler_module
 
 @tw.jit
 def scratch_copy(src_ptr, dst_ptr, M, N, stride, factor, BM: tl.constexpr, BN: tl.constexpr):
-    """dst = src * factor through descriptors made here (two maps: 256 bytes of scratch a program)."""
-    src = tl.make_tensor_descriptor(src_ptr, shape=[M, N], strides=[stride, 1], block_shape=[BM, BN])
-    dst = tl.make_tensor_descriptor(dst_ptr, shape=[M, N], strides=[stride, 1], block_shape=[BM, BN])
+    """dst = src * factor through descriptors made here (two maps: 256 bytes of scratch each)."""
+    src = tl.make_tensor_descriptor(src_ptr, shape=[M, N], strides=[stride, 1],
+                                    block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(dst_ptr, shape=[M, N], strides=[stride, 1],
+                                    block_shape=[BM, BN])
     row = tl.program_id(0) * BM
     col = tl.program_id(1) * BN
     dst.store([row, col], src.load([row, col]) * factor)
@@ -64,7 +66,7 @@ def fake_hopper(monkeypatch):
 
 @pytest.fixture
 def allocations():
-    """An allocator that records (size, alignment, stream) and hands out a fresh buffer each time."""
+    """An allocator that records (size, alignment, stream) and gives a fresh buffer each time."""
     calls, rng = [], np.random.default_rng()
 
     def allocator(size, align, stream):
@@ -94,7 +96,8 @@ def test_warm_launch_asks_the_allocator_and_packs_the_scratch_last(fake_hopper, 
     assert per_program == 256 and fake_hopper == ["scratch_copy"]
     cuda = _cuda(compiled)
     full = cuda.launches[-1][1]
-    assert allocations[-1][:3] == (8 * per_program, 128, 0) and full[-1] == allocations[-1][3].address
+    assert allocations[-1][:3] == (8 * per_program, 128, 0)
+    assert full[-1] == allocations[-1][3].address
     for grid in [(4, 2), (3, 5, 2), (7,)]:
         again = scratch_copy[grid](*args, **consts)
         assert again is compiled and fake_hopper == ["scratch_copy"]  # warm: no second full run

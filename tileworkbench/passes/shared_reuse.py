@@ -1,17 +1,18 @@
-"""Which shared-memory tiles may share space: a tile written after the last use of every earlier tile
-in its block (the epilogue's staging tile after a pipelined loop: a `ttg.local_alloc` that stores its
-source, or the tile a `ttng.tma_store` writes and the copy engine reads) may start at offset 0, over
-the loop's rings, instead of after them. The rings are dead there: every copy into them is complete
-(`ttg.async_wait {num = 0}` after a `cp.async` loop; a TMA ring's copies are each awaited by their own
-iteration, and none is issued after the loop) and every wgmma that read them is retired (the last
-`ttng.warp_group_dot_wait` before the tile has `pendings = 0`); the tile's store follows a barrier.
+"""Which shared-memory tiles may share space: a tile written after the last use of every earlier
+tile in its block (the epilogue's staging tile after a pipelined loop: a `ttg.local_alloc` that
+stores its source, or the tile a `ttng.tma_store` writes and the copy engine reads) may start at
+offset 0, over the loop's rings, instead of after them. The rings are dead there: every copy into
+them is complete (`ttg.async_wait {num = 0}` after a `cp.async` loop; a TMA ring's copies are each
+awaited by their own iteration, and none is issued after the loop) and every wgmma that read them
+is retired (the last `ttng.warp_group_dot_wait` before the tile has `pendings = 0`); the tile's
+store follows a barrier.
 
 The block may be the kernel's top level or a loop body (a persistent kernel's tile loop: rings, inner
 k loop, then the epilogue, per tile); in a loop body every earlier tile must be a ring allocated in
 that body, and the next iteration's writes over the staging tile wait at a barrier: `local_alloc`
 stores take one in loops, `pipeline` puts one before a nested loop's first copies
-(`needs_barrier_before_copies`), a TMA ring's first copies take one, and a TMA store's issuing thread
-waits until the engine has read the tile (`wait_group.read`). Used by the NVPTX lowering's
+(`needs_barrier_before_copies`), a TMA ring's first copies take one, and a TMA store's issuing
+thread waits until the engine has read the tile (`wait_group.read`). Used by the NVPTX lowering's
 shared-memory layout and by `pipeline` to size its rings.
 """
 
@@ -64,9 +65,9 @@ def reuses_earlier_space(func: tt.FuncOp, tile_op: Op, becoming_rings=None) -> b
 
 
 def _async_work_done(func: tt.FuncOp, tile_op: Op) -> bool:
-    """Whether no asynchronous reader or writer of shared memory may still run at `tile_op`: after the
-    last `cp.async` copy before it comes a `ttg.async_wait {num = 0}`, and after the last wgmma a
-    `ttng.warp_group_dot_wait {pendings = 0}` (walk order; loops before their successors)."""
+    """Whether no asynchronous reader or writer of shared memory may still run at `tile_op`: after
+    the last `cp.async` copy before it comes a `ttg.async_wait {num = 0}`, and after the last wgmma
+    a `ttng.warp_group_dot_wait {pendings = 0}` (walk order; loops before their successors)."""
     copy_done = wgmma_done = True
     for op in func.walk():
         if op is tile_op:

@@ -407,9 +407,9 @@ class JITFunction:
 
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
         """File `kernel` for the warm path under this call's binder key, when the warm path can launch
-        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise.
-        A kernel with global scratch takes it too: each warm launch calls the allocator, as Triton's
-        launcher does (`_FastLaunch.scratch`)."""
+        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted
+        bitwise. A kernel with global scratch takes it too: each warm launch calls the allocator,
+        as Triton's launcher does (`_FastLaunch.scratch`)."""
         from .binder import NotFast, make_binder, make_launcher, register_array_types
 
         if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
@@ -588,7 +588,7 @@ class _BoundKernel:
         if self.descriptors:
             args = [part for name in self.names for part in
                     (self._flatten(name, bound[name]) if name in self.descriptors else [bound[name]])]
-        if self.scratch_bytes and min(grid) > 0:  # (an empty grid launches nothing; a bad one raises)
+        if self.scratch_bytes and min(grid) > 0:  # an empty grid launches nothing, a bad one raises
             args = [*args, self._scratch_address(grid, args, stream)]
         if self.checks is not None:
             self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded

@@ -185,15 +185,13 @@ def _matmul_inputs(m, n, k):
 
 
 def probe_matmul(m, n, k, blocks, stages: int, warps: int, mode: str) -> None:
-    """mode: "device" (in-kernel descriptors), "host" (TensorDescriptor arguments), "triton"."""
+    """mode: "device" (in-kernel descriptors) or "host" (TensorDescriptor arguments)."""
     import torch
 
     a, b, c, want = _matmul_inputs(m, n, k)
     bm, bn, bk = blocks
     grid = (-(-m // bm), -(-n // bn))
-    if mode == "triton":
-        launch, compiled = _triton_matmul(a, b, c, blocks, stages, warps)
-    elif mode == "host":
+    if mode == "host":
         from tma_kernels import tma_matmul
 
         from tileworkbench.tools.tensor_descriptor import TensorDescriptor
@@ -216,9 +214,7 @@ def probe_matmul(m, n, k, blocks, stages: int, warps: int, mode: str) -> None:
         compiled = launch()
     torch.cuda.synchronize()
     err = rel_err(c.cpu().numpy(), want)
-    text = compiled if mode == "triton" else facts(compiled, True, mode == "device")
-    if mode != "triton":
-        text += "; " + _kernel_facts(compiled, warps)
+    text = facts(compiled, True, mode == "device") + "; " + _kernel_facts(compiled, warps)
     row(f"matmul {m}x{n}x{k} {blocks} st{stages} w{warps} {mode}", err <= 2e-2, err, text)
 
 
@@ -245,50 +241,6 @@ def probe_persistent(m, n, k, blocks, stages: int, warps: int) -> None:
     err = max(err, rel_err(c.cpu().numpy(), want))
     row(f"persistent matmul {m}x{n}x{k} {blocks} st{stages} w{warps} device", err <= 2e-2, err,
         facts(compiled, True) + "; " + _kernel_facts(compiled, warps))
-
-
-def _triton_matmul(a, b, c, blocks, stages, warps):
-    import torch
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def triton_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                           BK: tl.constexpr):
-        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
-                                           block_shape=[BM, BK])
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
-                                           block_shape=[BK, BN])
-        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
-                                           block_shape=[BM, BN])
-        row = tl.program_id(0) * BM
-        col = tl.program_id(1) * BN
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K, BK):
-            acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
-        c_desc.store([row, col], acc.to(tl.float16))
-
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
-                                                                 device="cuda"))
-    m, k = a.shape
-    n = b.shape[1]
-    bm, bn, bk = blocks
-    grid = (-(-m // bm), -(-n // bn))
-
-    def launch():
-        return triton_desc_matmul[grid](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, num_warps=warps,
-                                        num_stages=stages)
-    kernel = launch()
-    sass = ""
-    try:
-        sass = kernel.asm.get("sass", "")
-    except Exception:  # noqa: BLE001
-        pass
-    text = f"triton {triton.__version__}"
-    if sass:
-        text += (f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')} "
-                 f"HGMMA {sass.count('HGMMA')}")
-    return launch, text
 
 
 # -- paired timing: ours (host and in-kernel descriptors) against Triton's, one run --------------

@@ -9,7 +9,9 @@ phase bit is a local that flips at each use, which O3 turns into a loop-carried 
 the tile into the result's layout (`ldmatrix` for an `mma` operand), or, for `tma_wait`, hands the
 slot itself to wgmma. A store: every thread writes its part of the tile, `fence.proxy.async` makes
 those writes visible to the copy engine, a barrier, then thread 0 issues the copies and waits until
-the engine has read the tile (`wait_group.read`) before it may be reused.
+the engine has read the tile (`wait_group.read`) before it may be reused. The store's tile lies over
+the rings of the loop before it where they are dead (`passes/shared_reuse.py`, placed by
+`assign_shared_offsets`; a fence and a barrier come first), else in the scratch.
 
 Tiles live at addresses aligned to 1024 bytes, which the swizzle patterns repeat on (the scratch
 offset is rounded up at run time, `_align_up`), so TMA's address-based swizzle equals the tile's

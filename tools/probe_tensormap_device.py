@@ -293,7 +293,7 @@ def _triton_kernels():
 
 
 def _paired_contenders(config, a, b, c):
-    """name -> (launch, compiled kernel's facts) at one config; every launch writes c."""
+    """name -> launch (returning the compiled kernel) at one config; every launch writes c."""
     import torch
     import triton
     from device_desc_kernels import device_desc_matmul, device_desc_persistent_matmul

@@ -355,7 +355,18 @@ class JITFunction:
             grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
         if stream is None:
             stream = entry.stream()
-        if entry.cuda.launch_values(grid3, values if entry.pick is None else entry.pick(values), stream):
+        if entry.pick is not None:
+            values = entry.pick(values)
+        if entry.scratch is not None:  # this launch's global scratch, from the allocator
+            from .launcher import _stream_address
+
+            try:
+                if min(grid3) <= 0:
+                    return None  # an empty grid launches nothing (the full path), or is an error
+                values = (*values, entry.scratch(*grid3, _stream_address(stream)))
+            except Exception:
+                return None  # the full path explains (no allocator, a bad grid, ...)
+        if entry.cuda.launch_values(grid3, values, stream):
             return entry.compiled
         return None
 
@@ -396,11 +407,12 @@ class JITFunction:
 
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
         """File `kernel` for the warm path under this call's binder key, when the warm path can launch
-        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise."""
+        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted
+        bitwise. A kernel with global scratch takes it too: each warm launch calls the allocator,
+        as Triton's launcher does (`_FastLaunch.scratch`)."""
         from .binder import NotFast, make_binder, make_launcher, register_array_types
 
-        if (self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors
-                or kernel.scratch_bytes):  # scratch: each launch calls the allocator
+        if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
             return
         if kernel.checks is not None:
             return  # debug mode: each launch synchronizes and reads the error buffer (full path)
@@ -551,17 +563,24 @@ class _BoundKernel:
 
     def _scratch_address(self, grid, args: list, stream) -> int:
         """This launch's global scratch from the allocator (runtime/allocation.py), as an address."""
-        from .allocation import launch_scratch
         from .launcher import _stream_address, torch_stream
 
-        md = self.compiled.launch_metadata
         if stream is None:
             stream = torch_stream(args)
         if stream is None and hasattr(self.cuda, "current_stream_address"):
             stream = self.cuda.current_stream_address()
         handle = stream if stream is None or isinstance(stream, int) else _stream_address(stream)
+        return self.scratch_for(*grid, handle)
+
+    def scratch_for(self, gx: int, gy: int, gz: int, stream: int | None) -> int:
+        """The address of a launch's global scratch for a grid of gx x gy x gz programs on stream
+        handle `stream`, from the allocator; the buffer is held until the next launch (the warm
+        path calls this too)."""
+        from .allocation import launch_scratch
+
+        md = self.compiled.launch_metadata
         self.scratch, address = launch_scratch(md.name, self.scratch_bytes, md.global_scratch_align,
-                                               tuple(grid), handle)
+                                               (gx, gy, gz), stream)
         return address
 
     def launch(self, grid: tuple[int, int, int], bound: dict, stream=None) -> None:
@@ -569,7 +588,7 @@ class _BoundKernel:
         if self.descriptors:
             args = [part for name in self.names for part in
                     (self._flatten(name, bound[name]) if name in self.descriptors else [bound[name]])]
-        if self.scratch_bytes:
+        if self.scratch_bytes and min(grid) > 0:  # an empty grid launches nothing, a bad one raises
             args = [*args, self._scratch_address(grid, args, stream)]
         if self.checks is not None:
             self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
@@ -587,7 +606,7 @@ class _FastLaunch:
     Other threads take `launch_values`, which locks the kernel's shared block."""
 
     __slots__ = ("compiled", "cuda", "pick", "globals", "stream", "launch", "function", "threads", "shared",
-                 "max_x", "max_y", "max_z", "pack", "block", "buffer", "params", "owner")
+                 "max_x", "max_y", "max_z", "pack", "block", "buffer", "params", "owner", "scratch")
 
     def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int, torch_stream=None):
         self.compiled = kernel.compiled
@@ -600,6 +619,12 @@ class _FastLaunch:
             self.pick = lambda values: (values[index],)
         else:
             self.pick = operator.itemgetter(*positions) if positions else (lambda values: ())
+        # a kernel with global scratch (in-kernel tensor maps): `scratch(gx, gy, gz, stream handle)`
+        # gives each launch's buffer address, the hidden last parameter. The launcher appends it
+        # where `pick` is set, so such a kernel always has one: the plain case stays branch-free
+        self.scratch = kernel.scratch_for if kernel.scratch_bytes else None
+        if self.scratch is not None and self.pick is None:
+            self.pick = _same_values
         # the stream launches go to: torch's current one where the arguments are torch tensors, else CuPy's
         self.stream = torch_stream or kernel.cuda.current_stream_address
         self.launch, self.function, self.threads, self.shared, max_grid, params = kernel.cuda.launch_parts()
@@ -608,6 +633,10 @@ class _FastLaunch:
         self.block = params.new_block()
         self.buffer, self.params = self.block.buffer, self.block.params_address
         self.owner = threading.get_ident()
+
+
+def _same_values(values: tuple) -> tuple:
+    return values
 
 
 _MISSING = object()

@@ -283,10 +283,11 @@ class Lowering:
     def barrier(self) -> None:
         self.hooks.barrier(self)
 
-    def barrier_before_shared(self) -> None:
+    def barrier_before_shared(self, always: bool = False) -> None:
         """The barrier that keeps a new use of shared memory from overwriting data other threads may
-        still read from the last use; not needed before the first use outside loops."""
-        if self._shared_used or self.loop_depth:
+        still read from the last use; not needed before the first use outside loops, unless
+        `always` (the use lies over tiles that other threads used, e.g. a pipeline's rings)."""
+        if self._shared_used or self.loop_depth or always:
             self.barrier()
         self._shared_used = True
 

@@ -55,6 +55,9 @@ BY_DESIGN = {
     ("gpu", r"^test_poison_return$"): "Triton stores `ub.poison` (an undefined value) returned by a "
     "function that returns nothing on the path taken; tileworkbench refuses to store None at compile "
     "time, with the line, instead of writing garbage",
+    **{(mode, r"^test_override_arch\[.*-sm70\]$"): "the NVPTX back end compiles for sm_80 and newer; "
+       "arch='sm70' is refused with an error naming the kernel and the architectures it has "
+       "(tests/nvptx/test_target_options.py)" for mode in ("gpu", "compile")},
 }
 
 

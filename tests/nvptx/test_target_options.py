@@ -234,6 +234,19 @@ def test_targets_without_architectures_ignore_arch(target):
     assert np.max(np.abs(got - np.exp2(x.astype(np.float64))) / np.exp2(x.astype(np.float64))) < 2.0 ** -20
 
 
+def test_num_ctas_above_one_needs_hopper(gpu_target, monkeypatch):
+    """Triton's rule (a ValueError); where allowed, num_ctas is accepted and ignored (one CTA)."""
+    from tileworkbench.errors import TargetOptionError
+
+    x = np.zeros(128, np.float32)
+    with pytest.raises(TargetOptionError, match=r"exp2_kernel: num_ctas > 1 requires NVIDIA SM90\+ "
+                                                r"\(Hopper\); the target is sm_80"):
+        exp2_kernel.warmup(x, x, 128, BLOCK=128, grid=(1,), arch="sm80", num_ctas=2)
+    assert issubclass(TargetOptionError, ValueError)
+    assert exp2_kernel.warmup(x, x, 128, BLOCK=128, grid=(1,), arch="sm80", num_ctas=1)
+    assert exp2_kernel.warmup(x, x, 128, BLOCK=128, grid=(1,), num_ctas=2).metadata.target == "sm_90a"
+
+
 # -- config.default_fp_fusion (Triton's knobs.language.default_fp_fusion) --------------------------
 
 

@@ -132,9 +132,13 @@ class Backend:
         ("sm90", "sm_90a"); backends without architectures ignore it (as Triton's interpreter does).
 
         Raises:
-            OptionError: `arch` is not one of this backend's architectures.
+            TargetOptionError: `arch` is not one of this backend's architectures.
         """
         return self.target
+
+    def check_num_ctas(self, target: str, num_ctas: int) -> None:
+        """Raise TargetOptionError if Triton's `num_ctas` launch option (accepted and ignored: one
+        CTA per program) is one that Triton refuses for `target`."""
 
     def triton_target(self, target: str) -> str | None:
         """Triton's name of `target` (resolved) as its TTGIR's `ttg.target` shows it ("cuda:90");

@@ -383,6 +383,8 @@ class JITFunction:
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
         target = self._target(arch)
+        if kwargs.get("num_ctas", 1) != 1 and "num_ctas" not in self.signature.parameters:
+            self._check(backend_for(target).check_num_ctas, target, kwargs["num_ctas"])
         num_warps = num_warps or 4
         num_stages = num_stages or 3
         fp_fusion = config.default_fp_fusion if fp_fusion is None else bool(fp_fusion)
@@ -414,16 +416,17 @@ class JITFunction:
         arch = arch or config.override_arch
         if not arch:
             return target
-        try:
-            return backend_for(target).arch_target(arch)
-        except OptionError as error:
-            raise OptionError(f"{self.fn.__name__}: {error}") from None
+        return self._check(backend_for(target).arch_target, arch)
 
     def _target_options(self, maxnreg, reflect_ftz) -> TargetOptions:
+        return self._check(TargetOptions, maxnreg, True if reflect_ftz is None else bool(reflect_ftz))
+
+    def _check(self, check: Callable, *args):
+        """`check(*args)`, its OptionError naming this kernel."""
         try:
-            return TargetOptions(maxnreg, True if reflect_ftz is None else bool(reflect_ftz))
+            return check(*args)
         except OptionError as error:
-            raise OptionError(f"{self.fn.__name__}: {error}") from None
+            raise type(error)(f"{self.fn.__name__}: {error}") from None
 
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
         """File `kernel` for the warm path under this call's binder key, when the warm path can launch

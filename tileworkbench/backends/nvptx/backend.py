@@ -45,7 +45,7 @@ class NvptxBackend(Backend):
     def arch_target(self, arch) -> str:
         """Triton's spelling "sm90" (or ours, "sm_90a") -> the arch we compile for: its arch-specific
         form where we use one, as for a GPU of that capability ("sm90" -> "sm_90a", Triton's too)."""
-        from ...errors import OptionError
+        from ...errors import TargetOptionError
         from .codegen import native_arch
 
         text = str(arch).strip()
@@ -58,8 +58,18 @@ class NvptxBackend(Backend):
                 return plain
         known = sorted({a.rstrip("a").replace("_", "") for a in self.architectures()},
                        key=lambda a: int(a[2:]))
-        raise OptionError(f"arch={arch!r} is not an architecture the NVPTX back end compiles for; use "
+        raise TargetOptionError(f"arch={arch!r} is not an architecture the NVPTX back end compiles for; use "
                           f"one of {', '.join(known)} (Triton's spelling) or {', '.join(self.architectures())}")
+
+    def check_num_ctas(self, target, num_ctas) -> None:
+        """Triton's rule: clusters of num_ctas > 1 CTAs need sm_90+. (Where allowed, one CTA per
+        program here: the option is accepted and ignored.)"""
+        from ...errors import TargetOptionError
+        from .codegen import sm_number
+
+        if num_ctas > 1 and sm_number(target) < 90:
+            raise TargetOptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is "
+                                    f"{target}: use num_ctas=1 or an sm_90+ target")
 
     def triton_target(self, target) -> str:
         from .codegen import sm_number

@@ -179,6 +179,26 @@ def test_exp2_subnormal_results_follow_reflect_ftz(ftz, target):
         assert np.count_nonzero(got[subnormal]) > 0.9 * np.count_nonzero(want[subnormal] >= 2.0 ** -149)
 
 
+@pytest.mark.parametrize("ftz", [True, False])
+def test_exp2_subnormals_on_the_emulated_gpu(ftz):
+    """The NVPTX lowering's own PTX forms, run by the host emulator (one host thread per GPU thread)."""
+    from cpu_emulator import Emulator
+
+    n = 256
+    x = np.random.default_rng().uniform(-152.0, -100.0, n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    emulator = Emulator(exp2_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
+                        {"BLOCK": 128}, num_warps=1, reflect_ftz=ftz)
+    emulator.launch((2,), x, out, n)
+    want = np.exp2(x.astype(np.float64))
+    subnormal = want < 2.0 ** -126
+    assert np.max(np.abs(out - want)[~subnormal] / want[~subnormal]) < 2.0 ** -20
+    if ftz:
+        assert np.all(out[subnormal] == 0.0)
+    else:
+        assert np.max(np.abs(out - want)[subnormal]) <= 2.0 ** -149
+
+
 # -- arch= and the override-arch setting -----------------------------------------------------------
 
 

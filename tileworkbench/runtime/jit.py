@@ -394,11 +394,13 @@ class JITFunction:
             key += ("debug",)
         kernel = self.cache.get(key)
         if kernel is None or not kernel.globals_unchanged():
-            # a warmup compiles without loading where the target cannot launch (no GPU visible)
-            load = not warmup or backend_for(target).available()
+            # a warmup compiles without loading, as Triton's: it needs no GPU, and a kernel for
+            # another architecture (arch="sm80" on an H200) would not load
             kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion, debug,
-                                   target_options, load)
+                                   target_options, load=not warmup)
             self.cache[key] = kernel
+        if kernel.cuda is None and not warmup:
+            kernel.cuda = kernel._load()
         if kernel.cuda is not None:
             self._file_fast(kernel, args, kwargs, options)
         if warmup:
@@ -571,8 +573,7 @@ class _BoundKernel:
             self.checks = DebugChecks(md.debug_checks, md.name, self.flat_names)
             kinds, names = kinds + self.checks.hidden_kinds(), names + self.checks.hidden_names()
         # the backend's launcher (a CudaKernel on the GPU); the warm path takes those it can. Not
-        # loaded (None) for a `warmup` where the target cannot launch (sm_90a without a GPU): the
-        # first launch loads it
+        # loaded (None) for a `warmup`: the first launch loads it
         self._load = functools.partial(backend_for(md.target).load, compiled, kinds, names)
         self.cuda = self._load() if load else None
 

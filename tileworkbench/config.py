@@ -31,8 +31,8 @@ class Config:
     descriptors and accesses TMA can take are copied with `cp.async.bulk.tensor`, the rest with
     pointers; frontend/tma_rules.py);
     `TILEWORKBENCH_OVERRIDE_ARCH` (or Triton's `TRITON_OVERRIDE_ARCH`; Triton's
-    `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where the
-    launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
+    `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where
+    the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
     `TILEWORKBENCH_DEFAULT_FP_FUSION=0` makes `enable_fp_fusion` default to False (Triton's
     `knobs.language.default_fp_fusion`)."""
 
@@ -47,7 +47,8 @@ class Config:
     tma: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_TMA"))
     override_arch: str | None = field(default_factory=lambda: os.environ.get(
         "TILEWORKBENCH_OVERRIDE_ARCH") or os.environ.get("TRITON_OVERRIDE_ARCH") or None)
-    default_fp_fusion: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_DEFAULT_FP_FUSION"))
+    default_fp_fusion: bool = field(
+        default_factory=lambda: _flag_on("TILEWORKBENCH_DEFAULT_FP_FUSION"))
 
 
 config = Config()

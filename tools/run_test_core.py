@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ENV_VAR = "TRITON_TEST_CORE"
 DEFAULT_PATH = "/tmp/triton_tests/test_core.py"
-COMPILE_ARCH = ("sm_90a", (9, 0))  # `--mode compile`: the target kernels compile for, its capability
+COMPILE_ARCH = ("sm_90a", (9, 0))  # `--mode compile`: what kernels compile for, its capability
 
 # Cases where tileworkbench differs from Triton on purpose (DESIGN.md: do better than a Triton
 # limitation); counted apart from the failures. (mode, pattern on the test id) -> why.
@@ -55,8 +55,8 @@ BY_DESIGN = {
     ("gpu", r"^test_poison_return$"): "Triton stores `ub.poison` (an undefined value) returned by a "
     "function that returns nothing on the path taken; tileworkbench refuses to store None at compile "
     "time, with the line, instead of writing garbage",
-    **{(mode, r"^test_override_arch\[.*-sm70\]$"): "the NVPTX back end compiles for sm_80 and newer; "
-       "arch='sm70' is refused with an error naming the kernel and the architectures it has "
+    **{(mode, r"^test_override_arch\[.*-sm70\]$"): "the NVPTX back end compiles for sm_80 and "
+       "newer; arch='sm70' is refused with an error naming the kernel and the architectures it has "
        "(tests/nvptx/test_target_options.py)" for mode in ("gpu", "compile")},
 }
 
@@ -301,8 +301,8 @@ def install_triton(gpu: bool, compile_only: bool = False) -> list[str]:
     sys.meta_path.insert(0, TritonAlias(extra))
     exec_with_source()
     compile_stand_in = ["torch.cuda.get_device_capability/_name"] if compile_only else []
-    return [f"tl.{n}" for n in missing_fp8_stand_ins()] + jit_source_api() + ["exec of source text"] + \
-        compile_stand_in
+    return [f"tl.{n}" for n in missing_fp8_stand_ins()] + jit_source_api() + \
+        ["exec of source text"] + compile_stand_in
 
 
 # -- the pytest plugin: case limit, device fixture, timeout, counts -----------------------------------
@@ -313,7 +313,7 @@ class Counter:
                  reference: bool = False, functions: frozenset[str] = frozenset()):
         self.max_cases, self.gpu, self.timeout, self.shard = max_cases, gpu, timeout, shard
         self.reference, self.functions = reference, functions
-        self.compile_only = False  # `--mode compile`: tensors on the CPU, kernels compiled for the GPU
+        self.compile_only = False  # `--mode compile`: CPU tensors, kernels compiled for the GPU
         self.results: dict[str, dict] = {}
         self.collect_errors: list[str] = []
 
@@ -392,7 +392,8 @@ class Counter:
 
         saved = {field: getattr(config, field) for field in KNOBS.values()}
         try:
-            yield types.SimpleNamespace(**{group: KnobGroup(group) for group in ("language", "runtime")})
+            groups = {group: KnobGroup(group) for group in ("language", "runtime")}
+            yield types.SimpleNamespace(**groups)
         finally:
             for field, value in saved.items():
                 setattr(config, field, value)
@@ -588,7 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", nargs="?", default=os.environ.get(ENV_VAR, DEFAULT_PATH),
                         help=f"Triton's test_core.py (default: ${ENV_VAR} or {DEFAULT_PATH})")
-    parser.add_argument("--mode", choices=("interpreter", "gpu", "compile", "reference"), default=None,
+    parser.add_argument("--mode", choices=("interpreter", "gpu", "compile", "reference"),
+                        default=None,
                         help="interpreter, compiled on the GPU (default where one is visible), "
                         "compile: compiled for the GPU without one (compile-only cases), or "
                         "reference: Triton's own interpreter, from a Python with Triton installed")

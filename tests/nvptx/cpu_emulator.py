@@ -75,11 +75,13 @@ class Emulator:
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
                  wgmma: bool = False, shared_limit: int | None = None, tma: bool = False,
                  reflect_ftz: bool = True):
-        # reflect_ftz: exp2 in its flush-to-zero form (Triton's enable_reflect_ftz); tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map),
+        # reflect_ftz: exp2 in its flush-to-zero form (Triton's enable_reflect_ftz)
+        # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map),
         # and descriptors made in the kernel that fit build theirs (as on sm_90a)
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
                            tma=tma, device_tma=tma)[0]
-        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit, reflect_ftz)
+        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit,
+                    reflect_ftz)
 
     @classmethod
     def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,

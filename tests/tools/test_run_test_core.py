@@ -153,8 +153,8 @@ COMPILE_STAND_IN = textwrap.dedent('''
 
 
 def test_compile_mode_runs_compile_only_cases_without_a_gpu(tmp_path):
-    """`--mode compile`: `is_cuda()`, kernels compiled for the NVPTX back end on CPU tensors; Triton's
-    launch options (arch=, enable_reflect_ftz=, maxnreg=) and knobs (override_arch,
+    """`--mode compile`: `is_cuda()`, kernels compiled for the NVPTX back end on CPU tensors;
+    Triton's launch options (arch=, enable_reflect_ftz=, maxnreg=) and knobs (override_arch,
     default_fp_fusion, restored after each case) reach the compiler; a launch fails."""
     pytest.importorskip("torch")
     path = tmp_path / "test_core.py"
@@ -165,7 +165,8 @@ def test_compile_mode_runs_compile_only_cases_without_a_gpu(tmp_path):
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text())
-    assert result["counts"] == {"test_arch": {"passed": 4}, "test_ftz_option": {"passed": 2},
-                                "test_fusion_knob": {"passed": 1}, "test_knobs_restored": {"passed": 1},
-                                "test_launch": {"failed": 1}, "test_maxnreg_on_entry": {"passed": 1}}, \
-        {c: i for c, i in result["cases"].items() if i["outcome"] != "passed"}
+    want = {"test_arch": {"passed": 4}, "test_ftz_option": {"passed": 2},
+            "test_fusion_knob": {"passed": 1}, "test_knobs_restored": {"passed": 1},
+            "test_launch": {"failed": 1}, "test_maxnreg_on_entry": {"passed": 1}}
+    not_passed = [case for case, info in result["cases"].items() if info["outcome"] != "passed"]
+    assert result["counts"] == want, not_passed

@@ -28,8 +28,8 @@ class TargetOptions:
     """Compile options that only some backends read (Triton's CUDA options; others ignore them).
 
     Attributes:
-        maxnreg: the most 32-bit registers one thread may use (`.maxnreg N` on the kernel's `.entry`);
-            None: ptxas chooses.
+        maxnreg: the most 32-bit registers one thread may use (`.maxnreg N` on the kernel's
+            `.entry`); None: ptxas chooses.
         reflect_ftz: libdevice's `__nvvm_reflect("__CUDA_FTZ")` is 1 and approximate fp32 math takes
             its flush-to-zero forms (`ex2.approx.ftz.f32`); Triton's `enable_reflect_ftz`, on by
             default on CUDA.
@@ -43,7 +43,7 @@ class TargetOptions:
         if m is not None and (isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 255):
             from ..errors import OptionError
 
-            # PTX: at most 255 registers per thread (ptxas raises a smaller cap to what the ABI needs)
+            # PTX: at most 255 registers a thread (ptxas raises a smaller cap to what the ABI needs)
             raise OptionError(f"maxnreg must be an integer from 1 to 255 (registers per thread), "
                               f"got {m!r}")
 

@@ -220,7 +220,8 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     ignored, stay on the warm path), `more` surplus positional arguments. So do calls while
     `config.interpret`, `config.debug`, `config.override_arch` or `record.ACTIVE` is set (or
     `config.default_fp_fusion` is off: warm entries are keyed by the options given, not defaults),
-    and calls from a thread other than the entry's `owner` (only the owner writes the entry's parameter block, so no lock is needed).
+    and calls from a thread other than the entry's `owner` (only the owner writes the entry's
+    parameter block, so no lock is needed).
     """
     from .jit import BACKEND_OPTIONS
 

@@ -409,8 +409,8 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             cached = _from_cache(py_fn, entry, args, constexprs, debug)
             if cached is not None:
                 return cached
-    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, enable_fp_fusion, debug,
-                            options)
+    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
+                            enable_fp_fusion, debug, options)
     if key is not None:
         if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
             kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
@@ -468,7 +468,8 @@ def _host_tensor_maps(args: list[ArgSpec]) -> bool:
 
 
 def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
-                  tma: bool, device_tma: bool, options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
+                  tma: bool, device_tma: bool,
+                  options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
                                                       device_tma)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}

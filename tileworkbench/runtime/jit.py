@@ -301,8 +301,8 @@ class JITFunction:
             enable_reflect_ftz: bool | None = None, arch: str | None = None, **kwargs):
         """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel.
         `enable_fp_fusion` (default True, as Triton's; `config.default_fp_fusion`) lets float
-        `a * b + c` become one FMA. `debug` (default: the decorator's) compiles device asserts and, on
-        the GPU, bounds checks in. Triton's CUDA options: `maxnreg` caps registers per thread,
+        `a * b + c` become one FMA. `debug` (default: the decorator's) compiles device asserts and,
+        on the GPU, bounds checks in. Triton's CUDA options: `maxnreg` caps registers per thread,
         `enable_reflect_ftz` (default True) flushes subnormals in approximate math and libdevice,
         `arch` ("sm90", or `config.override_arch`) compiles for that architecture; targets without
         these notions (the interpreter, cpu) ignore them."""
@@ -421,7 +421,8 @@ class JITFunction:
         return self._check(backend_for(target).arch_target, arch)
 
     def _target_options(self, maxnreg, reflect_ftz) -> TargetOptions:
-        return self._check(TargetOptions, maxnreg, True if reflect_ftz is None else bool(reflect_ftz))
+        reflect_ftz = True if reflect_ftz is None else bool(reflect_ftz)
+        return self._check(TargetOptions, maxnreg, reflect_ftz)
 
     def _check(self, check: Callable, *args):
         """`check(*args)`, its OptionError naming this kernel."""
@@ -546,7 +547,8 @@ def _grid(grid, bound: dict) -> tuple[int, int, int]:
 class _BoundKernel:
     """A compiled kernel plus what it needs to launch: the runtime parameter names and the loaded module."""
 
-    def __init__(self, compiled: CompiledKernel, specs: list[ArgSpec], used_globals, load: bool = True):
+    def __init__(self, compiled: CompiledKernel, specs: list[ArgSpec], used_globals,
+                 load: bool = True):
         self.compiled = compiled
         self.names = [s.name for s in specs]
         # host tensor descriptors are several runtime parameters each (frontend/descriptor_args.py)
@@ -653,8 +655,8 @@ class _FastLaunch:
 
 
 _MISSING = object()
-_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream", "debug",
-                          "maxnreg", "enable_reflect_ftz", "arch"})
+_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream",
+                          "debug", "maxnreg", "enable_reflect_ftz", "arch"})
 _NO_OPTIONS = (None,) * len(record_module.LAUNCH_OPTIONS)  # a call that gives no launch option
 
 

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterator
 ACTIVE: list[list] = []
 OVERRIDES: list[dict] = []  # `%%tilekernel --sweep`: constexpr and launch-option values to impose
 # the launch options in the order of JITFunction.run's options tuple
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "enable_fp_fusion", "maxnreg", "enable_reflect_ftz", "arch")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "enable_fp_fusion", "maxnreg", "enable_reflect_ftz",
+                  "arch")
 
 
 @dataclass

@@ -49,7 +49,7 @@ def ttgir_module(triton_target: str | None, num_warps: int) -> str | None:
 
 
 def _in_module(module: str, text: str) -> str:
-    """`text` inside `module {` ... `}`, after its layout aliases (`#blocked = ...`), as Triton's."""
+    """`text` inside `module {` ... `}`, after its layout aliases (`#blocked = ...`), as Triton."""
     lines = text.splitlines()
     aliases = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
     return "\n".join([*lines[:aliases], module, *lines[aliases:], "}"]) + "\n"

@@ -34,7 +34,8 @@ def _select_lt(b, x, bound: float, then, otherwise):
 
 def exp2(lw, x, ftz: bool = True) -> ir.Value:
     """2^x: x = k + f (k an integer, |f| <= 1/2), 2^k built in the exponent bits. `ftz`: results
-    below 2^-126 flush to zero (`ex2.approx.ftz.f32`); else they are subnormal (`ex2.approx.f32`)."""
+    below 2^-126 flush to zero (`ex2.approx.ftz.f32`); else they are subnormal (`ex2.approx.f32`).
+    """
     b = lw.builder
     if not ftz:  # 2^x = 2^(x + 64) * 2^-64 below 2^-126, where 2^(x + 64) is normal
         tiny = b.fcmp_ordered("<", x, _c(-126.0))

@@ -88,8 +88,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
-    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion, debug=debug,
-                        maxnreg=maxnreg, reflect_ftz=reflect_ftz)
+    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
+                        debug=debug, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
     module = lowering.run()
     check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages)
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)

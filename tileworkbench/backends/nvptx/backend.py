@@ -43,8 +43,9 @@ class NvptxBackend(Backend):
         return arch
 
     def arch_target(self, arch) -> str:
-        """Triton's spelling "sm90" (or ours, "sm_90a") -> the arch we compile for: its arch-specific
-        form where we use one, as for a GPU of that capability ("sm90" -> "sm_90a", Triton's too)."""
+        """Triton's spelling "sm90" (or ours, "sm_90a") -> the arch we compile for: the
+        arch-specific form where we use one, as for a GPU of that capability ("sm90" -> "sm_90a",
+        as Triton)."""
         from ...errors import TargetOptionError
         from .codegen import native_arch
 
@@ -58,8 +59,9 @@ class NvptxBackend(Backend):
                 return plain
         known = sorted({a.rstrip("a").replace("_", "") for a in self.architectures()},
                        key=lambda a: int(a[2:]))
-        raise TargetOptionError(f"arch={arch!r} is not an architecture the NVPTX back end compiles for; use "
-                          f"one of {', '.join(known)} (Triton's spelling) or {', '.join(self.architectures())}")
+        raise TargetOptionError(
+            f"arch={arch!r} is not an architecture the NVPTX back end compiles for; use one of "
+            f"{', '.join(known)} (Triton's spelling) or {', '.join(self.architectures())}")
 
     def check_num_ctas(self, target, num_ctas) -> None:
         """Triton's rule: clusters of num_ctas > 1 CTAs need sm_90+. (Where allowed, one CTA per

@@ -127,12 +127,13 @@ class NvptxHooks(TargetHooks):
             limit = ir.Constant(I32, lw.maxnreg)
             annotations.add(lw.module.add_metadata([lw.function, "maxnreg", limit]))
         if lw.uses_libdevice and lw.reflect_ftz:
-            # libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1 (LLVM's NVVMReflect reads this flag,
-            # as Triton sets it): its flush-to-zero paths (Triton's enable_reflect_ftz)
+            # libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1 (LLVM's NVVMReflect reads this
+            # flag, as Triton sets it): its flush-to-zero paths (Triton's enable_reflect_ftz)
             module = lw.module
             flags = module.get_named_metadata("llvm.module.flags") if "llvm.module.flags" in \
                 module.namedmetadata else module.add_named_metadata("llvm.module.flags")
-            flags.add(module.add_metadata([ir.Constant(I32, 4), "nvvm-reflect-ftz", ir.Constant(I32, 1)]))
+            one, override = ir.Constant(I32, 1), ir.Constant(I32, 4)
+            flags.add(module.add_metadata([override, "nvvm-reflect-ftz", one]))
 
     def special_register(self, lw, name) -> ir.Value:
         fn = lw.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])

@@ -201,6 +201,16 @@ def test_exp2_subnormals_on_the_emulated_gpu(ftz):
         assert np.max(np.abs(out - want)[subnormal]) <= 2.0 ** -149
 
 
+def test_cli_takes_maxnreg_and_no_reflect_ftz(capsys):
+    from tileworkbench.cli import main
+
+    main(["compile", f"{__file__}::exp2_kernel", "-s", "x_ptr=*fp32,out_ptr=*fp32,n=i32",
+          "-c", "BLOCK=128", "--maxnreg", "48", "--no-reflect-ftz", "-t", "sm_90a"])
+    ptx = capsys.readouterr().out
+    assert re.search(r"\.entry [^{;]*\.maxnreg 48", ptx) and "ex2.approx.f32" in ptx
+    assert "ex2.approx.ftz" not in ptx
+
+
 # -- arch= and the override-arch setting -----------------------------------------------------------
 
 

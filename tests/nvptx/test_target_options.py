@@ -355,3 +355,19 @@ def test_gpu_arch_sm90_launches_and_other_arch_compiles():
     assert np.max(np.abs(out.get() - want) / want) < 2.0 ** -20
     assert exp2_kernel.warmup(cupy.asarray(x), out, 300, BLOCK=256, grid=(2,),
                               arch="sm80").metadata.target == "sm_80"
+
+
+@pytest.mark.gpu
+def test_gpu_autotune_configs_compile_with_their_maxnreg():
+    cupy = _cupy()
+    n, programs = 32, 2
+    tuned = tw.autotune([tw.Config({}, num_warps=1, maxnreg=32), tw.Config({}, num_warps=1)],
+                        key=[], warmup=1, rep=3)(row_stats_kernel)
+    x = np.random.default_rng().standard_normal(programs * n * n).astype(np.float32)
+    out = cupy.full(x.shape, np.nan, np.float32)
+    tuned[(programs,)](cupy.asarray(x), out, N=n)
+    got = out.get().astype(np.float64)
+    want = _row_reference(x, n)
+    assert np.max(np.abs(got - want) / np.abs(want).max()) < 1e-5
+    caps = {bound.compiled.metadata.maxnreg for bound in row_stats_kernel.cache.values()}
+    assert {32, None} <= caps

@@ -403,7 +403,8 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
                         num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
-                        *(("tma",) if config.tma else ()), *options.key())
+                        *(("tma",) if config.tma else ()),
+                        *(("spare_slot",) if config.spare_slot else ()), *options.key())
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs, debug)

@@ -85,6 +85,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     # the block's shared-memory limit: room for a spare ring slot (software_pipeline.py) and for
     # staging large epilogues (remove_layout_conversions.py)
     func.shared_limit = func.max_shared_bytes = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]
+    # and per SM: whether the spare slot costs a resident block
+    func.shared_per_sm = MAX_SHARED_PER_SM[codegen.sm_number(arch)]
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
@@ -115,6 +117,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
 # The most shared memory one block may opt in to, per compute capability (CUDA's
 # sharedMemPerBlockOptin): A100 164 KiB, consumer Ampere and Ada 99 KiB, Hopper and Blackwell 227 KiB.
 MAX_SHARED_PER_BLOCK = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448}
+MAX_SHARED_PER_SM = {80: 167936, 86: 102400, 89: 102400, 90: 233472, 100: 233472}
 
 
 def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int) -> None:

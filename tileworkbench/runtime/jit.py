@@ -203,7 +203,7 @@ class JITFunction:
         special = self.constexpr_names | self.do_not_specialize | self.no_align
         self._param_modes = [(n, n not in special) for n in self.arg_names]
         # the warm path (binder.py): made at the first GPU launch; (key, options) -> _FastLaunch, where
-        # options are the call's launch options (_LAUNCH_OPTIONS) as given (None: not given)
+        # options are the call's record.LAUNCH_OPTIONS as given (None: not given)
         self._binder = None
         self._runtime_names: list[str] = []
         self._fast: dict[tuple, _FastLaunch] = {}

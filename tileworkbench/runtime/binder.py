@@ -221,8 +221,10 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     Anything else goes to `slow(grid, named, extra, more)`: `named` the arguments by parameter name
     (an omitted one is MISSING), `extra` the other keywords (Triton backend options, which are
     ignored, stay on the warm path), `more` surplus positional arguments. So do calls while
-    `config.interpret`, `config.debug` or `record.ACTIVE` is set, and calls from a thread other than
-    the entry's `owner` (only the owner writes the entry's parameter block, so no lock is needed).
+    `config.interpret`, `config.debug`, `config.override_arch` or `record.ACTIVE` is set (or
+    `config.default_fp_fusion` is off: warm entries are keyed by the options given, not defaults),
+    and calls from a thread other than the entry's `owner` (only the owner writes the entry's
+    parameter block, so no lock is needed).
     """
     from .jit import BACKEND_OPTIONS
 
@@ -238,7 +240,8 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     source = "\n".join([
         f"def {kernel_name}({', '.join(['_tw_grid', *params, '*_tw_more', '**_tw_extra'])}):",
         f"    if ((_tw_extra and not _tw_extra.keys() <= _tw_OPTIONS) or _tw_more or {omitted}",
-        "            or _tw_config.interpret or _tw_config.debug or _tw_record.ACTIVE):",
+        "            or _tw_config.interpret or _tw_config.debug or _tw_record.ACTIVE",
+        "            or _tw_config.override_arch or not _tw_config.default_fp_fusion):",
         f"        {slow_call}",
         "    try:",
         *_indent(lines, 2),

@@ -37,7 +37,8 @@ class NvptxResult:
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
-                  enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False) -> NvptxResult:
+                  enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False,
+                  maxnreg: int | None = None, reflect_ftz: bool = True) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
@@ -50,6 +51,11 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         assemble: run ptxas (cubin, resource report) and nvdisasm/cuobjdump (SASS) where installed.
         debug: check every load, store and atomic against its array and lower `tl.device_assert` to
             the error buffer (lowering/bounds.py); adds hidden kernel parameters.
+        maxnreg: at most this many registers per thread (`.maxnreg` on the kernel's `.entry`, as
+            Triton's option); None leaves the choice to ptxas.
+        reflect_ftz: libdevice's `__nvvm_reflect("__CUDA_FTZ")` answers 1 and `exp2` on fp32 takes
+            `ex2.approx.ftz.f32` (Triton's `enable_reflect_ftz`, on by default); False keeps
+            subnormals (`ex2.approx.f32`, libdevice's non-ftz paths).
 
     Returns:
         An NvptxResult with every stage's text, the cubin, resources and the source-line maps.
@@ -58,6 +64,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         CompilationError: an op the back end cannot lower (named, with its source line), or a bad arch.
     """
     from ...errors import CompilationError, OptionError
+    from .. import TargetOptions
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
     from . import codegen
@@ -67,6 +74,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from .lowering.tensormap_device import scratch_slots
 
     codegen.check_arch(arch)
+    TargetOptions(maxnreg, reflect_ftz)  # checks maxnreg
     if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise OptionError(f"num_warps must be a power of 2 from 1 to 32, not {num_warps}")
     check_shapes(func)
@@ -82,7 +90,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
-    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion, debug=debug)
+    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
+                        debug=debug, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
     module = lowering.run()
     check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages)
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)

@@ -209,9 +209,14 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
 
     if shared(stages + 1) + _ALIGN_SLACK + _SCRATCH_RESERVE > getattr(func, "shared_limit", 0):
         return stages
+    # a k loop inside a tile loop (a persistent kernel: about one program per SM) keeps the spare:
+    # `prefetch_next_tile` places the epilogue's staging tile over the slots the next tile's
+    # prologue leaves free
+    if config.spare_slot or isinstance(loop.parent_op, scf.ForOp):
+        return stages + 1
     per_sm = getattr(func, "shared_per_sm", 0)
     blocks = [per_sm // (shared(n) + _RESERVED_PER_BLOCK) for n in (stages, stages + 1)]
-    return stages + 1 if config.spare_slot or blocks[1] >= blocks[0] else stages
+    return stages + 1 if blocks[1] >= blocks[0] else stages
 
 
 _RESERVED_PER_BLOCK = 1024  # shared memory the driver keeps for each resident block (sm_80+)

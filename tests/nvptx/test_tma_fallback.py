@@ -151,3 +151,35 @@ def test_one_descriptor_on_tma_one_on_pointers_emulated(monkeypatch):
     reference = src.astype(np.float64) * 2.0
     error = np.abs(dst - reference) / np.maximum(np.abs(reference), 1.0)
     assert error.max() <= 1e-7
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("limit, on_pointers", [(9000, ["dst"]), (2000, ["dst", "src"])])
+def test_launches_pass_no_tensor_map_for_what_stays_on_pointers(monkeypatch, tmp_path, limit,
+                                                               on_pointers):
+    """On the GPU, through the JIT on CuPy arrays: the launcher passes the tensor maps the compiled
+    kernel takes and base, shape and strides for the rest; edge tiles, dst poisoned, float64."""
+    from tileworkbench.runtime.device import device_properties, gpu_available
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    if not gpu_available() or int(device_properties().arch[3:5]) < 90:
+        pytest.skip("needs an sm_90+ GPU with CuPy")
+    cp = pytest.importorskip("cupy")
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "cache_dir", tmp_path)  # the lowered limit is no part of the key
+    monkeypatch.setitem(nvptx.MAX_SHARED_PER_BLOCK, 90, limit)
+    widen_copy.clear_cache()
+    rows, cols = 70, 152
+    host = np.random.default_rng(12).standard_normal((rows, cols)).astype(np.float16)
+    src = cp.asarray(host)
+    dst = cp.full((rows, cols), np.nan, np.float32)
+    grid = (-(-rows // BM), -(-cols // BN))
+    widen_copy[grid](TensorDescriptor.from_tensor(src, [BM, BN]),
+                     TensorDescriptor.from_tensor(dst, [BM, BN]), BM=BM, BN=BN)
+    compiled = next(iter(widen_copy.cache.values())).compiled
+    assert compiled.launch_metadata.tma_fallback["host"] == on_pointers
+    reference = host.astype(np.float64) * 2.0
+    error = np.abs(dst.get() - reference) / np.maximum(np.abs(reference), 1.0)
+    assert error.max() <= 1e-7
+    widen_copy.clear_cache()

@@ -9,6 +9,10 @@ repo root, no arguments:
 
     PYTHONPATH=. python3 tools/probe_tutorials.py
 
+10's fp4 kernels (128 x 256 fp32 accumulators on 4 warps: 255 registers and heavy spills) take
+ptxas minutes on a loaded CPU; PROBE_TUTORIALS_SECONDS=N gives every row N seconds instead of its
+own limit.
+
 The tutorial files are not in this repository: TRITON_TUTORIALS_DIR, else `.tutorials/` in the
 repo root, else /tmp/triton_tutorials. Prints one row per run (ok / WRONG / ERROR / TIMEOUT, the
 worst error over its tolerance, or `assert ok` where the tutorial's own assert_close judged (atol
@@ -96,6 +100,7 @@ def main() -> int:
            "PYTHONUNBUFFERED": "1"}
     children = []
     for label, name, extra, limit, counts in RUNS:
+        limit = int(os.environ.get("PROBE_TUTORIALS_SECONDS", limit))
         command = [sys.executable, __file__, "--one", name]
         child = subprocess.Popen(command, env={**env, **extra}, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True)

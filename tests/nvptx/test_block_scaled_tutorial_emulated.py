@@ -101,10 +101,7 @@ def relative_error(c: np.ndarray, reference: np.ndarray) -> float:
 
 
 def _fallback(md) -> TMAFallback:
-    if md.tma_fallback is None:
-        return TMAFallback()
-    return TMAFallback(tuple(md.tma_fallback["host"]), md.tma_fallback["device"],
-                       md.tma_fallback["reason"])
+    return TMAFallback.from_dict(md.tma_fallback)
 
 
 @pytest.mark.parametrize("scale_type", FORMATS)

@@ -58,6 +58,13 @@ class TMAFallback:
     def as_dict(self) -> dict:
         return {"host": list(self.host), "device": self.device, "reason": self.reason}
 
+    @classmethod
+    def from_dict(cls, values: dict | None) -> TMAFallback:
+        """From `as_dict`'s form (a kernel's metadata); None: no fallback."""
+        if not values:
+            return NO_FALLBACK
+        return cls(tuple(values["host"]), values["device"], values["reason"])
+
 
 NO_FALLBACK = TMAFallback()
 

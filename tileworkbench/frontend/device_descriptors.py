@@ -18,9 +18,10 @@ descriptor keeps the pointer lowering (descriptors.py), after a `ttng.tma_fallba
   copy through it is in flight would race).
 Each access then also needs its innermost offset on a 16-byte chunk (`tma_calls.takes_tma`), or it
 takes the pointer lowering. Where the kernel's TMA rings do not fit in shared memory, the compiler
-builds it again with none of these maps (`device_tma_refusal`, runtime/compiler.py). Not checked, as in Triton: every dimension must be at least 1 and below
-2^32 elements and every stride below 2^40 bytes (they are runtime values); a launch that breaks
-them gets what the hardware does with such a map.
+builds it again with none of these maps (`device_tma_refusal`, runtime/compiler.py). Not checked,
+as in Triton: every dimension must be at least 1 and below 2^32 elements and every stride below
+2^40 bytes (they are runtime values); a launch that breaks them gets what the hardware does with
+such a map.
 """
 
 from __future__ import annotations

@@ -485,7 +485,8 @@ def _fallbacks(args: list[ArgSpec], device_tma: bool, error: OutOfResources) -> 
     reason = (f"TMA's rings and staged tiles need {error.required} bytes of shared memory, more "
               f"than the {error.limit} a block may have: pointer loads and stores instead")
     counts = range(1, len(host) + 1) if host else ([0] if device_tma else [])
-    return [TMAFallback(tuple(a.name for a in host[:count]), device_tma, reason) for count in counts]
+    names = [a.name for a in host]
+    return [TMAFallback(tuple(names[:count]), device_tma, reason) for count in counts]
 
 
 def _block_bytes(arg: ArgSpec) -> int:
@@ -498,7 +499,8 @@ def _block_bytes(arg: ArgSpec) -> int:
 
 
 def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
-                  tma: bool, device_tma: bool, fallback: TMAFallback = NO_FALLBACK) -> CompiledKernel:
+                  tma: bool, device_tma: bool,
+                  fallback: TMAFallback = NO_FALLBACK) -> CompiledKernel:
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
                                                       device_tma, fallback)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
@@ -574,15 +576,13 @@ def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> Compiled
         return None
     metadata.cache_hit = True
     cubin = entry.get("kernel.cubin")
-
     backend = backend_for(metadata.target)
-    fallback = TMAFallback(**{**metadata.tma_fallback, "host": tuple(metadata.tma_fallback["host"])}
-                           ) if metadata.tma_fallback else NO_FALLBACK
+    fallback = TMAFallback.from_dict(metadata.tma_fallback)
 
     def regenerate():  # the IR the kernel was compiled from (TMA's choices as they were made)
+        target = metadata.target
         return tile_opt_ir(py_fn, args, constexprs, metadata.num_warps, debug,
-                           backend.has_tma(metadata.target), backend.builds_tensor_maps(metadata.target),
-                           fallback)[0]
+                           backend.has_tma(target), backend.builds_tensor_maps(target), fallback)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
     backend.finish_cached(kernel)

@@ -511,9 +511,10 @@ def launch_parameters(specs: list[ArgSpec], md) -> tuple[dict[str, str], list[Ar
     TMA, the launch met TMA's rules, and the compiler did not keep it on pointers for shared memory
     (`md.tma_fallback`, runtime/compiler.py)."""
     tma = backend_for(md.target).has_tma(md.target)
-    fallback = TMAFallback(host=tuple((md.tma_fallback or {}).get("host", ())))
-    tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in specs
-                   if parse_descriptor_type(s.type) is not None and has_tensor_map(s, tma, fallback)}
+    fallback = TMAFallback.from_dict(md.tma_fallback)
+    descriptors = [s for s in specs if parse_descriptor_type(s.type) is not None]
+    tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in descriptors
+                   if has_tensor_map(s, tma, fallback)}
     return tensor_maps, [part for s in specs for part in expand_arg(s, tma, fallback)]
 
 

@@ -7,6 +7,8 @@ emulated run checks a kernel with one descriptor on TMA and one on pointers agai
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
@@ -80,6 +82,8 @@ def test_the_largest_block_goes_to_pointers_first(monkeypatch):
                                       "src.tensormap", "dst", "dst.shape0", "dst.shape1",
                                       "dst.stride0"]
     assert kernel.ptx.count(".param .align 64 .b8") == 1  # one 128-byte tensor map parameter
+    if shutil.which("ptxas"):  # and ptxas assembles it
+        assert kernel.cubin is not None and kernel.metadata.n_spills == 0
 
 
 def test_every_descriptor_on_pointers_when_only_that_fits(monkeypatch):

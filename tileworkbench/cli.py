@@ -65,7 +65,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     try:
         compiled = compile_kernel(
             kernel, args.signature, args.constexprs, args.target, args.num_warps, args.num_stages,
-            fp_fusion=not args.no_fp_fusion, debug=args.debug,
+            fp_fusion=not args.no_fp_fusion, debug=args.debug, maxnreg=args.maxnreg,
+            reflect_ftz=not args.no_reflect_ftz,
         )
     except (TileworkbenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
@@ -130,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="software-pipelining stages (default: 3)")
     comp.add_argument("--no-fp-fusion", action="store_true",
                       help="keep float a*b+c as two rounded ops (Triton's enable_fp_fusion=False)")
+    comp.add_argument("--maxnreg", type=int, default=None,
+                      help="at most this many registers per thread (`.maxnreg` on the kernel entry)")
+    comp.add_argument("--no-reflect-ftz", action="store_true",
+                      help="keep subnormals in approximate math and libdevice (Triton's "
+                      "enable_reflect_ftz=False)")
     comp.add_argument("--debug", action="store_true",
                       help="debug mode: bounds-check every load, store and atomic; compile device asserts")
     comp.set_defaults(func=cmd_compile)

@@ -29,7 +29,15 @@ class Config:
     `TRITON_PRINT_AUTOTUNING`);
     `TILEWORKBENCH_TMA=0` keeps host-descriptor tiles off the TMA engine on sm_90+ (on by default:
     descriptors and accesses TMA can take are copied with `cp.async.bulk.tensor`, the rest with
-    pointers; frontend/tma_rules.py)."""
+    pointers; frontend/tma_rules.py);
+    `TILEWORKBENCH_SPARE_SLOT=1` gives every wgmma k loop's cp.async rings num_stages + 1 slots
+    instead of Triton's num_stages plus a barrier before each refill (to time the two;
+    passes/software_pipeline.py);
+    `TILEWORKBENCH_OVERRIDE_ARCH` (or Triton's `TRITON_OVERRIDE_ARCH`; Triton's
+    `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where
+    the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
+    `TILEWORKBENCH_DEFAULT_FP_FUSION=0` makes `enable_fp_fusion` default to False (Triton's
+    `knobs.language.default_fp_fusion`)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -40,6 +48,11 @@ class Config:
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
     print_autotuning: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_PRINT_AUTOTUNING"))
     tma: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_TMA"))
+    spare_slot: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_SPARE_SLOT"))
+    override_arch: str | None = field(default_factory=lambda: os.environ.get(
+        "TILEWORKBENCH_OVERRIDE_ARCH") or os.environ.get("TRITON_OVERRIDE_ARCH") or None)
+    default_fp_fusion: bool = field(
+        default_factory=lambda: _flag_on("TILEWORKBENCH_DEFAULT_FP_FUSION"))
 
 
 config = Config()

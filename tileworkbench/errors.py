@@ -41,6 +41,11 @@ class OptionError(CompilationError, AssertionError):
     as Triton checks its options with `assert` and code catches that."""
 
 
+class TargetOptionError(OptionError, ValueError):
+    """A compile option the target cannot take: an architecture the backend does not know, num_ctas
+    > 1 before Hopper; a ValueError too, as Triton raises for these."""
+
+
 class OutOfResources(TileworkbenchError):
     """The kernel needs more of a resource (shared memory, registers, grid size) than the device has."""
 

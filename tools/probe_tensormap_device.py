@@ -1,17 +1,21 @@
 """GPU probe for tensor descriptors made in the kernel (issue 11, item 2): `tl.make_tensor_descriptor`
 on sm_90a builds its TMA tensor map on the device (`tensormap.replace` in shared memory, copied to the
-launch's global scratch from `set_allocator`) and copies tiles with `cp.async.bulk.tensor`. Run from
-the repo root, no arguments:
+launch's global scratch from `set_allocator`) and copies tiles with `cp.async.bulk.tensor`; the
+epilogue's TMA store stages its tile over the dead rings. Run from the repo root, no arguments:
 
     PYTHONPATH=. python3 tools/probe_tensormap_device.py
 
 Sets TILEWORKBENCH_TMA=1 itself (TMA is on by default since s7tma; the probe does not rely on it). Each case runs in a
 subprocess of its own (a device fault ends only that case), on CuPy or torch arrays with outputs
 poisoned first, against a NumPy float64 reference, and says whether the kernel took the TMA path (PTX
-`tensormap.replace` / `cp.async.bulk.tensor`, SASS `UTMALDG` / `UTMASTG`). The matmul rows time the
-in-kernel descriptor kernel beside the same kernel on host descriptors and Triton 3.6's in-kernel
-descriptor matmul (`tl.make_tensor_descriptor` + `triton.set_allocator`), all by do_bench. Exit 1 on
-a wrong result, a crash, or TMA missing (or present) where not expected; Triton's rows only report.
+`tensormap.replace` / `cp.async.bulk.tensor`, SASS `UTMALDG` / `UTMASTG`), with its shared memory
+and blocks per SM. The checks run six at a time; then, alone, the paired timing at 4096^3 fp16
+(bench/paired_timing.py: all contenders back to back in every repetition) of our descriptor matmul
+on host descriptors and on in-kernel ones (and, at 4 warps, the persistent one) beside Triton's
+same-source kernels (`TensorDescriptor` arguments; `tl.make_tensor_descriptor` +
+`triton.set_allocator`) at 128x128x64/4w/3s and 128x256x64/8w/3s: each row gives the shared bytes,
+blocks per SM, and the speed-up over Triton's counterpart (> 1: ours faster) with its quartiles.
+Exit 1 on a wrong result (any contender's), a crash, or TMA missing (or present) where not expected.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 os.environ.setdefault("TILEWORKBENCH_TMA", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "nvptx"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 RNG = np.random.default_rng(2027)
 ROWS: list[tuple] = []
@@ -179,15 +185,13 @@ def _matmul_inputs(m, n, k):
 
 
 def probe_matmul(m, n, k, blocks, stages: int, warps: int, mode: str) -> None:
-    """mode: "device" (in-kernel descriptors), "host" (TensorDescriptor arguments), "triton"."""
+    """mode: "device" (in-kernel descriptors) or "host" (TensorDescriptor arguments)."""
     import torch
 
     a, b, c, want = _matmul_inputs(m, n, k)
     bm, bn, bk = blocks
     grid = (-(-m // bm), -(-n // bn))
-    if mode == "triton":
-        launch, compiled = _triton_matmul(a, b, c, blocks, stages, warps)
-    elif mode == "host":
+    if mode == "host":
         from tma_kernels import tma_matmul
 
         from tileworkbench.tools.tensor_descriptor import TensorDescriptor
@@ -210,14 +214,8 @@ def probe_matmul(m, n, k, blocks, stages: int, warps: int, mode: str) -> None:
         compiled = launch()
     torch.cuda.synchronize()
     err = rel_err(c.cpu().numpy(), want)
-    if mode == "triton":
-        from triton.testing import do_bench
-    else:
-        from tileworkbench.testing import do_bench
-    ms = do_bench(launch)
-    text = compiled if mode == "triton" else facts(compiled, True, mode == "device")
-    row(f"matmul {m}x{n}x{k} {blocks} st{stages} w{warps} {mode}", err <= 2e-2, err, text, ms,
-        2 * m * n * k / (ms * 1e-3) / 1e12)
+    text = facts(compiled, True, mode == "device") + "; " + _kernel_facts(compiled, warps)
+    row(f"matmul {m}x{n}x{k} {blocks} st{stages} w{warps} {mode}", err <= 2e-2, err, text)
 
 
 def probe_persistent(m, n, k, blocks, stages: int, warps: int) -> None:
@@ -237,24 +235,43 @@ def probe_persistent(m, n, k, blocks, stages: int, warps: int) -> None:
     compiled = launch()
     torch.cuda.synchronize()
     err = rel_err(c.cpu().numpy(), want)
-    from tileworkbench.testing import do_bench
-
-    ms = do_bench(launch)
+    c.fill_(float("nan"))  # again, on the warm launch path (fresh scratch from the allocator)
+    launch()
+    torch.cuda.synchronize()
+    err = max(err, rel_err(c.cpu().numpy(), want))
     row(f"persistent matmul {m}x{n}x{k} {blocks} st{stages} w{warps} device", err <= 2e-2, err,
-        facts(compiled, True), ms, 2 * m * n * k / (ms * 1e-3) / 1e12)
+        facts(compiled, True) + "; " + _kernel_facts(compiled, warps))
 
 
-def _triton_matmul(a, b, c, blocks, stages, warps):
-    import torch
+# -- paired timing: ours (host and in-kernel descriptors) against Triton's, one run --------------
+
+PAIRED = "paired 4096^3 fp16"
+PAIRED_CONFIGS = [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3)]  # BM BN BK warps stages
+
+
+def _blocks_per_sm(regs, shared, warps) -> str:
+    from tileworkbench.workbench.resources import limits_for, occupancy
+
+    if shared is None:
+        return "?"
+    blocks, limiter = occupancy(regs or None, shared, warps, limits_for("sm_90a"))
+    return f"{blocks} ({limiter})"
+
+
+def _triton_kernels():
+    """Triton's descriptor matmuls (in-kernel and host descriptors), the source of ours."""
     import triton
     import triton.language as tl
 
     @triton.jit
-    def triton_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                           BK: tl.constexpr):
-        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
-        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
-        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    def triton_device_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr):
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                           block_shape=[BM, BK])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                           block_shape=[BK, BN])
+        c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                           block_shape=[BM, BN])
         row = tl.program_id(0) * BM
         col = tl.program_id(1) * BN
         acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -262,27 +279,95 @@ def _triton_matmul(a, b, c, blocks, stages, warps):
             acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
         c_desc.store([row, col], acc.to(tl.float16))
 
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
-                                                                 device="cuda"))
+    @triton.jit
+    def triton_host_matmul(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr):
+        row = tl.program_id(0) * BM
+        col = tl.program_id(1) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
+        c_desc.store([row, col], acc.to(tl.float16))
+
+    return triton_device_matmul, triton_host_matmul
+
+
+def _paired_contenders(config, a, b, c):
+    """name -> launch (returning the compiled kernel) at one config; every launch writes c."""
+    import torch
+    import triton
+    from device_desc_kernels import device_desc_matmul, device_desc_persistent_matmul
+    from tma_kernels import tma_matmul
+    from triton.tools.tensor_descriptor import TensorDescriptor as TritonDescriptor
+
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    bm, bn, bk, warps, stages = config
     m, k = a.shape
     n = b.shape[1]
-    bm, bn, bk = blocks
     grid = (-(-m // bm), -(-n // bn))
+    options = {"num_warps": warps, "num_stages": stages}
+    ours = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]),
+            TensorDescriptor.from_tensor(c, [bm, bn]))
+    theirs = (TritonDescriptor.from_tensor(a, [bm, bk]), TritonDescriptor.from_tensor(b, [bk, bn]),
+              TritonDescriptor.from_tensor(c, [bm, bn]))
+    triton_device, triton_host = _triton_kernels()
+    programs = torch.cuda.get_device_properties(0).multi_processor_count
+    fns = {
+        "ours host": lambda: tma_matmul[grid](*ours, k, BM=bm, BN=bn, BK=bk, **options),
+        "triton host": lambda: triton_host[grid](*theirs, k, BM=bm, BN=bn, BK=bk, **options),
+        "ours in-kernel": lambda: device_desc_matmul[grid](a, b, c, m, n, k, k, n, n, BM=bm, BN=bn,
+                                                            BK=bk, **options),
+        "triton in-kernel": lambda: triton_device[grid](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk,
+                                                        **options),
+    }
+    if warps == 4:
+        fns["ours persistent in-kernel"] = lambda: device_desc_persistent_matmul[(programs,)](
+            a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, PROGRAMS=programs, **options)
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device="cuda"))
+    return fns
 
-    def launch():
-        return triton_desc_matmul[grid](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, num_warps=warps,
-                                        num_stages=stages)
-    kernel = launch()
-    sass = ""
-    try:
-        sass = kernel.asm.get("sass", "")
-    except Exception:  # noqa: BLE001
-        pass
-    text = f"triton {triton.__version__}"
-    if sass:
-        text += (f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')} "
-                 f"HGMMA {sass.count('HGMMA')}")
-    return launch, text
+
+def _kernel_facts(kernel, warps) -> str:
+    """Shared bytes and blocks per SM of a compiled kernel, ours or Triton's."""
+    md = kernel.metadata
+    shared = getattr(md, "shared", None)
+    regs = getattr(md, "n_regs", None) or getattr(kernel, "n_regs", None)
+    return f"shared {shared} B, {_blocks_per_sm(regs, shared, warps)} blocks/SM"
+
+
+def probe_paired(size: int = 4096) -> None:
+    """Our descriptor matmuls (host, in-kernel, persistent in-kernel) and Triton's at each config,
+    timed back to back in every repetition (bench/paired_timing.py); ratios are ours/theirs
+    speed-ups (> 1: ours faster). Every contender's result is checked first."""
+    import torch
+    from paired_timing import paired_times, ratio, spread
+
+    torch_allocator()
+    a, b, c, want = _matmul_inputs(size, size, size)
+    for config in PAIRED_CONFIGS:
+        tag = "x".join(map(str, config[:3])) + f" w{config[3]} st{config[4]}"
+        fns = _paired_contenders(config, a, b, c)
+        facts_of = {}
+        for name, fn in fns.items():  # compile, check, note what it holds
+            c.fill_(float("nan"))
+            kernel = fn()
+            torch.cuda.synchronize()
+            err = rel_err(c.float().cpu().numpy(), want)
+            facts_of[name] = _kernel_facts(kernel, config[3])
+            if err > 2e-2:
+                row(f"{tag} {name}", False, err, facts_of[name])
+        times = paired_times(fns, reps=40)
+        for name in fns:
+            ms = float(np.median(times[name]))
+            text = facts_of[name]
+            rival = {"ours host": "triton host", "ours in-kernel": "triton in-kernel",
+                     "ours persistent in-kernel": "triton in-kernel"}.get(name)
+            if rival is not None:
+                low, high = spread(times, rival, name)
+                text += f"; {ratio(times, rival, name):.3f}x {rival} [{low:.3f}, {high:.3f}]"
+            row(f"{tag} {name}", True, None, text, ms, 2 * size ** 3 / (ms * 1e-3) / 1e12)
 
 
 def _cases() -> dict:
@@ -301,12 +386,10 @@ def _cases() -> dict:
         "matmul small": (lambda: probe_matmul(300, 272, 320, (64, 64, 64), 3, 4, "device"), True),
     }
     cases["persistent ragged"] = (lambda: probe_persistent(1000, 1040, 512, big, 3, 4), True)
-    cases["persistent 4096"] = (lambda: probe_persistent(4096, 4096, 4096, big, 3, 4), True)
-    for size in (2048, 4096):
-        for mode in ("device", "host", "triton"):
-            cases[f"matmul {size} {mode}"] = (
-                lambda size=size, mode=mode: probe_matmul(size, size, size, big, 3, 4, mode),
-                mode != "triton")
+    for mode in ("device", "host"):
+        cases[f"matmul 2048 {mode} 8 warps"] = (
+            lambda mode=mode: probe_matmul(2048, 2048, 2048, (128, 256, 64), 3, 8, mode), True)
+    cases[PAIRED] = (probe_paired, True)  # alone, after the others (timing)
     return cases
 
 
@@ -320,8 +403,25 @@ def run_case(name: str) -> int:
     except Exception as error:  # noqa: BLE001 - a probe: report, the parent tabulates
         traceback.print_exc()
         ROWS.append((name, "ERROR", "", f"{type(error).__name__}: {error}"[:200], ""))
-    print("ROW " + json.dumps(ROWS[-1] if ROWS else (name, "ERROR", "", "no row", "")))
+    for result in ROWS or [(name, "ERROR", "", "no row", "")]:
+        print("ROW " + json.dumps(result))
     return 0
+
+
+def _run_subprocess(name: str, cache: str, timeout: int) -> list[tuple]:
+    """The rows of case `name`, run in a process of its own (a device fault ends only that case)."""
+    env = dict(os.environ, TILEWORKBENCH_CACHE_DIR=cache, TILEWORKBENCH_TMA="1")
+    try:
+        done = subprocess.run([sys.executable, __file__, "--case", name], env=env, check=False,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        why = f"timed out after {timeout} s (a hang: an mbarrier never done?)"
+        return [(name, "ERROR", "", why, "")]
+    rows = [tuple(json.loads(line[4:])) for line in done.stdout.splitlines()
+            if line.startswith("ROW ")]
+    if not rows or any(r[1] == "ERROR" for r in rows):
+        sys.stderr.write(done.stderr[-3000:])
+    return rows or [(name, "ERROR", "", f"rc {done.returncode}: {done.stderr.strip()[-200:]}", "")]
 
 
 def main() -> int:
@@ -339,24 +439,19 @@ def main() -> int:
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}, target "
           f"{resolve_target(None)}, ptxas {release}", flush=True)
     cache = tempfile.mkdtemp(prefix="probe_tensormap_cache_")
+    cases = _cases()
+    checks = [name for name in cases if name != PAIRED]
+    with ThreadPoolExecutor(6) as pool:  # the checks side by side; the timing alone after them
+        results = list(pool.map(lambda name: _run_subprocess(name, cache, 80), checks))
+    results.append(_run_subprocess(PAIRED, cache, 100))
     failed = []
-    for name, (_, counts) in _cases().items():
-        env = dict(os.environ, TILEWORKBENCH_CACHE_DIR=cache, TILEWORKBENCH_TMA="1")
-        try:
-            done = subprocess.run([sys.executable, __file__, "--case", name], env=env, check=False,
-                                  capture_output=True, text=True, timeout=100)
-            lines = [line for line in done.stdout.splitlines() if line.startswith("ROW ")]
-            result = tuple(json.loads(lines[-1][4:])) if lines else (
-                name, "ERROR", "", f"rc {done.returncode}: {done.stderr.strip()[-200:]}", "")
-            if result[1] == "ERROR":
-                sys.stderr.write(done.stderr[-3000:])
-        except subprocess.TimeoutExpired:
-            result = (name, "ERROR", "", "timed out after 100 s (a hang: an mbarrier never done?)", "")
-        ROWS.append((result[0], *result[1:]))
-        bad = result[1] != "ok" or "NO TMA" in result[3] or "UNEXPECTED" in result[3]
-        if bad and counts:
-            failed.append(name)
-    widths = [min(64, max(len(str(r[i])) for r in ROWS)) for i in range(5)]
+    for name, rows in zip([*checks, PAIRED], results):
+        for result in rows:
+            ROWS.append(result)
+            bad = result[1] != "ok" or "NO TMA" in result[3] or "UNEXPECTED" in result[3]
+            if bad and cases[name][1] and name not in failed:
+                failed.append(name)
+    widths = [min(72, max(len(str(r[i])) for r in ROWS)) for i in range(5)]
     for r in ROWS:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths)))
     print("FAILED: " + ", ".join(failed) if failed else "all in-kernel descriptor probes passed")

@@ -11,6 +11,11 @@ run in the interpreter, and only the cases Triton marks `interpreter` are select
 interpreter CI does; with `--mode gpu` they are compiled and launched on the GPU. Triton's file is read
 where it lies and never copied into this repository.
 
+`--mode compile` needs no GPU either: `is_cuda()` is true, kernels compile for the NVPTX back end
+(`COMPILE_ARCH`, the H200's) on CPU torch tensors, and every case runs (give `--functions`): cases
+that only compile (`.warmup(...)`, reading `.asm["ptx"]`) pass or fail on their own checks; a case
+that launches fails (no GPU to launch on).
+
 `--mode reference` runs the same selection on *Triton's own* interpreter (`TRITON_INTERPRET=1`, no
 mapping), from a Python that has Triton installed, and `--compare REF.json` lists the cases that
 Triton's interpreter passes and this run does not (the work list):
@@ -40,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ENV_VAR = "TRITON_TEST_CORE"
 DEFAULT_PATH = "/tmp/triton_tests/test_core.py"
+COMPILE_ARCH = ("sm_90a", (9, 0))  # `--mode compile`: what kernels compile for, its capability
 
 # Cases where tileworkbench differs from Triton on purpose (DESIGN.md: do better than a Triton
 # limitation); counted apart from the failures. (mode, pattern on the test id) -> why.
@@ -49,6 +55,9 @@ BY_DESIGN = {
     ("gpu", r"^test_poison_return$"): "Triton stores `ub.poison` (an undefined value) returned by a "
     "function that returns nothing on the path taken; tileworkbench refuses to store None at compile "
     "time, with the line, instead of writing garbage",
+    **{(mode, r"^test_override_arch\[.*-sm70\]$"): "the NVPTX back end compiles for sm_80 and "
+       "newer; arch='sm70' is refused with an error naming the kernel and the architectures it has "
+       "(tests/nvptx/test_target_options.py)" for mode in ("gpu", "compile")},
 }
 
 
@@ -86,7 +95,7 @@ def _module(name: str, **attrs) -> types.ModuleType:
     return module
 
 
-def internal_testing(gpu: bool) -> types.ModuleType:
+def internal_testing(gpu: bool, capability: tuple[int, int] | None = None) -> types.ModuleType:
     """`triton._internal_testing`: dtype lists, target predicates and array helpers, written here for
     tileworkbench (torch tensors on `device`, unsigned and fp8 tensors as same-width views)."""
     import numpy as np
@@ -98,7 +107,8 @@ def internal_testing(gpu: bool) -> types.ModuleType:
     int_dtypes = ["int8", "int16", "int32", "int64"]
     uint_dtypes = ["uint8", "uint16", "uint32", "uint64"]
     float_dtypes = ["float16", "float32", "float64"]
-    capability = torch.cuda.get_device_capability() if gpu else (0, 0)
+    if capability is None:
+        capability = torch.cuda.get_device_capability() if gpu else (0, 0)
 
     def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
         shape = (shape,) if isinstance(shape, int) else shape
@@ -268,19 +278,31 @@ def reference_triton(test_core: Path) -> list[str]:
     return sorted(set(added))
 
 
-def install_triton(gpu: bool) -> list[str]:
-    """Make `import triton...` import tileworkbench; returns the stand-ins this tool had to add."""
+def install_triton(gpu: bool, compile_only: bool = False) -> list[str]:
+    """Make `import triton...` import tileworkbench; returns the stand-ins this tool had to add.
+    `compile_only` (`--mode compile`): CUDA as far as the tests can tell, kernels compiled for
+    COMPILE_ARCH without a GPU."""
+    gpu = gpu or compile_only
     os.environ["TRITON_INTERPRET"] = "0" if gpu else "1"
     from tileworkbench.config import config
     from tileworkbench.errors import InterpreterError
 
     config.interpret = not gpu
-    extra = {"triton._internal_testing": internal_testing(gpu),
+    if compile_only:  # test_core asks torch for the capability at import: the target's (STAND-IN)
+        import torch
+
+        config.target = COMPILE_ARCH[0]
+        torch.cuda.get_device_capability = lambda device=None: COMPILE_ARCH[1]
+        torch.cuda.get_device_name = lambda device=None: f"(compile only: {COMPILE_ARCH[0]})"
+    capability = COMPILE_ARCH[1] if compile_only else None
+    extra = {"triton._internal_testing": internal_testing(gpu, capability),
              "triton.runtime.errors": _module("triton.runtime.errors",
                                               InterpreterError=InterpreterError)}
     sys.meta_path.insert(0, TritonAlias(extra))
     exec_with_source()
-    return [f"tl.{n}" for n in missing_fp8_stand_ins()] + jit_source_api() + ["exec of source text"]
+    compile_stand_in = ["torch.cuda.get_device_capability/_name"] if compile_only else []
+    return [f"tl.{n}" for n in missing_fp8_stand_ins()] + jit_source_api() + \
+        ["exec of source text"] + compile_stand_in
 
 
 # -- the pytest plugin: case limit, device fixture, timeout, counts -----------------------------------
@@ -291,6 +313,7 @@ class Counter:
                  reference: bool = False, functions: frozenset[str] = frozenset()):
         self.max_cases, self.gpu, self.timeout, self.shard = max_cases, gpu, timeout, shard
         self.reference, self.functions = reference, functions
+        self.compile_only = False  # `--mode compile`: CPU tensors, kernels compiled for the GPU
         self.results: dict[str, dict] = {}
         self.collect_errors: list[str] = []
 
@@ -318,7 +341,7 @@ class Counter:
 
     @__import__("pytest").fixture
     def device(self):
-        return "cuda" if self.gpu else "cpu"
+        return "cuda" if self.gpu and not self.compile_only else "cpu"
 
     @__import__("pytest").fixture
     def with_allocator(self):
@@ -351,10 +374,11 @@ class Counter:
 
     @__import__("pytest").fixture
     def fresh_knobs(self):
-        """Triton's knobs, reset around the case. STAND-IN, FOR COUNTING ONLY: tileworkbench has no
-        `knobs` (its settings are `tileworkbench.config` and launch options), so a case gets an empty
-        `language` / `runtime` namespace: what it sets there has no effect, and the case passes or
-        fails on its own assertions instead of erroring on a missing fixture."""
+        """Triton's knobs, reset around the case. tileworkbench's settings are
+        `tileworkbench.config`: the knobs it has (KNOBS) set the config field of the same meaning,
+        restored after the case; any other knob a case sets has no effect (STAND-IN, FOR COUNTING
+        ONLY: the case passes or fails on its own assertions instead of erroring on a missing
+        fixture)."""
         if self.reference:
             from triton._internal_testing import _fresh_knobs_impl
 
@@ -364,8 +388,15 @@ class Counter:
             finally:
                 reset()
             return
-        yield types.SimpleNamespace(language=types.SimpleNamespace(),
-                                    runtime=types.SimpleNamespace())
+        from tileworkbench.config import config
+
+        saved = {field: getattr(config, field) for field in KNOBS.values()}
+        try:
+            groups = {group: KnobGroup(group) for group in ("language", "runtime")}
+            yield types.SimpleNamespace(**groups)
+        finally:
+            for field, value in saved.items():
+                setattr(config, field, value)
 
     @__import__("pytest").hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -396,6 +427,28 @@ class Counter:
             self.results[case] = {"outcome": outcome, "why": why[:300]}
 
 
+# Triton's knobs (group, name) -> the `tileworkbench.config` field with the same meaning
+KNOBS = {("language", "default_fp_fusion"): "default_fp_fusion",
+         ("runtime", "override_arch"): "override_arch"}
+
+
+class KnobGroup(types.SimpleNamespace):
+    """One group of Triton's knobs (`knobs.runtime`): setting a knob listed in KNOBS sets its
+    tileworkbench.config field; the others are only stored."""
+
+    def __init__(self, group: str):
+        super().__init__()
+        object.__setattr__(self, "_group", group)
+
+    def __setattr__(self, name, value):
+        field = KNOBS.get((self._group, name))
+        if field is not None:
+            from tileworkbench.config import config
+
+            setattr(config, field, value)
+        object.__setattr__(self, name, value)
+
+
 def _reference_allocator():
     import triton
     from triton._internal_testing import default_alloc_fn
@@ -424,10 +477,11 @@ def by_design(case: str, mode: str) -> str | None:
 def run_in_process(path: Path, args) -> dict:
     import pytest
 
-    gpu, reference = args.mode == "gpu", args.mode == "reference"
-    stubbed = reference_triton(path) if reference else install_triton(gpu)
+    gpu, reference = args.mode in ("gpu", "compile"), args.mode == "reference"
+    stubbed = reference_triton(path) if reference else install_triton(gpu, args.mode == "compile")
     functions = frozenset(n for n in args.functions.split(",") if n)
     counter = Counter(args.max_cases, gpu, args.timeout, args.shard, reference, functions)
+    counter.compile_only = args.mode == "compile"
     with tempfile.TemporaryDirectory() as tmp:
         ini = Path(tmp) / "pytest.ini"
         ini.write_text("[pytest]\n")
@@ -535,8 +589,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", nargs="?", default=os.environ.get(ENV_VAR, DEFAULT_PATH),
                         help=f"Triton's test_core.py (default: ${ENV_VAR} or {DEFAULT_PATH})")
-    parser.add_argument("--mode", choices=("interpreter", "gpu", "reference"), default=None,
-                        help="interpreter, compiled on the GPU (default where one is visible), or "
+    parser.add_argument("--mode", choices=("interpreter", "gpu", "compile", "reference"),
+                        default=None,
+                        help="interpreter, compiled on the GPU (default where one is visible), "
+                        "compile: compiled for the GPU without one (compile-only cases), or "
                         "reference: Triton's own interpreter, from a Python with Triton installed")
     parser.add_argument("--compare", type=Path,
                         help="a --mode reference JSON: list the cases it passes and this run does not")

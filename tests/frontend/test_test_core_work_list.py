@@ -79,7 +79,11 @@ def test_triton_stage_names_on_a_compiled_kernel():
                                                  "out_ptr": "*fp32:16", "n_elements": "i32"},
                           constexprs={"BLOCK_SIZE": 128}, target="sm_80")
     assert compiled.asm["ttir"] == compiled.asm["tile-opt"] and "tt.load" in compiled.asm["ttir"]
-    assert compiled.asm["ttgir"] == compiled.asm["tile-gpu"]
+    # ttgir: tile-gpu inside Triton's module line, which names the target as Triton does
+    ttgir = compiled.asm["ttgir"]
+    module = next(line for line in ttgir.splitlines() if line.startswith("module attributes"))
+    assert 'ttg.target = "cuda:80"' in module and '"ttg.num-warps" = 4 : i32' in module
+    assert ttgir.replace(module + "\n", "") == compiled.asm["tile-gpu"] + "}\n"
     assert compiled.asm["llir"] == compiled.asm["llvm"] and "define" in compiled.asm["llir"]
 
 

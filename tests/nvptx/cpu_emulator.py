@@ -74,7 +74,8 @@ class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
                  wgmma: bool = False, shared_limit: int | None = None, tma: bool = False,
-                 tma_fallback=None):
+                 reflect_ftz: bool = True, tma_fallback=None):
+        # reflect_ftz: exp2 in its flush-to-zero form (Triton's enable_reflect_ftz)
         # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map),
         # and descriptors made in the kernel that fit build theirs (as on sm_90a); tma_fallback: the
         # descriptors the compiler kept on pointers for shared memory (a compiled kernel's choice,
@@ -83,7 +84,8 @@ class Emulator:
 
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
                            tma=tma, device_tma=tma, fallback=tma_fallback or NO_FALLBACK)[0]
-        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit)
+        self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit,
+                    reflect_ftz)
 
     @classmethod
     def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,
@@ -94,7 +96,8 @@ class Emulator:
         return emulator
 
     def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
-               debug: bool = False, wgmma: bool = False, shared_limit: int | None = None) -> None:
+               debug: bool = False, wgmma: bool = False, shared_limit: int | None = None,
+               reflect_ftz: bool = True) -> None:
         from tileworkbench.backends.nvptx import check_shapes
 
         check_shapes(func)
@@ -107,7 +110,8 @@ class Emulator:
             func.shared_limit = shared_limit if shared_limit is not None else 232448  # an H200's
         func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
         run_passes(func, TILE_GPU)
-        lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug)
+        lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug,
+                            reflect_ftz=reflect_ftz)
         text = _replace_asm(str(lowering.run()))
         self.text = text
         self.threads = 32 * num_warps
@@ -353,8 +357,7 @@ def _ctype(kind: str):
 
 # -- inline PTX -> host LLVM IR ------------------------------------------------------------------
 _ASM_CALL = re.compile(r'call (\{[^}]*\}|\S+) asm\s+(?:sideeffect\s+)?"([^"]*)", "([^"]*)"\((.*)\)(, !dbg !\d+)?$')
-_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "ex2.approx.ftz.f32": "llvm.exp2.f32",
-          "lg2.approx.f32": "llvm.log2.f32",
+_UNARY = {"ex2.approx.f32": "llvm.exp2.f32", "lg2.approx.f32": "llvm.log2.f32",
           "sqrt.approx.f32": "llvm.sqrt.f32", "sin.approx.f32": "llvm.sin.f32",
           "cos.approx.f32": "llvm.cos.f32"}
 _RMW = {"add": "add", "max.s": "max", "min.s": "min", "max.u": "umax", "min.u": "umin", "and": "and",
@@ -533,6 +536,10 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
         return head + tensormap_asm_body(asm, ret, arg_types)
     if op in _UNARY:
         return head + f"  %r = call float @{_UNARY[op]}(float %a0)\n  ret float %r\n}}"
+    if op == "ex2.approx.ftz.f32":  # results below 2^-126 (subnormal) flush to +0
+        return head + ("  %e = call float @llvm.exp2.f32(float %a0)\n"
+                       "  %t = fcmp olt float %e, 0x3810000000000000\n"
+                       "  %r = select i1 %t, float 0.0, float %e\n  ret float %r\n}")
     if op == "rsqrt.approx.f32":
         return head + ("  %s = call float @llvm.sqrt.f32(float %a0)\n"
                        "  %r = fdiv float 1.0, %s\n  ret float %r\n}")

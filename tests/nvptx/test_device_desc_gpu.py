@@ -121,3 +121,35 @@ def test_no_allocator_is_a_clear_error(cp):
     with pytest.raises(LaunchError, match="device_desc_copy requires a runtime memory allocation"):
         device_desc_copy[(2, 2)](x, out, 64, 64, 64, 64, 1.0, BM=32, BN=32)
     assert np.isnan(cp.asnumpy(out)).all()
+
+
+def test_warm_launches_take_the_fast_path_with_fresh_scratch(cp, monkeypatch):
+    """After the first launch, launches of a kernel with global scratch skip the full path: each
+    asks the allocator for its grid's scratch on CuPy's stream, and the results are right for new
+    data (ragged persistent matmul tiles, outputs poisoned)."""
+    from tileworkbench.runtime import jit
+
+    full_runs, sizes = [], []
+    original = jit.JITFunction._run
+    monkeypatch.setattr(jit.JITFunction, "_run",
+                        lambda self, *a, **k: full_runs.append(1) or original(self, *a, **k))
+
+    def allocator(size, align, stream):
+        sizes.append((size, stream))
+        return cp.empty(size, dtype=cp.uint8)
+
+    tw.set_allocator(allocator)
+    device_desc_persistent_matmul.clear_cache()  # the first launch below takes the full path
+    m, n, k = 300, 272, 192
+    for launch in range(3):
+        a_host = RNG.standard_normal((m, k)).astype(np.float16)
+        b_host = RNG.standard_normal((k, n)).astype(np.float16)
+        c = cp.full((m, n), np.nan, dtype=np.float16)
+        compiled = device_desc_persistent_matmul[(8,)](
+            cp.asarray(a_host), cp.asarray(b_host), c, m, n, k, BM=128, BN=128, BK=64, PROGRAMS=8)
+        want = a_host.astype(np.float64) @ b_host.astype(np.float64)
+        got = cp.asnumpy(c).astype(np.float64)
+        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2, launch
+    assert len(full_runs) == 1  # the first launch compiled and filed the kernel; the rest were warm
+    stream = cp.cuda.get_current_stream().ptr
+    assert sizes == [(8 * compiled.metadata.global_scratch, stream)] * 3

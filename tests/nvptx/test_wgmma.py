@@ -111,24 +111,35 @@ def test_mma_sync_where_wgmma_cannot(case):
     assert "versionMajor=2" in compiled.asm["tile-gpu"]
 
 
-def test_wait_one_with_num_stages_slots_and_a_barrier_before_the_refill():
-    """As Triton: rings of num_stages slots, one wgmma group in flight (wait(1)), and a barrier
-    between that wait and the copies that refill the slot the previous iteration read (its wgmma has
-    retired in this warp group only). A config of 3 x 64 KB fits only so."""
-    for block, warps in (((128, 128, 64), 4), ((256, 256, 64), 8)):
-        gpu = _compile(block=block, warps=warps, stages=3).asm["tile-gpu"]
-        bm, bn, bk = block
-        assert f"!ttg.memdesc<3x{bm}x{bk}xf16" in gpu and f"4x{bm}x{bk}" not in gpu
-        assert "{pendings = 1}" in gpu
-        body = gpu[gpu.index("scf.for"):]
+@pytest.mark.parametrize("block, warps, stages, slots", [
+    ((128, 128, 64), 4, 3, 3),  # 3 x 32 KB: two blocks per SM, a spare would leave one
+    ((64, 128, 64), 4, 4, 4),  # 4 x 24 KB: the same
+    ((256, 256, 64), 8, 3, 3),  # 3 x 64 KB: no room for a fourth
+    ((256, 128, 64), 8, 3, 4),  # 3 or 4 x 48 KB: one block per SM either way, so the spare
+    ((128, 128, 64), 4, 4, 5),  # 4 or 5 x 32 KB: the same
+])
+def test_ring_slots_and_the_barrier_before_the_refill(block, warps, stages, slots):
+    """One wgmma group stays in flight (wait(1)) in every case. With num_stages slots (as Triton) a
+    barrier between that wait and the copies that refill the slot the previous iteration read (its
+    wgmma has retired in this warp group only); with a spare slot no barrier is needed, and the
+    spare is taken only where it costs no block per SM."""
+    bm, bn, bk = block
+    gpu = _compile(block=block, warps=warps, stages=stages).asm["tile-gpu"]
+    assert f"!ttg.memdesc<{slots}x{bm}x{bk}xf16" in gpu and "{pendings = 1}" in gpu
+    body = gpu[gpu.index("scf.for"):]
+    if slots == stages:
         wait, barrier = body.index("{pendings = 1}"), body.index("gpu.barrier")
         assert wait < barrier < body.index("ttg.async_copy_global_to_local")
+    else:
+        assert "gpu.barrier" not in body
 
 
 def test_the_spare_slot_knob_restores_num_stages_plus_one_slots(monkeypatch):
-    monkeypatch.setenv("TILEWORKBENCH_SPARE_SLOT", "1")
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "spare_slot", True)
     gpu = _compile(stages=3).asm["tile-gpu"]
-    assert "!ttg.memdesc<4x128x64xf16" in gpu and "{pendings = 1}" in gpu
+    assert "!ttg.memdesc<4x128x64xf16" in gpu and "{pendings = 1}" in gpu  # 3 without it
     assert "gpu.barrier" not in gpu[gpu.index("scf.for"):]
 
 
@@ -214,8 +225,8 @@ def test_emulated_without_spare_slot_and_without_cp_async():
 
 
 def test_the_epilogue_tile_lies_over_the_rings():
-    """The staged fp16 epilogue (64 KB) starts over the loop's rings (3 x 48 KB), so 128x256x64 with 3
-    stages takes 144 KB and keeps one wgmma group in flight."""
+    """The staged fp16 epilogue (64 KB) starts over the loop's rings, so 128x256x64 with 3 stages keeps
+    its spare slot (4 x 48 KB) and one wgmma group in flight, in 192 KB."""
     import sys
     from pathlib import Path
 
@@ -229,8 +240,8 @@ def test_the_epilogue_tile_lies_over_the_rings():
                           target="sm_90a", num_warps=8, num_stages=3, use_cache=False,
                           constexprs={"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8})
     gpu = compiled.asm["tile-gpu"]
-    assert "!ttg.memdesc<3x128x64xf16" in gpu and "ttg.local_alloc %c" in gpu
-    assert compiled.metadata.shared == 3 * 48 * 1024
+    assert "!ttg.memdesc<4x128x64xf16" in gpu and "ttg.local_alloc %c" in gpu
+    assert compiled.metadata.shared == 4 * 48 * 1024
     assert "wgmma.wait_group.sync.aligned 1;" in compiled.asm["ptx"]
 
 

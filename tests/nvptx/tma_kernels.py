@@ -107,3 +107,21 @@ def tma_matmul_bt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
         b = b_desc.load([offs_bn, offs_k])
         accumulator = tl.dot(a, b.T, accumulator)
     c_desc.store([offs_am, offs_bn], accumulator.to(tl.float16))
+
+
+@tw.jit
+def tma_persistent_matmul_to_pointers(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr,
+                                      BN: tl.constexpr, BK: tl.constexpr, PROGRAMS: tl.constexpr):
+    """A persistent matmul on host descriptors whose result goes out through plain pointers (masked
+    at the edges): the epilogue's staging tile of the pointer path lies over the TMA rings, which
+    the next tile's copies refill (passes/shared_reuse.py)."""
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS):
+        row = (tile // tiles_n) * BM
+        col = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k]), b_desc.load([k, col]), acc)
+        r = row + tl.arange(0, BM)[:, None]
+        c = col + tl.arange(0, BN)[None, :]
+        tl.store(c_ptr + r * N + c, acc, mask=(r < M) & (c < N))

@@ -122,7 +122,7 @@ def test_repeated_call_takes_the_warm_path_and_packs_the_same_values(fake_gpu):
 
 
 @pytest.mark.parametrize("change", ["unaligned", "n_is_1", "n_multiple_of_16", "constexpr", "bias",
-                                    "num_warps", "float_for_int"])
+                                    "num_warps", "float_for_int", "maxnreg", "reflect_ftz"])
 def test_changes_that_respecialize_leave_the_warm_path(fake_gpu, change):
     scale_kernel.clear_cache()
     x, out, bias = DeviceArray(1 << 20), DeviceArray(2 << 20), DeviceArray(3 << 20)
@@ -142,11 +142,32 @@ def test_changes_that_respecialize_leave_the_warm_path(fake_gpu, change):
         kwargs["num_warps"] = 8
     elif change == "float_for_int":
         args[2] = 1000.0  # n becomes an fp32 parameter, as in Triton
+    elif change == "maxnreg":
+        kwargs["maxnreg"] = 40
+    elif change == "reflect_ftz":
+        kwargs["enable_reflect_ftz"] = False
     second = scale_kernel[(1,)](*args, **kwargs)
     assert second is not first
     assert fake_gpu == ["scale_kernel", "scale_kernel"]
     scale_kernel[(1,)](*args, **kwargs)  # and that specialization is warm now
     assert len(fake_gpu) == 2
+
+
+@pytest.mark.parametrize("setting, value", [("override_arch", "sm80"), ("default_fp_fusion", False)])
+def test_settings_that_change_the_compile_leave_the_warm_path(fake_gpu, monkeypatch, setting, value):
+    """A warm entry is keyed by the options a call gives, not by these settings: while one is set,
+    every launch takes the full path, which compiles for the setting."""
+    scale_kernel.clear_cache()
+    x, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    first = scale_kernel[(1,)](x, out, 1000, 2.0, None, BLOCK=64)
+    scale_kernel[(1,)](x, out, 1000, 2.0, None, BLOCK=64)
+    assert len(fake_gpu) == 1
+    monkeypatch.setattr(config, setting, value)
+    second = scale_kernel[(1,)](x, out, 1000, 2.0, None, BLOCK=64)
+    scale_kernel[(1,)](x, out, 1000, 2.0, None, BLOCK=64)
+    assert len(fake_gpu) == 3 and second is not first
+    if setting == "default_fp_fusion":
+        assert first.metadata.enable_fp_fusion and not second.metadata.enable_fp_fusion
 
 
 def test_changed_global_recompiles(fake_gpu):

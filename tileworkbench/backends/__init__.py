@@ -23,6 +23,39 @@ _BUILTIN = {
 _LOADED: dict[str, Backend] = {}
 
 
+@dataclass(frozen=True)
+class TargetOptions:
+    """Compile options that only some backends read (Triton's CUDA options; others ignore them).
+
+    Attributes:
+        maxnreg: the most 32-bit registers one thread may use (`.maxnreg N` on the kernel's
+            `.entry`); None: ptxas chooses.
+        reflect_ftz: libdevice's `__nvvm_reflect("__CUDA_FTZ")` is 1 and approximate fp32 math takes
+            its flush-to-zero forms (`ex2.approx.ftz.f32`); Triton's `enable_reflect_ftz`, on by
+            default on CUDA.
+    """
+
+    maxnreg: int | None = None
+    reflect_ftz: bool = True
+
+    def __post_init__(self) -> None:
+        m = self.maxnreg
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 255):
+            from ..errors import OptionError
+
+            # PTX: at most 255 registers a thread (ptxas raises a smaller cap to what the ABI needs)
+            raise OptionError(f"maxnreg must be an integer from 1 to 255 (registers per thread), "
+                              f"got {m!r}")
+
+    def key(self) -> tuple:
+        """What the cache keys add for these options (nothing for the defaults)."""
+        return ((("maxnreg", self.maxnreg),) if self.maxnreg is not None else ()) + \
+            (() if self.reflect_ftz else ("no-reflect-ftz",))
+
+
+DEFAULT_OPTIONS = TargetOptions()
+
+
 @dataclass
 class Lowered:
     """What a compiled backend made past `tile-opt`: stage texts, pass snapshots and line maps."""
@@ -94,10 +127,29 @@ class Backend:
         in-kernel `tl.make_tensor_descriptor` copies with TMA through the launch's global scratch."""
         return False
 
+    def arch_target(self, arch: str) -> str:
+        """The target a kernel compiles for under Triton's `arch=` option or override-arch setting
+        ("sm90", "sm_90a"); backends without architectures ignore it (as Triton's interpreter does).
+
+        Raises:
+            TargetOptionError: `arch` is not one of this backend's architectures.
+        """
+        return self.target
+
+    def check_num_ctas(self, target: str, num_ctas: int) -> None:
+        """Raise TargetOptionError if Triton's `num_ctas` launch option (accepted and ignored: one
+        CTA per program) is one that Triton refuses for `target`."""
+
+    def triton_target(self, target: str) -> str | None:
+        """Triton's name of `target` (resolved) as its TTGIR's `ttg.target` shows it ("cuda:90");
+        None where Triton has none."""
+        return None
+
     def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,
-              debug: bool = False) -> Lowered | None:
+              debug: bool = False, options: TargetOptions = DEFAULT_OPTIONS) -> Lowered | None:
         """Lower `tile-opt` IR `func` (changed in place) past `tile-opt`; None: run the IR as it is.
-        `debug`: compile bounds checks (backends that have them)."""
+        `debug`: compile bounds checks (backends that have them); `options`: the TargetOptions this
+        backend reads."""
         return None
 
     def finish(self, kernel, recompile: Callable[[str], Any]) -> None:

@@ -1,44 +1,55 @@
-"""Which shared-memory tiles may share space: a `ttg.local_alloc` that stores its source after the last
-use of every earlier tile in its block (the epilogue's staging tile after a pipelined loop) may start
-at offset 0, over the loop's rings, instead of after them. Its store follows a barrier that every
-thread reaches only after its own copies and wgmma reads of those tiles are complete
-(`ttg.async_wait {num = 0}` and the final `ttng.warp_group_dot_wait`, both ahead of it).
+"""Which shared-memory tiles may share space: a tile written after the last use of every earlier
+tile in its block (the epilogue's staging tile after a pipelined loop: a `ttg.local_alloc` that
+stores its source, or the tile a `ttng.tma_store` writes and the copy engine reads) may start at
+offset 0, over the loop's rings, instead of after them. The rings are dead there: every copy into
+them is complete (`ttg.async_wait {num = 0}` after a `cp.async` loop; a TMA ring's copies are each
+awaited by their own iteration, and none is issued after the loop) and every wgmma that read them
+is retired (the last `ttng.warp_group_dot_wait` before the tile has `pendings = 0`); the tile's
+store follows a barrier.
 
 The block may be the kernel's top level or a loop body (a persistent kernel's tile loop: rings, inner
-k loop, then the epilogue, per tile); in a loop body every earlier tile must be a `pipeline` ring
-allocated in that body, and the next iteration's writes over the staging tile wait at a barrier: `local_alloc` stores
-take one in loops, and `pipeline` puts one before a nested loop's first copies
-(`needs_barrier_before_copies`). Used by the NVPTX lowering's shared-memory layout and by `pipeline`
-to size its rings.
+k loop, then the epilogue, per tile); in a loop body every earlier tile must be a ring allocated in
+that body, and the next iteration's writes over the staging tile wait at a barrier: `local_alloc`
+stores take one in loops, `pipeline` puts one before a nested loop's first copies
+(`needs_barrier_before_copies`), a TMA ring's first copies take one, and a TMA store's issuing
+thread waits until the engine has read the tile (`wait_group.read`). Used by the NVPTX lowering's
+shared-memory layout and by `pipeline` to size its rings.
 """
 
 from __future__ import annotations
 
-from ..ir.ops import tt
+from ..ir.ops import tt, ttng
 from ..ir.ops.base import Op
-from ..ir.ops.ttg import LocalAllocOp, MemDescIndexOp
+from ..ir.ops.ttg import AsyncCopyGlobalToLocalOp, AsyncWaitOp, LocalAllocOp
+from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
+from ..ir.types import MemDescType
 
 
-def reuses_earlier_space(func: tt.FuncOp, alloc: LocalAllocOp, becoming_rings=None) -> bool:
-    """Whether `alloc` may be placed over every tile allocated before it (see the module docstring).
+def reuses_earlier_space(func: tt.FuncOp, tile_op: Op, becoming_rings=None) -> bool:
+    """Whether the tile `tile_op` writes (a `local_alloc` with a source, or a `tma_store`'s staging
+    tile) may be placed over every tile allocated before it (see the module docstring).
     `becoming_rings`: (loop, ids of its staged allocs) that `pipeline` is about to turn into rings
     allocated just before the loop, judged as those rings."""
     loop, staged = becoming_rings if becoming_rings is not None else (None, set())
-    block = alloc.parent
-    if alloc.src is None or block is None:
+    block = tile_op.parent
+    writes = isinstance(tile_op, ttng.TMAStoreOp) or getattr(tile_op, "src", None) is not None
+    if not writes or block is None:
         return False
     top = block is func.body.block
-    index = block.ops.index(alloc)
+    index = block.ops.index(tile_op)
     earlier = []
     for op in func.walk():
-        if op is alloc:
+        if op is tile_op:
             break
-        if op.name == "ttng.tma_ring":  # the copy engine writes rings asynchronously: never reuse them
-            return False
-        if isinstance(op, LocalAllocOp):
+        if isinstance(op, ttng.TMARingOp):
+            # in a loop body, only the rings of the loops before it in that body
+            if not (top or op.parent is block) or not _tma_copies_awaited(func, op.result, block):
+                return False
+            earlier.append(op.result)
+        elif isinstance(op, LocalAllocOp):
             # in a loop body, only over the rings of the loops before it in that body: a tile from
             # outside the loop may be read again in later iterations
-            if id(op) in staged:  # its uses will be the loop's, before `alloc` if the loop is
+            if id(op) in staged:  # its uses will be the loop's, before `tile_op` if the loop is
                 if loop.parent is not block and not top:
                     return False
                 earlier.append(loop)
@@ -46,9 +57,44 @@ def reuses_earlier_space(func: tt.FuncOp, alloc: LocalAllocOp, becoming_rings=No
             if not top and not (op.src is None and op.parent is block):
                 return False
             earlier.append(op.result)
-    return bool(earlier) and not any(
+    if not earlier or not _async_work_done(func, tile_op):
+        return False
+    return not any(
         _position_in(block, x) is None or _position_in(block, x) >= index if isinstance(x, Op)
         else _used_from(func, x, block, index) for x in earlier)
+
+
+def _async_work_done(func: tt.FuncOp, tile_op: Op) -> bool:
+    """Whether no asynchronous reader or writer of shared memory may still run at `tile_op`: after
+    the last `cp.async` copy before it comes a `ttg.async_wait {num = 0}`, and after the last wgmma
+    a `ttng.warp_group_dot_wait {pendings = 0}` (walk order; loops before their successors)."""
+    copy_done = wgmma_done = True
+    for op in func.walk():
+        if op is tile_op:
+            break
+        if isinstance(op, AsyncCopyGlobalToLocalOp):
+            copy_done = False
+        elif isinstance(op, AsyncWaitOp):
+            copy_done = copy_done or op.num == 0
+        elif isinstance(op, WarpGroupDotOp):
+            wgmma_done = False
+        elif isinstance(op, WarpGroupDotWaitOp):
+            wgmma_done = op.pendings == 0
+    return copy_done and wgmma_done
+
+
+def _tma_copies_awaited(func: tt.FuncOp, ring, block) -> bool:
+    """Whether every copy into TMA ring `ring` is awaited before the loop that waits on it ends: no
+    `ttng.tma_copy` into it lies after the last op of `block` holding a wait on it (a copy issued
+    after the loop, e.g. a prefetch of the next tile's first slots, would still be in flight)."""
+    copies, waits = [], []
+    for op in func.walk():
+        if any(v is ring for v in op.operands):
+            kind = copies if isinstance(op, ttng.TMACopyOp) else waits
+            kind.append(_position_in(block, op))
+    if None in copies or None in waits:
+        return False
+    return not copies or (bool(waits) and max(copies) <= max(waits))
 
 
 def needs_barrier_before_copies(loop) -> bool:
@@ -70,16 +116,15 @@ def _position_in(block, op) -> int | None:
 
 
 def _used_from(func: tt.FuncOp, tile, block, index: int) -> bool:
-    """Whether `tile` (or a slot view of it) is used by an op at or after position `index` of `block`,
-    or outside `block`."""
+    """Whether `tile` (or a view of it: a slot, a waited TMA slot) is used by an op at or after
+    position `index` of `block`, or outside `block`."""
     work = [tile]
     while work:
         value = work.pop()
         for op in func.walk():
             if not any(v is value for v in op.operands):
                 continue
-            if isinstance(op, MemDescIndexOp):
-                work.append(op.result)
+            work += [r for r in op.results if isinstance(r.type, MemDescType)]
             position = _position_in(block, op)
             if position is None or position >= index:
                 return True

@@ -21,8 +21,8 @@ slice, or where the slice reads something else the loop carries, are left alone.
 from __future__ import annotations
 
 import copy
-import os
 
+from ..config import config
 from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import (
     AsyncCommitGroupOp,
@@ -182,15 +182,18 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
 
 
 def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool) -> int:
-    """`stages` slots, as Triton: `wgmma_pipeline` keeps one wgmma group in flight and puts a barrier
-    between its wait(1) and the copies that refill the slot the previous iteration read.
+    """`stages` slots, or one more (the spare) where wgmma reads them, the spare fits the block's
+    shared memory (`func.shared_limit`) and costs no block per SM (`func.shared_per_sm`, both set
+    by the NVPTX driver).
 
-    A k loop inside a tile loop (a persistent kernel) gets one slot more where wgmma reads the rings
-    and shared memory (`func.shared_limit`, set by the NVPTX driver) has room: `prefetch_next_tile`
-    places the epilogue's staging tile over the slots the next tile's prologue leaves free.
-    `TILEWORKBENCH_SPARE_SLOT=1` gives every such loop the spare (to time the two against each other)."""
-    nested = isinstance(loop.parent_op, scf.ForOp) or os.environ.get("TILEWORKBENCH_SPARE_SLOT") == "1"
-    if not (wgmma_reads and nested):
+    With `stages` slots `wgmma_pipeline` keeps one wgmma group in flight as Triton does: a barrier
+    between wait(1) and the copies that refill the slot the previous iteration read. With the spare,
+    the slot refilled in iteration i is the one iteration i - 2 read, retired before the barrier
+    that starts iteration i, so no second barrier is needed. On the H200 the spare won where the
+    blocks per SM stay the same (256x128x64/8w/3s 1.04x Triton against 0.95x without) and lost
+    where it halved them (128x128x64/8w/3s 0.77x against 0.99x; bench/results/*-s8-ring-probe.log).
+    `TILEWORKBENCH_SPARE_SLOT=1` (config.spare_slot) takes the spare wherever it fits."""
+    if not wgmma_reads:
         return stages
     staged = {id(alloc) for _, alloc in found}
     own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)
@@ -200,11 +203,18 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
             over_rings = reuses_earlier_space(func, op, (loop, staged))
             (over if over_rings else own).append(size)
     slot = sum(alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found)
-    need = max(sum(own) + (stages + 1) * slot, max(over))
-    need += _ALIGN_SLACK * (len(own) + len(found) + 1) + _SCRATCH_RESERVE
-    return stages + 1 if need <= getattr(func, "shared_limit", 0) else stages
+
+    def shared(slots: int) -> int:
+        return max(sum(own) + slots * slot, max(over)) + _ALIGN_SLACK * (len(own) + len(found))
+
+    if shared(stages + 1) + _ALIGN_SLACK + _SCRATCH_RESERVE > getattr(func, "shared_limit", 0):
+        return stages
+    per_sm = getattr(func, "shared_per_sm", 0)
+    blocks = [per_sm // (shared(n) + _RESERVED_PER_BLOCK) for n in (stages, stages + 1)]
+    return stages + 1 if config.spare_slot or blocks[1] >= blocks[0] else stages
 
 
+_RESERVED_PER_BLOCK = 1024  # shared memory the driver keeps for each resident block (sm_80+)
 _ALIGN_SLACK = 1024  # per shared tile: wgmma tiles start on 1024-byte boundaries
 # left for the scratch of conversions and scans, which is sized only when lowering: the spare slot
 # must not turn a kernel that fits into one that does not

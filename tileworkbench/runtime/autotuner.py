@@ -28,7 +28,7 @@ class Config:
         num_warps: warps per program.
         num_stages: software-pipelining depth for loops.
         num_ctas: CTAs per cluster (accepted for Triton compatibility; 1 only).
-        maxnreg: register limit per thread (accepted for Triton compatibility).
+        maxnreg: at most this many registers per thread (NVPTX: `.maxnreg` on the kernel entry).
         pre_hook: called with the full argument dict before each launch with this config.
     """
 

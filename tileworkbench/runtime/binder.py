@@ -215,11 +215,16 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     parameter block and calls the driver, with no Python call in between: each call layer cost
     0.1-0.3 us of a 5-7 us launch.
 
+    A kernel with global scratch (an entry whose `scratch` is set, and then `pick` too) asks the
+    allocator for each launch's buffer and packs its address last.
+
     Anything else goes to `slow(grid, named, extra, more)`: `named` the arguments by parameter name
     (an omitted one is MISSING), `extra` the other keywords (Triton backend options, which are
     ignored, stay on the warm path), `more` surplus positional arguments. So do calls while
-    `config.interpret`, `config.debug` or `record.ACTIVE` is set, and calls from a thread other than
-    the entry's `owner` (only the owner writes the entry's parameter block, so no lock is needed).
+    `config.interpret`, `config.debug`, `config.override_arch` or `record.ACTIVE` is set (or
+    `config.default_fp_fusion` is off: warm entries are keyed by the options given, not defaults),
+    and calls from a thread other than the entry's `owner` (only the owner writes the entry's
+    parameter block, so no lock is needed).
     """
     from .jit import BACKEND_OPTIONS
 
@@ -235,7 +240,8 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
     source = "\n".join([
         f"def {kernel_name}({', '.join(['_tw_grid', *params, '*_tw_more', '**_tw_extra'])}):",
         f"    if ((_tw_extra and not _tw_extra.keys() <= _tw_OPTIONS) or _tw_more or {omitted}",
-        "            or _tw_config.interpret or _tw_config.debug or _tw_record.ACTIVE):",
+        "            or _tw_config.interpret or _tw_config.debug or _tw_record.ACTIVE",
+        "            or _tw_config.override_arch or not _tw_config.default_fp_fusion):",
         f"        {slow_call}",
         "    try:",
         *_indent(lines, 2),
@@ -257,8 +263,11 @@ def make_launcher(kernel_name: str, arg_names: list[str], constexprs: set[str], 
         "    try:  # a float grid or an out-of-range scalar raises here, before the launch",
         "        if _tw_e.pick is None:",
         f"            _tw_e.pack(_tw_e.buffer, 0, {''.join(v + ', ' for v in values)})",
-        "        else:",
+        "        elif _tw_e.scratch is None:",
         f"            _tw_e.pack(_tw_e.buffer, 0, *_tw_e.pick({_tuple(values)}))",
+        "        else:  # global scratch from the allocator, the hidden last parameter",
+        f"            _tw_e.pack(_tw_e.buffer, 0, *_tw_e.pick({_tuple(values)}),",
+        "                       _tw_e.scratch(_tw_gx, _tw_gy, _tw_gz, _tw_e.stream()))",
         "        _tw_e.launch(_tw_e.function, _tw_gx, _tw_gy, _tw_gz, _tw_e.threads, 1, 1, _tw_e.shared,",
         "                     _tw_e.stream(), _tw_e.params, 0)",
         "        return _tw_e.compiled",

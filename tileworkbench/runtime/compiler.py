@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..backends import backend_for
+from ..backends import DEFAULT_OPTIONS, TargetOptions, backend_for
 from ..config import config
 from ..errors import CompilationError, LaunchError, OptionError, OutOfResources
 from ..frontend import ArgSpec, generate, parse_arg
@@ -27,7 +27,7 @@ from ..frontend.descriptor_args import NO_FALLBACK, TMAFallback
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
 from ..language import core
-from .stage_texts import StageTexts
+from .stage_texts import StageTexts, ttgir_module
 
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
 CACHE_FORMAT = 5  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
@@ -52,6 +52,8 @@ class KernelMetadata:
     constexprs: dict = field(default_factory=dict)
     cache_hit: bool = False
     debug: bool = False  # compiled with `debug=True` (device asserts on; GPU: checked accesses)
+    maxnreg: int | None = None  # registers per thread the kernel was capped at (`.maxnreg`)
+    enable_reflect_ftz: bool = True  # libdevice's __CUDA_FTZ and ftz approximate math (GPU targets)
     debug_checks: dict | None = None  # GPU debug mode: hidden parameters and check sites (bounds.py)
     # each shared-memory region: cp.async rings (slots x bytes), staged tiles, scratch, static arrays
     shared_plan: list = field(default_factory=list)
@@ -87,7 +89,9 @@ class CompiledKernel:
         self.fn = fn
         self.name = metadata.name
         self._metadata = metadata
-        self._asm = StageTexts(asm, metadata.target, backend_for(metadata.target).stages)
+        backend = backend_for(metadata.target)
+        module = ttgir_module(backend.triton_target(metadata.target), metadata.num_warps)
+        self._asm = StageTexts(asm, metadata.target, backend.stages, module)
         self.passes = passes
         self.line_map = line_map
         self._cubin = cubin
@@ -212,7 +216,8 @@ class CompiledKernel:
         md = self.metadata
         return functools.partial(self.jit_function.run, grid=grid, num_warps=md.num_warps,
                                  num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion,
-                                 debug=md.debug)
+                                 debug=md.debug, maxnreg=md.maxnreg,
+                                 enable_reflect_ftz=md.enable_reflect_ftz)
 
     def _init_handles(self) -> None:
         """Triton loads the binary here and learns n_regs and n_spills. GPU kernels are loaded when
@@ -356,7 +361,8 @@ def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
 def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             constexprs: dict[str, Any] | None = None, target: str | None = None, num_warps: int = 4,
             num_stages: int = 3, enable_fp_fusion: bool = True,
-            use_cache: bool = True, debug: bool | None = None) -> CompiledKernel:
+            use_cache: bool = True, debug: bool | None = None, maxnreg: int | None = None,
+            enable_reflect_ftz: bool = True) -> CompiledKernel:
     """Compile a kernel for one specialization.
 
     Args:
@@ -372,6 +378,10 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             targets, every load, store and atomic is checked against its array (hidden parameters;
             see backends/nvptx/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
             `TILEWORKBENCH_DEBUG=1` turns it on everywhere.
+        maxnreg: at most this many registers per thread (NVPTX: `.maxnreg` on the kernel entry);
+            None: the assembler's choice. Other targets ignore it.
+        enable_reflect_ftz: approximate fp32 math and libdevice flush subnormals to zero (Triton's
+            CUDA default, True); False keeps them. Other targets than NVPTX ignore it.
 
     Returns:
         A CompiledKernel with every stage in `.asm` and the pass snapshots in `.passes`.
@@ -385,6 +395,10 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
     target = resolve_target(target)
     enable_fp_fusion = bool(enable_fp_fusion)
     debug = bool(getattr(fn, "debug", None) if debug is None else debug) or config.debug
+    try:
+        options = TargetOptions(maxnreg, bool(enable_reflect_ftz))
+    except OptionError as error:
+        raise OptionError(f"{py_fn.__name__}: {error}") from None
     if num_warps <= 0 or num_warps & (num_warps - 1) or num_warps > 32:
         raise OptionError(f"num_warps must be a power of 2 from 1 to 32, got {num_warps}")
     key = None
@@ -396,13 +410,15 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
                         num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
-                        *(("tma",) if config.tma else ()))
+                        *(("tma",) if config.tma else ()),
+                        *(("spare_slot",) if config.spare_slot else ()), *options.key())
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs, debug)
             if cached is not None:
                 return cached
-    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, enable_fp_fusion, debug)
+    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
+                            enable_fp_fusion, debug, options)
     if key is not None:
         if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
             kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
@@ -438,13 +454,14 @@ def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any]
 
 
 def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion,
-                   debug: bool = False) -> CompiledKernel:
+                   debug: bool = False, options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
     source = get_source(py_fn)
     backend = backend_for(target)
     tma = backend.has_tma(target)
     device_tma = backend.builds_tensor_maps(target)
     compile_with = functools.partial(_compile_with, py_fn, source, args, constexprs, target,
-                                     num_warps, num_stages, fp_fusion, debug, tma, device_tma)
+                                     num_warps, num_stages, fp_fusion, debug, tma, device_tma,
+                                     options)
     try:
         return compile_with()
     except OutOfResources as error:
@@ -500,6 +517,7 @@ def _block_bytes(arg: ArgSpec) -> int:
 
 def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
                   tma: bool, device_tma: bool,
+                  options: TargetOptions = DEFAULT_OPTIONS,
                   fallback: TMAFallback = NO_FALLBACK) -> CompiledKernel:
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
                                                       device_tma, fallback)
@@ -511,12 +529,13 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
                               num_stages=num_stages, enable_fp_fusion=fp_fusion,
                               signature=[a.key for a in args],
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()},
-                              debug=debug,
+                              debug=debug, maxnreg=options.maxnreg,
+                              enable_reflect_ftz=options.reflect_ftz,
                               tma_fallback=fallback.as_dict() if fallback != NO_FALLBACK else None)
     ir = func
     binary = None
     backend = backend_for(target)
-    result = backend.lower(func, target, num_warps, num_stages, fp_fusion, debug)
+    result = backend.lower(func, target, num_warps, num_stages, fp_fusion, debug, options)
     if result is not None:
         ir = None  # the backend's passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
         passes += result.passes
@@ -536,12 +555,14 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
                             regenerate=regenerate)
     backend.finish(kernel, functools.partial(_recompile, py_fn, args, constexprs, num_warps, num_stages,
-                                             fp_fusion, debug))
+                                             fp_fusion, debug, options=options))
     return kernel
 
 
-def _recompile(py_fn, args, constexprs, num_warps, num_stages, fp_fusion, debug, target) -> CompiledKernel:
-    return _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion, debug)
+def _recompile(py_fn, args, constexprs, num_warps, num_stages, fp_fusion, debug, target,
+               options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
+    return _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
+                          options)
 
 
 _ASSEMBLER: list[ThreadPoolExecutor] = []

@@ -19,13 +19,15 @@ import numpy as np
 from ..config import config
 from ..dtypes import BY_ARRAY_NAME
 from ..dtypes import TABLE as DTYPES
-from ..errors import ArgumentBindingError, ArgumentOverflowError, CompilationError, LaunchError
+from ..errors import (
+    ArgumentBindingError, ArgumentOverflowError, CompilationError, LaunchError, OptionError,
+)
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
     TMAFallback, descriptor_type, expand_arg, flatten_descriptor, has_tensor_map, is_host_descriptor,
     parse_descriptor_type,
 )
-from ..backends import backend_for
+from ..backends import DEFAULT_OPTIONS, TargetOptions, backend_for
 from . import binder as binder_module
 from . import record as record_module
 from .arguments import argument_error
@@ -43,9 +45,10 @@ _NAME_CACHE: dict = {}
 
 
 # Options Triton's CUDA/HIP backends take as launch keywords; accepted and ignored here (one CTA per
-# program, no register cap, no AMD matrix-instruction choice), so Triton code passes them unchanged.
+# program, no AMD matrix-instruction choice), so Triton code passes them unchanged. (`maxnreg`,
+# `enable_reflect_ftz` and `arch` are compile options here: `run`'s keywords.)
 BACKEND_OPTIONS = frozenset({
-    "num_ctas", "maxnreg", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "allow_flush_denorm",
+    "num_ctas", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "allow_flush_denorm",
     "launch_cooperative_grid", "launch_pdl", "sanitize_overflow",
 })
 
@@ -200,7 +203,7 @@ class JITFunction:
         special = self.constexpr_names | self.do_not_specialize | self.no_align
         self._param_modes = [(n, n not in special) for n in self.arg_names]
         # the warm path (binder.py): made at the first GPU launch; (key, options) -> _FastLaunch, where
-        # options are the call's (num_warps, num_stages, enable_fp_fusion) as given (None: not given)
+        # options are the call's record.LAUNCH_OPTIONS as given (None: not given)
         self._binder = None
         self._runtime_names: list[str] = []
         self._fast: dict[tuple, _FastLaunch] = {}
@@ -294,11 +297,16 @@ class JITFunction:
     # -- launch ------------------------------------------------------------------------------------------------
     def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
             num_stages: int | None = None, enable_fp_fusion: bool | None = None, stream=None,
-            debug: bool | None = None, **kwargs):
+            debug: bool | None = None, maxnreg: int | None = None,
+            enable_reflect_ftz: bool | None = None, arch: str | None = None, **kwargs):
         """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel.
-        `enable_fp_fusion` (default True, as Triton's) lets float `a * b + c` become one FMA. `debug`
-        (default: the decorator's) compiles device asserts and, on the GPU, bounds checks in."""
-        options = (num_warps, num_stages, enable_fp_fusion)
+        `enable_fp_fusion` (default True, as Triton's; `config.default_fp_fusion`) lets float
+        `a * b + c` become one FMA. `debug` (default: the decorator's) compiles device asserts and,
+        on the GPU, bounds checks in. Triton's CUDA options: `maxnreg` caps registers per thread,
+        `enable_reflect_ftz` (default True) flushes subnormals in approximate math and libdevice,
+        `arch` ("sm90", or `config.override_arch`) compiles for that architecture; targets without
+        these notions (the interpreter, cpu) ignore them."""
+        options = (num_warps, num_stages, enable_fp_fusion, maxnreg, enable_reflect_ftz, arch)
         debug = self._debug_mode(debug)
         if not warmup and not debug:
             done = self._warm(grid, args, kwargs, options, stream)
@@ -339,7 +347,8 @@ class JITFunction:
         not seen yet or a changed global leaves it to the full path, which files the kernel for next
         time."""
         binder = self._binder
-        if binder is None or config.interpret or record_module.ACTIVE:
+        if (binder is None or config.interpret or record_module.ACTIVE or config.override_arch
+                or not config.default_fp_fusion):  # warm entries are keyed by the options given
             return None
         try:
             key, values = binder(*args, **kwargs)
@@ -355,7 +364,18 @@ class JITFunction:
             grid3 = _grid(grid, self._bind(args, kwargs) if callable(grid) else None)
         if stream is None:
             stream = entry.stream()
-        if entry.cuda.launch_values(grid3, values if entry.pick is None else entry.pick(values), stream):
+        if entry.pick is not None:
+            values = entry.pick(values)
+        if entry.scratch is not None:  # this launch's global scratch, from the allocator
+            from .launcher import _stream_address
+
+            try:
+                if min(grid3) <= 0:
+                    return None  # an empty grid launches nothing (the full path), or is an error
+                values = (*values, entry.scratch(*grid3, _stream_address(stream)))
+            except Exception:
+                return None  # the full path explains (no allocator, a bad grid, ...)
+        if entry.cuda.launch_values(grid3, values, stream):
             return entry.compiled
         return None
 
@@ -369,21 +389,29 @@ class JITFunction:
         if record_module.OVERRIDES:  # the workbench's --sweep imposes constexprs and launch options
             args, kwargs, options = record_module.apply_overrides(
                 self.arg_names, self.constexpr_names, args, kwargs, options)
-        num_warps, num_stages, fp_fusion = options
+        num_warps, num_stages, fp_fusion, maxnreg, reflect_ftz, arch = options
         if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
             kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
-        target = _default_target()
+        target = self._target(arch)
+        if kwargs.get("num_ctas", 1) != 1 and "num_ctas" not in self.signature.parameters:
+            self._check(backend_for(target).check_num_ctas, target, kwargs["num_ctas"])
         num_warps = num_warps or 4
         num_stages = num_stages or 3
-        fp_fusion = fp_fusion is None or bool(fp_fusion)
-        key = self._key(bound, target, num_warps, num_stages, fp_fusion)
+        fp_fusion = config.default_fp_fusion if fp_fusion is None else bool(fp_fusion)
+        target_options = self._target_options(maxnreg, reflect_ftz)
+        key = self._key(bound, target, num_warps, num_stages, fp_fusion) + target_options.key()
         if debug:
             key += ("debug",)
         kernel = self.cache.get(key)
         if kernel is None or not kernel.globals_unchanged():
-            kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion, debug)
+            # a warmup compiles without loading, as Triton's: it needs no GPU, and a kernel for
+            # another architecture (arch="sm80" on an H200) would not load
+            kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion, debug,
+                                   target_options, load=not warmup)
             self.cache[key] = kernel
+        if kernel.cuda is None and not warmup:
+            kernel.cuda = kernel._load()
         if kernel.cuda is not None:
             self._file_fast(kernel, args, kwargs, options)
         if warmup:
@@ -394,13 +422,34 @@ class JITFunction:
         kernel.launch(grid3, bound, stream)
         return kernel.compiled
 
+    def _target(self, arch: str | None) -> str:
+        """The launch's target: the default one, or the architecture `arch=` (else
+        `config.override_arch`, Triton's TRITON_OVERRIDE_ARCH) names, as its backend reads it."""
+        target = _default_target()
+        arch = arch or config.override_arch
+        if not arch:
+            return target
+        return self._check(backend_for(target).arch_target, arch)
+
+    def _target_options(self, maxnreg, reflect_ftz) -> TargetOptions:
+        reflect_ftz = True if reflect_ftz is None else bool(reflect_ftz)
+        return self._check(TargetOptions, maxnreg, reflect_ftz)
+
+    def _check(self, check: Callable, *args):
+        """`check(*args)`, its OptionError naming this kernel."""
+        try:
+            return check(*args)
+        except OptionError as error:
+            raise type(error)(f"{self.fn.__name__}: {error}") from None
+
     def _file_fast(self, kernel: _BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
         """File `kernel` for the warm path under this call's binder key, when the warm path can launch
-        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted bitwise."""
+        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted
+        bitwise. A kernel with global scratch takes it too: each warm launch calls the allocator,
+        as Triton's launcher does (`_FastLaunch.scratch`)."""
         from .binder import NotFast, make_binder, make_launcher, register_array_types
 
-        if (self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors
-                or kernel.scratch_bytes):  # scratch: each launch calls the allocator
+        if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
             return
         if kernel.checks is not None:
             return  # debug mode: each launch synchronizes and reads the error buffer (full path)
@@ -436,7 +485,8 @@ class JITFunction:
                 kwargs[name] = given
         return kwargs
 
-    def _compile(self, key, bound, target, num_warps, num_stages, fp_fusion, debug=False) -> _BoundKernel:
+    def _compile(self, key, bound, target, num_warps, num_stages, fp_fusion, debug=False,
+                 options: TargetOptions = DEFAULT_OPTIONS, load: bool = True) -> _BoundKernel:
         from .compiler import dependencies
 
         specs, constexprs = [], {}
@@ -447,7 +497,8 @@ class JITFunction:
                 specs.append(ArgSpec(name, part[0], part[1], part[2]))
         try:
             compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
-                               num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug)
+                               num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug,
+                               maxnreg=options.maxnreg, enable_reflect_ftz=options.reflect_ftz)
         except CompilationError as exc:
             also = backend_for(target).compile_errors_also
             if also is not None and not isinstance(exc, also):
@@ -457,7 +508,7 @@ class JITFunction:
         if self.repr is not None:
             compiled.name = self.repr(_Specialization(specs, constexprs))
         _, used_globals = dependencies(self.fn)
-        return _BoundKernel(compiled, specs, used_globals)
+        return _BoundKernel(compiled, specs, used_globals, load=load)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -521,7 +572,8 @@ def launch_parameters(specs: list[ArgSpec], md) -> tuple[dict[str, str], list[Ar
 class _BoundKernel:
     """A compiled kernel plus what it needs to launch: the runtime parameter names and the loaded module."""
 
-    def __init__(self, compiled: CompiledKernel, specs: list[ArgSpec], used_globals):
+    def __init__(self, compiled: CompiledKernel, specs: list[ArgSpec], used_globals,
+                 load: bool = True):
         self.compiled = compiled
         self.names = [s.name for s in specs]
         # host tensor descriptors are several runtime parameters each (frontend/descriptor_args.py)
@@ -543,8 +595,10 @@ class _BoundKernel:
 
             self.checks = DebugChecks(md.debug_checks, md.name, self.flat_names)
             kinds, names = kinds + self.checks.hidden_kinds(), names + self.checks.hidden_names()
-        # the backend's launcher (a CudaKernel on the GPU); the warm path takes those it can
-        self.cuda = backend_for(md.target).load(compiled, kinds, names)
+        # the backend's launcher (a CudaKernel on the GPU); the warm path takes those it can. Not
+        # loaded (None) for a `warmup`: the first launch loads it
+        self._load = functools.partial(backend_for(md.target).load, compiled, kinds, names)
+        self.cuda = self._load() if load else None
 
     def globals_unchanged(self) -> bool:
         for scope, name, value in self.used_globals:
@@ -560,25 +614,34 @@ class _BoundKernel:
 
     def _scratch_address(self, grid, args: list, stream) -> int:
         """This launch's global scratch from the allocator (runtime/allocation.py), as an address."""
-        from .allocation import launch_scratch
         from .launcher import _stream_address, torch_stream
 
-        md = self.compiled.launch_metadata
         if stream is None:
             stream = torch_stream(args)
         if stream is None and hasattr(self.cuda, "current_stream_address"):
             stream = self.cuda.current_stream_address()
         handle = stream if stream is None or isinstance(stream, int) else _stream_address(stream)
+        return self.scratch_for(*grid, handle)
+
+    def scratch_for(self, gx: int, gy: int, gz: int, stream: int | None) -> int:
+        """The address of a launch's global scratch for a grid of gx x gy x gz programs on stream
+        handle `stream`, from the allocator; the buffer is held until the next launch (the warm
+        path calls this too)."""
+        from .allocation import launch_scratch
+
+        md = self.compiled.launch_metadata
         self.scratch, address = launch_scratch(md.name, self.scratch_bytes, md.global_scratch_align,
-                                               tuple(grid), handle)
+                                               (gx, gy, gz), stream)
         return address
 
     def launch(self, grid: tuple[int, int, int], bound: dict, stream=None) -> None:
+        if self.cuda is None:
+            self.cuda = self._load()
         args = [bound[name] for name in self.names]
         if self.descriptors:
             args = [part for name in self.names for part in
                     (self._flatten(name, bound[name]) if name in self.descriptors else [bound[name]])]
-        if self.scratch_bytes:
+        if self.scratch_bytes and min(grid) > 0:  # an empty grid launches nothing, a bad one raises
             args = [*args, self._scratch_address(grid, args, stream)]
         if self.checks is not None:
             self.checks.launch(self.cuda, grid, args, stream)  # synchronizes; raises what it recorded
@@ -596,7 +659,7 @@ class _FastLaunch:
     Other threads take `launch_values`, which locks the kernel's shared block."""
 
     __slots__ = ("compiled", "cuda", "pick", "globals", "stream", "launch", "function", "threads", "shared",
-                 "max_x", "max_y", "max_z", "pack", "block", "buffer", "params", "owner")
+                 "max_x", "max_y", "max_z", "pack", "block", "buffer", "params", "owner", "scratch")
 
     def __init__(self, kernel: _BoundKernel, positions: list[int], runtime_count: int, torch_stream=None):
         self.compiled = kernel.compiled
@@ -609,6 +672,12 @@ class _FastLaunch:
             self.pick = lambda values: (values[index],)
         else:
             self.pick = operator.itemgetter(*positions) if positions else (lambda values: ())
+        # a kernel with global scratch (in-kernel tensor maps): `scratch(gx, gy, gz, stream handle)`
+        # gives each launch's buffer address, the hidden last parameter. The launcher appends it
+        # where `pick` is set, so such a kernel always has one: the plain case stays branch-free
+        self.scratch = kernel.scratch_for if kernel.scratch_bytes else None
+        if self.scratch is not None and self.pick is None:
+            self.pick = _same_values
         # the stream launches go to: torch's current one where the arguments are torch tensors, else CuPy's
         self.stream = torch_stream or kernel.cuda.current_stream_address
         self.launch, self.function, self.threads, self.shared, max_grid, params = kernel.cuda.launch_parts()
@@ -619,9 +688,14 @@ class _FastLaunch:
         self.owner = threading.get_ident()
 
 
+def _same_values(values: tuple) -> tuple:
+    return values
+
+
 _MISSING = object()
-_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream", "debug"})
-_NO_OPTIONS = (None, None, None)  # a call that gives no launch option
+_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream",
+                          "debug", "maxnreg", "enable_reflect_ftz", "arch"})
+_NO_OPTIONS = (None,) * len(record_module.LAUNCH_OPTIONS)  # a call that gives no launch option
 
 
 def jit(fn: Callable | None = None, **options) -> JITFunction | Callable[[Callable], JITFunction]:

@@ -39,18 +39,39 @@ def triton_text(text: str) -> str:
     return _GENERIC_HEADER.sub(_generic, text)
 
 
+def ttgir_module(triton_target: str | None, num_warps: int) -> str | None:
+    """The `module attributes {...} {` line Triton's TTGIR opens with, naming the target as Triton
+    does (`ttg.target = "cuda:90"`, Backend.triton_target); None where Triton has no such target."""
+    if triton_target is None:
+        return None
+    return (f'module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = {num_warps} : i32, '
+            f'ttg.target = "{triton_target}", "ttg.threads-per-warp" = 32 : i32}} {{')
+
+
+def _in_module(module: str, text: str) -> str:
+    """`text` inside `module {` ... `}`, after its layout aliases (`#blocked = ...`), as Triton."""
+    lines = text.splitlines()
+    aliases = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return "\n".join([*lines[:aliases], module, *lines[aliases:], "}"]) + "\n"
+
+
 class StageTexts(dict):
     """stage -> text; `asm["sass"]` on a machine without nvdisasm raises a MissingStageError that
-    names the tool and how to install it."""
+    names the tool and how to install it. `ttgir_module`: the module line `asm["ttgir"]` is wrapped
+    in (ttgir_module()), as Triton's TTGIR."""
 
-    def __init__(self, texts: dict[str, str], target: str, backend_stages: tuple[str, ...]) -> None:
+    def __init__(self, texts: dict[str, str], target: str, backend_stages: tuple[str, ...],
+                 ttgir_module: str | None = None) -> None:
         super().__init__(texts)
         self.target = target
         self.backend_stages = backend_stages  # the stages the target's backend makes
+        self.ttgir_module = ttgir_module
 
     def __missing__(self, stage: str) -> str:
         ours = TRITON_STAGES.get(stage)
         if ours is not None and dict.__contains__(self, ours):
+            if stage == "ttgir" and self.ttgir_module:
+                return _in_module(self.ttgir_module, triton_text(self[ours]))
             return triton_text(self[ours]) if ours.startswith("tile") else self[ours]
         raise MissingStageError(self.why_missing(ours or stage))
 

@@ -56,9 +56,12 @@ def compile_kernel(
     force: bool = False,
     fp_fusion: bool = True,
     debug: bool = False,
+    maxnreg: int | None = None,
+    reflect_ftz: bool = True,
 ) -> Any:
     """`tileworkbench.compile` with parsed options; `force` bypasses the compile cache, `fp_fusion`
-    False compiles with `enable_fp_fusion=False`, `debug` in debug mode (bounds checks, asserts)."""
+    False compiles with `enable_fp_fusion=False`, `debug` in debug mode (bounds checks, asserts);
+    `maxnreg` and `reflect_ftz` False: Triton's `maxnreg` and `enable_reflect_ftz=False`."""
     kwargs: dict[str, Any] = {
         "signature": parse_signature(signature),
         "constexprs": parse_constexprs(constexprs),
@@ -75,6 +78,10 @@ def compile_kernel(
         kwargs["enable_fp_fusion"] = False
     if debug:
         kwargs["debug"] = True
+    if maxnreg is not None:
+        kwargs["maxnreg"] = maxnreg
+    if not reflect_ftz:
+        kwargs["enable_reflect_ftz"] = False
     return _compile_function()(kernel, **kwargs)
 
 

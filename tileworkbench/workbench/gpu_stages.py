@@ -114,4 +114,6 @@ def _compile(record: Any, specs: list[ArgSpec], constexprs: dict[str, Any], targ
         num_warps=meta.num_warps,
         num_stages=meta.num_stages,
         enable_fp_fusion=meta.enable_fp_fusion,
+        maxnreg=meta.maxnreg,
+        enable_reflect_ftz=meta.enable_reflect_ftz,
     )

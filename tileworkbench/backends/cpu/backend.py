@@ -6,7 +6,7 @@ interpreter it does not bounds-check memory accesses (as the GPU does not)."""
 
 from __future__ import annotations
 
-from .. import Backend, Lowered, register
+from .. import DEFAULT_OPTIONS, Backend, Lowered, register
 
 
 class CpuBackend(Backend):
@@ -17,7 +17,8 @@ class CpuBackend(Backend):
     # suites that compile hundreds of small kernels turn them off)
     vectorize = True
 
-    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
+    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
+              options=DEFAULT_OPTIONS) -> Lowered:
         from ...ir.printer import print_ir_lines
         from ...passes.axis_info import axis_info
         from ..nvptx import check_shapes, run_gpu_passes
@@ -39,8 +40,9 @@ class CpuBackend(Backend):
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
         # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read
         # after the launch by runtime/debug_checks.py from a host buffer
+        # maxnreg has no meaning on the host; reflect_ftz picks exp2's flushing form (hostmath.py)
         lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
-                            hooks=hooks)
+                            hooks=hooks, reflect_ftz=options.reflect_ftz)
         module = lowering.run()
         smem = lowering.smem_bytes
         params = len(lowering.function.args) - len(EXTRA_PARAMS)  # its own and the hidden ones

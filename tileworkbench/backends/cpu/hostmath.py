@@ -32,15 +32,22 @@ def _select_lt(b, x, bound: float, then, otherwise):
     return b.select(b.fcmp_ordered("<", x, _c(bound)), then, otherwise)
 
 
-def exp2(lw, x) -> ir.Value:
-    """2^x: x = k + f (k an integer, |f| <= 1/2), 2^k built in the exponent bits."""
+def exp2(lw, x, ftz: bool = True) -> ir.Value:
+    """2^x: x = k + f (k an integer, |f| <= 1/2), 2^k built in the exponent bits. `ftz`: results
+    below 2^-126 flush to zero (`ex2.approx.ftz.f32`); else they are subnormal (`ex2.approx.f32`).
+    """
     b = lw.builder
+    if not ftz:  # 2^x = 2^(x + 64) * 2^-64 below 2^-126, where 2^(x + 64) is normal
+        tiny = b.fcmp_ordered("<", x, _c(-126.0))
+        scaled = exp2(lw, b.select(tiny, b.fadd(x, _c(64.0)), x))
+        return b.select(tiny, b.fmul(scaled, _c(2.0 ** -64)), scaled)
     clamped = _select_lt(b, x, -127.0, _c(-127.0), x)
     clamped = b.select(b.fcmp_ordered(">", clamped, _c(128.0)), _c(128.0), clamped)
     k = lw.call_intrinsic("llvm.rint.f32", F32, [clamped])
     f = b.fsub(clamped, k)
     bits = b.shl(b.add(b.fptosi(k, I32), ir.Constant(I32, 127)), ir.Constant(I32, 23))
     result = b.fmul(_horner(b, f, _EXP2), b.bitcast(bits, F32))  # k = -127: 0; k = 128: inf
+    result = _select_lt(b, result, 2.0 ** -126, _c(0.0), result)  # ftz: no subnormal result
     return b.select(b.fcmp_unordered("uno", x, x), x, result)
 
 
@@ -68,8 +75,8 @@ def log2(lw, x) -> ir.Value:
 def approx(lw, instruction: str, x) -> ir.Value:
     """The host value of `instruction` (`ex2.approx.f32`, ...) on fp32 `x`."""
     b = lw.builder
-    if instruction in ("ex2.approx.f32", "ex2.approx.ftz.f32"):  # exp2 flushes below 2^-127
-        return exp2(lw, x)
+    if instruction in ("ex2.approx.f32", "ex2.approx.ftz.f32"):
+        return exp2(lw, x, ftz=instruction == "ex2.approx.ftz.f32")
     if instruction == "lg2.approx.f32":
         return log2(lw, x)
     if instruction == "rsqrt.approx.f32":

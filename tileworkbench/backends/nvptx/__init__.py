@@ -37,7 +37,8 @@ class NvptxResult:
 
 
 def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
-                  enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False) -> NvptxResult:
+                  enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False,
+                  maxnreg: int | None = None, reflect_ftz: bool = True) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
@@ -50,6 +51,11 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         assemble: run ptxas (cubin, resource report) and nvdisasm/cuobjdump (SASS) where installed.
         debug: check every load, store and atomic against its array and lower `tl.device_assert` to
             the error buffer (lowering/bounds.py); adds hidden kernel parameters.
+        maxnreg: at most this many registers per thread (`.maxnreg` on the kernel's `.entry`, as
+            Triton's option); None leaves the choice to ptxas.
+        reflect_ftz: libdevice's `__nvvm_reflect("__CUDA_FTZ")` answers 1 and `exp2` on fp32 takes
+            `ex2.approx.ftz.f32` (Triton's `enable_reflect_ftz`, on by default); False keeps
+            subnormals (`ex2.approx.f32`, libdevice's non-ftz paths).
 
     Returns:
         An NvptxResult with every stage's text, the cubin, resources and the source-line maps.
@@ -58,6 +64,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
         CompilationError: an op the back end cannot lower (named, with its source line), or a bad arch.
     """
     from ...errors import CompilationError, OptionError
+    from .. import TargetOptions
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
     from . import codegen
@@ -67,6 +74,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from .lowering.tensormap_device import scratch_slots
 
     codegen.check_arch(arch)
+    TargetOptions(maxnreg, reflect_ftz)  # checks maxnreg
     if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise OptionError(f"num_warps must be a power of 2 from 1 to 32, not {num_warps}")
     check_shapes(func)
@@ -77,10 +85,13 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     # the block's shared-memory limit: room for a spare ring slot (software_pipeline.py) and for
     # staging large epilogues (remove_layout_conversions.py)
     func.shared_limit = func.max_shared_bytes = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]
+    # and per SM: whether the spare slot costs a resident block
+    func.shared_per_sm = MAX_SHARED_PER_SM[codegen.sm_number(arch)]
     passes = run_gpu_passes(func)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
-    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion, debug=debug)
+    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
+                        debug=debug, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
     module = lowering.run()
     check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages,
                         shared_plan(lowering))
@@ -107,6 +118,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
 # The most shared memory one block may opt in to, per compute capability (CUDA's
 # sharedMemPerBlockOptin): A100 164 KiB, consumer Ampere and Ada 99 KiB, Hopper and Blackwell 227 KiB.
 MAX_SHARED_PER_BLOCK = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448}
+MAX_SHARED_PER_SM = {80: 167936, 86: 102400, 89: 102400, 90: 233472, 100: 233472}
 
 
 def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int,

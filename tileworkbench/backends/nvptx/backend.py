@@ -4,7 +4,7 @@ of `codegen.ARCHS` (the one list of them); stages up to PTX and SASS; launches t
 from __future__ import annotations
 
 from ...errors import CompilationError
-from .. import Backend, Lowered, register
+from .. import DEFAULT_OPTIONS, Backend, Lowered, register
 
 
 class NvptxBackend(Backend):
@@ -42,6 +42,42 @@ class NvptxBackend(Backend):
                                    f"use one of {', '.join(self.architectures())}")
         return arch
 
+    def arch_target(self, arch) -> str:
+        """Triton's spelling "sm90" (or ours, "sm_90a") -> the arch we compile for: the
+        arch-specific form where we use one, as for a GPU of that capability ("sm90" -> "sm_90a",
+        as Triton)."""
+        from ...errors import TargetOptionError
+        from .codegen import native_arch
+
+        text = str(arch).strip()
+        if text in self.architectures():
+            return text
+        digits = text.removeprefix("sm").removeprefix("_")
+        if digits.isdigit() and len(digits) >= 2:
+            plain = native_arch(int(digits[:-1]), int(digits[-1]))
+            if plain in self.architectures():
+                return plain
+        known = sorted({a.rstrip("a").replace("_", "") for a in self.architectures()},
+                       key=lambda a: int(a[2:]))
+        raise TargetOptionError(
+            f"arch={arch!r} is not an architecture the NVPTX back end compiles for; use one of "
+            f"{', '.join(known)} (Triton's spelling) or {', '.join(self.architectures())}")
+
+    def check_num_ctas(self, target, num_ctas) -> None:
+        """Triton's rule: clusters of num_ctas > 1 CTAs need sm_90+. (Where allowed, one CTA per
+        program here: the option is accepted and ignored.)"""
+        from ...errors import TargetOptionError
+        from .codegen import sm_number
+
+        if num_ctas > 1 and sm_number(target) < 90:
+            raise TargetOptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is "
+                                    f"{target}: use num_ctas=1 or an sm_90+ target")
+
+    def triton_target(self, target) -> str:
+        from .codegen import sm_number
+
+        return f"cuda:{sm_number(target)}"
+
     def has_tma(self, target) -> bool:
         """sm_90+, unless `TILEWORKBENCH_TMA=0` (config.tma)."""
         from ...config import config
@@ -53,11 +89,13 @@ class NvptxBackend(Backend):
         """TMA targets whose PTX has `tensormap.replace`: the sm_90a family (sm_90a, sm_100a)."""
         return self.has_tma(target) and target.endswith("a")
 
-    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False) -> Lowered:
+    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
+              options=DEFAULT_OPTIONS) -> Lowered:
         from . import compile_nvptx
 
         result = compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
-                               enable_fp_fusion=fp_fusion, assemble=False, debug=debug)
+                               enable_fp_fusion=fp_fusion, assemble=False, debug=debug,
+                               maxnreg=options.maxnreg, reflect_ftz=options.reflect_ftz)
         return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
                                             "ptx": result.ptx},
                        result.passes, result.line_maps, result.shared, result.static_shared,

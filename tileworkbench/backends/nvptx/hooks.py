@@ -123,6 +123,17 @@ class NvptxHooks(TargetHooks):
         annotations = lw.module.add_named_metadata("nvvm.annotations")
         # the exact block size (Triton's `.reqntid`): ptxas may rely on tid.x < threads
         annotations.add(lw.module.add_metadata([lw.function, "reqntidx", threads]))
+        if lw.maxnreg is not None:  # `.maxnreg N` on the kernel's `.entry` only (Triton's maxnreg)
+            limit = ir.Constant(I32, lw.maxnreg)
+            annotations.add(lw.module.add_metadata([lw.function, "maxnreg", limit]))
+        if lw.uses_libdevice and lw.reflect_ftz:
+            # libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1 (LLVM's NVVMReflect reads this
+            # flag, as Triton sets it): its flush-to-zero paths (Triton's enable_reflect_ftz)
+            module = lw.module
+            flags = module.get_named_metadata("llvm.module.flags") if "llvm.module.flags" in \
+                module.namedmetadata else module.add_named_metadata("llvm.module.flags")
+            one, override = ir.Constant(I32, 1), ir.Constant(I32, 4)
+            flags.add(module.add_metadata([override, "nvvm-reflect-ftz", one]))
 
     def special_register(self, lw, name) -> ir.Value:
         fn = lw.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])

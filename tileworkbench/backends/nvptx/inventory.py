@@ -43,6 +43,8 @@ def alloc_use(op: ttg.LocalAllocOp) -> str:
     tensor-core result on its way to a coalesced store, or a dot operand staged for `ldmatrix`."""
     if op.name == "ttng.tma_ring":
         return "TMA ring"
+    if op.name == "ttng.tma_store":  # its staging tile, where it lies over the rings
+        return "TMA store staging"
     if op.src is None:
         return "cp.async ring"
     if isinstance(op.src.type.encoding, MmaEncoding):
@@ -53,10 +55,12 @@ def alloc_use(op: ttg.LocalAllocOp) -> str:
 
 
 def alloc_entry(op: ttg.LocalAllocOp, offset: int, size: int) -> dict:
-    """One `local_alloc`'s row of the plan (its region is `size` bytes at `offset`)."""
-    t = op.result.type
+    """One `local_alloc`'s (or TMA store staging tile's) row of the plan (its region is `size`
+    bytes at `offset`)."""
+    value = op.value if op.name == "ttng.tma_store" else op.result
+    t = value.type
     use = alloc_use(op)
-    entry = {"use": use, "value": op.result.name_hint or "", "line": _line(op),
+    entry = {"use": use, "value": value.name_hint or "", "line": _line(op),
              "shape": list(t.shape), "dtype": str(t.element), "offset": offset, "bytes": size,
              "space": "dynamic"}
     if use in ("cp.async ring", "TMA ring"):

@@ -42,7 +42,8 @@ class Lowering:
     comes from `hooks` (hooks.py; NVPTX's by default, the cpu backend's for the host)."""
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
-                 debug: bool = False, hooks=None):
+                 debug: bool = False, hooks=None, maxnreg: int | None = None,
+                 reflect_ftz: bool = True):
         self.func = func
         self.hooks = hooks or NVPTX_HOOKS
         self.arch = arch
@@ -52,6 +53,8 @@ class Lowering:
         # float add/sub/mul may contract into FMA (Triton's enable_fp_fusion, on by default); without
         # `contract` LLVM keeps each op and writes `.rn`, which stops ptxas fusing them too
         self.fp_flags = ("contract",) if fp_fusion else ()
+        self.maxnreg = maxnreg  # registers per thread, `.maxnreg` (hooks.annotate); None: ptxas's
+        self.reflect_ftz = reflect_ftz  # flush-to-zero approximate math (lowering/math.py)
         self.values: dict[int, object] = {}
         self.smem_bytes = 0  # dynamic shared memory (the launch's)
         self.static_smem_bytes = 0  # static shared arrays (private_shared_memory)
@@ -283,10 +286,11 @@ class Lowering:
     def barrier(self) -> None:
         self.hooks.barrier(self)
 
-    def barrier_before_shared(self) -> None:
+    def barrier_before_shared(self, always: bool = False) -> None:
         """The barrier that keeps a new use of shared memory from overwriting data other threads may
-        still read from the last use; not needed before the first use outside loops."""
-        if self._shared_used or self.loop_depth:
+        still read from the last use; not needed before the first use outside loops, unless
+        `always` (the use lies over tiles that other threads used, e.g. a pipeline's rings)."""
+        if self._shared_used or self.loop_depth or always:
             self.barrier()
         self._shared_used = True
 

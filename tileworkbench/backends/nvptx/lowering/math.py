@@ -15,10 +15,12 @@ from .arith import resize_float
 
 # exp2 flushes subnormal results to zero, as Triton's (libdevice's exp2f under its default
 # nvvm-reflect-ftz): one MUFU.EX2, where the non-ftz form costs a compare and two multiplies more
-# (a third of the non-matmul instructions of attention's key loop)
+# (a third of the non-matmul instructions of attention's key loop); `enable_reflect_ftz=False` takes
+# the non-ftz form, as libdevice's exp2f does then (_NO_FTZ)
 _APPROX = {math.Exp2Op: "ex2.approx.ftz.f32", math.Log2Op: "lg2.approx.f32",
            math.RsqrtOp: "rsqrt.approx.f32", math.SqrtOp: "sqrt.approx.f32",
            math.SinOp: "sin.approx.f32", math.CosOp: "cos.approx.f32"}
+_NO_FTZ = {"ex2.approx.ftz.f32": "ex2.approx.f32"}
 _LIBDEVICE = {math.ExpOp: "exp", math.Exp2Op: "exp2", math.LogOp: "log", math.Log2Op: "log2",
               math.RsqrtOp: "rsqrt", math.SinOp: "sin", math.CosOp: "cos", math.ErfOp: "erf"}
 
@@ -63,7 +65,10 @@ def lower_approx(lw, op, x) -> ir.Value:
             if isinstance(op, math.SqrtOp):
                 return lw.call_intrinsic("llvm.sqrt.f64", F64, [v])
             return lw.libdevice(f"__nv_{_LIBDEVICE[type(op)]}", F64, [v])
-        return _approx(lw, _APPROX[type(op)], v)
+        instruction = _APPROX[type(op)]
+        if not lw.reflect_ftz:
+            instruction = _NO_FTZ.get(instruction, instruction)
+        return _approx(lw, instruction, v)
     return _in_f32(lw, x, f32)
 
 

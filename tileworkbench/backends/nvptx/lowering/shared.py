@@ -1,11 +1,11 @@
 """Shared-memory tiles (`!ttg.memdesc`): `ttg.local_alloc`, `ttg.local_load` (`ldmatrix` for the
 16-bit `mma.sync` fragments), `ttg.memdesc_index` and the `cp.async` ops of the pipeline.
 
-Every `local_alloc` owns a fixed region at the start of the dynamic shared memory
+Every `local_alloc` and TMA ring owns a fixed region at the start of the dynamic shared memory
 (`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans) starts after
-them. Two regions share bytes only when the first is done before the second is written, with a
-`ttg.async_wait {num = 0}` (copies complete, then a barrier) between them in the kernel's top-level
-block: the epilogue's staging tile reuses the pipeline's rings. A tile is stored row by row, its
+them. Two regions share bytes only when the first is done before the second is written
+(`passes/shared_reuse.py`): the epilogue's staging tile (a `local_alloc`'s or a TMA store's) reuses
+the pipeline's rings, after a barrier. A tile is stored row by row, its
 `order[0]` dimension contiguous, each row's 16-byte chunks XORed with `(row // per_phase) % max_phase` (the `#shared` swizzle).
 """
 
@@ -37,11 +37,13 @@ class SharedTile:
 
 
 def assign_shared_offsets(lw, func) -> None:
-    """Give each `local_alloc` its own region, except that a tile stored after every earlier tile's
-    last use starts over them (`passes/shared_reuse.py`: the epilogue over the loop's rings); the
-    scratch of other ops starts after all of them."""
+    """Give each `local_alloc` and TMA ring its own region, except that a tile stored after every
+    earlier tile's last use starts over them (`passes/shared_reuse.py`: the epilogue's staging tile,
+    of a `local_alloc` or a `tma_store`, over the loop's rings); the scratch of other ops starts
+    after all of them."""
     total = end = 0
     lw.reused_allocs = set()
+    lw.threads_over_tma_rings = False
     for op in func.walk():
         if isinstance(op, ttg.LocalAllocOp) and getattr(op, "staging_over", None) is not None:
             _place_over_slots(lw, op)  # passes/prefetch_tiles.py: an epilogue over free ring slots
@@ -50,6 +52,8 @@ def assign_shared_offsets(lw, func) -> None:
             if reuses_earlier_space(func, op):
                 end = 0
                 lw.reused_allocs.add(id(op))
+                # threads' reads of it come before the engine's next writes there (lowering/tma.py)
+                lw.threads_over_tma_rings |= op.parent is not func.body.block
             if isinstance(t.encoding, NvmmaSharedEncoding):
                 # wgmma's swizzle is on address bits: its tiles start on a 1024-byte boundary
                 end = (end + NVMMA_ALIGN - 1) // NVMMA_ALIGN * NVMMA_ALIGN
@@ -60,16 +64,31 @@ def assign_shared_offsets(lw, func) -> None:
             end += size
             total = max(total, end)
         elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
-            from .tma import TILE_ALIGN, ring_bytes
+            from .tma import ring_bytes
 
-            end = (end + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
-            lw.alloc_offsets[id(op)] = end
-            lw.alloc_regions.append((op, end, ring_bytes(op.result.type)))
-            end += ring_bytes(op.result.type)
+            end = _place_tma_tile(lw, op, end, ring_bytes(op.result.type))
+            total = max(total, end)
+        elif isinstance(op, ttng.TMAStoreOp) and reuses_earlier_space(func, op):
+            # the store's staging tile over the dead rings; elsewhere it takes the scratch (tma.py)
+            from .tma import staging_bytes
+
+            lw.reused_allocs.add(id(op))
+            end = _place_tma_tile(lw, op, 0, staging_bytes(op.value.type))
             total = max(total, end)
     lw.smem_base = total
     if total:
         lw.smem_bytes = max(lw.smem_bytes, total)
+
+
+def _place_tma_tile(lw, op, end: int, size: int) -> int:
+    """Place a TMA tile (a ring, a store's staging tile) of `size` bytes at the first 1024-byte
+    boundary from `end`; returns the end of its region."""
+    from .tma import TILE_ALIGN
+
+    end = (end + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
+    lw.alloc_offsets[id(op)] = end
+    lw.alloc_regions.append((op, end, size))
+    return end + size
 
 
 def _place_over_slots(lw, op) -> None:

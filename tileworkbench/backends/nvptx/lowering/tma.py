@@ -9,7 +9,9 @@ phase bit is a local that flips at each use, which O3 turns into a loop-carried 
 the tile into the result's layout (`ldmatrix` for an `mma` operand), or, for `tma_wait`, hands the
 slot itself to wgmma. A store: every thread writes its part of the tile, `fence.proxy.async` makes
 those writes visible to the copy engine, a barrier, then thread 0 issues the copies and waits until
-the engine has read the tile (`wait_group.read`) before it may be reused.
+the engine has read the tile (`wait_group.read`) before it may be reused. The store's tile lies over
+the rings of the loop before it where they are dead (`passes/shared_reuse.py`, placed by
+`assign_shared_offsets`; a fence and a barrier come first), else in the scratch.
 
 Tiles live at addresses aligned to 1024 bytes, which the swizzle patterns repeat on (the scratch
 offset is rounded up at run time, `_align_up`), so TMA's address-based swizzle equals the tile's
@@ -202,12 +204,35 @@ def lower_tma_fallback(lw, op) -> None:
     """A marker for the reader of the IR: the pointer loads or stores after it do the work."""
 
 
+def staging_bytes(t) -> int:
+    """The shared bytes a TMA store's staging tile takes where it lies over dead rings
+    (`assign_shared_offsets`): the tile plus `_align_up`'s room."""
+    return t.numel * byte_size(t.element) + TILE_ALIGN
+
+
+def _staging_tile(lw, op) -> SharedTile:
+    """The tile a TMA store writes: over the rings where they are dead (`alloc_offsets`, placed by
+    `assign_shared_offsets`), else the scratch."""
+    t = op.value.type
+    if id(op) not in lw.alloc_offsets:
+        return _tile(lw, t.shape, t.element, op.swizzle)
+    offset = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, lw.alloc_offsets[id(op)]))
+    encoding = tma_shared_encoding(op.swizzle, byte_size(t.element))
+    return SharedTile(offset, MemDescType(tuple(t.shape), t.element, encoding))
+
+
 @lowers(ttng.TMAStoreOp)
 def lower_tma_store(lw, op) -> None:
     t = op.value.type
-    tile = _tile(lw, t.shape, t.element, op.swizzle)
+    tile = _staging_tile(lw, op)
     b = lw.builder
-    lw.barrier_before_shared()
+    over_rings = id(op) in lw.reused_allocs
+    if over_rings:
+        # over the rings (passes/shared_reuse.py): their copies are awaited and the wgmmas that read
+        # them retired, in this thread; the engine's and wgmma's accesses are ordered before these
+        # writes, and (the barrier) every thread is done with the rings before any thread writes
+        fence_async_shared(lw)
+    lw.barrier_before_shared(always=over_rings)
     _store_tile(lw, lw.get(op.value), tile)
     # the engine reads through the async proxy: each writer fences its own writes, then a barrier
     lw.call_intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ir.VoidType(), [])
@@ -275,7 +300,9 @@ def lower_tma_copy(lw, op) -> None:
     block = op.parent.ops
     previous = block[block.index(op) - 1] if block.index(op) else None
     if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
-        if op.thread_reads:  # the reads by threads (generic proxy) before the engine's writes
+        # the reads by threads (generic proxy) before the engine's writes: of the slots, or of a
+        # staging tile that lay over them in the previous iteration of a tile loop
+        if op.thread_reads or lw.threads_over_tma_rings:
             fence_async_shared(lw)
         lw.barrier()  # every thread is done reading the slots these copies overwrite
     b = lw.builder

@@ -86,3 +86,48 @@ def make_inputs(scale_type: str, m: int, n: int, k: int, blocks: tuple[int, int,
     constexprs = dict(K=k, FORMAT_A=fmt_a, FORMAT_B=fmt_b, PACK_A=pack_a, PACK_B=pack_b, VEC=vec,
                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
     return descriptors, constexprs, c, reference
+
+
+@tw.jit
+def tutorial_block_scaled_matmul(a_desc, a_scale_desc, b_desc, b_scale_desc, c_desc,
+                                 M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                                 FORMAT_A: tl.constexpr, FORMAT_B: tl.constexpr,
+                                 PACK_A: tl.constexpr, PACK_B: tl.constexpr, VEC: tl.constexpr,
+                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                 BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """`block_scaled_matmul` written as tutorial 10 writes its kernel: a 1-D grid of C tiles, the K
+    offsets carried through the loop (the operand loads' innermost offsets are then not provably
+    on 16-byte chunks, so they stay pointer loads, as the tutorial's do), NUM_STAGES on the loop."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    pid_m = pid % num_pid_m
+    pid_n = pid // num_pid_m
+    rep_m: tl.constexpr = BLOCK_M // 128
+    rep_n: tl.constexpr = BLOCK_N // 128
+    rep_k: tl.constexpr = BLOCK_K // VEC // 4
+    offs_k_a = 0
+    offs_k_b = 0
+    offs_scale_k = 0
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
+        a = a_desc.load([pid_m * BLOCK_M, offs_k_a])
+        b = b_desc.load([pid_n * BLOCK_N, offs_k_b])
+        scale_a = a_scale_desc.load([0, pid_m * rep_m, offs_scale_k, 0, 0])
+        scale_b = b_scale_desc.load([0, pid_n * rep_n, offs_scale_k, 0, 0])
+        scale_a = scale_a.reshape(rep_m, rep_k, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(
+            BLOCK_M, BLOCK_K // VEC)
+        scale_b = scale_b.reshape(rep_n, rep_k, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(
+            BLOCK_N, BLOCK_K // VEC)
+        acc = tl.dot_scaled(a, scale_a, FORMAT_A, b.T, scale_b, FORMAT_B, acc)
+        offs_k_a += BLOCK_K // PACK_A
+        offs_k_b += BLOCK_K // PACK_B
+        offs_scale_k += rep_k
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.float16))
+
+
+def tutorial_blocks(scale_type: str) -> tuple[int, int, int]:
+    """Tutorial 10's tiles (`initialize_block_scaled`): 128 x 256, BLOCK_K 256 for fp4, else 128."""
+    return 128, 256, 256 if "fp4" in scale_type else 128
+
+
+TUTORIAL_STAGES = 4  # the tutorial's configs["num_stages"]

@@ -74,12 +74,16 @@ class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
                  wgmma: bool = False, shared_limit: int | None = None, tma: bool = False,
-                 reflect_ftz: bool = True):
+                 reflect_ftz: bool = True, tma_fallback=None):
         # reflect_ftz: exp2 in its flush-to-zero form (Triton's enable_reflect_ftz)
         # tma: host descriptors that fit take tensor maps (host maps: tma_standin.host_tensor_map),
-        # and descriptors made in the kernel that fit build theirs (as on sm_90a)
+        # and descriptors made in the kernel that fit build theirs (as on sm_90a); tma_fallback: the
+        # descriptors the compiler kept on pointers for shared memory (a compiled kernel's choice,
+        # `TMAFallback`), which take no tensor map
+        from tileworkbench.frontend.descriptor_args import NO_FALLBACK
+
         func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
-                           tma=tma, device_tma=tma)[0]
+                           tma=tma, device_tma=tma, fallback=tma_fallback or NO_FALLBACK)[0]
         self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit,
                     reflect_ftz)
 

@@ -17,7 +17,9 @@ from ..language.descriptor import tensor_descriptor
 # imported to register the builtins
 from . import calls, descriptors, math_calls, reductions, scaled_dot, shape_calls  # noqa: F401
 from .codegen import CodeGenerator
-from .descriptor_args import TENSOR_MAP, expand_arg, parse_descriptor_type, tensor_map_refusal
+from .descriptor_args import (
+    NO_FALLBACK, TENSOR_MAP, TMAFallback, expand_arg, parse_descriptor_type, tensor_map_refusal,
+)
 from .source import get_source
 from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 
@@ -26,12 +28,13 @@ __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
              num_warps: int = 4, debug: bool = False, tma: bool = False,
-             device_tma: bool = False) -> tt.FuncOp:
+             device_tma: bool = False, fallback: TMAFallback = NO_FALLBACK) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
     be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads;
     `tl.device_assert` makes a `tt.assert` only when `debug`; `tma`: the target has the TMA engine, so
     host descriptors that fit it take a tensor map (descriptor_args.py); `device_tma`: the target also
-    builds tensor maps in the kernel, for `tl.make_tensor_descriptor` (device_descriptors.py)."""
+    builds tensor maps in the kernel, for `tl.make_tensor_descriptor` (device_descriptors.py);
+    `fallback`: descriptors the compiler keeps off TMA where its shared memory does not fit."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -40,7 +43,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
         raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
                                f"parameters are {', '.join(params)}")
     # a host descriptor is several parameters (and a tensor map where it takes one)
-    flat = [part for a in args for part in expand_arg(a, tma)]
+    flat = [part for a in args for part in expand_arg(a, tma, fallback)]
     types = [_param_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
     ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
@@ -66,9 +69,10 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
                                    "signature (a runtime argument) or in constexprs")
     builder = Builder(func.body.block)
     if tma:
-        _note_pointer_descriptors(builder, args, func.loc)
+        _note_pointer_descriptors(builder, args, func.loc, fallback)
     generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug,
-                              device_tma=tma and device_tma)
+                              device_tma=tma and device_tma,
+                              device_tma_refusal=fallback.reason if fallback.device else None)
     generator.constexpr_names = {name for name in params if name not in by_name}
     try:
         generator.visit_body(source.tree.body)
@@ -84,7 +88,8 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     return func
 
 
-def _note_pointer_descriptors(builder: Builder, args: list[ArgSpec], loc: Loc) -> None:
+def _note_pointer_descriptors(builder: Builder, args: list[ArgSpec], loc: Loc,
+                              fallback: TMAFallback) -> None:
     """On a TMA target, a `ttng.tma_fallback` for each host descriptor that takes no tensor map,
     saying why (its accesses are pointer loads and stores)."""
     builder.loc = loc
@@ -92,6 +97,8 @@ def _note_pointer_descriptors(builder: Builder, args: list[ArgSpec], loc: Loc) -
         if parse_descriptor_type(arg.type) is None:
             continue
         reason = tensor_map_refusal(arg)
+        if reason is None and arg.name in fallback.host:
+            reason = fallback.reason
         if reason is not None:
             builder.create(ttng.TMAFallbackOp, reason=f"descriptor {arg.name}: {reason}")
 

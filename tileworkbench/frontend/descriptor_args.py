@@ -8,11 +8,14 @@ frontend rebuilds a `tl.tensor_descriptor` from them; the runtime flattens the h
 On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means
 a 16-byte aligned base, strides and innermost extent, `tma_rules.host_fits`) and whose block TMA
 can copy (`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte
-CUtensorMap the launcher encodes, passed by value (`runtime/tensor_map.py`).
+CUtensorMap the launcher encodes, passed by value (`runtime/tensor_map.py`). Where TMA's rings do
+not fit in shared memory, the compiler keeps some of those descriptors on pointers after all
+(`TMAFallback`, runtime/compiler.py): they get no tensor map, and the launch passes none.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CompilationError, LaunchError
@@ -41,9 +44,35 @@ def parse_descriptor_type(text: str) -> tuple[str, tuple[int, ...], str] | None:
         ) from None
 
 
-def expand_arg(arg: ArgSpec, tma: bool = False) -> list[ArgSpec]:
+@dataclass(frozen=True)
+class TMAFallback:
+    """The compiler's choice to keep descriptors that TMA's rules allow on the pointer path, because
+    their rings and staged tiles do not fit in shared memory: the host descriptor parameters named
+    in `host` take no tensor map, and (`device`) descriptors made in the kernel build none.
+    `reason` is what each `ttng.tma_fallback` note says."""
+
+    host: tuple[str, ...] = ()
+    device: bool = False
+    reason: str = ""
+
+    def as_dict(self) -> dict:
+        return {"host": list(self.host), "device": self.device, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> TMAFallback:
+        """From `as_dict`'s form (a kernel's metadata); None: no fallback."""
+        if not values:
+            return NO_FALLBACK
+        return cls(tuple(values["host"]), values["device"], values["reason"])
+
+
+NO_FALLBACK = TMAFallback()
+
+
+def expand_arg(arg: ArgSpec, tma: bool = False,
+               fallback: TMAFallback = NO_FALLBACK) -> list[ArgSpec]:
     """The runtime parameters one kernel parameter becomes: itself, or a descriptor's parts (with
-    its tensor map last where `takes_tensor_map`; `tma`: the target has TMA)."""
+    its tensor map last where `has_tensor_map`; `tma`: the target has TMA)."""
     parsed = parse_descriptor_type(arg.type)
     if parsed is None:
         return [arg]
@@ -52,9 +81,15 @@ def expand_arg(arg: ArgSpec, tma: bool = False) -> list[ArgSpec]:
     parts = [ArgSpec(arg.name, "*" + element, arg.divisible_16)]
     parts += [ArgSpec(f"{arg.name}.shape{i}", "i64") for i in range(rank)]
     parts += [ArgSpec(f"{arg.name}.stride{i}", "i64") for i in range(rank - 1)]
-    if tma and takes_tensor_map(arg):
+    if has_tensor_map(arg, tma, fallback):
         parts.append(ArgSpec(f"{arg.name}.{TENSOR_MAP}", TENSOR_MAP))
     return parts
+
+
+def has_tensor_map(arg: ArgSpec, tma: bool, fallback: TMAFallback = NO_FALLBACK) -> bool:
+    """Whether descriptor parameter `arg` comes with a tensor map on a target with (`tma`) or
+    without TMA, once the compiler made its `fallback` choice."""
+    return tma and takes_tensor_map(arg) and arg.name not in fallback.host
 
 
 def takes_tensor_map(arg: ArgSpec) -> bool:

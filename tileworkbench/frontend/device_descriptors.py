@@ -17,9 +17,11 @@ descriptor keeps the pointer lowering (descriptors.py), after a `ttng.tma_fallba
 - the descriptor is made at the kernel's top level, not in a loop or branch (a map rewritten while a
   copy through it is in flight would race).
 Each access then also needs its innermost offset on a 16-byte chunk (`tma_calls.takes_tma`), or it
-takes the pointer lowering. Not checked, as in Triton: every dimension must be at least 1 and below
-2^32 elements and every stride below 2^40 bytes (they are runtime values); a launch that breaks
-them gets what the hardware does with such a map.
+takes the pointer lowering. Where the kernel's TMA rings do not fit in shared memory, the compiler
+builds it again with none of these maps (`device_tma_refusal`, runtime/compiler.py). Not checked,
+as in Triton: every dimension must be at least 1 and below 2^32 elements and every stride below
+2^40 bytes (they are runtime values); a launch that breaks them gets what the hardware does with
+such a map.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def device_tensormap(cg, desc: tensor_descriptor) -> tensor | None:
     cannot take it (the module docstring's rules) and the pointer lowering stays."""
     if not getattr(cg, "device_tma", False):
         return None
-    reason = _refusal(cg, desc)
+    reason = _refusal(cg, desc) or getattr(cg, "device_tma_refusal", None)
     if reason is not None:
         cg.sem.builder.create(ttng.TMAFallbackOp, reason=f"descriptor made in the kernel: {reason}")
         return None

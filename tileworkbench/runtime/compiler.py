@@ -10,6 +10,7 @@ import ast
 import functools
 import hashlib
 import json
+import math
 import os
 import threading
 import types
@@ -22,13 +23,15 @@ from ..backends import DEFAULT_OPTIONS, TargetOptions, backend_for
 from ..config import config
 from ..errors import CompilationError, LaunchError, OptionError, OutOfResources
 from ..frontend import ArgSpec, generate, parse_arg
+from ..frontend.descriptor_args import NO_FALLBACK, TMAFallback
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
 from ..language import core
 from .stage_texts import StageTexts, ttgir_module
 
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
-CACHE_FORMAT = 4  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch
+CACHE_FORMAT = 5  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
+# 5: metadata.tma_fallback
 
 
 @dataclass
@@ -58,6 +61,10 @@ class KernelMetadata:
     # the allocator given to `set_allocator` (runtime/allocation.py); 0: none
     global_scratch: int = 0
     global_scratch_align: int = 128
+    # the compiler kept descriptors that TMA's rules allow on pointers, as TMA's rings did not fit in
+    # shared memory: {"host": [parameter names, passed with no tensor map], "device": bool,
+    # "reason": str} (frontend/descriptor_args.TMAFallback); None: no such choice
+    tma_fallback: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -430,13 +437,16 @@ def _store(key: str, kernel: CompiledKernel) -> None:
 
 
 def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
-                debug: bool = False, tma: bool = False, device_tma: bool = False):
+                debug: bool = False, tma: bool = False, device_tma: bool = False,
+                fallback: TMAFallback = NO_FALLBACK):
     """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines).
     `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`); `device_tma`: it also
-    builds tensor maps in the kernel (`Backend.builds_tensor_maps`)."""
+    builds tensor maps in the kernel (`Backend.builds_tensor_maps`); `fallback`: the descriptors kept
+    off TMA because its shared memory did not fit (`_compile_fitting`)."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma, device_tma=device_tma)
+    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma, device_tma=device_tma,
+                    fallback=fallback)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
@@ -449,30 +459,68 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
     backend = backend_for(target)
     tma = backend.has_tma(target)
     device_tma = backend.builds_tensor_maps(target)
+    compile_with = functools.partial(_compile_with, py_fn, source, args, constexprs, target,
+                                     num_warps, num_stages, fp_fusion, debug, tma, device_tma,
+                                     options)
     try:
-        return _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages,
-                             fp_fusion, debug, tma, device_tma, options)
+        return compile_with()
     except OutOfResources as error:
-        # TMA's rings and staged tiles take more shared memory than the pointer path's; where no
-        # host descriptor takes a tensor map (the launch would pass one), compile on pointers instead
-        if not (tma and "shared memory" in str(error)) or _host_tensor_maps(args):
+        if not (tma and _short_of_shared_memory(error)):
             raise
-        return _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages,
-                             fp_fusion, debug, False, False, options)
+        return _compile_fitting(compile_with, args, device_tma, error)
 
 
-def _host_tensor_maps(args: list[ArgSpec]) -> bool:
-    """Whether any host descriptor argument takes a tensor map (the launch encodes one for it)."""
+def _short_of_shared_memory(error: OutOfResources) -> bool:
+    return "shared memory" in error.name
+
+
+def _compile_fitting(compile_with: Callable, args: list[ArgSpec], device_tma: bool,
+                     error: OutOfResources) -> CompiledKernel:
+    """TMA's rings and staged tiles did not fit in shared memory (the pointer path stages less):
+    compile again with descriptors kept off TMA (`_fallbacks`), the fewest first, until the kernel
+    fits. The IR notes each descriptor kept off (`ttng.tma_fallback`) and the metadata names them,
+    so launches pass no tensor map for them. Where nothing fits, the last plan's OutOfResources
+    (which names the kernel, its shared buffers and their lines) is raised."""
+    for fallback in _fallbacks(args, device_tma, error):
+        try:
+            return compile_with(fallback=fallback)
+        except OutOfResources as again:
+            if not _short_of_shared_memory(again):
+                raise
+            error = again
+    raise error
+
+
+def _fallbacks(args: list[ArgSpec], device_tma: bool, error: OutOfResources) -> list[TMAFallback]:
+    """The plans to try: descriptors made in the kernel off TMA (where the target builds them) with
+    the host descriptor of the largest block, then with the next largest too, and so on; a kernel
+    with no host tensor maps has the one plan of all its descriptors on pointers."""
     from ..frontend.descriptor_args import parse_descriptor_type, takes_tensor_map
 
-    return any(parse_descriptor_type(a.type) is not None and takes_tensor_map(a) for a in args)
+    host = [a for a in args if parse_descriptor_type(a.type) is not None and takes_tensor_map(a)]
+    host.sort(key=_block_bytes, reverse=True)
+    reason = (f"TMA's rings and staged tiles need {error.required} bytes of shared memory, more "
+              f"than the {error.limit} a block may have: pointer loads and stores instead")
+    counts = range(1, len(host) + 1) if host else ([0] if device_tma else [])
+    names = [a.name for a in host]
+    return [TMAFallback(tuple(names[:count]), device_tma, reason) for count in counts]
+
+
+def _block_bytes(arg: ArgSpec) -> int:
+    """Bytes of one block of descriptor parameter `arg` (what each of its ring slots holds)."""
+    from ..frontend.descriptor_args import parse_descriptor_type
+    from ..frontend.specialize import parse_type
+
+    element, block, _ = parse_descriptor_type(arg.type)
+    return max(1, parse_type(element).primitive_bitwidth // 8) * math.prod(block)
 
 
 def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
                   tma: bool, device_tma: bool,
-                  options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
+                  options: TargetOptions = DEFAULT_OPTIONS,
+                  fallback: TMAFallback = NO_FALLBACK) -> CompiledKernel:
     func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
-                                                      device_tma)
+                                                      device_tma, fallback)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
@@ -482,7 +530,8 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
                               signature=[a.key for a in args],
                               constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()},
                               debug=debug, maxnreg=options.maxnreg,
-                              enable_reflect_ftz=options.reflect_ftz)
+                              enable_reflect_ftz=options.reflect_ftz,
+                              tma_fallback=fallback.as_dict() if fallback != NO_FALLBACK else None)
     ir = func
     binary = None
     backend = backend_for(target)
@@ -501,7 +550,7 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
         binary = result.binary
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma, device_tma)[0]
+        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma, device_tma, fallback)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
                             regenerate=regenerate)
@@ -548,12 +597,16 @@ def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> Compiled
         return None
     metadata.cache_hit = True
     cubin = entry.get("kernel.cubin")
+    backend = backend_for(metadata.target)
+    fallback = TMAFallback.from_dict(metadata.tma_fallback)
 
-    def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs, metadata.num_warps, debug)[0]
+    def regenerate():  # the IR the kernel was compiled from (TMA's choices as they were made)
+        target = metadata.target
+        return tile_opt_ir(py_fn, args, constexprs, metadata.num_warps, debug,
+                           backend.has_tma(target), backend.builds_tensor_maps(target), fallback)[0]
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
-    backend_for(metadata.target).finish_cached(kernel)
+    backend.finish_cached(kernel)
     return kernel
 
 

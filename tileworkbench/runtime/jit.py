@@ -24,8 +24,8 @@ from ..errors import (
 )
 from ..frontend import ArgSpec, constexpr_names
 from ..frontend.descriptor_args import (
-    descriptor_type, expand_arg, flatten_descriptor, is_host_descriptor, parse_descriptor_type,
-    takes_tensor_map,
+    TMAFallback, descriptor_type, expand_arg, flatten_descriptor, has_tensor_map, is_host_descriptor,
+    parse_descriptor_type,
 )
 from ..backends import DEFAULT_OPTIONS, TargetOptions, backend_for
 from . import binder as binder_module
@@ -556,6 +556,19 @@ def _grid(grid, bound: dict) -> tuple[int, int, int]:
     return grid + (1,) * (3 - len(grid))
 
 
+def launch_parameters(specs: list[ArgSpec], md) -> tuple[dict[str, str], list[ArgSpec]]:
+    """The host descriptors a launch of the kernel compiled as `md` passes a tensor map for (name ->
+    element type), and every runtime parameter in order. A descriptor takes one where the target has
+    TMA, the launch met TMA's rules, and the compiler did not keep it on pointers for shared memory
+    (`md.tma_fallback`, runtime/compiler.py)."""
+    tma = backend_for(md.target).has_tma(md.target)
+    fallback = TMAFallback.from_dict(md.tma_fallback)
+    descriptors = [s for s in specs if parse_descriptor_type(s.type) is not None]
+    tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in descriptors
+                   if has_tensor_map(s, tma, fallback)}
+    return tensor_maps, [part for s in specs for part in expand_arg(s, tma, fallback)]
+
+
 class _BoundKernel:
     """A compiled kernel plus what it needs to launch: the runtime parameter names and the loaded module."""
 
@@ -565,12 +578,8 @@ class _BoundKernel:
         self.names = [s.name for s in specs]
         # host tensor descriptors are several runtime parameters each (frontend/descriptor_args.py)
         self.descriptors = {s.name for s in specs if parse_descriptor_type(s.type) is not None}
-        # ... and one more, its CUtensorMap, where the kernel copies its tiles with TMA (sm_90+)
-        md = compiled.launch_metadata
-        tma = backend_for(md.target).has_tma(md.target)
-        self.tensor_maps = {s.name: parse_descriptor_type(s.type)[0] for s in specs
-                            if tma and s.name in self.descriptors and takes_tensor_map(s)}
-        flat = [part for s in specs for part in expand_arg(s, tma)]
+        # ... and one more, its CUtensorMap, where the kernel copies its tiles with TMA
+        self.tensor_maps, flat = launch_parameters(specs, compiled.launch_metadata)
         self.flat_names = [s.name for s in flat]
         self.used_globals = used_globals
         md = compiled.launch_metadata

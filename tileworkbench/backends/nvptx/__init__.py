@@ -93,7 +93,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
                         debug=debug, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
     module = lowering.run()
-    check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages)
+    check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages,
+                        shared_plan(lowering))
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
     llvm_text = str(optimized)
     ptx = codegen.emit_ptx(optimized, arch)
@@ -120,19 +121,34 @@ MAX_SHARED_PER_BLOCK = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232
 MAX_SHARED_PER_SM = {80: 167936, 86: 102400, 89: 102400, 90: 233472, 100: 233472}
 
 
-def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int) -> None:
+def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int,
+                        plan: list[dict] | None = None) -> None:
     """Raise OutOfResources (at compile time, naming what to lower) when the kernel needs more shared
-    memory than a block of `arch` can have."""
+    memory than a block of `arch` can have: the kernel and its line, and each shared region of
+    `plan` (inventory.shared_plan) with its source line and bytes, largest first."""
     from ...errors import OutOfResources
     from .codegen import sm_number
 
     limit = MAX_SHARED_PER_BLOCK[sm_number(arch)]
     if nbytes > limit:
-        rings = [op.result.type for op in func.walk() if op.name == "ttg.local_alloc"]
-        detail = ", ".join(f"{'x'.join(map(str, t.shape))} {t.element}" for t in rings)
-        name = (f"shared memory of {func.sym_name} on {arch} ({detail or 'scratch'}; "
+        if plan is None:
+            rings = [op.result.type for op in func.walk() if op.name == "ttg.local_alloc"]
+            detail = ", ".join(f"{'x'.join(map(str, t.shape))} {t.element}" for t in rings)
+        else:
+            detail = ", ".join(_region_text(entry) for entry in
+                               sorted(plan, key=lambda entry: -entry["bytes"]))
+        where = f" ({func.loc.file}:{func.loc.line})" if func.loc is not None else ""
+        name = (f"shared memory of {func.sym_name}{where} on {arch} ({detail or 'scratch'}; "
                 f"num_stages={num_stages})")
         raise OutOfResources(nbytes, limit, name)
+
+
+def _region_text(entry: dict) -> str:
+    """One shared region of the plan in an error: `TMA ring 3x128x64 fp16 (line 20): 49152 B`."""
+    shape = "x".join(map(str, entry.get("shape", ())))
+    what = " ".join(part for part in (entry["use"], shape, entry.get("dtype", "")) if part)
+    line = f" (line {entry['line']})" if entry.get("line") else ""
+    return f"{what}{line}: {entry['bytes']} B"
 
 
 @dataclass

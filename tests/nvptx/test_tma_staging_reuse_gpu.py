@@ -57,7 +57,10 @@ def _check(cp, c, want, compiled, staged: bool = True):
     got = cp.asnumpy(c).astype(np.float64)
     assert not np.isnan(got).any()
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2
-    staging = [e for e in compiled.metadata.shared_plan if "staging" in e["use"]]
+    # the epilogue's tile only: in-kernel descriptors of a, with stride K = 968 (not specialized as a
+    # multiple of 16), stay on pointers, and a's operand staging tile has its own space
+    staging = [e for e in compiled.metadata.shared_plan
+               if e["use"] in ("TMA store staging", "epilogue staging")]
     assert all(e["offset"] == 0 for e in staging) and (bool(staging) or not staged), staging
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,33 +36,17 @@ os.environ.setdefault("TILEWORKBENCH_TMA", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "nvptx"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
+import sass_counts  # noqa: E402  (tools/, the probe's own folder)
+
 RNG = np.random.default_rng(2027)
 ROWS: list[tuple] = []
-
-
-def sass_of(compiled) -> str:
-    try:
-        text = compiled.asm.get("sass") or ""
-    except Exception:  # noqa: BLE001 - a probe: report, do not stop
-        text = ""
-    if text:
-        return text
-    cubin = getattr(compiled, "cubin", None)
-    tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
-    if not cubin or not tool:
-        return ""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        args = [tool, "--dump-sass", f.name] if tool.endswith("cuobjdump") else [tool, f.name]
-        return subprocess.run(args, check=False, capture_output=True, text=True).stdout
 
 
 def facts(compiled, want_tma: bool, want_maps: bool | None = None) -> str:
     """What the kernel took: in-kernel maps (`want_maps`, default `want_tma`) and TMA copies."""
     want_maps = want_tma if want_maps is None else want_maps
     ptx = compiled.asm["ptx"]
-    sass = sass_of(compiled)
+    sass = sass_counts.sass_of(compiled)
     maps = ptx.count("tensormap.cp_fenceproxy")
     loads = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global")
     stores = ptx.count("cp.async.bulk.tensor.2d.global.shared::cta")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "nvptx"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import sass_counts  # noqa: E402  (tools/, the probe's own folder)
 from tma_kernels import (  # noqa: E402
     tma_load_to_pointers,
     tma_matmul,
@@ -62,31 +62,12 @@ TIMINGS = (TIMING, TIMING_BF16, TIMING_8K)
 SM90 = "[sm_90, mma.sync] "  # cases compiled for sm_90 (TILEWORKBENCH_TARGET)
 
 
-def sass_of(compiled) -> str:
-    """The kernel's SASS: the compiler's, else cuobjdump/nvdisasm on its cubin, else ''."""
-    try:
-        text = compiled.asm.get("sass") or ""
-    except Exception:  # noqa: BLE001 - a probe: report, do not stop
-        text = ""
-    if text:
-        return text
-    cubin = getattr(compiled, "cubin", None)
-    tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
-    if not cubin or not tool:
-        return ""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        args = [tool, "--dump-sass", f.name] if tool.endswith("cuobjdump") else [tool, f.name]
-        return subprocess.run(args, check=False, capture_output=True, text=True).stdout
-
-
 def tma_facts(compiled, loads: int | None, stores: int | None) -> str:
     """PTX/SASS TMA counts; `loads`/`stores`: the PTX counts the rules promise (None: any)."""
     ptx = compiled.asm["ptx"]
     got_loads, got_stores = ptx.count(LOADS), ptx.count(STORES)
     facts = f"ptx ld/st {got_loads}/{got_stores}"
-    sass = sass_of(compiled)
+    sass = sass_counts.sass_of(compiled)
     if sass:
         facts += f", sass UTMALDG {sass.count('UTMALDG')} UTMASTG {sass.count('UTMASTG')}"
         facts += f" HGMMA {len(re.findall('HGMMA', sass))}"

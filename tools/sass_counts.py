@@ -7,6 +7,7 @@ Used by the GPU probes to set our SASS beside Triton's (HGMMA, STSM, LDGSTS, bar
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -66,14 +67,24 @@ def counts(sass: str) -> dict:
 
 
 def disassemble(cubin: bytes | None, tool: str | None) -> str:
-    """cuobjdump --dump-sass of `cubin` ("" without a cubin or the tool)."""
+    """The SASS of `cubin` by `tool` (cuobjdump --dump-sass, or nvdisasm); "" without either."""
     if not cubin or not tool:
         return ""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)
-        return subprocess.run([tool, "--dump-sass", str(path)], capture_output=True,
-                              text=True).stdout
+        dump = ["--dump-sass"] if "cuobjdump" in Path(tool).name else []
+        return subprocess.run([tool, *dump, str(path)], capture_output=True, text=True).stdout
+
+
+def sass_of(compiled) -> str:
+    """A compiled kernel's SASS: the compiler's own, else its cubin disassembled, else ""."""
+    try:
+        text = compiled.asm.get("sass") or ""
+    except Exception:  # noqa: BLE001 - the probes report, they do not stop
+        text = ""
+    tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
+    return text or disassemble(getattr(compiled, "cubin", None), tool)
 
 
 def brief(c: dict, keys=("HGMMA", "STSM", "STS", "LDS", "LDSM", "LDGSTS", "STG", "BAR.SYNC")) -> str:

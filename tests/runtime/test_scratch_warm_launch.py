@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_warm_launch import DeviceArray, RecordingKernel
+from test_warm_launch import DeviceArray, RecordingKernel, stand_in_gpu
 
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config
 from tileworkbench.errors import LaunchError
-from tileworkbench.runtime import arguments, binder, jit, launcher
-from tileworkbench.runtime import compiler as compiler_module
 
 
 @tw.jit
@@ -41,24 +39,8 @@ class _Buffer:
 @pytest.fixture
 def fake_hopper(monkeypatch):
     """The warm-launch stand-ins on sm_90a with TMA on; returns the full path's runs."""
-    monkeypatch.setattr(launcher, "CudaKernel", RecordingKernel)
-    monkeypatch.setattr(config, "target", "cuda")
-    monkeypatch.setattr(config, "interpret", False)
     monkeypatch.setattr(config, "tma", True)
-    original = compiler_module.compile
-    monkeypatch.setattr(jit, "compile", lambda *a, **k: original(*a, **{**k, "target": "sm_90a",
-                                                                      "use_cache": False}))
-    monkeypatch.setitem(jit._POINTER_OF, DeviceArray, jit._interface_pointer)
-    monkeypatch.setitem(binder.SPECIALIZE, DeviceArray, binder._torch)
-    monkeypatch.setattr(arguments.ParamBuffer, "_torch_type", DeviceArray, raising=False)
-    full_runs = []
-    original_run = jit.JITFunction._run
-
-    def counting_run(self, *args, **kwargs):
-        full_runs.append(self.fn.__name__)
-        return original_run(self, *args, **kwargs)
-
-    monkeypatch.setattr(jit.JITFunction, "_run", counting_run)
+    full_runs = stand_in_gpu(monkeypatch, "sm_90a")
     scratch_copy.clear_cache()
     yield full_runs
     tw.set_allocator(None)

@@ -60,11 +60,17 @@ class RecordingKernel(launcher.CudaKernel):
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
+    return stand_in_gpu(monkeypatch, "sm_90")
+
+
+def stand_in_gpu(monkeypatch, arch: str) -> list[str]:
+    """Launches compile for `arch` and run on RecordingKernel; returns the names of the kernels
+    each full-path (`JITFunction._run`) launch ran, so a test can tell warm launches apart."""
     monkeypatch.setattr(launcher, "CudaKernel", RecordingKernel)
     monkeypatch.setattr(config, "target", "cuda")
     monkeypatch.setattr(config, "interpret", False)
     original = compiler_module.compile
-    monkeypatch.setattr(jit, "compile", lambda *a, **k: original(*a, **{**k, "target": "sm_90",
+    monkeypatch.setattr(jit, "compile", lambda *a, **k: original(*a, **{**k, "target": arch,
                                                                       "use_cache": False}))
     monkeypatch.setitem(jit._POINTER_OF, DeviceArray, jit._interface_pointer)
     monkeypatch.setitem(binder.SPECIALIZE, DeviceArray, binder._torch)

@@ -31,3 +31,19 @@ def test_counts_whole_kernel_and_hot_loop():
     assert loop["instructions"] == 5  # 0x20 .. 0x60; the self-branch at 0x90 is no longer
     assert (loop["LDGSTS"], loop["HGMMA"], loop["BAR.SYNC"], loop["STSM"]) == (2, 1, 1, 0)
     assert "loop(5 instr)" in sass_counts.brief(counts)
+
+
+def test_sass_of_takes_the_compilers_text_first_and_else_disassembles_the_cubin(monkeypatch):
+    class Compiled:
+        def __init__(self, sass, cubin):
+            self.asm, self.cubin = {"sass": sass}, cubin
+
+    seen = []
+    monkeypatch.setattr(sass_counts, "disassemble", lambda cubin, tool: seen.append(cubin) or "D")
+    assert sass_counts.sass_of(Compiled(SASS, b"elf")) == SASS and seen == []
+    assert sass_counts.sass_of(Compiled(None, b"elf")) == "D" and seen == [b"elf"]
+
+
+def test_disassemble_needs_a_cubin_and_a_tool():
+    assert sass_counts.disassemble(None, "cuobjdump") == ""
+    assert sass_counts.disassemble(b"elf", None) == ""

@@ -17,31 +17,13 @@ from device_desc_kernels import (
 import tileworkbench as tw
 from tileworkbench.errors import LaunchError
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("tma_with_cupy_scratch")]
 RNG = np.random.default_rng(92)
 
 
 @pytest.fixture(scope="module")
-def cp():
-    from tileworkbench.runtime.compiler import resolve_target
-    from tileworkbench.runtime.device import gpu_available
-
-    if not gpu_available():
-        pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")
-    if resolve_target(None) not in ("sm_90a", "sm_100a"):
-        pytest.skip("tensor maps built in the kernel need sm_90a")
-    return pytest.importorskip("cupy")
-
-
-@pytest.fixture(autouse=True)
-def tma_and_allocator(monkeypatch, cp):
-    """TMA on (off by default until its fixes land), and scratch from CuPy."""
-    from tileworkbench.config import config
-
-    monkeypatch.setattr(config, "tma", True)
-    tw.set_allocator(lambda size, align, stream: cp.empty(size, dtype=cp.uint8))
-    yield
-    tw.set_allocator(None)
+def cp(hopper_cp):
+    return hopper_cp
 
 
 def _maps(compiled) -> int:

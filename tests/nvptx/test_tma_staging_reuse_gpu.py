@@ -15,7 +15,7 @@ from tma_kernels import tma_matmul, tma_persistent_matmul_to_pointers
 import tileworkbench as tw
 from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("tma_with_cupy_scratch")]
 RNG = np.random.default_rng(93)
 CONFIGS = [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3)]
 IDS = ["128x128x64-4w-3s", "128x256x64-8w-3s"]
@@ -23,25 +23,8 @@ M, N, K = 1000, 1040, 968  # ragged against every block; 16-byte rows for every 
 
 
 @pytest.fixture(scope="module")
-def cp():
-    from tileworkbench.runtime.compiler import resolve_target
-    from tileworkbench.runtime.device import gpu_available
-
-    if not gpu_available():
-        pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")
-    if resolve_target(None) not in ("sm_90a", "sm_100a"):
-        pytest.skip("wgmma on TMA rings needs sm_90a")
-    return pytest.importorskip("cupy")
-
-
-@pytest.fixture(autouse=True)
-def tma_and_allocator(monkeypatch, cp):
-    from tileworkbench.config import config
-
-    monkeypatch.setattr(config, "tma", True)
-    tw.set_allocator(lambda size, align, stream: cp.empty(size, dtype=cp.uint8))
-    yield
-    tw.set_allocator(None)
+def cp(hopper_cp):
+    return hopper_cp
 
 
 def _inputs(cp, out_dtype):

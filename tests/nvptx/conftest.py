@@ -40,7 +40,7 @@ def hopper_cp():
 
 @pytest.fixture
 def tma_with_cupy_scratch(monkeypatch, hopper_cp):
-    """TMA on, and CuPy's memory as the scratch of descriptors made in kernels (`tw.set_allocator`)."""
+    """TMA on; CuPy memory is the scratch of descriptors made in kernels (`tw.set_allocator`)."""
     import tileworkbench as tw
     from tileworkbench.config import config
 

@@ -183,8 +183,8 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
 
 def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool) -> int:
     """`stages` slots, or one more (the spare) where wgmma reads them, the spare fits the block's
-    shared memory (`func.shared_limit`) and costs no block per SM (`func.shared_per_sm`, both set
-    by the NVPTX driver).
+    shared memory (`func.shared_limit`), and it costs no block per SM (`func.shared_per_sm`, both
+    set by the NVPTX driver) or the loop is a persistent kernel's k loop.
 
     With `stages` slots `wgmma_pipeline` keeps one wgmma group in flight as Triton does: a barrier
     between wait(1) and the copies that refill the slot the previous iteration read. With the spare,

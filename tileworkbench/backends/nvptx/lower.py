@@ -93,6 +93,8 @@ class Lowering:
         for op in func.walk():
             for v in op.operands:
                 self.users.setdefault(id(v), []).append(op)
+        # ops a rule lowered out of block order (a loop's wgmma drain, lowering/control.py)
+        self.lowered_ahead: set = set()
         self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
         self.alloc_offsets: dict[int, int] = {}  # local_alloc -> its byte offset (lowering/shared.py)
         # the shared-memory plan's records (inventory.py): (local_alloc, offset, bytes), the ops that
@@ -128,27 +130,32 @@ class Lowering:
 
     def lower_block(self, block) -> list:
         """Lower every op of `block` except its terminator; return the terminator's lowered operands."""
-        from .lowering import LOWERINGS
-
         for op in block.ops:
             if op.is_terminator:
                 return [self.get(v) for v in op.operands]
-            self.current_op = op
-            self.builder.debug_metadata = self.debug.location(op.loc)
-            rule = LOWERINGS.get(type(op))
-            own = self.hooks.own_rule(op)
-            if rule is None and own is None:
-                raise self.error(op, f"the NVPTX back end cannot lower `{op.name}` yet")
-            try:
-                if own is None or own(self, op) is NotImplemented:
-                    rule(self, op)
-            except TileTypeError as exc:  # a type the target lacks (llvm_types): give it the op's place
-                error = self.error(op, str(exc))
-                error.hint = exc.hint
-                raise error from None
-            if self.bounds is not None:
-                self.bounds.flush(self)  # one report branch per checked op
+            if op not in self.lowered_ahead:
+                self.lower_op(op)
         return []
+
+    def lower_op(self, op) -> None:
+        """Lower one op at the builder's position."""
+        from .lowering import LOWERINGS
+
+        self.current_op = op
+        self.builder.debug_metadata = self.debug.location(op.loc)
+        rule = LOWERINGS.get(type(op))
+        own = self.hooks.own_rule(op)
+        if rule is None and own is None:
+            raise self.error(op, f"the NVPTX back end cannot lower `{op.name}` yet")
+        try:
+            if own is None or own(self, op) is NotImplemented:
+                rule(self, op)
+        except TileTypeError as exc:  # a type the target lacks (llvm_types): give it the op's place
+            error = self.error(op, str(exc))
+            error.hint = exc.hint
+            raise error from None
+        if self.bounds is not None:
+            self.bounds.flush(self)  # one report branch per checked op
 
     def error(self, op, message: str) -> CompilationError:
         where = f"{op.loc}: " if op is not None and op.loc.line > 0 else ""

@@ -55,23 +55,47 @@ def _loop_hints(lw, op, backedge) -> None:
     backedge.set_metadata("llvm.loop", loop_id)
 
 
+def _drains(op: scf.ForOp) -> list:
+    """The `wgmma.wait_group 0` ops right after the loop that wait for its in-flight wgmma group
+    (`wgmma_pipeline`'s drain)."""
+    from ....ir.ops.wgmma import WarpGroupDotWaitOp
+
+    ops = op.parent.ops
+    drains = []
+    for after in ops[ops.index(op) + 1:]:
+        if not (isinstance(after, WarpGroupDotWaitOp) and after.pendings == 0
+                and any(after.acc is r for r in op.results)):
+            break
+        drains.append(after)
+    return drains
+
+
 @lowers(scf.ForOp)
 def lower_for(lw, op) -> None:
+    """A header-tested loop. A loop that a wgmma drain follows gets a guard, and the drain is lowered
+    on the loop's exit edge: on the zero-trip path the accumulators are the init values (mov
+    instructions), and reaching the `wgmma.wait_group` that way makes ptxas serialize every wgmma
+    of the function (info C7515)."""
     b = lw.builder
     body_block = op.body.block
     iv_arg, carried = body_block.args[0], body_block.args[1:]
     lower, upper, step = lw.get(op.lower), lw.get(op.upper), lw.get(op.step)
     inits = flatten(lw, [lw.get(v) for v in op.init_args])
-    pre = b.block
+    signed = not getattr(iv_arg.type, "name", "i").startswith("u")
+    cmp = b.icmp_signed if signed else b.icmp_unsigned
+    drains = _drains(op)
     header = lw.function.append_basic_block("for.header")
     body = lw.function.append_basic_block("for.body")
     exit_block = lw.function.append_basic_block("for.exit")
-    b.branch(header)
+    if drains:
+        skip = lw.function.append_basic_block("for.skip")
+        b.cbranch(cmp("<", lower, upper), header, skip)
+    else:
+        b.branch(header)
+    pre = b.block
     b.position_at_end(header)
     iv = b.phi(lower.type)
     phis = _phis(lw, carried)
-    signed = not getattr(iv_arg.type, "name", "i").startswith("u")
-    cmp = b.icmp_signed if signed else b.icmp_unsigned
     b.cbranch(cmp("<", iv, upper), body, exit_block)
     b.position_at_end(body)
     lw.set(iv_arg, iv)
@@ -91,6 +115,36 @@ def lower_for(lw, op) -> None:
     b.position_at_end(exit_block)
     for res, value in zip(op.results, unflatten(lw, op.results, phis)):
         lw.set(res, value)
+    if drains:
+        _drain_on_exit(lw, op, drains, inits, skip)
+
+
+def _drain_on_exit(lw, op, drains: list, inits: list, skip) -> None:
+    """Lower `drains` in the exit block, then merge the exit edge with the zero-trip edge (`skip`,
+    where the results are the init values)."""
+    b = lw.builder
+    for drain in drains:
+        lw.lower_op(drain)
+        lw.lowered_ahead.add(drain)
+    waited = {id(d.acc): d for d in drains}
+    values = [lw.get(waited[id(r)].result) if id(r) in waited else lw.get(r) for r in op.results]
+    from_exit = flatten(lw, values)
+    exit_end = b.block
+    merge = lw.function.append_basic_block("for.merged")
+    b.branch(merge)
+    b.position_at_end(skip)
+    b.branch(merge)
+    b.position_at_end(merge)
+    merged = []
+    for value, init in zip(from_exit, inits):
+        phi = b.phi(value.type)
+        phi.add_incoming(value, exit_end)
+        phi.add_incoming(init, skip)
+        merged.append(phi)
+    for res, value in zip(op.results, unflatten(lw, op.results, merged)):
+        lw.set(res, value)
+        if id(res) in waited:
+            lw.set(waited[id(res)].result, value)
 
 
 @lowers(scf.IfOp)

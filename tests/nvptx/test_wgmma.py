@@ -253,3 +253,11 @@ def test_the_stand_in_catches_a_missing_wait(monkeypatch):
 
     monkeypatch.setitem(LOWERINGS, WarpGroupDotWaitOp, lambda lw, op: lw.set(op.result, lw.get(op.acc)))
     assert np.isnan(_emulate())
+
+
+def test_one_wait_asm_per_wait_even_with_128_accumulators():
+    """128x256 on 8 warps: 128 accumulators per thread go through one `wgmma.wait_group` asm (as
+    Triton's); split in two, the k loop's SASS had a second WARPGROUP.DEPBAR."""
+    ptx = _compile(block=(128, 256, 64), warps=8, stages=3).asm["ptx"]
+    assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 1

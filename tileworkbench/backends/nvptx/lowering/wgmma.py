@@ -29,7 +29,6 @@ SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # the descriptor's bits 62-63
 # operand element -> the instruction's type name
 AB_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "f8e4nv": "e4m3", "f8e5": "e5m2"}
 ACC_TYPES = {"f32": "f32", "f16": "f16", "i32": "s32"}
-WAIT_CHUNK = 64  # accumulators per wait asm (each later wait of the same count returns at once)
 
 
 @dataclass(frozen=True)
@@ -255,22 +254,20 @@ def _pack_halves(lw, values: list) -> list:
 
 @lowers(WarpGroupDotWaitOp)
 def lower_warp_group_dot_wait(lw, op) -> None:
-    """`wgmma.wait_group` as asm that takes and returns every accumulator, so LLVM cannot read one
-    before the wait (the plain intrinsic gives no such data dependence)."""
+    """`wgmma.wait_group` as one asm that takes and returns every accumulator, so LLVM cannot read
+    one before the wait (the plain intrinsic gives no such data dependence). One asm, as Triton's:
+    splitting it put a second WARPGROUP.DEPBAR in the k loop's SASS."""
     acc = lw.get(op.acc)
     values = list(acc.vals)
     packed = values[0].type == F16
     regs = _pack_halves(lw, values) if packed else values
     reg = "f" if regs[0].type == F32 else "r"
-    out = []
-    for start in range(0, len(regs), WAIT_CHUNK):
-        chunk = regs[start:start + WAIT_CHUNK]
-        count = len(chunk)
-        constraints = ",".join([f"={reg}"] * count + [str(i) for i in range(count)])
-        ret = ir.LiteralStructType([chunk[0].type] * count)
-        result = lw.asm(f"wgmma.wait_group.sync.aligned {op.pendings};", constraints, ret, chunk,
-                        side_effect=True)
-        out += [lw.builder.extract_value(result, i) for i in range(count)]
+    count = len(regs)
+    constraints = ",".join([f"={reg}"] * count + [str(i) for i in range(count)])
+    ret = ir.LiteralStructType([regs[0].type] * count)
+    result = lw.asm(f"wgmma.wait_group.sync.aligned {op.pendings};", constraints, ret, regs,
+                    side_effect=True)
+    out = [lw.builder.extract_value(result, i) for i in range(count)]
     if packed:
         out = [h for w in out for h in unpack_halves(lw, w, F16)]
     lw.set(op.result, TVal(out, acc.layout))

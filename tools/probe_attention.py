@@ -169,23 +169,17 @@ def report_sass(d: int, causal: bool, config, compiled: dict) -> None:
         print(f"    SASS {name:6} {config}: regs {regs}; loop {_counts(sass) if sass else 'n/a'}")
 
 
-def without_copy_fence(d: int, causal: bool, config) -> None:
-    """An experiment for the next step, not a check of this one: our best config once more with the
-    `fence.proxy.async` after each cp.async wait left out (Triton fences only register -> shared
-    stores before wgmma, not cp.async copies; the fence costs MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC per
-    key block). Compiled into a fresh cache directory; a wrong result is reported, not failed."""
-    from tileworkbench.backends.nvptx.lowering import LOWERINGS
+def with_chained_in_flight(d: int, causal: bool, config) -> None:
+    """An experiment, not a check: our best config once more with p @ v left in flight across the
+    loop's back edge (`config.chained_wgmma_in_flight`, as Triton's PTX; off by default until
+    timed). Compiled into a fresh cache directory; a wrong result is reported as WRONG and fails.
+    (Session 7 timed leaving out the cp.async proxy fence instead: within noise.)"""
     from tileworkbench.config import config as tw_config
-    from tileworkbench.ir.ops.ttg import AsyncWaitOp
 
-    original, saved_dir = LOWERINGS[AsyncWaitOp], tw_config.cache_dir
-
-    def no_fence(lw, op):
-        op.fence_async = False
-        return original(lw, op)
+    saved = tw_config.chained_wgmma_in_flight, tw_config.cache_dir
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            LOWERINGS[AsyncWaitOp], tw_config.cache_dir = no_fence, Path(tmp)
+            tw_config.chained_wgmma_in_flight, tw_config.cache_dir = True, Path(tmp)
             mod = kernels.load("tileworkbench")
             gen = torch.Generator(device="cuda").manual_seed(d + causal)
             q, k, v = (torch.randn(Z_H, N_CTX, d, device="cuda", dtype=torch.float16,
@@ -197,18 +191,18 @@ def without_copy_fence(d: int, causal: bool, config) -> None:
                 return mod.attn_fwd_kernel[(N_CTX // bm, Z_H)](
                     q, k, v, o, scale, q.stride(0), q.stride(1), N_CTX, HEAD_DIM=d, BLOCK_M=bm,
                     BLOCK_N=bn, CAUSAL=causal, num_warps=warps, num_stages=stages)
-            handle = run()
+            run()
             torch.cuda.synchronize()
             err = rel_err(o, reference(q, k, v, scale, causal))
-            fences = handle.asm["ptx"].count("fence.proxy.async")  # Q's store keeps its own
-            print(f"    ours without the cp.async fence {config}: "
+            if not err <= 1e-2:
+                FAILED.append(("chained in flight", d, causal, config, err))
+            print(f"    ours with p @ v in flight {config}: "
                   f"{tflops(bench(run), d, causal):6.1f} TFLOP/s  err {err:.1e}"
-                  f"{'' if err <= 1e-2 else '  WRONG (the fence is needed)'}"
-                  f"  ({fences} fence.proxy.async left in the PTX)")
+                  f"{'' if err <= 1e-2 else '  WRONG'}")
     except Exception as exc:  # noqa: BLE001 - an experiment: reported only
-        print(f"    (no-fence experiment failed: {type(exc).__name__}: {str(exc)[:150]})")
+        print(f"    (p @ v in flight: {type(exc).__name__}: {str(exc)[:150]})")
     finally:
-        LOWERINGS[AsyncWaitOp], tw_config.cache_dir = original, saved_dir
+        tw_config.chained_wgmma_in_flight, tw_config.cache_dir = saved
 
 
 def main() -> int:
@@ -226,7 +220,7 @@ def main() -> int:
             summary.append((d, causal, best))
             if "tileworkbench" in best:
                 report_sass(d, causal, best["tileworkbench"][1], compiled)
-                without_copy_fence(d, causal, best["tileworkbench"][1])
+                with_chained_in_flight(d, causal, best["tileworkbench"][1])
     print(f"\n{'D':>4} {'causal':6} {'ours':>7} {'triton':>7} {'SDPA':>7} {'tut.06':>7} "
           f"{'/triton':>8} {'/SDPA':>6}  ours cfg / triton cfg (TFLOP/s)")
     for d, causal, best in summary:

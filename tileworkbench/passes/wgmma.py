@@ -16,6 +16,7 @@ A fragment per warp): the second dot takes A from registers (16-bit types) and o
 
 from __future__ import annotations
 
+from ..config import config
 from ..ir.ops import scf, tt, ttng
 from ..ir.ops.ttg import (
     AsyncCopyGlobalToLocalOp,
@@ -200,7 +201,8 @@ def wgmma_pipeline(func: tt.FuncOp) -> bool:
     Runs after `pipeline`. Returns whether any wait changed."""
     changed = False
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _keep_one_in_flight(func, loop)
+        changed |= _keep_one_in_flight(func, loop) or (
+            config.chained_wgmma_in_flight and _chained_dot_in_flight(func, loop))
     return changed
 
 
@@ -247,6 +249,64 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
     for user in _users(func, result):
         user.replace_operand(result, final.result)
     parent.insert(parent.ops.index(loop) + 1, final)
+    return True
+
+
+def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
+    """In a loop of two wgmma dots where the second accumulates into a carried value (attention's
+    p @ v), leave the second in flight across the back edge, as Triton does: the next iteration
+    waits for it together with its first dot (one `wgmma.wait_group 0` for both), before anything
+    reads the carried value; the loop's result is waited for after the loop. Where the second dot's
+    B ring has `num_stages` slots, a barrier before the refill copies keeps every warp group's
+    in-flight read of the slot ahead of them (each warp group's wait retires its own wgmmas only)."""
+    body = loop.body.block
+    dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
+    if len(dots) != 2:
+        return False
+    waits = [_users(func, dot.result) for dot in dots]
+    if any(len(w) != 1 or not isinstance(w[0], WarpGroupDotWaitOp) or w[0].pendings for w in waits):
+        return False
+    (first_wait,), (second_wait,) = waits
+    yield_op = body.ops[-1]
+    if _users(func, second_wait.result) != [yield_op]:
+        return False
+    position = [i for i, v in enumerate(yield_op.values) if v is second_wait.result]
+    if len(position) != 1:
+        return False
+    carried = body.args[position[0] + 1]
+    after = body.ops.index(first_wait)
+    # the carried value is read only after the first dot's wait, by ops of the body itself
+    if not all(user in body.ops and body.ops.index(user) > after for user in _users(func, carried)):
+        return False
+    if body.ops.index(dots[1]) < after:
+        return False
+    stages = getattr(func, "num_stages", 1)
+    tiles = [t for t in (dots[1].a, dots[1].b) if isinstance(t.type, MemDescType)]
+    rings = [_ring_kind(tile, stages) for tile in tiles]
+    if not set(rings) <= {"spare", "refilled"}:
+        return False
+    if "refilled" in rings:
+        copies = [op for op in body.ops[after:] if isinstance(op, AsyncCopyGlobalToLocalOp)]
+        if not copies:
+            return False
+        barrier = tt.BarrierOp()
+        barrier.loc = dots[1].loc
+        body.insert(body.ops.index(copies[0]), barrier)
+    waited = WarpGroupDotWaitOp(acc=carried, pendings=0)
+    waited.results = [OpResult(carried.type, waited, 0, carried.name_hint)]
+    waited.loc = dots[1].loc
+    for user in _users(func, carried):
+        user.replace_operand(carried, waited.result)
+    body.insert(after + 1, waited)
+    yield_op.replace_operand(second_wait.result, dots[1].result)
+    second_wait.erase()
+    result = loop.results[position[0]]
+    final = WarpGroupDotWaitOp(acc=result, pendings=0)
+    final.results = [OpResult(result.type, final, 0, result.name_hint)]
+    final.loc = dots[1].loc
+    for user in _users(func, result):
+        user.replace_operand(result, final.result)
+    loop.parent.insert(loop.parent.ops.index(loop) + 1, final)
     return True
 
 

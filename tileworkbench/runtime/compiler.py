@@ -411,7 +411,9 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
                         num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
                         *(("tma",) if config.tma else ()),
-                        *(("spare_slot",) if config.spare_slot else ()), *options.key())
+                        *(("spare_slot",) if config.spare_slot else ()),
+                        *(("chained_wgmma_in_flight",) if config.chained_wgmma_in_flight else ()),
+                        *options.key())
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs, debug)

@@ -124,8 +124,9 @@ def _drain_on_exit(lw, op, drains: list, inits: list, skip) -> None:
     where the results are the init values)."""
     b = lw.builder
     for drain in drains:
-        lw.lower_op(drain)
-        lw.lowered_ahead.add(drain)
+        if drain not in lw.lowered_ahead:  # one asm may take several (lowering/wgmma.py)
+            lw.lower_op(drain)
+            lw.lowered_ahead.add(drain)
     waited = {id(d.acc): d for d in drains}
     values = [lw.get(waited[id(r)].result) if id(r) in waited else lw.get(r) for r in op.results]
     from_exit = flatten(lw, values)

@@ -255,19 +255,41 @@ def _pack_halves(lw, values: list) -> list:
 @lowers(WarpGroupDotWaitOp)
 def lower_warp_group_dot_wait(lw, op) -> None:
     """`wgmma.wait_group` as one asm that takes and returns every accumulator, so LLVM cannot read
-    one before the wait (the plain intrinsic gives no such data dependence). One asm, as Triton's:
-    splitting it put a second WARPGROUP.DEPBAR in the k loop's SASS."""
-    acc = lw.get(op.acc)
-    values = list(acc.vals)
-    packed = values[0].type == F16
-    regs = _pack_halves(lw, values) if packed else values
-    reg = "f" if regs[0].type == F32 else "r"
-    count = len(regs)
-    constraints = ",".join([f"={reg}"] * count + [str(i) for i in range(count)])
-    ret = ir.LiteralStructType([regs[0].type] * count)
+    one before the wait (the plain intrinsic gives no such data dependence). One asm, as Triton's,
+    also for the waits of the same count that follow it (a wait for a chained dot left in flight,
+    `wgmma_pipeline`): each asm is a WARPGROUP.DEPBAR in the SASS."""
+    waits = [op] + _same_waits_after(op)
+    lw.lowered_ahead.update(waits[1:])
+    accs = [lw.get(w.acc) for w in waits]
+    groups = []
+    for acc in accs:
+        values = list(acc.vals)
+        packed = values[0].type == F16
+        groups.append((_pack_halves(lw, values) if packed else values, packed))
+    regs = [r for group, _ in groups for r in group]
+    constraints = ",".join([f"={_register_class(r)}" for r in regs] + [str(i) for i in range(len(regs))])
+    ret = ir.LiteralStructType([r.type for r in regs])
     result = lw.asm(f"wgmma.wait_group.sync.aligned {op.pendings};", constraints, ret, regs,
                     side_effect=True)
-    out = [lw.builder.extract_value(result, i) for i in range(count)]
-    if packed:
-        out = [h for w in out for h in unpack_halves(lw, w, F16)]
-    lw.set(op.result, TVal(out, acc.layout))
+    out = iter([lw.builder.extract_value(result, i) for i in range(len(regs))])
+    for wait, acc, (group, packed) in zip(waits, accs, groups):
+        values = [next(out) for _ in group]
+        if packed:
+            values = [h for w in values for h in unpack_halves(lw, w, F16)]
+        lw.set(wait.result, TVal(values, acc.layout))
+
+
+def _same_waits_after(op) -> list:
+    """The waits with `op`'s count right after it, none waiting on another's result."""
+    ops = op.parent.ops
+    found = []
+    for after in ops[ops.index(op) + 1:]:
+        if not (isinstance(after, WarpGroupDotWaitOp) and after.pendings == op.pendings
+                and all(after.acc is not w.result for w in [op] + found)):
+            break
+        found.append(after)
+    return found
+
+
+def _register_class(value) -> str:
+    return "f" if value.type == F32 else "r"

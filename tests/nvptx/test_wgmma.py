@@ -261,3 +261,26 @@ def test_one_wait_asm_per_wait_even_with_128_accumulators():
     ptx = _compile(block=(128, 256, 64), warps=8, stages=3).asm["ptx"]
     assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
     assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 1
+
+
+@pytest.mark.parametrize("dtype, out, cvt", [("fp16", "*fp16", "f16x2"), ("bf16", "*bf16", "bf16x2")])
+def test_the_epilogue_rounds_two_accumulators_per_cvt(dtype, out, cvt):
+    """`acc.to(fp16)` (fp32 accumulators) before stmatrix: one `cvt.rn.f16x2.f32` (`bf16x2`) per
+    pair, as Triton's F2FP.PACK_AB, not two cvt and a prmt per pair; emulated right."""
+    from tensor_core_kernels import persistent_matmul_kernel
+
+    m, n, k = 96, 80, 64
+    constexprs = {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}
+    signature = matmul_signature(dtype, out, sizes=(m, n, k))
+    ptx = tw.compile(persistent_matmul_kernel, signature=signature, constexprs=constexprs,
+                     target="sm_90a", num_warps=4, num_stages=3, use_cache=False).asm["ptx"]
+    converts = re.findall(r"cvt\.rn\.(\w+)\.f32", ptx)
+    assert converts.count(cvt) == 64 * 64 // 128 // 2 and set(converts) == {cvt}
+    a, b = random_operands(dtype, m, n, k, RNG)
+    c = np.full((m, n), np.nan, np.float32).astype(DTYPES[dtype][1])
+    emulator = Emulator(persistent_matmul_kernel, signature, constexprs, num_warps=4, num_stages=3,
+                        wgmma=True)
+    emulator.launch((2,), a, b, c, m, n, k, k, 1, n, 1, n, 1)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = {"fp16": 2e-3, "bf16": 1e-2}[dtype]  # the output's rounding (11 or 8 bits)
+    assert np.abs(c.astype(np.float64) - want).max() / np.abs(want).max() <= bound

@@ -95,6 +95,24 @@ def _pack(lw, kind: MmaKind, values) -> ir.Value:
     return word
 
 
+def pack_halves(lw, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """Two 16-bit values in one 32-bit register, `lo` in the low half. Where both were just rounded
+    from fp32 (an epilogue's `acc.to(fp16)`, attention's `p.to(fp16)`), one vector fptrunc, which
+    NVPTX makes one `cvt.rn.f16x2.f32` (`bf16x2`), rounds and packs them: not two cvt and a prmt."""
+    b = lw.builder
+    halves = [lo, hi]
+    sources = [getattr(h, "operands", [None])[0] if getattr(h, "opname", "") == "fptrunc" else None
+               for h in halves]
+    if all(s is not None and s.type == F32 for s in sources) and lo.type == hi.type:
+        vector = ir.Constant(ir.VectorType(F32, 2), ir.Undefined)
+        for i, s in enumerate(sources):
+            vector = b.insert_element(vector, s, ir.Constant(I32, i))
+        return b.bitcast(b.fptrunc(vector, ir.VectorType(lo.type, 2)), I32)
+    lo_bits = b.zext(b.bitcast(lo, ir.IntType(16)), I32)
+    hi_bits = b.zext(b.bitcast(hi, ir.IntType(16)), I32)
+    return b.or_(lo_bits, b.shl(hi_bits, ir.Constant(I32, 16)))
+
+
 def unpack_halves(lw, word: ir.Value, elem: ir.Type) -> list[ir.Value]:
     """The two 16-bit values of a 32-bit register, low half first, as `elem` (half or bfloat)."""
     b = lw.builder

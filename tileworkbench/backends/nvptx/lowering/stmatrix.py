@@ -13,7 +13,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ....ir.ops.ttg import LinearLayout, NvmmaSharedEncoding, SharedEncoding
-from ..llvm_types import I16, I32, byte_size
+from ..llvm_types import I32, byte_size
+from .mma import pack_halves
 
 MMA_LANES = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))  # lane bits: columns 2t, then rows g
 PAIR = (0, 1)
@@ -69,7 +70,7 @@ def store_with_stmatrix(lw, src, tile, groups, swizzled) -> None:
         col = b.add(warp_col, origin[1])
         element = swizzled(lw, tile.type, row, col)
         ptr = lw.smem_ptr(lw.shared_base(), b.add(tile.offset, b.mul(element, ir.Constant(I32, 2))))
-        words = [_pack(lw, src.vals[index[m]], src.vals[index[(m[0], m[1] + 1)]]) for m in group]
+        words = [pack_halves(lw, src.vals[index[m]], src.vals[index[(m[0], m[1] + 1)]]) for m in group]
         lw.call_intrinsic("llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16", ir.VoidType(),
                           [ptr, *words])
 
@@ -82,10 +83,3 @@ def _linear(lw, bit0: ir.Value, bit1: ir.Value, values: list[int]) -> ir.Value:
         if step:
             out = b.add(out, b.mul(bit, ir.Constant(I32, step)))
     return out
-
-
-def _pack(lw, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    b = lw.builder
-    lo_bits = b.zext(b.bitcast(lo, I16), I32)
-    hi_bits = b.zext(b.bitcast(hi, I16), I32)
-    return b.or_(lo_bits, b.shl(hi_bits, ir.Constant(I32, 16)))

@@ -22,7 +22,7 @@ from ....ir.types import MemDescType, element_type
 from ..llvm_types import F16, F32, I1, I32, I64
 from ..lower import TVal
 from . import lowers
-from .mma import unpack_halves
+from .mma import pack_halves, unpack_halves
 from .warp_uniform import uniform_group_origin
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # the descriptor's bits 62-63
@@ -163,26 +163,10 @@ def _a_fragments(lw, a: TVal, origins: list, k: int, instr_k: int) -> dict:
     for m0 in sorted({m for m, _ in origins}):
         for k0 in range(0, k, instr_k):
             frags[(m0, k0)] = [
-                _pack_pair(lw, [a.vals[index[(m0 + 8 * (j & 1), k0 + 8 * (j >> 1) + e)]]
-                                for e in range(2)])
+                pack_halves(lw, *[a.vals[index[(m0 + 8 * (j & 1), k0 + 8 * (j >> 1) + e)]]
+                                  for e in range(2)])
                 for j in range(4)]
     return frags
-
-
-def _pack_pair(lw, halves: list) -> ir.Value:
-    """Two 16-bit values in one register, the first in the low half. Where both were just rounded
-    from fp32 (attention's `p.to(fp16)`), one `cvt.rn.f16x2.f32` (`bf16x2`) does the rounding and
-    the packing: LLVM's vector fptrunc, instead of two cvt and a prmt."""
-    b = lw.builder
-    sources = [getattr(h, "operands", [None])[0] if getattr(h, "opname", "") == "fptrunc" else None
-               for h in halves]
-    if all(s is not None and s.type == F32 for s in sources):
-        vector = ir.Constant(ir.VectorType(F32, 2), ir.Undefined)
-        for i, s in enumerate(sources):
-            vector = b.insert_element(vector, s, ir.Constant(I32, i))
-        rounded = b.fptrunc(vector, ir.VectorType(halves[0].type, 2))
-        return b.bitcast(rounded, I32)
-    return _pack_halves(lw, halves)[0]
 
 
 def _fence(lw, a_regs: dict, acc: list = ()) -> tuple[dict, list]:
@@ -243,13 +227,7 @@ def _issue(lw, text: str, acc_type: str, values: list, a_operand: list, b_desc) 
 
 
 def _pack_halves(lw, values: list) -> list:
-    b = lw.builder
-    out = []
-    for lo, hi in zip(values[0::2], values[1::2]):
-        lo_bits = b.zext(b.bitcast(lo, ir.IntType(16)), I32)
-        hi_bits = b.zext(b.bitcast(hi, ir.IntType(16)), I32)
-        out.append(b.or_(lo_bits, b.shl(hi_bits, ir.Constant(I32, 16))))
-    return out
+    return [pack_halves(lw, lo, hi) for lo, hi in zip(values[0::2], values[1::2])]
 
 
 @lowers(WarpGroupDotWaitOp)

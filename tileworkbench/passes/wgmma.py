@@ -132,9 +132,7 @@ def wgmma(func: tt.FuncOp) -> bool:
         issue = WarpGroupDotOp(a=a, b=b, c=dot.c, input_precision=dot.input_precision)
         issue.results = [OpResult(dot.result.type, issue, 0, dot.result.name_hint)]
         issue.loc = dot.loc
-        wait = WarpGroupDotWaitOp(acc=issue.result, pendings=0)
-        wait.results = [OpResult(dot.result.type, wait, 0, dot.result.name_hint)]
-        wait.loc = dot.loc
+        wait = _wait_for(issue.result, dot.loc)
         block = dot.parent
         index = block.ops.index(dot)
         block.insert(index, issue)
@@ -241,14 +239,7 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
         barrier.loc = dot.loc
         body.insert(at + 1, barrier)
     wait.pendings = 1
-    result = loop.results[position]
-    final = WarpGroupDotWaitOp(acc=result, pendings=0)
-    final.results = [OpResult(result.type, final, 0, result.name_hint)]
-    final.loc = dot.loc
-    parent = loop.parent
-    for user in _users(func, result):
-        user.replace_operand(result, final.result)
-    parent.insert(parent.ops.index(loop) + 1, final)
+    _drain_after(func, loop, position, dot.loc)
     return True
 
 
@@ -292,22 +283,31 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
         barrier = tt.BarrierOp()
         barrier.loc = dots[1].loc
         body.insert(body.ops.index(copies[0]), barrier)
-    waited = WarpGroupDotWaitOp(acc=carried, pendings=0)
-    waited.results = [OpResult(carried.type, waited, 0, carried.name_hint)]
-    waited.loc = dots[1].loc
+    waited = _wait_for(carried, dots[1].loc)
     for user in _users(func, carried):
         user.replace_operand(carried, waited.result)
     body.insert(after + 1, waited)
     yield_op.replace_operand(second_wait.result, dots[1].result)
     second_wait.erase()
-    result = loop.results[position[0]]
-    final = WarpGroupDotWaitOp(acc=result, pendings=0)
-    final.results = [OpResult(result.type, final, 0, result.name_hint)]
-    final.loc = dots[1].loc
-    for user in _users(func, result):
-        user.replace_operand(result, final.result)
-    loop.parent.insert(loop.parent.ops.index(loop) + 1, final)
+    _drain_after(func, loop, position[0], dots[1].loc)
     return True
+
+
+def _wait_for(value: Value, loc) -> WarpGroupDotWaitOp:
+    """A new `ttng.warp_group_dot_wait {pendings = 0}` of `value` (not yet in a block)."""
+    wait = WarpGroupDotWaitOp(acc=value, pendings=0)
+    wait.results = [OpResult(value.type, wait, 0, value.name_hint)]
+    wait.loc = loc
+    return wait
+
+
+def _drain_after(func: tt.FuncOp, loop: scf.ForOp, position: int, loc) -> None:
+    """Wait for the loop's result `position` (left in flight) right after the loop, for its users."""
+    result = loop.results[position]
+    drain = _wait_for(result, loc)
+    for user in _users(func, result):
+        user.replace_operand(result, drain.result)
+    loop.parent.insert(loop.parent.ops.index(loop) + 1, drain)
 
 
 def _ring_kind(tile: Value, stages: int) -> str | None:

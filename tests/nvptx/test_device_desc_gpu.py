@@ -84,7 +84,11 @@ def test_matmul(cp, m, n, k, blocks, stages):
 
 def test_persistent_matmul(cp):
     """A program per SM (here 8) looping over the tiles, its maps built once."""
-    m, n, k = 1000, 1040, 512
+    assert _maps(_persistent_matmul(cp, 1000, 1040, 512)) == 3
+
+
+def _persistent_matmul(cp, m: int, n: int, k: int):
+    """Fresh fp16 operands, c poisoned, 8 programs of 128x128x64 tiles; checked against float64."""
     a_host = RNG.standard_normal((m, k)).astype(np.float16)
     b_host = RNG.standard_normal((k, n)).astype(np.float16)
     c = cp.full((m, n), np.nan, dtype=np.float16)
@@ -93,7 +97,7 @@ def test_persistent_matmul(cp):
     want = a_host.astype(np.float64) @ b_host.astype(np.float64)
     got = cp.asnumpy(c).astype(np.float64)
     assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2
-    assert _maps(compiled) == 3
+    return compiled
 
 
 def test_no_allocator_is_a_clear_error(cp):
@@ -122,16 +126,7 @@ def test_warm_launches_take_the_fast_path_with_fresh_scratch(cp, monkeypatch):
 
     tw.set_allocator(allocator)
     device_desc_persistent_matmul.clear_cache()  # the first launch below takes the full path
-    m, n, k = 300, 272, 192
-    for launch in range(3):
-        a_host = RNG.standard_normal((m, k)).astype(np.float16)
-        b_host = RNG.standard_normal((k, n)).astype(np.float16)
-        c = cp.full((m, n), np.nan, dtype=np.float16)
-        compiled = device_desc_persistent_matmul[(8,)](
-            cp.asarray(a_host), cp.asarray(b_host), c, m, n, k, BM=128, BN=128, BK=64, PROGRAMS=8)
-        want = a_host.astype(np.float64) @ b_host.astype(np.float64)
-        got = cp.asnumpy(c).astype(np.float64)
-        assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2, launch
+    compiled = [_persistent_matmul(cp, 300, 272, 192) for _ in range(3)][-1]
     assert len(full_runs) == 1  # the first launch compiled and filed the kernel; the rest were warm
     stream = cp.cuda.get_current_stream().ptr
     assert sizes == [(8 * compiled.metadata.global_scratch, stream)] * 3

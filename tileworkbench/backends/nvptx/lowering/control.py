@@ -6,10 +6,12 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ....ir.ops import scf
+from ....ir.ops.wgmma import WarpGroupDotWaitOp
 from ....ir.types import TensorType
 from ..llvm_types import llvm_type
 from ..lower import TVal
 from . import lowers
+from .wgmma import waits_lowered_with
 
 
 def flatten(lw, values: list) -> list:
@@ -56,18 +58,14 @@ def _loop_hints(lw, op, backedge) -> None:
 
 
 def _drains(op: scf.ForOp) -> list:
-    """The `wgmma.wait_group 0` ops right after the loop that wait for its in-flight wgmma group
-    (`wgmma_pipeline`'s drain)."""
-    from ....ir.ops.wgmma import WarpGroupDotWaitOp
-
+    """The `wgmma.wait_group 0` ops right after the loop, lowered as one asm, when each waits for one
+    of its results (`wgmma_pipeline`'s drain of the groups left in flight); else none."""
     ops = op.parent.ops
-    drains = []
-    for after in ops[ops.index(op) + 1:]:
-        if not (isinstance(after, WarpGroupDotWaitOp) and after.pendings == 0
-                and any(after.acc is r for r in op.results)):
-            break
-        drains.append(after)
-    return drains
+    first = ops[ops.index(op) + 1] if op is not ops[-1] else None
+    if not (isinstance(first, WarpGroupDotWaitOp) and first.pendings == 0):
+        return []
+    drains = [first] + waits_lowered_with(first)
+    return drains if all(any(d.acc is r for r in op.results) for d in drains) else []
 
 
 @lowers(scf.ForOp)
@@ -123,10 +121,8 @@ def _drain_on_exit(lw, op, drains: list, inits: list, skip) -> None:
     """Lower `drains` in the exit block, then merge the exit edge with the zero-trip edge (`skip`,
     where the results are the init values)."""
     b = lw.builder
-    for drain in drains:
-        if drain not in lw.lowered_ahead:  # one asm may take several (lowering/wgmma.py)
-            lw.lower_op(drain)
-            lw.lowered_ahead.add(drain)
+    lw.lower_op(drains[0])  # one asm for all of them (lowering/wgmma.py)
+    lw.lowered_ahead.add(drains[0])
     waited = {id(d.acc): d for d in drains}
     values = [lw.get(waited[id(r)].result) if id(r) in waited else lw.get(r) for r in op.results]
     from_exit = flatten(lw, values)

@@ -81,11 +81,16 @@ def _mma_step(lw, op, kind: MmaKind, a_regs, b_regs, acc):
 
 def _pack(lw, kind: MmaKind, values) -> ir.Value:
     """`k_width` consecutive K elements in one 32-bit register, the lowest K in the low bits."""
-    b = lw.builder
     if kind.k_width == 1:
         return values[0]  # fp32, rounded to tf32 per use (`_tf32`)
-    # integer shifts rather than a <2 x bfloat> vector: hosts without bfloat (the emulator's x86)
-    # would convert through float; on NVPTX both fold into one mov.b32 {lo, hi}
+    return _pack_bits(lw, values)
+
+
+def _pack_bits(lw, values) -> ir.Value:
+    """Values of 32 / len(values) bits in one 32-bit register, the first in the low bits. Integer
+    shifts rather than a <2 x bfloat> vector: hosts without bfloat (the emulator's x86) would
+    convert through float; on NVPTX both fold into one mov.b32 {lo, hi}."""
+    b = lw.builder
     bits = 32 // len(values)
     word = None
     for i, v in enumerate(values):
@@ -108,9 +113,7 @@ def pack_halves(lw, lo: ir.Value, hi: ir.Value) -> ir.Value:
         for i, s in enumerate(sources):
             vector = b.insert_element(vector, s, ir.Constant(I32, i))
         return b.bitcast(b.fptrunc(vector, ir.VectorType(lo.type, 2)), I32)
-    lo_bits = b.zext(b.bitcast(lo, ir.IntType(16)), I32)
-    hi_bits = b.zext(b.bitcast(hi, ir.IntType(16)), I32)
-    return b.or_(lo_bits, b.shl(hi_bits, ir.Constant(I32, 16)))
+    return _pack_bits(lw, halves)
 
 
 def unpack_halves(lw, word: ir.Value, elem: ir.Type) -> list[ir.Value]:

@@ -236,7 +236,7 @@ def lower_warp_group_dot_wait(lw, op) -> None:
     one before the wait (the plain intrinsic gives no such data dependence). One asm, as Triton's,
     also for the waits of the same count that follow it (a wait for a chained dot left in flight,
     `wgmma_pipeline`): each asm is a WARPGROUP.DEPBAR in the SASS."""
-    waits = [op] + _same_waits_after(op)
+    waits = [op] + waits_lowered_with(op)
     lw.lowered_ahead.update(waits[1:])
     accs = [lw.get(w.acc) for w in waits]
     groups = []
@@ -257,8 +257,9 @@ def lower_warp_group_dot_wait(lw, op) -> None:
         lw.set(wait.result, TVal(values, acc.layout))
 
 
-def _same_waits_after(op) -> list:
-    """The waits with `op`'s count right after it, none waiting on another's result."""
+def waits_lowered_with(op) -> list:
+    """The waits with `op`'s count right after it, none waiting on another's result: `op`'s asm
+    takes them too."""
     ops = op.parent.ops
     found = []
     for after in ops[ops.index(op) + 1:]:

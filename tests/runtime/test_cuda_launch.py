@@ -44,6 +44,12 @@ def _inputs(cp, n: int, seed: int):
     return x, y, cp.asarray(x), cp.asarray(y), out
 
 
+def _poison(cp, out):
+    """NaN into `out`, finished before the next launch (which may be on a non-blocking stream)."""
+    out.fill(np.nan)
+    cp.cuda.Device().synchronize()
+
+
 def _check_add(x, y, out_gpu, n):
     out = out_gpu.get()
     expected = x.astype(np.float64) + y.astype(np.float64)
@@ -112,22 +118,24 @@ def test_streams_and_threads(cp, add_kernel):
 
     n = 20_000
     x, y, x_gpu, y_gpu, out = _inputs(cp, n, seed=11)
+    # a non-blocking stream does not wait for the default stream's copies and fills: each launch
+    # below waits for them here (without this, the kernel raced the inputs' copies on the H200)
+    cp.cuda.Device().synchronize()
     stream = cp.cuda.Stream(non_blocking=True)
     add_kernel.launch(((n + 127) // 128,), (x_gpu, y_gpu, out, n), stream=stream)
     add_kernel.synchronize(stream)
     _check_add(x, y, out, n)
-    out.fill(np.nan)
+    _poison(cp, out)
     with stream:  # CuPy's current stream
         add_kernel.launch(((n + 127) // 128,), (x_gpu, y_gpu, out, n))
         add_kernel.synchronize()
     _check_add(x, y, out, n)
-    out.fill(np.nan)
+    _poison(cp, out)
     add_kernel.launch(((n + 127) // 128,), (x_gpu, y_gpu, out, n), stream=stream.ptr)
     stream.synchronize()
     _check_add(x, y, out, n)
     # a thread that has never touched CUDA has no current context until CuPy makes one
-    out.fill(np.nan)
-    cp.cuda.Device().synchronize()
+    _poison(cp, out)
     errors = []
 
     def launch_in_thread():

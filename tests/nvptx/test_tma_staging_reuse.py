@@ -104,6 +104,12 @@ def test_store_while_the_rings_are_live_keeps_its_own_space():
     rings = sum(e["bytes"] for e in _dynamic(plan, "TMA ring"))
     static = sum(e["bytes"] for e in plan if e["space"] == "static")
     assert kernel.metadata.shared >= rings + static + 64 * 64 * 2
+    # the resource panel names what the scratch and the static arrays hold
+    (scratch,) = _dynamic(plan, "scratch")
+    assert any(user.startswith("ttng.tma_store (line") for user in scratch["users"])
+    assert scratch["bytes"] >= 64 * 64 * 2
+    statics = [e["use"] for e in plan if e["space"] == "static"]
+    assert statics.count("TMA ring mbarriers") == 2 and "reduction partials" not in statics
 
 
 def _poisoned_and_reference(m, n, k, out_dtype):
@@ -173,3 +179,28 @@ def test_in_kernel_descriptors_with_a_on_pointers():
     plan = {e["use"]: e for e in compiled.metadata.shared_plan}
     assert plan["TMA store staging"]["offset"] == 0 and plan["TMA ring"]["offset"] == 0
     assert plan["operand staging"]["offset"] >= plan["TMA ring"]["bytes"]
+
+
+def test_persistent_in_kernel_descriptors_with_a_on_pointers():
+    """A persistent kernel with K = 72 (not specialized as a multiple of 16): a's descriptor stays on
+    pointers, its operand tile staged from registers in each k iteration, while b comes by TMA into
+    its ring. c's tile lies over that ring; the next tile's first write of a's staging tile waits at
+    a barrier behind the engine's read of c's tile. Two programs over four tiles, ragged M and N."""
+    m, n, k = 100, 80, 72
+    args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
+            ArgSpec("c_ptr", "*fp16", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
+            ArgSpec("K", "i32")]
+    constexprs = {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}
+    compiled = tw.compile(device_desc_persistent_matmul, signature={a.name: a.key for a in args},
+                          constexprs=constexprs, target="sm_90a", num_warps=4, num_stages=3,
+                          use_cache=False)
+    plan = {e["use"]: e for e in compiled.metadata.shared_plan}
+    assert plan["TMA store staging"]["offset"] == 0 and plan["TMA ring"]["offset"] == 0
+    assert plan["operand staging"]["offset"] >= plan["TMA ring"]["bytes"]
+    assert "scratch" not in plan
+    emu = Emulator(device_desc_persistent_matmul, args, constexprs, num_warps=4, tma=True,
+                   wgmma=True, num_stages=3)
+    a, b, c, want = _poisoned_and_reference(m, n, k, np.float16)
+    emu.launch((2,), a, b, c, m, n, k)
+    assert not np.isnan(c).any()
+    assert np.abs(c.astype(np.float64) - want).max() / np.abs(want).max() <= 2e-3

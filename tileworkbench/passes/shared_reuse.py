@@ -9,7 +9,8 @@ store follows a barrier.
 
 The block may be the kernel's top level or a loop body (a persistent kernel's tile loop: rings, inner
 k loop, then the epilogue, per tile); in a loop body every earlier tile must be a ring allocated in
-that body, and the next iteration's writes over the staging tile wait at a barrier: `local_alloc`
+that body or a tile written from registers in it (a pointer-fed operand staged in the inner loop),
+and the next iteration's writes over the staging tile wait at a barrier: `local_alloc`
 stores take one in loops, `pipeline` puts one before a nested loop's first copies
 (`needs_barrier_before_copies`), a TMA ring's first copies take one, and a TMA store's issuing
 thread waits until the engine has read the tile (`wait_group.read`). Used by the NVPTX lowering's
@@ -54,7 +55,8 @@ def reuses_earlier_space(func: tt.FuncOp, tile_op: Op, becoming_rings=None) -> b
                     return False
                 earlier.append(loop)
                 continue
-            if not top and not (op.src is None and op.parent is block):
+            if not top and not (op.src is None and op.parent is block) \
+                    and not _written_each_pass(op, block):
                 return False
             earlier.append(op.result)
     if not earlier or not _async_work_done(func, tile_op):
@@ -62,6 +64,13 @@ def reuses_earlier_space(func: tt.FuncOp, tile_op: Op, becoming_rings=None) -> b
     return not any(
         _position_in(block, x) is None or _position_in(block, x) >= index if isinstance(x, Op)
         else _used_from(func, x, block, index) for x in earlier)
+
+
+def _written_each_pass(alloc: LocalAllocOp, block) -> bool:
+    """Whether `alloc` is a tile written from registers inside loop body `block` (at any depth: a
+    pointer-fed dot operand staged in the inner k loop). Each write of it waits at a barrier in a loop
+    (`lower_local_alloc`), so the next pass's writes cannot overtake readers of a tile over it."""
+    return alloc.src is not None and _position_in(block, alloc) is not None
 
 
 def _async_work_done(func: tt.FuncOp, tile_op: Op) -> bool:

@@ -75,9 +75,16 @@ def scratch_entry(offset: int, size: int, users: list) -> dict:
     return {"use": "scratch", "offset": offset, "bytes": size, "space": "dynamic", "users": names}
 
 
+# what a static shared array of its own holds, by the op that asked for it (else a reduction's partials)
+_STATIC_USES = {"ttng.tma_ring": "TMA ring mbarriers", "ttng.tma_load": "TMA load mbarrier",
+                "ttng.tensormap_create": "tensor map template"}
+
+
 def static_entry(op, size: int) -> dict:
-    """A static shared array of its own (a reduction's partials outside loops)."""
-    return {"use": "reduction partials", "line": _line(op), "bytes": size, "space": "static",
+    """A static shared array of its own: a reduction's partials outside loops, the mbarriers of TMA
+    copies, the template a tensor map made in the kernel is built in."""
+    use = _STATIC_USES.get(getattr(op, "name", None), "reduction partials")
+    return {"use": use, "line": _line(op), "bytes": size, "space": "static",
             "users": [op.name] if op is not None else []}
 
 

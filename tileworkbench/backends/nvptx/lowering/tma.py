@@ -93,6 +93,7 @@ def _tile(lw, shape: tuple[int, ...], element, swizzle: int, trans: bool = False
     offset = (lw.smem_base + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
     # room for `_align_up`'s shift, should the dynamic shared memory start off a 1024-byte boundary
     lw.smem_bytes = max(lw.smem_bytes, offset + TILE_ALIGN + shape[0] * shape[1] * nbytes)
+    lw.scratch_users.append(lw.current_op)  # the resource panel names the scratch's users
     encoding = tma_shared_encoding(swizzle, nbytes, trans)
     offset_value = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, offset))
     return SharedTile(offset_value, MemDescType(tuple(shape), element, encoding))

@@ -33,8 +33,9 @@ class Config:
     `TILEWORKBENCH_SPARE_SLOT=1` gives every wgmma k loop's cp.async rings num_stages + 1 slots
     instead of Triton's num_stages plus a barrier before each refill (to time the two;
     passes/software_pipeline.py);
-    `TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=1` leaves the second wgmma of a two-dot loop (attention's
-    p @ v) in flight across the back edge, as Triton does (passes/wgmma.py; not yet timed on a GPU);
+    `TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=0` waits for the second wgmma of a two-dot loop (attention's
+    p @ v) in its own iteration; by default it stays in flight across the back edge, as Triton does
+    (passes/wgmma.py; on the H200 attention at head dim 128 went from 0.93-0.96x Triton to 1.00x);
     `TILEWORKBENCH_OVERRIDE_ARCH` (or Triton's `TRITON_OVERRIDE_ARCH`; Triton's
     `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where
     the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
@@ -52,7 +53,7 @@ class Config:
     tma: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_TMA"))
     spare_slot: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_SPARE_SLOT"))
     chained_wgmma_in_flight: bool = field(
-        default_factory=lambda: _flag("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT"))
+        default_factory=lambda: _flag_on("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT"))
     override_arch: str | None = field(default_factory=lambda: os.environ.get(
         "TILEWORKBENCH_OVERRIDE_ARCH") or os.environ.get("TRITON_OVERRIDE_ARCH") or None)
     default_fp_fusion: bool = field(

@@ -1,5 +1,5 @@
-"""`TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=1` (config.chained_wgmma_in_flight): attention's p @ v
-wgmma stays in flight across the loop's back edge, as in Triton's PTX. The next iteration waits for
+"""`config.chained_wgmma_in_flight` (on by default; `TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=0` turns
+it off): attention's p @ v wgmma stays in flight across the loop's back edge, as in Triton's PTX. The next iteration waits for
 it with the q @ k^T wait (one `wgmma.wait_group 0` asm for both) before the carried accumulator is
 read; the loop's result is waited for on its exit edge; with `num_stages` ring slots, a barrier
 comes before the refill copies. Checked in the Tile IR and the PTX, by ptxas (no serialized wgmma),
@@ -59,6 +59,24 @@ def test_p_at_v_is_waited_for_in_the_next_iteration():
     ptx = _bench_attention().asm["ptx"]
     assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 2  # one in the loop, the drain
 
+
+
+def test_off_waits_for_p_at_v_in_its_own_iteration(monkeypatch):
+    """`TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=0`: each dot is waited for right after its issue, no
+    drain after the loop, and the setting reads from the environment (on unless it says off)."""
+    from tileworkbench.config import Config, config
+
+    monkeypatch.setattr(config, "chained_wgmma_in_flight", False)
+    gpu = _bench_attention().asm["tile-gpu"]
+    lines = gpu[gpu.index("scf.for"):gpu.index("scf.yield")].splitlines()
+    waits = [i for i, line in enumerate(lines) if "ttng.warp_group_dot_wait" in line]
+    dots = [i for i, line in enumerate(lines) if "ttng.warp_group_dot " in line]
+    assert len(dots) == 2 and waits == [dots[0] + 1, dots[1] + 1]
+    after = gpu[gpu.index("scf.yield"):].split("\n", 2)[2].split("\n")[0]
+    assert "ttng.warp_group_dot_wait" not in after
+    for value, on in (("0", False), ("off", False), ("1", True), ("", True)):
+        monkeypatch.setenv("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT", value)
+        assert Config().chained_wgmma_in_flight is on
 
 @needs_ptxas
 @pytest.mark.parametrize("head_dim, causal, block, warps", [

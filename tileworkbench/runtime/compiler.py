@@ -412,7 +412,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
                         num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
                         *(("tma",) if config.tma else ()),
                         *(("spare_slot",) if config.spare_slot else ()),
-                        *(("chained_wgmma_in_flight",) if config.chained_wgmma_in_flight else ()),
+                        *(() if config.chained_wgmma_in_flight else ("chained_wgmma_waited",)),
                         *options.key())
         entry = KernelCache().get(key)
         if entry is not None:

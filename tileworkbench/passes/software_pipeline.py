@@ -13,8 +13,12 @@ where shared memory has room (`_ring_slots`), so the wgmma of iteration i-1 may 
 
 The ops that compute the loads' pointers and masks (the "address slice": pointer increments
 carried by the loop, masks from the induction variable) run S-1 iterations ahead: their carried
-values start S-1 iterations in. Loops where the rest of the body uses a value of the address
-slice, or where the slice reads something else the loop carries, are left alone. Needs
+values start S-1 iterations in. Slice values the rest of the body reads too (a mask's bound that a
+load left in registers shares, as tutorial 03's `K - k * BK` when only A can take cp.async) stay in
+the body for the current iteration where they derive from the induction variable and loop
+invariants alone; loops where the rest of the body reads a value that runs ahead (a carried
+address, or one computed from it), or where the slice reads something else the loop carries, are
+left alone, and so is a loop admitted that way whose rings would not fit in shared memory. Needs
 `stage_dot_operands`; reads `func.num_stages` (set by the NVPTX driver; 1 = no pipelining).
 """
 
@@ -119,19 +123,24 @@ def walk_back(body, roots: list) -> tuple[list, set[int]] | None:
     return [op for op in body.ops if id(op) in in_slice], carried
 
 
-def _address_slice(body, loads, loop) -> tuple[list, set[int]] | None:
-    """The body ops that the loads' pointers and masks need, in order, and the indices of the carried
-    values they read; None when the slice is not closed (see the module docstring)."""
+def _address_slice(body, loads, loop) -> tuple[list, set[int], list] | None:
+    """The body ops that the loads' pointers and masks need, in order, the indices of the carried
+    values they read, and the slice ops the rest of the body reads too (kept in the body for the
+    current iteration); None when the slice is not closed (see the module docstring)."""
     args = body.args
     walked = walk_back(body, [v for load in loads for v in (load.ptr, load.mask) if v is not None])
     if walked is None:
         return None
     ops, carried = walked
     in_slice, yield_op = {id(op) for op in ops}, body.ops[-1]
-    # the rest of the body must not read the slice or the carried address values (they run ahead)
-    slice_values = {id(r) for op in ops for r in op.results}
-    slice_values |= {id(args[i + 1]) for i in carried}
+    # values that run ahead: the carried address values and what the slice computes from them
+    ahead = {id(args[i + 1]) for i in carried}
+    for op in ops:
+        if any(id(v) in ahead for v in op.operands):
+            ahead |= {id(r) for r in op.results}
+    producers = {id(r): op for op in ops for r in op.results}
     load_ids = {id(load) for load in loads}
+    read: list = []  # slice values of this iteration the rest of the body reads (e.g. a mask's bound)
     for op in body.ops:
         if id(op) in in_slice or id(op) in load_ids:
             continue
@@ -139,9 +148,12 @@ def _address_slice(body, loads, loop) -> tuple[list, set[int]] | None:
             rest = [v for i, v in enumerate(op.operands) if i not in carried]
         else:
             rest = op.operands
-        if any(id(v) in slice_values for v in rest):
+        if any(id(v) in ahead for v in rest):
             return None
-    return ops, carried
+        read += [v for v in rest if id(v) in producers]
+    # those are functions of the induction variable and loop invariants: their ops stay in the body
+    kept = walk_back(body, read)[0] if read else []
+    return ops, carried, kept
 
 
 # -- rewriting ----------------------------------------------------------------------------------------
@@ -195,6 +207,22 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
     `TILEWORKBENCH_SPARE_SLOT=1` (config.spare_slot) takes the spare wherever it fits."""
     if not wgmma_reads:
         return stages
+    shared = _shared_estimate(func, loop, found)
+    if shared(stages + 1) + _ALIGN_SLACK + _SCRATCH_RESERVE > getattr(func, "shared_limit", 0):
+        return stages
+    # a k loop inside a tile loop (a persistent kernel: about one program per SM) keeps the spare:
+    # `prefetch_next_tile` places the epilogue's staging tile over the slots the next tile's
+    # prologue leaves free
+    if config.spare_slot or isinstance(loop.parent_op, scf.ForOp):
+        return stages + 1
+    per_sm = getattr(func, "shared_per_sm", 0)
+    blocks = [per_sm // (shared(n) + _RESERVED_PER_BLOCK) for n in (stages, stages + 1)]
+    return stages + 1 if blocks[1] >= blocks[0] else stages
+
+
+def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
+    """shared(slots): the kernel's shared bytes with `found`'s loads in rings of `slots` slots, the
+    other tiles as they are (those that will lie over the rings counted apart)."""
     staged = {id(alloc) for _, alloc in found}
     own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)
     for op in func.walk():
@@ -207,16 +235,15 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
     def shared(slots: int) -> int:
         return max(sum(own) + slots * slot, max(over)) + _ALIGN_SLACK * (len(own) + len(found))
 
-    if shared(stages + 1) + _ALIGN_SLACK + _SCRATCH_RESERVE > getattr(func, "shared_limit", 0):
-        return stages
-    # a k loop inside a tile loop (a persistent kernel: about one program per SM) keeps the spare:
-    # `prefetch_next_tile` places the epilogue's staging tile over the slots the next tile's
-    # prologue leaves free
-    if config.spare_slot or isinstance(loop.parent_op, scf.ForOp):
-        return stages + 1
-    per_sm = getattr(func, "shared_per_sm", 0)
-    blocks = [per_sm // (shared(n) + _RESERVED_PER_BLOCK) for n in (stages, stages + 1)]
-    return stages + 1 if blocks[1] >= blocks[0] else stages
+    return shared
+
+
+def _rings_fit(func: tt.FuncOp, loop: scf.ForOp, found, stages: int) -> bool:
+    """Whether rings of `stages` slots leave the kernel within `func.shared_limit` (when the NVPTX
+    driver set one)."""
+    limit = getattr(func, "shared_limit", None)
+    return limit is None or \
+        _shared_estimate(func, loop, found)(stages) + _ALIGN_SLACK + _SCRATCH_RESERVE <= limit
 
 
 _RESERVED_PER_BLOCK = 1024  # shared memory the driver keeps for each resident block (sm_80+)
@@ -237,7 +264,12 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     sliced = _address_slice(body, loads, loop)
     if sliced is None:
         return False
-    slice_ops, carried = sliced
+    slice_ops, carried, kept = sliced
+    if kept and not _rings_fit(func, loop, found, stages):
+        # a loop admitted by keeping shared slice values (pipelined since session 10) stays as it was
+        # where its rings would not fit, rather than fail to compile (the causal attention's second
+        # key loop on the pointer path at head dim 128)
+        return False
     carried = sorted(carried)
     parent = loop.parent
     loc = loop.loc
@@ -304,7 +336,8 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
                        alloc.loc, [alloc.result.name_hint])
         for op in list(body.walk()):
             op.replace_operand(alloc.result, view)
-    for op in [op for pair in found for op in pair] + slice_ops:
+    kept_ids = {id(op) for op in kept}
+    for op in [op for pair in found for op in pair] + [op for op in slice_ops if id(op) not in kept_ids]:
         body.remove(op)
 
     # issue iteration i + S - 1 at the end of iteration i, into the slot iteration i - 1 read

@@ -293,11 +293,7 @@ def test_a_takes_cp_async_while_b_stays_in_registers(arch):
     (as Triton pipelines it) and B stays a register load staged each iteration; the mask bound both
     share (`K - k * BK`) is computed for the current iteration in the body and, run ahead, for the
     copies. On wgmma and on mma.sync; emulated with ragged M and N, against float64."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import kernels
+    from test_wgmma_register_a import kernels  # bench/kernels.py
 
     kernel = kernels.load("tileworkbench").matmul_kernel
     signature = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32",

@@ -138,7 +138,7 @@ def _address_slice(body, loads, loop) -> tuple[list, set[int], list] | None:
     for op in ops:
         if any(id(v) in ahead for v in op.operands):
             ahead |= {id(r) for r in op.results}
-    producers = {id(r): op for op in ops for r in op.results}
+    results = {id(r) for op in ops for r in op.results}
     load_ids = {id(load) for load in loads}
     read: list = []  # slice values of this iteration the rest of the body reads (e.g. a mask's bound)
     for op in body.ops:
@@ -150,7 +150,7 @@ def _address_slice(body, loads, loop) -> tuple[list, set[int], list] | None:
             rest = op.operands
         if any(id(v) in ahead for v in rest):
             return None
-        read += [v for v in rest if id(v) in producers]
+        read += [v for v in rest if id(v) in results]
     # those are functions of the induction variable and loop invariants: their ops stay in the body
     kept = walk_back(body, read)[0] if read else []
     return ops, carried, kept
@@ -208,7 +208,7 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
     if not wgmma_reads:
         return stages
     shared = _shared_estimate(func, loop, found)
-    if shared(stages + 1) + _ALIGN_SLACK + _SCRATCH_RESERVE > getattr(func, "shared_limit", 0):
+    if not _fits(func, shared(stages + 1)):
         return stages
     # a k loop inside a tile loop (a persistent kernel: about one program per SM) keeps the spare:
     # `prefetch_next_tile` places the epilogue's staging tile over the slots the next tile's
@@ -238,12 +238,10 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
     return shared
 
 
-def _rings_fit(func: tt.FuncOp, loop: scf.ForOp, found, stages: int) -> bool:
-    """Whether rings of `stages` slots leave the kernel within `func.shared_limit` (when the NVPTX
-    driver set one)."""
-    limit = getattr(func, "shared_limit", None)
-    return limit is None or \
-        _shared_estimate(func, loop, found)(stages) + _ALIGN_SLACK + _SCRATCH_RESERVE <= limit
+def _fits(func: tt.FuncOp, nbytes: int) -> bool:
+    """Whether `nbytes` of tiles (a `_shared_estimate`), with room for alignment and the scratch, fit
+    the block's shared memory (`func.shared_limit`, set by the NVPTX driver)."""
+    return nbytes + _ALIGN_SLACK + _SCRATCH_RESERVE <= getattr(func, "shared_limit", 0)
 
 
 _RESERVED_PER_BLOCK = 1024  # shared memory the driver keeps for each resident block (sm_80+)
@@ -265,7 +263,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     if sliced is None:
         return False
     slice_ops, carried, kept = sliced
-    if kept and not _rings_fit(func, loop, found, stages):
+    if kept and not _fits(func, _shared_estimate(func, loop, found)(stages)):
         # a loop admitted by keeping shared slice values (pipelined since session 10) stays as it was
         # where its rings would not fit, rather than fail to compile (the causal attention's second
         # key loop on the pointer path at head dim 128)
@@ -337,7 +335,8 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
         for op in list(body.walk()):
             op.replace_operand(alloc.result, view)
     kept_ids = {id(op) for op in kept}
-    for op in [op for pair in found for op in pair] + [op for op in slice_ops if id(op) not in kept_ids]:
+    moved = [op for op in slice_ops if id(op) not in kept_ids]  # to the copies issued ahead
+    for op in [op for pair in found for op in pair] + moved:
         body.remove(op)
 
     # issue iteration i + S - 1 at the end of iteration i, into the slot iteration i - 1 read

@@ -51,7 +51,8 @@ def _bench_cases():
                    "N": n_spec, "K": "i32:16", "stride_am": "i32:16", "stride_ak": "i32:1",
                    "stride_bk": n_spec, "stride_bn": "i32:1", "stride_cm": n_spec,
                    "stride_cn": "i32:1"}
-            for arch in ("sm_90a", "sm_80"):
+            # fp8 has no sm_80 tensor-core form: its upcast at these tiles takes minutes to compile
+            for arch in ("sm_90a",) if dt == "fp8e4nv" else ("sm_90a", "sm_80"):
                 for bm, bn, bk, warps, stages in configs:
                     if n_tag and (bm, bn) != (128, 256):
                         continue

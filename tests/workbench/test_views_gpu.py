@@ -55,7 +55,13 @@ def test_access_picture_of_a_gpu_launch(tilekernel, real_shell):
     access = next(s for s in report.sections if s.title.startswith("memory accesses"))
     load = access.accesses.accesses[0]
     assert load.argument == "x_ptr" and load.offsets.tolist() == list(range(1024))
-    assert not bool(real_shell.user_ns["out"].isnan().any())  # the launch's output is intact
+    import cupy as cp
+
+    ns = real_shell.user_ns
+    out = cp.asnumpy(ns["out"])  # the launch's output is intact: written, and x + y
+    want = cp.asnumpy(ns["x"]).astype("float64") + cp.asnumpy(ns["y"])
+    assert not cp.isnan(ns["out"]).any().item()
+    assert float(abs(out - want).max() / abs(want).max()) < 1e-6
 
 
 def test_rerun_shows_ptx_diff_and_times(tilekernel):

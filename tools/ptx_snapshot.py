@@ -117,7 +117,9 @@ def snapshot(only: str = "", verbose: bool = False) -> dict[str, str]:
         try:
             compiled = tw.compile(fn, signature=sig, constexprs=consts, target=arch, num_warps=warps,
                                   num_stages=stages, use_cache=False)
-            hashes[name] = hashlib.sha256(compiled.asm["ptx"].encode()).hexdigest()
+            # the checkout's folder (PTX `.file` lines) is no part of the code: worktrees compare too
+            ptx = compiled.asm["ptx"].replace(str(ROOT), "<root>")
+            hashes[name] = hashlib.sha256(ptx.encode()).hexdigest()
         except Exception as error:  # a config that does not compile is recorded as such
             hashes[name] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:160]}"
         if verbose:

@@ -29,8 +29,8 @@ import threading
 import numpy as np
 
 from tileworkbench.backends.cpu import codegen
-from tileworkbench.backends.nvptx.lower import Lowering
-from tileworkbench.backends.nvptx.lowering.tensormap_device import scratch_slots
+from tileworkbench.backends.llvm.lower import Lowering
+from tileworkbench.backends.llvm.lowering.tensormap_device import scratch_slots
 from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir

@@ -200,7 +200,7 @@ def find_hazards(llvm_text: str) -> list[Hazard]:
 def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4, arch: str = "sm_80",
                  num_stages: int = 3) -> str:
     """The kernel's LLVM module as the NVPTX lowering builds it for `arch` (before O3)."""
-    from tileworkbench.backends.nvptx.lower import Lowering
+    from tileworkbench.backends.llvm.lower import Lowering
     from tileworkbench.passes.axis_info import axis_info
     from tileworkbench.passes.pipeline import TILE_GPU, run_passes
     from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir

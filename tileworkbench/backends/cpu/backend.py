@@ -22,8 +22,8 @@ class CpuBackend(Backend):
         from ...ir.printer import print_ir_lines
         from ...passes.axis_info import axis_info
         from ..nvptx import check_shapes, run_gpu_passes
-        from ..nvptx.debuginfo import llvm_line_map, tile_line_map
-        from ..nvptx.lower import Lowering
+        from ..llvm.debuginfo import llvm_line_map, tile_line_map
+        from ..llvm.lower import Lowering
         from . import codegen
         from .chunks import chunk_lanes
         from .hooks import EXTRA_PARAMS, CpuHooks
@@ -91,7 +91,7 @@ def _check_dtypes(func) -> None:
     and fp8e4b15 are the interpreter's only: refused here in the cpu target's own words."""
     from ...errors import CompilationError
     from ...ir.types import element_type
-    from ..nvptx.llvm_types import _NOT_ON_NVIDIA
+    from ..llvm.llvm_types import _NOT_ON_NVIDIA
 
     for op in func.walk():
         for value in list(op.operands) + list(op.results):

@@ -68,10 +68,11 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
     from . import codegen
-    from .debuginfo import llvm_line_map, ptx_line_map, tile_line_map
+    from ..llvm.debuginfo import llvm_line_map, tile_line_map
+    from .debuginfo import ptx_line_map
     from .inventory import shared_plan
-    from .lower import Lowering
-    from .lowering.tensormap_device import scratch_slots
+    from ..llvm.lower import Lowering
+    from ..llvm.lowering.tensormap_device import scratch_slots
 
     codegen.check_arch(arch)
     TargetOptions(maxnreg, reflect_ftz)  # checks maxnreg

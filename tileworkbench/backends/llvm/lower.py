@@ -16,7 +16,6 @@ from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
-from .hooks import DATA_LAYOUT, NVPTX_HOOKS, TRIPLE  # noqa: F401 - DATA_LAYOUT, TRIPLE: re-exported
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
 
 
@@ -45,7 +44,11 @@ class Lowering:
                  debug: bool = False, hooks=None, maxnreg: int | None = None,
                  reflect_ftz: bool = True):
         self.func = func
-        self.hooks = hooks or NVPTX_HOOKS
+        if hooks is None:
+            from ..nvptx.hooks import NVPTX_HOOKS
+
+            hooks = NVPTX_HOOKS
+        self.hooks = hooks
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
         self.num_warps = num_warps

@@ -14,7 +14,7 @@ from ...ir.ops import arith, tt
 from ...ir.ops.ttg import ConvertLayoutOp
 from ...ir.types import ScalarType, TensorType, element_type
 from ..llvm.llvm_types import I1, I8, I32, byte_size, llvm_type, memory_type
-from ..llvm.lower import TVal
+from ..llvm.values import TVal
 from .vectors import VTVal, concat, packed, shuffle, splat, type_bytes, type_suffix, widen
 
 RULES: dict[type, object] = {}
@@ -315,7 +315,7 @@ def lower_dot(lw, op):
     """acc[m, :] += a[m, k] * b[k, :]: A (transposed: its columns) and B go to stack buffers, and a
     loop over k loads a column of A and a row of B per step, the accumulator's rows its phis. The
     code is one step long whatever K is (unrolled, a 16x64x16 dot took LLVM 45 s to compile)."""
-    from ..llvm.lowering.dot import DeferredOperand, _convert
+    from ..llvm.lowering.dot import DeferredOperand, convert_operand
 
     a, b, c = lw.get(op.a), lw.get(op.b), lw.get(op.c)
     a = a.src if isinstance(a, DeferredOperand) else a
@@ -324,8 +324,8 @@ def lower_dot(lw, op):
         return NotImplemented
     out_layout = lw.layout(op.result)
     acc_type = llvm_type(op.result.type)
-    a_vec = widen(lw, lambda v: _convert(lw, v, acc_type, op.a), [packed(lw, a)], _count(a))
-    b_vec = widen(lw, lambda v: _convert(lw, v, acc_type, op.b), [packed(lw, b)], _count(b))
+    a_vec = widen(lw, lambda v: convert_operand(lw, v, acc_type, op.a), [packed(lw, a)], _count(a))
+    b_vec = widen(lw, lambda v: convert_operand(lw, v, acc_type, op.b), [packed(lw, b)], _count(b))
     a_lane = {cd: r for r, cd in enumerate(a.layout.all_reg_coords())}
     b_lane = {cd: r for r, cd in enumerate(b.layout.all_reg_coords())}
     out_coords = out_layout.all_reg_coords()

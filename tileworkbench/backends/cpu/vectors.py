@@ -17,7 +17,7 @@ from llvmlite import ir
 
 from ...dtypes import TABLE
 from ..llvm.llvm_types import I32
-from ..llvm.lower import TVal
+from ..llvm.values import TVal
 
 
 class VTVal(TVal):

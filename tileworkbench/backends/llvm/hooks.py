@@ -93,6 +93,6 @@ class TargetHooks:
         return [element] * layout.num_regs
 
     def tensor_of_registers(self, lw, registers: list, layout):
-        from .lower import TVal
+        from .values import TVal
 
         return TVal(registers, layout)

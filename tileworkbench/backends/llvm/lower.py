@@ -1,4 +1,5 @@
-"""The NVPTX lowering driver: builds one LLVM kernel from `tile-gpu` IR with `llvmlite.ir`.
+"""The shared lowering driver (NVPTX and cpu): builds one LLVM kernel from `tile-gpu` IR with
+`llvmlite.ir`; every target fact comes from the `TargetHooks` it is given (hooks.py).
 
 A tensor becomes a `TVal`: the LLVM values of the elements this thread holds, in the register order of
 its `LinearLayout`. An element's coordinates are a per-thread part (computed once, in the entry block,
@@ -17,16 +18,7 @@ from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
-
-
-class TVal:
-    """A tensor in registers: `vals[r]` is the element at `layout.reg_coords(r)` + this thread's part."""
-
-    __slots__ = ("layout", "vals")
-
-    def __init__(self, vals: list, layout: LinearLayout):
-        self.vals = vals
-        self.layout = layout
+from .values import TVal
 
 
 def kernel_param_type(t) -> ir.Type:
@@ -38,16 +30,12 @@ def kernel_param_type(t) -> ir.Type:
 
 class Lowering:
     """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes). Every target fact
-    comes from `hooks` (hooks.py; NVPTX's by default, the cpu backend's for the host)."""
+    comes from `hooks` (hooks.py; the NVPTX backend passes NVPTX_HOOKS, the cpu backend its CpuHooks)."""
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
-                 debug: bool = False, hooks=None, maxnreg: int | None = None,
+                 debug: bool = False, *, hooks, maxnreg: int | None = None,
                  reflect_ftz: bool = True):
         self.func = func
-        if hooks is None:
-            from ..nvptx.hooks import NVPTX_HOOKS
-
-            hooks = NVPTX_HOOKS
         self.hooks = hooks
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
@@ -332,7 +320,7 @@ class Lowering:
         return self.hooks.shuffle_xor_i32(self, value, lane_mask)
 
 
-def _llvm_string(text: str) -> str:
+def llvm_string(text: str) -> str:
     """`text` escaped for an LLVM IR string (llvmlite prints it as given): a newline in the asm of a
     multi-line PTX block would otherwise split the IR line."""
     for raw, escaped in (("\\", "\\5C"), ('"', "\\22"), ("\n", "\\0A"), ("\t", "\\09")):

@@ -114,10 +114,10 @@ class NvptxHooks(TargetHooks):
         return ptx_atomic_cas(lw, op, ptr, cmp, val, pred, t)
 
     def inline_asm(self, lw, text, constraints, ret, args, side_effect) -> ir.Value:
-        from ..llvm.lower import _llvm_string
+        from ..llvm.lower import llvm_string
 
         ftype = ir.FunctionType(ret, [a.type for a in args])
-        return lw.builder.call(ir.InlineAsm(ftype, _llvm_string(text), constraints, side_effect), args)
+        return lw.builder.call(ir.InlineAsm(ftype, llvm_string(text), constraints, side_effect), args)
 
 
 NVPTX_HOOKS = NvptxHooks()

@@ -20,7 +20,7 @@ from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding, NvmmaS
 from ....ir.types import MemDescType
 from ....passes.shared_reuse import reuses_earlier_space
 from ..llvm_types import I32, byte_size, llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .mma import unpack_halves
 from .stmatrix import stmatrix_plan, store_with_stmatrix

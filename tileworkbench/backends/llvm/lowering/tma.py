@@ -32,7 +32,7 @@ from ....ir.types import MemDescType
 from ....frontend.tma_rules import tma_box
 from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile, fence_async_shared
 

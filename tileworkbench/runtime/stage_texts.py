@@ -89,8 +89,8 @@ class StageTexts(dict):
                 f"{', '.join(self.backend_stages)}; compile it for a GPU arch (target='sm_90', no GPU "
                 f"needed) for {stage}"
             )
-        from ..backends.nvptx.tools import missing_for
+        from ..backends import backend_for
 
         return (
-            missing_for(stage) or f"no {stage!r} stage for {self.target} (this kernel has {have})"
+            backend_for(self.target).missing_tools(stage) or f"no {stage!r} stage for {self.target} (this kernel has {have})"
         )

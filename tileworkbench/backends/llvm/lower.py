@@ -18,7 +18,6 @@ from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
-from .values import TVal
 
 
 def kernel_param_type(t) -> ir.Type:

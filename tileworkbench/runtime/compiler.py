@@ -28,7 +28,6 @@ from ..ir import print_ir_lines
 from ..language import core
 from .stage_texts import StageTexts, ttgir_module
 
-STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
 CACHE_FORMAT = 5  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
 # 5: metadata.tma_fallback
 

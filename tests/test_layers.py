@@ -27,8 +27,6 @@ ALLOWED_CYCLES = [
     {"runtime.binder", "runtime.jit"},
     # issue 25 item 2 ("target"): the tensor-core passes ask each other which MMA a dot gets
     {"passes.mma", "passes.wgmma"},
-    # not yet taken apart: Triton's testing API re-exports the device-limit helpers that time with it
-    {"runtime.device_limits", "runtime.testing"},
     # not yet taken apart: the workbench's peak measurements and the roofline that draws them
     {"workbench.hostbench", "workbench.microbench", "workbench.peaks", "workbench.roofline"},
     {"workbench.build", "workbench.report", "workbench.triton_compare"},

@@ -200,7 +200,8 @@ def test_the_import_graph_is_read():
 
 def test_no_new_import_cycle():
     """Counted as /work/shared/tools/import_cycles.py --all counts them: the package root, which
-    every module's import runs first anyway, is left out (the crossing rules check who imports it)."""
+    every module's import runs first anyway, is left out (the crossing rules check who imports
+    it)."""
     edges = {m: {t for t in targets if t} for m, targets in _graph().items() if m}
     cycles = _cycles(edges)
     new = [sorted(c) for c in cycles if not any(c <= allowed for allowed in ALLOWED_CYCLES)]

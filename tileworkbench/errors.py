@@ -89,8 +89,8 @@ class ArgumentBindingError(LaunchError, TypeError):
 
 # The words of a bad access: the interpreter's (backends/interpreter/memory.py) and, for the same
 # access, a debug-mode launch's (runtime/debug_checks.py); here so neither imports the other.
-def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, described: str, offset: int,
-                          dtype, elements: int, pid: tuple) -> str:
+def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, described: str,
+                          offset: int, dtype, elements: int, pid: tuple) -> str:
     """An out-of-bounds access, in the interpreter's words (which debug-mode launches repeat)."""
     return (
         f"out-of-bounds {kind} in kernel '{kernel}' at {where}\n"
@@ -100,8 +100,8 @@ def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, describ
     )
 
 
-def misaligned_message(kind: str, kernel: str, where: str, name: str, described: str, byte_offset: int,
-                       dtype, pid: tuple) -> str:
+def misaligned_message(kind: str, kernel: str, where: str, name: str, described: str,
+                       byte_offset: int, dtype, pid: tuple) -> str:
     """A misaligned access, in the interpreter's words (which debug-mode launches repeat)."""
     return (
         f"misaligned {kind} in kernel '{kernel}' at {where}\n"

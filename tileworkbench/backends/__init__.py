@@ -172,11 +172,12 @@ class Backend:
 
     def record_program(self, func, args: list, grid: tuple, pid: tuple, names: list[str]):
         """Run program `pid` of `func` alone on `args` and return what each load and store touched
-        (the workbench's access picture); None where this backend cannot (only the interpreter can)."""
+        (the workbench's access picture); None where this backend cannot (only the interpreter
+        can)."""
 
     def missing_tools(self, stage: str) -> str | None:
-        """Why this machine cannot make `stage` of this backend's kernels (the missing tool and how to
-        get it); None when it can, or when no outside tool makes it."""
+        """Why this machine cannot make `stage` of this backend's kernels (the missing tool and how
+        to get it); None when it can, or when no outside tool makes it."""
         return None
 
     def tools_identity(self) -> tuple:

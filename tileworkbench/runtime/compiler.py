@@ -357,7 +357,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             False rounds every multiply and add on its own, as the interpreter does.
         debug: `tl.device_assert` is compiled in (as Triton, it is dropped otherwise) and, on GPU
             targets, every load, store and atomic is checked against its array (hidden parameters;
-            see backends/nvptx/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
+            see backends/llvm/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
             `TILEWORKBENCH_DEBUG=1` turns it on everywhere.
         maxnreg: at most this many registers per thread (NVPTX: `.maxnreg` on the kernel entry);
             None: the assembler's choice. Other targets ignore it.

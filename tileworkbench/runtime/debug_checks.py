@@ -1,5 +1,5 @@
 """Debug mode in the launcher: the hidden arguments of a kernel compiled with `debug=True` (each pointer
-argument's byte range and the error buffer, backends/nvptx/lowering/bounds.py) and, after the launch,
+argument's byte range and the error buffer, backends/llvm/lowering/bounds.py) and, after the launch,
 the failure the device recorded, raised as the interpreter raises it (backends/interpreter/memory.py):
 kernel, source line, argument, element offset, program id.
 

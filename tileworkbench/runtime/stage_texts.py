@@ -14,7 +14,7 @@ class MissingStageError(KeyError):
         return str(self.args[0])
 
 
-# every stage a compiled kernel may carry, in pipeline order (each backend makes some: Backend.stages)
+# every stage a compiled kernel may carry, in pipeline order (a backend makes some: Backend.stages)
 STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
 
 # Triton's stage -> ours holding the same step of the pipeline: `ttir` is after the
@@ -93,5 +93,6 @@ class StageTexts(dict):
         from ..backends import backend_for
 
         return (
-            backend_for(self.target).missing_tools(stage) or f"no {stage!r} stage for {self.target} (this kernel has {have})"
+            backend_for(self.target).missing_tools(stage)
+            or f"no {stage!r} stage for {self.target} (this kernel has {have})"
         )

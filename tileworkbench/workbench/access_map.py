@@ -1,8 +1,9 @@
 """The memory access picture of one program: which elements each load and store touched, masked-off
 lanes shown apart, out-of-bounds lanes in red (the tile picture teachers draw by hand).
 
-It reruns one program of a recorded launch in the interpreter on copies of the arguments
-(the registry's `record_program`, the interpreter's), so it works for GPU launches too and never touches the user's data.
+It reruns one program of a recorded launch in the interpreter on copies of the arguments (the
+registry's `record_program`, the interpreter's), so it works for GPU launches too and never touches
+the user's data.
 """
 
 from __future__ import annotations

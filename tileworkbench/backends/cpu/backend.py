@@ -38,7 +38,7 @@ class CpuBackend(Backend):
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
-        # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read
+        # debug mode: the GPU's bounds checks and error record (llvm/lowering/bounds.py), read
         # after the launch by runtime/debug_checks.py from a host buffer
         # maxnreg has no meaning on the host; reflect_ftz picks exp2's flushing form (hostmath.py)
         lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,

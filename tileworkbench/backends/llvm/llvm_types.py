@@ -36,9 +36,9 @@ SHARED_PTR = ir.PointerType(addrspace=3)
 GENERIC_PTR = ir.PointerType()
 
 _BY_LLVM_NAME = {"half": F16, "bfloat": BF16, "float": F32, "double": F64, "i8": I8}
-# Rows of the table that the interpreter runs but the LLVM lowering (NVPTX and cpu) does not: AMD's
-# fnuz fp8 formats, and Triton's fp8e4b15 (which Triton converts in software before sm_90 and refuses
-# from sm_90 on)
+# Rows of the table that the interpreter runs but the LLVM lowering (NVPTX and cpu) does not:
+# AMD's fnuz fp8 formats, and Triton's fp8e4b15 (which Triton converts in software before sm_90
+# and refuses from sm_90 on)
 NOT_LOWERED = {
     "f8e4b8": "Triton has it on AMD CDNA3 only",
     "f8e5b16": "Triton has it on AMD CDNA3 only",

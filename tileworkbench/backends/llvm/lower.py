@@ -28,8 +28,9 @@ def kernel_param_type(t) -> ir.Type:
 
 
 class Lowering:
-    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes). Every target fact
-    comes from `hooks` (hooks.py; the NVPTX backend passes NVPTX_HOOKS, the cpu backend its CpuHooks)."""
+    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes). Every target
+    fact comes from `hooks` (hooks.py; the NVPTX backend passes NVPTX_HOOKS, the cpu backend its
+    CpuHooks)."""
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
                  debug: bool = False, *, hooks, maxnreg: int | None = None,

@@ -1,5 +1,5 @@
-"""The step both LLVM backends (NVPTX, cpu) take from `tile-opt` to `tile-gpu`: the shape check their
-layouts need, then the GPU passes (`passes.pipeline.TILE_GPU`). Each backend sets its target facts
+"""The step both LLVM backends (NVPTX, cpu) take from `tile-opt` to `tile-gpu`: the shape check
+their layouts need, then the GPU passes (`passes.pipeline.TILE_GPU`). Each backend sets its target facts
 on the function first."""
 
 from __future__ import annotations

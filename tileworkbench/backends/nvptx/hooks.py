@@ -117,7 +117,8 @@ class NvptxHooks(TargetHooks):
         from ..llvm.lower import llvm_string
 
         ftype = ir.FunctionType(ret, [a.type for a in args])
-        return lw.builder.call(ir.InlineAsm(ftype, llvm_string(text), constraints, side_effect), args)
+        asm = ir.InlineAsm(ftype, llvm_string(text), constraints, side_effect)
+        return lw.builder.call(asm, args)
 
 
 NVPTX_HOOKS = NvptxHooks()

@@ -63,10 +63,10 @@ def missing_for(stage: str) -> str | None:
 
 
 def tools_identity() -> tuple:
-    """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing. Part
-    of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is not served
-    once the tools change (backend.tools_identity). Not in ptxas.py: a cache hit must not import
-    subprocess."""
+    """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing.
+    Part of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is
+    not served once the tools change (backend.tools_identity). Not in ptxas.py: a cache hit must
+    not import subprocess."""
     out = []
     for tool in ("ptxas", "nvdisasm", "cuobjdump"):
         path = find_tool(tool)

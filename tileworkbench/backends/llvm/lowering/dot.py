@@ -106,8 +106,8 @@ def _dot_from_shared(lw, op, a: DeferredOperand, b: DeferredOperand, c) -> None:
     a_type, b_type = lw.get(op.a).src.vals[0].type, lw.get(op.b).src.vals[0].type
     acc = [c.vals[r] if isinstance(c, TVal) else c for r in range(len(coords))]
     for k in range(a.shape[-1]):
-        a_k = {row: convert_operand(lw, _load(lw, smem, builder.add(thread_a, ir.Constant(I32, row + k)),
-                                       ea, a_type), acc_type, op.a) for row in rows}
+        a_k = {row: convert_operand(lw, _load(lw, smem, builder.add(
+            thread_a, ir.Constant(I32, row + k)), ea, a_type), acc_type, op.a) for row in rows}
         b_k = {col: convert_operand(lw, _load(lw, smem, builder.add(
             thread_b, ir.Constant(I32, b_base + col + k * sb[-2])), eb, b_type), acc_type, op.b)
             for col in cols}

@@ -59,7 +59,9 @@ def reinterpret(array, dtype):
         if not hasattr(torch, torch_name):  # no torch dtype: a wrapper, as Triton's reinterpret gives
             return TensorWrapper(array, tl_dtype(name))
         return array.view(getattr(torch, torch_name))
-    np_dtype = _numpy_dtype(name)
+    from .dtypes import numpy_dtype_of
+
+    np_dtype = numpy_dtype_of(name)
     if np.dtype(array.dtype).itemsize != np_dtype.itemsize:
         raise ValueError(f"cannot reinterpret {array.dtype} as {name}: element sizes differ")
     return array.view(np_dtype)
@@ -68,13 +70,6 @@ def reinterpret(array, dtype):
 # tl dtype names whose torch dtype name differs from NumPy's (fp8e4b15 has neither)
 _TORCH_NAMES = {"bf16": "bfloat16", "fp8e5": "float8_e5m2", "fp8e4nv": "float8_e4m3fn",
                 "fp8e4b15": "float8e4b15"}
-
-
-def _numpy_dtype(name: str):
-    import numpy as np
-
-    row = _dtype_row(name)
-    return row.numpy_dtype if row is not None else np.dtype(name)
 
 
 def _dtype_row(name: str):

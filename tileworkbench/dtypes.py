@@ -93,3 +93,23 @@ def by_torch_name(name: str) -> DType | None:
 def lookup(name: str) -> DType | None:
     """The row for any of a dtype's names: Triton's, the signature kind, the IR's, NumPy's, torch's."""
     return BY_TRITON.get(name) or BY_KIND.get(name) or BY_IR.get(name) or BY_ARRAY_NAME.get(name)
+
+
+def memory_dtype(pointee):
+    """The NumPy dtype a pointer to `pointee` (an IR scalar type) reads from memory: i1 is stored as
+    one byte (0 or 1). The interpreter's loads and the debug-mode messages of compiled launches."""
+    if pointee.name == "i1":
+        import numpy as np
+
+        return np.dtype(np.uint8)
+    return BY_IR[pointee.name].numpy_dtype
+
+
+def numpy_dtype_of(name: str):
+    """The NumPy dtype of any of a dtype's names (`lookup`), else NumPy's own reading of `name`."""
+    row = lookup(name)
+    if row is not None:
+        return row.numpy_dtype
+    import numpy as np
+
+    return np.dtype(name)

@@ -85,3 +85,27 @@ class ArgumentBindingError(LaunchError, TypeError):
     """The call's arguments do not match the kernel's parameters (too many, missing, unknown, given
     twice). A TypeError too, as for any Python call: the warm launcher's own binding raises CPython's
     TypeError for an argument given twice, and both are caught alike."""
+
+
+# The words of a bad access: the interpreter's (backends/interpreter/memory.py) and, for the same
+# access, a debug-mode launch's (runtime/debug_checks.py); here so neither imports the other.
+def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, described: str,
+                          offset: int, dtype, elements: int, pid: tuple) -> str:
+    """An out-of-bounds access, in the interpreter's words (which debug-mode launches repeat)."""
+    return (
+        f"out-of-bounds {kind} in kernel '{kernel}' at {where}\n"
+        f"  argument '{name}' ({described}) accessed at element offset "
+        f"{offset} ({dtype} elements; the array has {elements}), program id {pid}\n"
+        f"  hint: mask the {kind} (mask=offsets < n) or check the offset arithmetic"
+    )
+
+
+def misaligned_message(kind: str, kernel: str, where: str, name: str, described: str,
+                       byte_offset: int, dtype, pid: tuple) -> str:
+    """A misaligned access, in the interpreter's words (which debug-mode launches repeat)."""
+    return (
+        f"misaligned {kind} in kernel '{kernel}' at {where}\n"
+        f"  argument '{name}' ({described}) accessed at byte offset "
+        f"{byte_offset}, which is not a multiple of the {dtype} element size {dtype.itemsize}, "
+        f"program id {pid}"
+    )

@@ -189,7 +189,7 @@ def experiments() -> dict:
     waits (Triton's cp.async + wgmma loop has none; ours is a MEMBAR.ALL.CTA per k step), and the
     wgmma descriptors built from tid.x (session 6's: an R2UR before each HGMMA) instead of the
     uniform warp index (the default since session 7)."""
-    from tileworkbench.backends.nvptx.lowering import shared, wgmma
+    from tileworkbench.backends.llvm.lowering import shared, wgmma
 
     no_fence = (shared, "fence_async_shared", lambda lw: None)
     from_tid = (wgmma, "_group_origin", wgmma._group_origin_from_tid)

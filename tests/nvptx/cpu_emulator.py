@@ -29,8 +29,9 @@ import threading
 import numpy as np
 
 from tileworkbench.backends.cpu import codegen
-from tileworkbench.backends.nvptx.lower import Lowering
-from tileworkbench.backends.nvptx.lowering.tensormap_device import scratch_slots
+from tileworkbench.backends.llvm.lower import Lowering
+from tileworkbench.backends.nvptx.hooks import NVPTX_HOOKS
+from tileworkbench.backends.llvm.lowering.tensormap_device import scratch_slots
 from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
@@ -98,7 +99,7 @@ class Emulator:
     def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
                debug: bool = False, wgmma: bool = False, shared_limit: int | None = None,
                reflect_ftz: bool = True) -> None:
-        from tileworkbench.backends.nvptx import check_shapes
+        from tileworkbench.backends.llvm.tile_gpu import check_shapes
 
         check_shapes(func)
         func.num_warps = num_warps
@@ -111,7 +112,7 @@ class Emulator:
         func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
         run_passes(func, TILE_GPU)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug,
-                            reflect_ftz=reflect_ftz)
+                            hooks=NVPTX_HOOKS, reflect_ftz=reflect_ftz)
         text = _replace_asm(str(lowering.run()))
         self.text = text
         self.threads = 32 * num_warps

@@ -200,7 +200,8 @@ def find_hazards(llvm_text: str) -> list[Hazard]:
 def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4, arch: str = "sm_80",
                  num_stages: int = 3) -> str:
     """The kernel's LLVM module as the NVPTX lowering builds it for `arch` (before O3)."""
-    from tileworkbench.backends.nvptx.lower import Lowering
+    from tileworkbench.backends.llvm.lower import Lowering
+    from tileworkbench.backends.nvptx.hooks import NVPTX_HOOKS
     from tileworkbench.passes.axis_info import axis_info
     from tileworkbench.passes.pipeline import TILE_GPU, run_passes
     from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
@@ -210,4 +211,4 @@ def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4, arch
     func.tensor_core_sm = int(arch[3:5])  # as the NVPTX driver: dots on mma.sync where they fit
     func.num_stages = num_stages
     run_passes(func, TILE_GPU)
-    return str(Lowering(func, arch, num_warps, axis_info(func)).run())
+    return str(Lowering(func, arch, num_warps, axis_info(func), hooks=NVPTX_HOOKS).run())

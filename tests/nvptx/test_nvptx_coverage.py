@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from tileworkbench.backends.nvptx.lowering import LOWERINGS, STRUCTURAL, UNSUPPORTED
+from tileworkbench.backends.llvm.lowering import LOWERINGS, STRUCTURAL, UNSUPPORTED
 from tileworkbench.ir.ops import arith, math, scf, tt, ttg, ttng, wgmma
 from tileworkbench.ir.ops.base import Op
 

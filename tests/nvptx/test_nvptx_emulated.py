@@ -20,7 +20,7 @@ def emulator(name: str, **signature_overrides) -> Emulator:
 @pytest.mark.parametrize("through_shared", [True, False], ids=["k-slices", "registers"])
 def test_fma_dot(monkeypatch, through_shared):
     if not through_shared:  # the path where the operands arrive in registers, whole along K
-        from tileworkbench.backends.nvptx.lowering import dot
+        from tileworkbench.backends.llvm.lowering import dot
         monkeypatch.setattr(dot, "defer_conversion", lambda lw, op: False)
     emu = emulator("matmul", a_ptr="*fp32:16", b_ptr="*fp32:16")  # the host JIT has no f16 support
     m, n, k = 64, 48, 40

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
-from tileworkbench.backends.nvptx.llvm_types import F32, I8
-from tileworkbench.backends.nvptx.lowering import arith as lower_arith
+from tileworkbench.backends.llvm.llvm_types import F32, I8
+from tileworkbench.backends.llvm.lowering import arith as lower_arith
 
 
 class _HostLowering:

@@ -11,7 +11,7 @@ from nvptx_kernels import CASES
 from shared_hazards import find_hazards, lowered_llvm
 
 import tileworkbench as tw
-from tileworkbench.backends.nvptx.lower import Lowering
+from tileworkbench.backends.llvm.lower import Lowering
 
 ATTENTION = {"N_CTX": 64, "HEAD_DIM": 16, "BLOCK_M": 32, "BLOCK_N": 16}
 
@@ -47,7 +47,7 @@ def test_pipelined_tensor_core_matmul_waits_for_its_copies():
 
 
 def test_a_missing_async_wait_is_found(monkeypatch):
-    from tileworkbench.backends.nvptx.lowering import LOWERINGS
+    from tileworkbench.backends.llvm.lowering import LOWERINGS
     from tileworkbench.ir.ops.ttg import AsyncWaitOp
 
     monkeypatch.setitem(LOWERINGS, AsyncWaitOp, lambda lw, op: None)

@@ -114,7 +114,7 @@ def test_emulated_epilogue_matches_float64(dtype, m, n, block, warps):
 def test_emulated_epilogue_catches_a_wrong_matrix_order(monkeypatch):
     """The check can fail: with lanes 8-15 and 16-23 giving each other's row addresses (matrices 1
     and 2 swapped), the stored tile is wrong."""
-    from tileworkbench.backends.nvptx.lowering import stmatrix
+    from tileworkbench.backends.llvm.lowering import stmatrix
 
     linear = stmatrix._linear
     monkeypatch.setattr(stmatrix, "_linear",

@@ -9,7 +9,7 @@ import pytest
 from cpu_emulator import Emulator
 from tensor_core_kernels import TOLERANCE, matmul_kernel, matmul_signature, random_operands
 
-from tileworkbench.backends.nvptx.lowering import wgmma
+from tileworkbench.backends.llvm.lowering import wgmma
 
 RNG = np.random.default_rng(32)
 

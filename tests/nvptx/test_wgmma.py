@@ -248,7 +248,7 @@ def test_the_epilogue_tile_lies_over_the_rings():
 def test_the_stand_in_catches_a_missing_wait(monkeypatch):
     """The check can fail: the stand-in is asynchronous as the GPU, so without the waits the
     accumulators stored are the in-flight NaN tokens."""
-    from tileworkbench.backends.nvptx.lowering import LOWERINGS
+    from tileworkbench.backends.llvm.lowering import LOWERINGS
     from tileworkbench.ir.ops.wgmma import WarpGroupDotWaitOp
 
     monkeypatch.setitem(LOWERINGS, WarpGroupDotWaitOp, lambda lw, op: lw.set(op.result, lw.get(op.acc)))

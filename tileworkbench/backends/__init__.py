@@ -170,6 +170,21 @@ class Backend:
         """The most shared memory (bytes) one block of `target` may have; None: no such limit."""
         return None
 
+    def record_program(self, func, args: list, grid: tuple, pid: tuple, names: list[str]):
+        """Run program `pid` of `func` alone on `args` and return what each load and store touched
+        (the workbench's access picture); None where this backend cannot (only the interpreter
+        can)."""
+
+    def missing_tools(self, stage: str) -> str | None:
+        """Why this machine cannot make `stage` of this backend's kernels (the missing tool and how
+        to get it); None when it can, or when no outside tool makes it."""
+        return None
+
+    def tools_identity(self) -> tuple:
+        """What identifies the outside tools its compiles run ((path, size, mtime) each, None where
+        missing), a part of the on-disk cache key; () where it runs none."""
+        return ()
+
     def instruction_counts(self, asm: dict[str, str]) -> dict[str, dict[str, int]]:
         """Stage -> {instruction kind: static count} of the instructions the resource panel shows
         (tensor-core math, their operand loads, async copies); empty where the backend has none."""

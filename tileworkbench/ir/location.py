@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 from dataclasses import dataclass
 
 
@@ -39,3 +40,18 @@ UNKNOWN = Loc("<unknown>", 0)
 
 def _basename(path: str) -> str:
     return path.rsplit("/", 1)[-1]
+
+
+def describe_loc(loc: Loc) -> str:
+    """`file:line: source text`, followed by `(inlined at file:line)` for each call site."""
+    if loc.line <= 0:
+        return "<unknown location>"
+    text = f"{loc.file}:{loc.line}"
+    source = linecache.getline(loc.file, loc.line).strip()
+    if source:
+        text += f": {source}"
+    site = loc.call_site
+    while site is not None:
+        text += f" (inlined at {site.file}:{site.line})"
+        site = site.call_site
+    return text

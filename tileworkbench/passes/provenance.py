@@ -1,5 +1,5 @@
 """Pointer provenance: for every pointer value (scalar or tile), which pointer arguments of the kernel it
-may derive from. Read by the debug-mode bounds checks (`backends/nvptx/lowering/bounds.py`), which check
+may derive from. Read by the debug-mode bounds checks (`backends/llvm/lowering/bounds.py`), which check
 each load, store and atomic against the arrays its pointer can come from. An analysis: it changes no IR
 and needs nothing run before it.
 

@@ -1,7 +1,7 @@
 """Triton's `triton.set_allocator`: where kernels get per-launch global scratch memory.
 
 A kernel that builds TMA tensor maps on the device (`tl.make_tensor_descriptor` on sm_90a,
-backends/nvptx/lowering/tensormap_device.py) needs 128 bytes of global memory per descriptor per
+backends/llvm/lowering/tensormap_device.py) needs 128 bytes of global memory per descriptor per
 program; its metadata says how many bytes a program needs (`global_scratch`). Each launch of such a
 kernel calls the allocator as `allocator(size_bytes, alignment, stream)` for that size times the
 number of programs, and passes the buffer's address as a hidden parameter after the kernel's own.

@@ -11,7 +11,6 @@ import functools
 import hashlib
 import json
 import math
-import os
 import threading
 import types
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +28,6 @@ from ..ir import print_ir_lines
 from ..language import core
 from .stage_texts import StageTexts, ttgir_module
 
-STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
 CACHE_FORMAT = 5  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
 # 5: metadata.tma_fallback
 
@@ -108,12 +106,12 @@ class CompiledKernel:
         self.jit_function = None  # the JITFunction whose launch compiled this, for compiled[grid](...)
 
     # -- ptxas and the disassembler run in the background; these wait for them when it matters ------
-    def _assemble_in_background(self, arch: str) -> None:
-        from ..backends.nvptx import assemble_cubin, disassemble_into
-
+    def _assemble_in_background(self, arch: str, assemble: Callable, disassemble: Callable) -> None:
+        """Run the backend's `assemble(text, arch)` (ptxas) and then `disassemble(assembly)` on the
+        assembler thread (the backend's `finish` passes them: the runtime names no backend)."""
         pool = _assembler()
-        self._cubin_future = pool.submit(assemble_cubin, self._asm["ptx"], arch)
-        self._assembly = pool.submit(lambda: disassemble_into(self._cubin_future.result()))
+        self._cubin_future = pool.submit(assemble, self._asm["ptx"], arch)
+        self._assembly = pool.submit(lambda: disassemble(self._cubin_future.result()))
 
     def _wait(self) -> None:
         if self._assembly is None:
@@ -274,23 +272,6 @@ def compiler_fingerprint() -> str:
     return _COMPILER_HASH
 
 
-def tools_identity() -> tuple:
-    """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing. Part
-    of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is not served
-    once the tools change. (Here, not beside the ptxas driver: a cache hit must not import subprocess.)"""
-    from ..backends.nvptx.tools import find_tool
-
-    out = []
-    for tool in ("ptxas", "nvdisasm", "cuobjdump"):
-        path = find_tool(tool)
-        if path is None:
-            out.append(None)
-            continue
-        stat = os.stat(path)
-        out.append((os.path.realpath(path), stat.st_size, stat.st_mtime_ns))
-    return tuple(out)
-
-
 def dependencies(fn: Callable) -> tuple[str, list[tuple[dict, str, Any]]]:
     """A fingerprint of `fn`'s source, of every `@jit` function it reaches, and of the global values they
     read; plus the (globals dict, name, value) triples that a later launch checks for redefinition."""
@@ -376,7 +357,7 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
             False rounds every multiply and add on its own, as the interpreter does.
         debug: `tl.device_assert` is compiled in (as Triton, it is dropped otherwise) and, on GPU
             targets, every load, store and atomic is checked against its array (hidden parameters;
-            see backends/nvptx/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
+            see backends/llvm/lowering/bounds.py). None: the `@jit(debug=...)` decorator's;
             `TILEWORKBENCH_DEBUG=1` turns it on everywhere.
         maxnreg: at most this many registers per thread (NVPTX: `.maxnreg` on the kernel entry);
             None: the assembler's choice. Other targets ignore it.
@@ -406,7 +387,8 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         from .cache import KernelCache, cache_key
 
         fingerprint, _ = dependencies(py_fn)
-        key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(), tools_identity(),
+        key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(),
+                        backend_for(target).tools_identity(),
                         fingerprint, [a.key for a in args], [a.name for a in args],
                         sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
                         num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),

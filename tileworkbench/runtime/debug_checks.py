@@ -1,5 +1,5 @@
 """Debug mode in the launcher: the hidden arguments of a kernel compiled with `debug=True` (each pointer
-argument's byte range and the error buffer, backends/nvptx/lowering/bounds.py) and, after the launch,
+argument's byte range and the error buffer, backends/llvm/lowering/bounds.py) and, after the launch,
 the failure the device recorded, raised as the interpreter raises it (backends/interpreter/memory.py):
 kernel, source line, argument, element offset, program id.
 
@@ -151,8 +151,8 @@ class DebugChecks:
         return self._access_error(site, value, where, pid, args)
 
     def _access_error(self, site: dict, address: int, where: str, pid: tuple, args) -> Exception:
-        from ..backends.interpreter.dtypes import memory_dtype
-        from ..backends.interpreter.memory import misaligned_message, out_of_bounds_message
+        from ..dtypes import memory_dtype
+        from ..errors import misaligned_message, out_of_bounds_message
 
         dtype = memory_dtype(ScalarType(site["pointee"]))
         size = dtype.itemsize
@@ -206,7 +206,7 @@ def _dtype_name(array) -> str:
 
 
 def _describe_loc(chain: list[list]) -> str:
-    from ..backends.interpreter.executor import describe_loc
+    from ..ir.location import describe_loc
 
     loc = None
     for file, line in reversed(chain):

@@ -1,12 +1,10 @@
-"""Triton's `triton.testing` helpers that need the GPU: `do_bench_cudagraph` (time a function replayed
-from a CUDA graph, without launch overhead) and the theoretical limits `get_dram_gbps`,
+"""Triton's `triton.testing` limits that need the GPU: `get_dram_gbps`,
 `get_max_tensorcore_tflops`, `get_max_simd_tflops`, computed from the device's properties as Triton
 computes them (4 sub-cores per SM; operations per sub-core per clock by architecture and dtype).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from .device import DeviceProperties, device_properties
@@ -69,53 +67,3 @@ def get_max_tensorcore_tflops(dtype, clock_rate: float | None = None, device: in
 def get_max_simd_tflops(dtype, clock_rate: float | None = None, device: int | None = None) -> float:
     """CUDA-core (FMA) TFLOP/s for `dtype` at `clock_rate` kHz (default: the device's clock)."""
     return simd_tflops(device_properties(device), dtype, clock_rate)
-
-
-def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20,
-                       grad_to_none: Sequence[Any] | None = None,
-                       quantiles: Sequence[float] | None = None, return_mode: str = "mean"):
-    """Time `fn()` in ms as Triton's `do_bench_cudagraph` does: its launches are captured into a CUDA
-    graph (on a CuPy stream, which tileworkbench kernels launch on) and the graph is replayed, so launch
-    overhead is not counted. Without a GPU it times on the host, as `do_bench` does there.
-
-    Raises:
-        LaunchError: `fn` launched work that a CUDA graph cannot capture (e.g. on torch's stream).
-    """
-    from .testing import _gpu_timing, _summarize, do_bench
-
-    if not _gpu_timing():
-        return do_bench(fn, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles,
-                        return_mode=return_mode, timer="host")
-    import cupy
-
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
-        fn()  # compile and warm up outside the capture
-        stream.synchronize()
-        estimate = _graph_time(stream, fn, 5) / 5
-        repeats = max(1, int(rep / max(estimate, 1e-3)))
-        graph_ms = [_graph_time(stream, fn, repeats) / repeats for _ in range(10)]
-    return _summarize(graph_ms, quantiles, return_mode)
-
-
-def _graph_time(stream, fn: Callable[[], Any], repeats: int) -> float:
-    """ms for one replay of a graph holding `repeats` calls of `fn`."""
-    import cupy
-
-    from ..errors import LaunchError
-
-    stream.begin_capture()
-    try:
-        for _ in range(repeats):
-            fn()
-    finally:
-        graph = stream.end_capture()
-    if graph is None:
-        raise LaunchError("do_bench_cudagraph captured nothing: launch on CuPy's current stream")
-    graph.upload(stream)
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record(stream)
-    graph.launch(stream)
-    end.record(stream)
-    end.synchronize()
-    return cupy.cuda.get_elapsed_time(start, end)

@@ -14,6 +14,9 @@ class MissingStageError(KeyError):
         return str(self.args[0])
 
 
+# every stage a compiled kernel may carry, in pipeline order (a backend makes some: Backend.stages)
+STAGES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm")
+
 # Triton's stage -> ours holding the same step of the pipeline: `ttir` is after the
 # target-independent passes, `ttgir` after the GPU passes (layouts, pipelining), `llir` the LLVM IR.
 # Our IR prints Triton's dialect names, so text searched there (`tt.dot`, `arith.constant`,
@@ -76,8 +79,6 @@ class StageTexts(dict):
         raise MissingStageError(self.why_missing(ours or stage))
 
     def why_missing(self, stage: str) -> str:
-        from .compiler import STAGES
-
         have = ", ".join(self)
         if stage not in STAGES:
             return (
@@ -89,8 +90,9 @@ class StageTexts(dict):
                 f"{', '.join(self.backend_stages)}; compile it for a GPU arch (target='sm_90', no GPU "
                 f"needed) for {stage}"
             )
-        from ..backends.nvptx.tools import missing_for
+        from ..backends import backend_for
 
         return (
-            missing_for(stage) or f"no {stage!r} stage for {self.target} (this kernel has {have})"
+            backend_for(self.target).missing_tools(stage)
+            or f"no {stage!r} stage for {self.target} (this kernel has {have})"
         )

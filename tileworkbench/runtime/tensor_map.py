@@ -1,6 +1,6 @@
 """Host tensor descriptors as TMA tensor maps: the 128-byte `CUtensorMap` that `cuTensorMapEncodeTiled`
 (libcuda, through ctypes) makes from a descriptor's base, shape, strides and block, for kernels that
-copy its tiles with `cp.async.bulk.tensor` (sm_90+, backends/nvptx/lowering/tma.py).
+copy its tiles with `cp.async.bulk.tensor` (sm_90+, backends/llvm/lowering/tma.py).
 
 Dimensions go innermost first, strides in bytes without the innermost (1 element); the box is the block
 shape, its rows cut to the swizzle's width where the kernel copies a block as several boxes, and the

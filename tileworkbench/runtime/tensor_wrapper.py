@@ -58,11 +58,11 @@ class TensorWrapper:
         """A NumPy view of the (CPU) base tensor's memory with this wrapper's dtype."""
         import torch
 
-        from .. import _numpy_dtype
+        from ..dtypes import numpy_dtype_of
 
         base = self.base.detach()
         same_width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[base.element_size()]
-        return base.view(same_width).numpy().view(_numpy_dtype(str(self.dtype)))
+        return base.view(same_width).numpy().view(numpy_dtype_of(str(self.dtype)))
 
     def __str__(self) -> str:
         return f"TensorWrapper[{self.dtype}]({self.base})"

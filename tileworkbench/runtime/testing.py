@@ -379,5 +379,54 @@ def perf_report(benchmarks: Benchmark | list[Benchmark]) -> Callable[[Callable[.
 
 
 from .device_limits import (  # noqa: E402,F401  (Triton's triton.testing names that need the GPU)
-    do_bench_cudagraph, get_dram_gbps, get_max_simd_tflops, get_max_tensorcore_tflops,
+    get_dram_gbps, get_max_simd_tflops, get_max_tensorcore_tflops,
 )
+
+
+def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20,
+                       grad_to_none: Sequence[Any] | None = None,
+                       quantiles: Sequence[float] | None = None, return_mode: str = "mean"):
+    """Time `fn()` in ms as Triton's `do_bench_cudagraph` does: its launches are captured into a CUDA
+    graph (on a CuPy stream, which tileworkbench kernels launch on) and the graph is replayed, so launch
+    overhead is not counted. Without a GPU it times on the host, as `do_bench` does there.
+
+    Raises:
+        LaunchError: `fn` launched work that a CUDA graph cannot capture (e.g. on torch's stream).
+    """
+    if not _gpu_timing():
+        return do_bench(fn, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles,
+                        return_mode=return_mode, timer="host")
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        fn()  # compile and warm up outside the capture
+        stream.synchronize()
+        estimate = _graph_time(stream, fn, 5) / 5
+        repeats = max(1, int(rep / max(estimate, 1e-3)))
+        graph_ms = [_graph_time(stream, fn, repeats) / repeats for _ in range(10)]
+    return _summarize(graph_ms, quantiles, return_mode)
+
+
+def _graph_time(stream, fn: Callable[[], Any], repeats: int) -> float:
+    """ms for one replay of a graph holding `repeats` calls of `fn`."""
+    import cupy
+
+    from ..errors import LaunchError
+
+    stream.begin_capture()
+    try:
+        for _ in range(repeats):
+            fn()
+    finally:
+        graph = stream.end_capture()
+    if graph is None:
+        raise LaunchError("do_bench_cudagraph captured nothing: launch on CuPy's current stream")
+    graph.upload(stream)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record(stream)
+    graph.launch(stream)
+    end.record(stream)
+    end.synchronize()
+    return cupy.cuda.get_elapsed_time(start, end)
+

@@ -1,8 +1,9 @@
 """The memory access picture of one program: which elements each load and store touched, masked-off
 lanes shown apart, out-of-bounds lanes in red (the tile picture teachers draw by hand).
 
-It reruns one program of a recorded launch in the interpreter on copies of the arguments
-(`backends.interpreter.recording`), so it works for GPU launches too and never touches the user's data.
+It reruns one program of a recorded launch in the interpreter on copies of the arguments (the
+registry's `record_program`, the interpreter's), so it works for GPU launches too and never touches
+the user's data.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.interpreter.recording import Access, ProgramAccesses, record_program
+from ..backends import backend_for
+
+# the interpreter's recording (backends/interpreter/recording.py), asked for through the registry
+Access = ProgramAccesses = Any
 
 MAX_CELLS = 96  # a picture is at most this many cells on a side; larger arrays are binned
 WRAP = 64  # 1-D arrays are drawn in rows of this many elements
@@ -47,7 +51,7 @@ def record_launch_program(record: Any, pid: tuple[int, ...] = (0, 0, 0)) -> Prog
     names = [p.name_hint for p in func.args]
     args = [host_copy(record.args[name]) for name in names]
     pid3 = tuple(pid) + (0,) * (3 - len(pid))
-    return record_program(func, args, tuple(record.grid), pid3, names)
+    return backend_for("interpreter").record_program(func, args, tuple(record.grid), pid3, names)
 
 
 def launch_bytes(record: Any) -> int:

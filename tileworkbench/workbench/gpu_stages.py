@@ -97,9 +97,10 @@ def note_missing_sass(report: Any) -> None:
     """A report with PTX but no `sass` says which tool is missing and how to get it."""
     if "sass" in report.asm or "ptx" not in report.asm:
         return
-    from ..backends.nvptx.tools import missing_for
+    from ..backends import backend_for
 
-    report.notes.append(missing_for("sass") or "no sass: ptxas or nvdisasm failed on this kernel")
+    missing = backend_for(gpu_target(report.target)).missing_tools("sass")
+    report.notes.append(missing or "no sass: ptxas or nvdisasm failed on this kernel")
 
 
 def _compile(record: Any, specs: list[ArgSpec], constexprs: dict[str, Any], target: str) -> Any:

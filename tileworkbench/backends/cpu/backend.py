@@ -21,9 +21,9 @@ class CpuBackend(Backend):
               options=DEFAULT_OPTIONS) -> Lowered:
         from ...ir.printer import print_ir_lines
         from ...passes.axis_info import axis_info
-        from ..nvptx import check_shapes, run_gpu_passes
-        from ..nvptx.debuginfo import llvm_line_map, tile_line_map
-        from ..nvptx.lower import Lowering
+        from ..llvm.tile_gpu import check_shapes, run_gpu_passes
+        from ..llvm.debuginfo import llvm_line_map, tile_line_map
+        from ..llvm.lower import Lowering
         from . import codegen
         from .chunks import chunk_lanes
         from .hooks import EXTRA_PARAMS, CpuHooks
@@ -38,7 +38,7 @@ class CpuBackend(Backend):
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
         hooks = CpuHooks(codegen.binding().get_process_triple(), str(machine.target_data))
-        # debug mode: the GPU's bounds checks and error record (nvptx/lowering/bounds.py), read
+        # debug mode: the GPU's bounds checks and error record (llvm/lowering/bounds.py), read
         # after the launch by runtime/debug_checks.py from a host buffer
         # maxnreg has no meaning on the host; reflect_ftz picks exp2's flushing form (hostmath.py)
         lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
@@ -91,12 +91,12 @@ def _check_dtypes(func) -> None:
     and fp8e4b15 are the interpreter's only: refused here in the cpu target's own words."""
     from ...errors import CompilationError
     from ...ir.types import element_type
-    from ..nvptx.llvm_types import _NOT_ON_NVIDIA
+    from ..llvm.llvm_types import NOT_LOWERED
 
     for op in func.walk():
         for value in list(op.operands) + list(op.results):
             name = getattr(element_type(value.type), "name", None)
-            if name in _NOT_ON_NVIDIA:
+            if name in NOT_LOWERED:
                 where = f"{op.loc}: " if op.loc.line > 0 else ""
                 raise CompilationError(f"{where}{name} is not supported on the cpu target (it has "
                                        "tl.float8e4nv and tl.float8e5); run it in the interpreter",

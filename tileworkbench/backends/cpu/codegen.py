@@ -10,7 +10,7 @@ from functools import cache
 from llvmlite import ir
 
 from ...errors import CompilationError
-from ..nvptx.llvm_types import I8, I32, SHARED_PTR
+from ..llvm.llvm_types import I8, I32, SHARED_PTR
 from . import debug
 
 PARAM_SLOT = 8  # every kernel parameter travels in an 8-byte slot of the launch's parameter block
@@ -96,7 +96,7 @@ def add_grid_loop(module: ir.Module, kernel: ir.Function, n_params: int, smem_by
 def add_runtime_functions(module: ir.Module) -> None:
     """The compiler-runtime functions LLVM's x86 back end calls for bf16 rounding and double -> half,
     which this process may not have (libgcc's come with GCC 13+): defined in the module itself."""
-    from ..nvptx.llvm_types import BF16, F16, F32, F64, I16
+    from ..llvm.llvm_types import BF16, F16, F32, F64, I16
 
     to_bf16 = ir.Function(module, ir.FunctionType(BF16, [F32]), "__truncsfbf2")
     b = ir.IRBuilder(to_bf16.append_basic_block("entry"))

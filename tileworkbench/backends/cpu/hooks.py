@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..nvptx.hooks import TargetHooks
-from ..nvptx.llvm_types import I1, I32, SHARED_PTR
+from ..llvm.hooks import TargetHooks
+from ..llvm.llvm_types import I1, I32, SHARED_PTR
 from . import hostmath
 from .vectors import type_bytes, type_suffix
 

@@ -10,7 +10,7 @@ import math
 
 from llvmlite import ir
 
-from ..nvptx.llvm_types import F32, I32
+from ..llvm.llvm_types import F32, I32
 
 # 2^f on [-0.5, 0.5], a Chebyshev fit (relative error 2.6e-9 before fp32 rounding)
 _EXP2 = (1.0, 0.693147207, 0.240226512, 0.0555032721, 0.00961802560, 0.00134004322, 0.000154697322)

@@ -13,8 +13,8 @@ from llvmlite import ir
 from ...ir.ops import arith, tt
 from ...ir.ops.ttg import ConvertLayoutOp
 from ...ir.types import ScalarType, TensorType, element_type
-from ..nvptx.llvm_types import I1, I8, I32, byte_size, llvm_type, memory_type
-from ..nvptx.lower import TVal
+from ..llvm.llvm_types import I1, I8, I32, byte_size, llvm_type, memory_type
+from ..llvm.values import TVal
 from .vectors import VTVal, concat, packed, shuffle, splat, type_bytes, type_suffix, widen
 
 RULES: dict[type, object] = {}
@@ -40,7 +40,7 @@ def _count(value) -> int | None:
 
 def lower_elementwise(lw, op):
     """One widened copy of the shared per-element rule (raw vectors too: a combine region's)."""
-    from ..nvptx.lowering import ELEMENTWISE
+    from ..llvm.lowering import ELEMENTWISE
 
     args = [lw.get(v) for v in op.operands]
     counts = [c for c in map(_count, args) if c is not None]
@@ -220,8 +220,8 @@ def _store_runs(lw, ptrs, data, mask, etype, nbytes: int, vec: int) -> None:
 def lower_reduce(lw, op):
     """Pairwise like the shared tree (element i with element i + half, level by level), each level
     one combine of two half-length vectors."""
-    from ..nvptx.lowering import ELEMENTWISE
-    from ..nvptx.lowering.reduce import combine
+    from ..llvm.lowering import ELEMENTWISE
+    from ..llvm.lowering.reduce import combine
 
     srcs = [lw.get(v) for v in op.srcs]
     body = [o for o in op.combine.block.ops if not o.is_terminator]
@@ -274,7 +274,7 @@ class _Lane:
 def lower_renaming(lw, op):
     """Run the shared rule on placeholder registers: where it only renames them, its output is the
     lane map of one shufflevector."""
-    from ..nvptx.lowering import LOWERINGS
+    from ..llvm.lowering import LOWERINGS
 
     operands = [v for v in op.operands if isinstance(lw.get(v), TVal)]
     if not operands or len(operands) > 2 or len(op.operands) != len(operands):
@@ -315,7 +315,7 @@ def lower_dot(lw, op):
     """acc[m, :] += a[m, k] * b[k, :]: A (transposed: its columns) and B go to stack buffers, and a
     loop over k loads a column of A and a row of B per step, the accumulator's rows its phis. The
     code is one step long whatever K is (unrolled, a 16x64x16 dot took LLVM 45 s to compile)."""
-    from ..nvptx.lowering.dot import DeferredOperand, _convert
+    from ..llvm.lowering.dot import DeferredOperand, convert_operand
 
     a, b, c = lw.get(op.a), lw.get(op.b), lw.get(op.c)
     a = a.src if isinstance(a, DeferredOperand) else a
@@ -324,8 +324,8 @@ def lower_dot(lw, op):
         return NotImplemented
     out_layout = lw.layout(op.result)
     acc_type = llvm_type(op.result.type)
-    a_vec = widen(lw, lambda v: _convert(lw, v, acc_type, op.a), [packed(lw, a)], _count(a))
-    b_vec = widen(lw, lambda v: _convert(lw, v, acc_type, op.b), [packed(lw, b)], _count(b))
+    a_vec = widen(lw, lambda v: convert_operand(lw, v, acc_type, op.a), [packed(lw, a)], _count(a))
+    b_vec = widen(lw, lambda v: convert_operand(lw, v, acc_type, op.b), [packed(lw, b)], _count(b))
     a_lane = {cd: r for r, cd in enumerate(a.layout.all_reg_coords())}
     b_lane = {cd: r for r, cd in enumerate(b.layout.all_reg_coords())}
     out_coords = out_layout.all_reg_coords()
@@ -411,7 +411,7 @@ def _load_row(b, buffer, start, vtype):
 
 def own_rule(op):
     """The cpu rule for `op`, or None (then the shared rule)."""
-    from ..nvptx.lowering import ELEMENTWISE
+    from ..llvm.lowering import ELEMENTWISE
 
     rule = RULES.get(type(op))
     if rule is None and type(op) in ELEMENTWISE:

@@ -16,8 +16,8 @@ import copy
 from llvmlite import ir
 
 from ...dtypes import TABLE
-from ..nvptx.llvm_types import I32
-from ..nvptx.lower import TVal
+from ..llvm.llvm_types import I32
+from ..llvm.values import TVal
 
 
 class VTVal(TVal):

@@ -38,6 +38,13 @@ class InterpreterBackend(Backend):
     def load(self, compiled, kinds, names) -> InterpreterLauncher:
         return InterpreterLauncher(compiled, names)
 
+    def record_program(self, func, args, grid, pid, names):
+        """A `recording.ProgramAccesses`: every access of program `pid`, masked and out-of-bounds
+        lanes included."""
+        from .recording import record_program
+
+        return record_program(func, args, grid, pid, names)
+
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__")
 

@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from ...dtypes import TABLE as DTYPES
+from ...dtypes import memory_dtype  # noqa: F401 - the evaluators' import
 from ...ir.types import PointerType, ScalarType, TensorType, Type, element_type
 
 _NUMPY = {row.ir: row.numpy_dtype for row in DTYPES}
@@ -41,13 +42,6 @@ def numpy_dtype(t: Type) -> np.dtype:
     if isinstance(element, PointerType):
         return POINTER
     return _NUMPY[element.name]
-
-
-def memory_dtype(pointee: ScalarType) -> np.dtype:
-    """The dtype a pointer to `pointee` reads from memory: i1 is stored as one byte (0 or 1)."""
-    if pointee.name == "i1":
-        return np.dtype(np.uint8)
-    return _NUMPY[pointee.name]
 
 
 def shape(t: Type) -> tuple[int, ...]:

@@ -7,13 +7,12 @@ written before it is read in each program, so nothing needs clearing between pro
 
 from __future__ import annotations
 
-import linecache
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ...errors import InterpreterError, TileworkbenchError
-from ...ir.location import Loc
+from ...ir.location import describe_loc
 from ...ir.ops.base import Op
 from ...ir.ops.tt import FuncOp
 from ...ir.types import PointerType
@@ -217,21 +216,6 @@ def _step(fn: Callable, ins: list[int], outs: list[int], env: list, wrap) -> Cal
                 env[slot] = value
 
     return step
-
-
-def describe_loc(loc: Loc) -> str:
-    """`file:line: source text`, followed by `(inlined at file:line)` for each call site."""
-    if loc.line <= 0:
-        return "<unknown location>"
-    text = f"{loc.file}:{loc.line}"
-    source = linecache.getline(loc.file, loc.line).strip()
-    if source:
-        text += f": {source}"
-    site = loc.call_site
-    while site is not None:
-        text += f" (inlined at {site.file}:{site.line})"
-        site = site.call_site
-    return text
 
 
 def _grid3(grid) -> tuple[int, int, int]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ...errors import InterpreterError, OutOfBoundsError
+from ...errors import InterpreterError, OutOfBoundsError, misaligned_message, out_of_bounds_message
 
 REGION_BITS = 44
 # An address this far from its region's argument was not computed from it (a real host address made
@@ -205,27 +205,6 @@ class Memory:
             f"out-of-bounds {site.kind} in kernel '{site.kernel}' at {site.where}\n"
             f"  address {address:#x} does not point into any array argument, program id {self.pid}"
         )
-
-
-# The messages, shared with the GPU's debug mode (runtime/debug_checks.py), which raises the same words.
-def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, described: str, offset: int,
-                          dtype, elements: int, pid: tuple) -> str:
-    return (
-        f"out-of-bounds {kind} in kernel '{kernel}' at {where}\n"
-        f"  argument '{name}' ({described}) accessed at element offset "
-        f"{offset} ({dtype} elements; the array has {elements}), program id {pid}\n"
-        f"  hint: mask the {kind} (mask=offsets < n) or check the offset arithmetic"
-    )
-
-
-def misaligned_message(kind: str, kernel: str, where: str, name: str, described: str, byte_offset: int,
-                       dtype, pid: tuple) -> str:
-    return (
-        f"misaligned {kind} in kernel '{kernel}' at {where}\n"
-        f"  argument '{name}' ({described}) accessed at byte offset "
-        f"{byte_offset}, which is not a multiple of the {dtype} element size {dtype.itemsize}, "
-        f"program id {pid}"
-    )
 
 
 def _argument(index: int, name: str, array: np.ndarray) -> ArgumentMemory:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir.ops import tt
+from ..llvm.tile_gpu import check_shapes, run_gpu_passes
 
 
 @dataclass
@@ -68,10 +69,12 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
     from . import codegen
-    from .debuginfo import llvm_line_map, ptx_line_map, tile_line_map
+    from ..llvm.debuginfo import llvm_line_map, tile_line_map
+    from .debuginfo import ptx_line_map
+    from .hooks import NVPTX_HOOKS
     from .inventory import shared_plan
-    from .lower import Lowering
-    from .lowering.tensormap_device import scratch_slots
+    from ..llvm.lower import Lowering
+    from ..llvm.lowering.tensormap_device import scratch_slots
 
     codegen.check_arch(arch)
     TargetOptions(maxnreg, reflect_ftz)  # checks maxnreg
@@ -91,7 +94,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
     lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
-                        debug=debug, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
+                        debug=debug, hooks=NVPTX_HOOKS, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
     module = lowering.run()
     check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages,
                         shared_plan(lowering))
@@ -189,32 +192,3 @@ def disassemble_into(assembly: Assembly) -> Assembly:
         if assembly.sass:
             assembly.line_maps = {"sass": sass_line_map(assembly.sass)}
     return assembly
-
-
-def check_shapes(func: tt.FuncOp) -> None:
-    """Layouts split dimensions into bits: every tensor dimension must be a power of two (as Triton)."""
-    from ...errors import CompilationError
-    from ...ir.types import TensorType
-
-    for op in func.walk():
-        for value in op.results:
-            t = value.type
-            if isinstance(t, TensorType) and any(d < 1 or d & (d - 1) for d in t.shape):
-                where = f"{op.loc}: " if op.loc.line > 0 else ""
-                raise CompilationError(
-                    f"{where}`{op.name}` makes a tensor of shape {list(t.shape)}; the NVPTX back end "
-                    "needs power-of-two dimensions", loc=op.loc)
-
-
-def run_gpu_passes(func: tt.FuncOp) -> list[tuple[str, str]]:
-    """The `tile-opt` -> `tile-gpu` passes (`TILE_GPU`), verified, with a snapshot after each."""
-    from ...passes.pipeline import run_passes
-
-    try:
-        from ...passes.pipeline import TILE_GPU
-    except ImportError:
-        from ...passes.coalesce import coalesce
-        from ...passes.remove_layout_conversions import remove_layout_conversions
-
-        TILE_GPU = [coalesce, remove_layout_conversions]
-    return run_passes(func, TILE_GPU)

@@ -103,7 +103,20 @@ class NvptxBackend(Backend):
                        global_scratch=result.global_scratch)
 
     def finish(self, kernel, recompile) -> None:
-        kernel._assemble_in_background(kernel.launch_metadata.target)
+        from . import assemble_cubin, disassemble_into
+
+        kernel._assemble_in_background(kernel.launch_metadata.target, assemble_cubin,
+                                       disassemble_into)
+
+    def missing_tools(self, stage) -> str | None:
+        from .tools import missing_for
+
+        return missing_for(stage)
+
+    def tools_identity(self) -> tuple:
+        from .tools import tools_identity
+
+        return tools_identity()
 
     def load(self, compiled, kinds, names):
         from ...runtime.launcher import CudaKernel

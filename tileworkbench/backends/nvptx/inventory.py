@@ -15,7 +15,7 @@ from collections import Counter
 
 from ...ir.ops import ttg
 from ...ir.ops.ttg import BlockedEncoding, MmaEncoding
-from .llvm_types import byte_size
+from ..llvm.llvm_types import byte_size
 
 # -- the shared-memory plan ----------------------------------------------------------------------------
 

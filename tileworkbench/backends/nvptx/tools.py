@@ -6,6 +6,7 @@ what to tell a user whose machine lacks one.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from functools import cache
 from pathlib import Path
@@ -59,3 +60,19 @@ def missing_for(stage: str) -> str | None:
     if find_tool("nvdisasm") is None and find_tool("cuobjdump") is None:
         return f"no sass: {how_to_get('nvdisasm')}"
     return None
+
+
+def tools_identity() -> tuple:
+    """Which ptxas, nvdisasm and cuobjdump would run: (path, size, mtime) each, None where missing.
+    Part of the cache key, so an entry made without ptxas (no cubin, no SASS) or by another one is
+    not served once the tools change (backend.tools_identity). Not in ptxas.py: a cache hit must
+    not import subprocess."""
+    out = []
+    for tool in ("ptxas", "nvdisasm", "cuobjdump"):
+        path = find_tool(tool)
+        if path is None:
+            out.append(None)
+            continue
+        stat = os.stat(path)
+        out.append((os.path.realpath(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(out)

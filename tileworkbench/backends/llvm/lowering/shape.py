@@ -10,7 +10,7 @@ from ....ir.ops import tt
 from ....ir.ops.ttg import ConvertLayoutOp
 from ....ir.types import TensorType, element_type
 from ..llvm_types import I32, llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .exchange import (
     flat,

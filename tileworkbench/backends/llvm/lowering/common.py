@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ....ir.types import element_type
-from ..lower import TVal
+from ..values import TVal
 
 
 def lower_elementwise(lw, op) -> None:

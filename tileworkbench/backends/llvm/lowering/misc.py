@@ -8,7 +8,7 @@ from llvmlite import ir
 from ....ir.ops import tt
 from ....ir.types import TensorType, element_type
 from ..llvm_types import F64, GENERIC_PTR, I8, I32, I64, llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import elementwise, lowers
 
 _AXES = "xyz"

@@ -20,7 +20,7 @@ from ....ir.ops.ttg import DotOperandEncoding, LinearLayout, MmaEncoding, NvmmaS
 from ....ir.types import MemDescType
 from ....passes.shared_reuse import reuses_earlier_space
 from ..llvm_types import I32, byte_size, llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .mma import unpack_halves
 from .stmatrix import stmatrix_plan, store_with_stmatrix
@@ -64,14 +64,10 @@ def assign_shared_offsets(lw, func) -> None:
             end += size
             total = max(total, end)
         elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
-            from .tma import ring_bytes
-
             end = _place_tma_tile(lw, op, end, ring_bytes(op.result.type))
             total = max(total, end)
         elif isinstance(op, ttng.TMAStoreOp) and reuses_earlier_space(func, op):
             # the store's staging tile over the dead rings; elsewhere it takes the scratch (tma.py)
-            from .tma import staging_bytes
-
             lw.reused_allocs.add(id(op))
             end = _place_tma_tile(lw, op, 0, staging_bytes(op.value.type))
             total = max(total, end)
@@ -80,11 +76,26 @@ def assign_shared_offsets(lw, func) -> None:
         lw.smem_bytes = max(lw.smem_bytes, total)
 
 
+# TMA tiles (rings, store staging tiles; lowering/tma.py) start 1024-byte aligned: the 128-byte
+# swizzle's pattern repeats every 1024 bytes
+TILE_ALIGN = 1024
+
+
+def ring_bytes(t) -> int:
+    """The shared bytes a TMA ring takes (`assign_shared_offsets`): its slots plus `_align_up`'s
+    room (tma.py)."""
+    return t.numel * byte_size(t.element) + TILE_ALIGN
+
+
+def staging_bytes(t) -> int:
+    """The shared bytes a TMA store's staging tile takes where it lies over dead rings
+    (`assign_shared_offsets`): the tile plus `_align_up`'s room."""
+    return t.numel * byte_size(t.element) + TILE_ALIGN
+
+
 def _place_tma_tile(lw, op, end: int, size: int) -> int:
     """Place a TMA tile (a ring, a store's staging tile) of `size` bytes at the first 1024-byte
     boundary from `end`; returns the end of its region."""
-    from .tma import TILE_ALIGN
-
     end = (end + TILE_ALIGN - 1) // TILE_ALIGN * TILE_ALIGN
     lw.alloc_offsets[id(op)] = end
     lw.alloc_regions.append((op, end, size))

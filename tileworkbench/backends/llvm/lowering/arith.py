@@ -7,7 +7,7 @@ from llvmlite import ir
 from ....ir.ops import arith
 from ....ir.types import TensorType
 from ..llvm_types import F16, F32, I8, I16, I32, llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import elementwise, lowers
 from .common import scalar_type
 

@@ -32,12 +32,12 @@ from ....ir.types import MemDescType
 from ....frontend.tma_rules import tma_box
 from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
-from .shared import SharedTile, _ldmatrix_operand, _load_elements, _store_tile, fence_async_shared
+from .shared import (TILE_ALIGN, SharedTile, _ldmatrix_operand, _load_elements, _store_tile,
+                     fence_async_shared)
 
 TENSOR_MAP_BYTES = 128
-TILE_ALIGN = 1024  # the 128-byte swizzle's pattern repeats every 1024 bytes
 CLUSTER_PTR = ir.PointerType(addrspace=7)  # shared::cluster, where cp.async.bulk.tensor writes
 
 
@@ -205,12 +205,6 @@ def lower_tma_fallback(lw, op) -> None:
     """A marker for the reader of the IR: the pointer loads or stores after it do the work."""
 
 
-def staging_bytes(t) -> int:
-    """The shared bytes a TMA store's staging tile takes where it lies over dead rings
-    (`assign_shared_offsets`): the tile plus `_align_up`'s room."""
-    return t.numel * byte_size(t.element) + TILE_ALIGN
-
-
 def _staging_tile(lw, op) -> SharedTile:
     """The tile a TMA store writes: over the rings where they are dead (`alloc_offsets`, placed by
     `assign_shared_offsets`), else the scratch."""
@@ -264,11 +258,6 @@ class _Ring:
     mbarriers: ir.Value
     phases: ir.Value
     slot_bytes: int
-
-
-def ring_bytes(t: MemDescType) -> int:
-    """The shared bytes a ring takes (`assign_shared_offsets`): its slots plus `_align_up`'s room."""
-    return t.numel * byte_size(t.element) + TILE_ALIGN
 
 
 @lowers(ttng.TMARingOp)

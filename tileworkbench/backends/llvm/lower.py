@@ -1,4 +1,5 @@
-"""The NVPTX lowering driver: builds one LLVM kernel from `tile-gpu` IR with `llvmlite.ir`.
+"""The shared lowering driver (NVPTX and cpu): builds one LLVM kernel from `tile-gpu` IR with
+`llvmlite.ir`; every target fact comes from the `TargetHooks` it is given (hooks.py).
 
 A tensor becomes a `TVal`: the LLVM values of the elements this thread holds, in the register order of
 its `LinearLayout`. An element's coordinates are a per-thread part (computed once, in the entry block,
@@ -16,18 +17,7 @@ from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
 from .debuginfo import DebugInfo
-from .hooks import DATA_LAYOUT, NVPTX_HOOKS, TRIPLE  # noqa: F401 - DATA_LAYOUT, TRIPLE: re-exported
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
-
-
-class TVal:
-    """A tensor in registers: `vals[r]` is the element at `layout.reg_coords(r)` + this thread's part."""
-
-    __slots__ = ("layout", "vals")
-
-    def __init__(self, vals: list, layout: LinearLayout):
-        self.vals = vals
-        self.layout = layout
 
 
 def kernel_param_type(t) -> ir.Type:
@@ -38,14 +28,15 @@ def kernel_param_type(t) -> ir.Type:
 
 
 class Lowering:
-    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes). Every target fact
-    comes from `hooks` (hooks.py; NVPTX's by default, the cpu backend's for the host)."""
+    """Lowers one `tt.func` whose tensors all carry encodings (after the GPU passes). Every target
+    fact comes from `hooks` (hooks.py; the NVPTX backend passes NVPTX_HOOKS, the cpu backend its
+    CpuHooks)."""
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
-                 debug: bool = False, hooks=None, maxnreg: int | None = None,
+                 debug: bool = False, *, hooks, maxnreg: int | None = None,
                  reflect_ftz: bool = True):
         self.func = func
-        self.hooks = hooks or NVPTX_HOOKS
+        self.hooks = hooks
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
         self.num_warps = num_warps
@@ -329,7 +320,7 @@ class Lowering:
         return self.hooks.shuffle_xor_i32(self, value, lane_mask)
 
 
-def _llvm_string(text: str) -> str:
+def llvm_string(text: str) -> str:
     """`text` escaped for an LLVM IR string (llvmlite prints it as given): a newline in the asm of a
     multi-line PTX block would otherwise split the IR line."""
     for raw, escaped in (("\\", "\\5C"), ('"', "\\22"), ("\n", "\\0A"), ("\t", "\\09")):

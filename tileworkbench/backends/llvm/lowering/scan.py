@@ -10,7 +10,7 @@ from llvmlite import ir
 from ....ir.ops import tt
 from ....ir.types import element_type
 from ..llvm_types import I32, byte_size
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .exchange import _from_shared, _shared_type, _to_shared, strides
 from .reduce import combine

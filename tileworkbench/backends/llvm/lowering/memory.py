@@ -9,7 +9,7 @@ from llvmlite import ir
 from ....ir.ops import tt
 from ....ir.types import PointerType, ScalarType, element_type
 from ..llvm_types import GLOBAL_PTR, I8, I32, byte_size, llvm_type, memory_type
-from ..lower import TVal
+from ..values import TVal
 from . import elementwise, global_access, lowers
 from .bounds import check_access
 from .common import scalar_type

@@ -9,7 +9,7 @@ from ....ir.ops import scf
 from ....ir.ops.wgmma import WarpGroupDotWaitOp
 from ....ir.types import TensorType
 from ..llvm_types import llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .wgmma import waits_lowered_with
 

@@ -20,7 +20,7 @@ from ....ir.ops.ttg import LinearLayout
 from ....ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ....ir.types import MemDescType, element_type
 from ..llvm_types import F16, F32, I1, I32, I64
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .mma import pack_halves, unpack_halves
 from .warp_uniform import uniform_group_origin

@@ -25,7 +25,7 @@ from llvmlite import ir
 from ....ir.types import element_type
 from ....passes.provenance import is_pointer, pointer_provenance
 from ..llvm_types import GLOBAL_PTR, I32, I64
-from ..lower import TVal
+from ..values import TVal
 
 RECORD_WORDS = 8
 _REPORT = "tw_debug_report"

@@ -11,7 +11,7 @@ from ....ir.ops import tt
 from ....ir.ops.ttg import LinearLayout
 from ....ir.types import TensorType, element_type
 from ..llvm_types import I32, byte_size
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .exchange import strides
 

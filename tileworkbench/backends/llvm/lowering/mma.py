@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ....passes.mma import MmaKind, mma_kind
 from ..llvm_types import F16, F32, I32
-from ..lower import TVal
+from ..values import TVal
 
 # (A/B type, C/D type) -> the instruction's type suffix, as .dtype.atype.btype.ctype
 _SUFFIX = {

@@ -36,15 +36,16 @@ SHARED_PTR = ir.PointerType(addrspace=3)
 GENERIC_PTR = ir.PointerType()
 
 _BY_LLVM_NAME = {"half": F16, "bfloat": BF16, "float": F32, "double": F64, "i8": I8}
-# Rows of the table that the interpreter runs but the NVIDIA lowering does not: AMD's fnuz fp8 formats,
-# and Triton's fp8e4b15 (which Triton converts in software before sm_90 and refuses from sm_90 on)
-_NOT_ON_NVIDIA = {
+# Rows of the table that the interpreter runs but the LLVM lowering (NVPTX and cpu) does not:
+# AMD's fnuz fp8 formats, and Triton's fp8e4b15 (which Triton converts in software before sm_90
+# and refuses from sm_90 on)
+NOT_LOWERED = {
     "f8e4b8": "Triton has it on AMD CDNA3 only",
     "f8e5b16": "Triton has it on AMD CDNA3 only",
     "f8e4b15": "Triton emulates it before sm_90 and refuses it from sm_90 on",
 }
 _FLOATS = {row.ir: _BY_LLVM_NAME[row.llvm] for row in DTYPES
-           if row.is_float and row.ir not in _NOT_ON_NVIDIA}
+           if row.is_float and row.ir not in NOT_LOWERED}
 
 
 def llvm_type(t) -> ir.Type:
@@ -54,10 +55,10 @@ def llvm_type(t) -> ir.Type:
         return GLOBAL_PTR
     if t.is_int:
         return ir.IntType(t.bitwidth)
-    if t.name not in _FLOATS:  # see _NOT_ON_NVIDIA
+    if t.name not in _FLOATS:  # see NOT_LOWERED
         from ...errors import TileTypeError
 
-        raise TileTypeError(f"{t.name} is not supported on NVIDIA GPUs ({_NOT_ON_NVIDIA[t.name]})",
+        raise TileTypeError(f"{t.name} is not supported on NVIDIA GPUs ({NOT_LOWERED[t.name]})",
                             hint="use tl.float8e4nv or tl.float8e5, or run in the interpreter")
     return _FLOATS[t.name]
 

@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from ....ir.ops.ttg import LinearLayout
 from ..llvm_types import I8, I32, byte_size
-from ..lower import TVal
+from ..values import TVal
 
 
 def strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -16,7 +16,7 @@ from ....ir.ops import tt
 from ....ir.ops.ttg import ConvertLayoutOp, DotOperandEncoding, MmaEncoding
 from ....ir.types import element_type
 from ..llvm_types import I32, byte_size, llvm_type
-from ..lower import TVal
+from ..values import TVal
 from . import lowers
 from .arith import resize_float
 from .exchange import _from_shared, _shared_type, remap, strides, write_shared
@@ -66,8 +66,8 @@ def lower_dot(lw, op) -> None:
     k_size = op.a.type.shape[-1]
     a_regs = {coords: r for r, coords in enumerate(a.layout.all_reg_coords())}
     b_regs = {coords: r for r, coords in enumerate(b.layout.all_reg_coords())}
-    a_vals = [_convert(lw, v, acc_type, op.a) for v in a.vals]
-    b_vals = [_convert(lw, v, acc_type, op.b) for v in b.vals]
+    a_vals = [convert_operand(lw, v, acc_type, op.a) for v in a.vals]
+    b_vals = [convert_operand(lw, v, acc_type, op.b) for v in b.vals]
     out = []
     for r, coords in enumerate(out_layout.all_reg_coords()):
         acc = c.vals[r] if isinstance(c, TVal) else c
@@ -106,9 +106,9 @@ def _dot_from_shared(lw, op, a: DeferredOperand, b: DeferredOperand, c) -> None:
     a_type, b_type = lw.get(op.a).src.vals[0].type, lw.get(op.b).src.vals[0].type
     acc = [c.vals[r] if isinstance(c, TVal) else c for r in range(len(coords))]
     for k in range(a.shape[-1]):
-        a_k = {row: _convert(lw, _load(lw, smem, builder.add(thread_a, ir.Constant(I32, row + k)),
-                                       ea, a_type), acc_type, op.a) for row in rows}
-        b_k = {col: _convert(lw, _load(lw, smem, builder.add(
+        a_k = {row: convert_operand(lw, _load(lw, smem, builder.add(
+            thread_a, ir.Constant(I32, row + k)), ea, a_type), acc_type, op.a) for row in rows}
+        b_k = {col: convert_operand(lw, _load(lw, smem, builder.add(
             thread_b, ir.Constant(I32, b_base + col + k * sb[-2])), eb, b_type), acc_type, op.b)
             for col in cols}
         for r, cd in enumerate(coords):
@@ -129,7 +129,9 @@ def _fma(lw, op, x, y, acc):
     return lw.builder.add(lw.builder.mul(x, y), acc)
 
 
-def _convert(lw, v, to, source):
+def convert_operand(lw, v, to, source):
+    """`v`, one element of dot operand `source`, as the accumulator's LLVM type `to` (fp8 widened,
+    floats resized, integers extended by their signedness or truncated)."""
     if v.type == to:
         return v
     t = element_type(source.type)

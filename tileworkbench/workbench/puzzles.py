@@ -1,5 +1,6 @@
 """Puzzles in the style of the Triton puzzles: a spec in NumPy, a kernel to write, and a test that says
-pass or fail at once, with the memory access picture of one program and, on a failure, where it fails.
+pass or fail at once, with the memory access picture of one program and, on a failure, where it fails
+and which programs wrote (or missed) each output element.
 
 `check_puzzle(kernel, spec, inputs, ...)` runs the kernel in the interpreter on fresh random inputs
 (the output poisoned with NaN first), compares it with the spec in float64 and returns a `PuzzleResult`,
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .access_map import AccessSection, record_launch_program
+from .coverage import coverage
 from .mismatch import MismatchSection
 
 
@@ -130,6 +132,8 @@ def check_puzzle(
     result = PuzzleResult(name, n_bad == 0, summary, hint)
     if n_bad:
         result.sections.append(MismatchSection(bad, (constexprs or {}).get("B0")))
+        if record is not None:  # which program wrote what: a missing or doubled block shows here
+            result.sections.append(coverage(record))
     if record is not None:
         result.sections.append(AccessSection(record_launch_program(record, pid)))
     return result

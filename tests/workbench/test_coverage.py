@@ -49,7 +49,10 @@ def test_a_short_grid_leaves_the_tail_unwritten():
     assert (out.count[:96] == 1).all() and (out.count[96:] == 0).all()
     assert out.first[40] == 1 and out.pid_of(int(out.first[95])) == (2, 0, 0)
     text = CoverageSection(cover).text()
-    assert text[0] == "out_ptr[100]: 100 elements: 96 written by one program, 4 by none, 0 by two or more"
+    assert (
+        text[0]
+        == "out_ptr[100]: 100 elements: 96 written by one program, 4 by none, 0 by two or more"
+    )
     assert text[1] == "  never written: out_ptr[96]..out_ptr[99]"
     assert not CoverageSection(cover).complete
 
@@ -67,7 +70,9 @@ def test_overlapping_blocks_name_both_programs():
 def test_two_dimensional_grid_names_programs_as_x_y():
     cover = _coverage(copy_2d, 40, (2, 1), (40, 40), BLOCK=32)  # rows 32..39 have no program
     out = cover.written["out_ptr"]
-    assert out.count.shape == (40, 40) and (out.count[:32] == 1).all() and (out.count[32:] == 0).all()
+    assert (
+        out.count.shape == (40, 40) and (out.count[:32] == 1).all() and (out.count[32:] == 0).all()
+    )
     assert out.pid_of(int(out.first[5, 35])) == (1, 0, 0)
     text = CoverageSection(cover).text()
     assert "1280 written by one program, 320 by none" in text[0]

@@ -18,8 +18,15 @@ NUMBERS = [p.number for p in PUZZLES]
 def test_twelve_puzzles_from_constant_add_to_quantized_matmul():
     assert NUMBERS == list(range(1, 13))
     titles = [p.title for p in PUZZLES]
-    for needed in ("constant add", "matrix multiplication", "long softmax", "flash attention",
-                   "quantized matrix multiplication", "convolution", "backward"):
+    for needed in (
+        "constant add",
+        "matrix multiplication",
+        "long softmax",
+        "flash attention",
+        "quantized matrix multiplication",
+        "convolution",
+        "backward",
+    ):
         assert any(needed in t for t in titles), needed
     with pytest.raises(ValueError, match="puzzles 1 to 12, not 13"):
         puzzle(13)
@@ -46,8 +53,13 @@ def test_solution_compiles_to_ptx_that_ptxas_accepts(number):
     from tileworkbench.backends.nvptx import assemble_cubin
 
     p, kernel = puzzle(number), solution(number)
-    compiled = tw.compile(kernel, signature=_signature(p, kernel), constexprs=p.constexprs,
-                          target="sm_90a", use_cache=False)
+    compiled = tw.compile(
+        kernel,
+        signature=_signature(p, kernel),
+        constexprs=p.constexprs,
+        target="sm_90a",
+        use_cache=False,
+    )
     assert assemble_cubin(compiled.asm["ptx"], "sm_90a").cubin
 
 
@@ -70,8 +82,9 @@ def test_solution_on_the_gpu(number):
 
 
 @tw.jit
-def attention_without_key_mask(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, scale, B0: tl.constexpr,
-                               B1: tl.constexpr, D: tl.constexpr):
+def attention_without_key_mask(
+    q_ptr, k_ptr, v_ptr, z_ptr, N0, T, scale, B0: tl.constexpr, B1: tl.constexpr, D: tl.constexpr
+):
     rows = tl.program_id(0) * B0 + tl.arange(0, B0)
     d = tl.arange(0, D)
     q = tl.load(q_ptr + rows[:, None] * D + d[None, :])
@@ -99,18 +112,24 @@ def test_a_missing_mask_fails_with_the_out_of_bounds_picture():
 
 
 @tw.jit
-def matmul_one_k_block(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                       BK: tl.constexpr):
+def matmul_one_k_block(
+    a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     cols = tl.program_id(1) * BN + tl.arange(0, BN)
     ks = tl.arange(0, BK)  # forgets to walk along K
     a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=rows[:, None] < M, other=0.0)
     b = tl.load(b_ptr + ks[:, None] * N + cols[None, :], mask=cols[None, :] < N, other=0.0)
-    tl.store(z_ptr + rows[:, None] * N + cols[None, :], tl.dot(a, b),
-             mask=(rows[:, None] < M) & (cols[None, :] < N))
+    tl.store(
+        z_ptr + rows[:, None] * N + cols[None, :],
+        tl.dot(a, b),
+        mask=(rows[:, None] < M) & (cols[None, :] < N),
+    )
 
 
 def test_a_wrong_answer_fails_and_says_where():
     result = check(11, matmul_one_k_block)
-    assert not result.passed and "3500 of 3500 elements differ" in result.summary
+    assert not result.passed and "of 3500 elements differ" in result.summary
+    # a partial sum can match the full one within tolerance by chance, but hardly ever
+    assert int(result.summary.split(" of ")[0]) > 3400, result.summary
     assert "where the check fails" in repr(result)

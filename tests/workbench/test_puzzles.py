@@ -1,5 +1,6 @@
-"""The puzzle notebook as stored: every stub of the twelve says FAIL at once, every solution PASS, each
-test draws the memory access picture; and `check_puzzle` itself on a right, a wrong and an OOB kernel."""
+"""The puzzle notebook as stored: every stub of the twelve says FAIL at once, every solution PASS,
+each test draws the memory access picture; and `check_puzzle` itself on a right, a wrong and an
+out-of-bounds kernel."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 wrote, and which program wrote each (program ids), as a text summary and a picture.
 
 It reruns the whole launch in the interpreter on copies of the arguments
-(`backends.interpreter.coverage`), so it works for GPU launches too and never touches the user's data.
+(`backends.interpreter.coverage`), so it works for GPU launches too and never touches the user's
+data.
 The puzzles' checker shows it on a failure; `report.coverage()` or `coverage(record)` draws it.
 """
 
@@ -22,8 +23,16 @@ from .access_map import MAX_CELLS, grid_shape, host_copy
 NEVER = (0.12, 0.12, 0.12)
 TWICE = (0.85, 0.1, 0.1)
 # light colours for "written once", cycled by program number: neighbouring programs differ
-PALETTE = [(0.65, 0.81, 0.89), (0.70, 0.87, 0.54), (0.99, 0.75, 0.44), (0.79, 0.70, 0.84),
-           (1.00, 1.00, 0.60), (0.55, 0.83, 0.78), (0.99, 0.80, 0.90), (0.85, 0.85, 0.85)]
+PALETTE = [
+    (0.65, 0.81, 0.89),
+    (0.70, 0.87, 0.54),
+    (0.99, 0.75, 0.44),
+    (0.79, 0.70, 0.84),
+    (1.00, 1.00, 0.60),
+    (0.55, 0.83, 0.78),
+    (0.99, 0.80, 0.90),
+    (0.85, 0.85, 0.85),
+]
 LISTED = 6  # ranges and overlaps named in the text
 
 
@@ -60,8 +69,10 @@ def describe(cover: WriteCoverage) -> list[str]:
     lines = [head + f"program, {never.size} by none, {twice.size} by two or more"]
     if never.size:
         runs = _runs(never)
-        shown = ", ".join(_index(cover, a) if a == b else f"{_index(cover, a)}..{_index(cover, b)}"
-                          for a, b in runs)
+        shown = ", ".join(
+            _index(cover, a) if a == b else f"{_index(cover, a)}..{_index(cover, b)}"
+            for a, b in runs
+        )
         more = " ..." if len(_runs(never, LISTED + 1)) > LISTED else ""
         lines.append(f"  never written: {shown}{more}")
     for flat in twice[:LISTED]:
@@ -117,8 +128,14 @@ def _label_programs(ax, cover: WriteCoverage, most: int = 48) -> None:
         mine = alone[first[alone] == number]
         pid = cover.pid_of(int(number))
         text = ",".join(str(i) for i in pid[: 1 + (cover.grid[1] > 1) + (cover.grid[2] > 1)])
-        ax.text((mine % cols).mean() + 0.5, (mine // cols).mean() + 0.5, f"({text})",
-                ha="center", va="center", fontsize=7)
+        ax.text(
+            (mine % cols).mean() + 0.5,
+            (mine // cols).mean() + 0.5,
+            f"({text})",
+            ha="center",
+            va="center",
+            fontsize=7,
+        )
 
 
 def draw(coverage: GridCoverage) -> str | None:
@@ -144,8 +161,14 @@ def draw(coverage: GridCoverage) -> str | None:
         Patch(color=NEVER, label="no program"),
         Patch(color=TWICE, label="two or more programs"),
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, title="written by",
-               title_fontsize=8)
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncol=3,
+        fontsize=8,
+        title="written by",
+        title_fontsize=8,
+    )
     fig.suptitle(f"which program wrote each element (grid {coverage.grid})", fontsize=10)
     fig.tight_layout(rect=(0, 0.14, 1, 0.93))
     buffer = io.BytesIO()
@@ -176,7 +199,9 @@ class CoverageSection:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in self.text())
         if not hasattr(self, "_png"):
             self._png = draw(self.coverage)  # drawn once: every view of the report shows it
-        image = f'<img alt="coverage map" src="data:image/png;base64,{self._png}">' if self._png else ""
+        image = (
+            f'<img alt="coverage map" src="data:image/png;base64,{self._png}">' if self._png else ""
+        )
         return f"<ul>{items}</ul>{image}"
 
     def _repr_html_(self) -> str:

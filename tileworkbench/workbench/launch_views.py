@@ -1,6 +1,6 @@
-"""The sections a launch adds to its report (the mismatch map and the whole-grid coverage of a failed
-check, the memory access picture of program 0) and the view of a launch that failed out of bounds
-(program id, bad offsets).
+"""The sections a launch adds to its report (the mismatch map and the whole-grid coverage of a
+failed check, the memory access picture of program 0) and the view of a launch that failed out of
+bounds (program id, bad offsets).
 cellrun.py calls these; each is best effort: a view that cannot be drawn leaves a note, never an error.
 """
 

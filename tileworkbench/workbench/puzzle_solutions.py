@@ -1,9 +1,9 @@
-"""Reference solutions of the twelve tile puzzles (puzzle_set.py states them; the notebook only loads
-these, so a learner sees a solution when they ask for it). tests/workbench/test_puzzle_set.py runs each
-in the interpreter, and on a GPU, against its float64 NumPy spec with the output poisoned.
+"""Reference solutions of the twelve tile puzzles (puzzle_set.py states them; the notebook only
+loads these, so a learner sees a solution when they ask for it). tests/workbench/test_puzzle_set.py
+runs each in the interpreter, and on a GPU, against its float64 NumPy spec with the output poisoned.
 
-Every kernel takes its inputs, then its output, then the sizes, then the block sizes as constexprs, in
-the order the puzzle's statement gives.
+Every kernel takes its inputs, then its output, then the sizes, then the block sizes as constexprs,
+in the order the puzzle's statement gives.
 """
 
 from __future__ import annotations
@@ -134,8 +134,16 @@ def flash_attention_kernel(
 
 @jit
 def conv2d_kernel(
-    x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: tl.constexpr,
-    BH: tl.constexpr, BW: tl.constexpr,
+    x_ptr,
+    k_ptr,
+    z_ptr,
+    N0,
+    H,
+    W,
+    KH: tl.constexpr,
+    KW: tl.constexpr,
+    BH: tl.constexpr,
+    BW: tl.constexpr,
 ):
     image = tl.program_id(0)
     i = tl.arange(0, BH)
@@ -162,10 +170,16 @@ def matmul_kernel(
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for start in range(0, K, BK):
         ks = start + tl.arange(0, BK)
-        a = tl.load(a_ptr + rows[:, None] * K + ks[None, :],
-                    mask=(rows[:, None] < M) & (ks[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ks[:, None] * N + cols[None, :],
-                    mask=(ks[:, None] < K) & (cols[None, :] < N), other=0.0)
+        a = tl.load(
+            a_ptr + rows[:, None] * K + ks[None, :],
+            mask=(rows[:, None] < M) & (ks[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + ks[:, None] * N + cols[None, :],
+            mask=(ks[:, None] < K) & (cols[None, :] < N),
+            other=0.0,
+        )
         acc += tl.dot(a, b)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(z_ptr + rows[:, None] * N + cols[None, :], acc, mask=mask)
@@ -173,8 +187,18 @@ def matmul_kernel(
 
 @jit
 def quant_matmul_kernel(
-    a_ptr, w_ptr, scale_ptr, zero_ptr, z_ptr, M, N, K, G: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    a_ptr,
+    w_ptr,
+    scale_ptr,
+    zero_ptr,
+    z_ptr,
+    M,
+    N,
+    K,
+    G: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
 ):
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     cols = tl.program_id(1) * BN + tl.arange(0, BN)

@@ -1,6 +1,6 @@
 """Puzzles in the style of the Triton puzzles: a spec in NumPy, a kernel to write, and a test that says
-pass or fail at once, with the memory access picture of one program and, on a failure, where it fails
-and which programs wrote (or missed) each output element.
+pass or fail at once, with the memory access picture of one program and, on a failure, where it
+fails and which programs wrote (or missed) each output element.
 
 `check_puzzle(kernel, spec, inputs, ...)` runs the kernel in the interpreter on fresh random inputs
 (the output poisoned with NaN first), compares it with the spec in float64 and returns a `PuzzleResult`,

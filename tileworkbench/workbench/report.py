@@ -176,7 +176,9 @@ class KernelReport:
         from .coverage import coverage
 
         if self.record is None:
-            raise ValueError(f"{self.name}: the coverage view needs a launch (this report has none)")
+            raise ValueError(
+                f"{self.name}: the coverage view needs a launch (this report has none)"
+            )
         return coverage(self.record)
 
     def export(self, folder: str) -> dict[str, str]:

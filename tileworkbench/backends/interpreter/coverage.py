@@ -1,6 +1,6 @@
-"""Which program wrote each element: the whole grid of a kernel run with a `CoverageMemory`, which notes
-the program id behind every store and atomic, for the workbench's coverage view (elements no program
-wrote, or that two programs wrote, and which ones).
+"""Which program wrote each element: the whole grid of a kernel run with a `CoverageMemory`, which
+notes the program id behind every store and atomic, for the workbench's coverage view (elements no
+program wrote, or that two programs wrote, and which ones).
 
 Ordinary runs use `Memory` and never pay for this.
 """
@@ -23,8 +23,9 @@ from .memory import REGION_BITS, Memory
 class WriteCoverage:
     """For each element of one argument: how many programs wrote it, the first and the second.
 
-    Programs are numbered linearly, x fastest (`pid_of` turns a number back into (x, y, z)); -1 is
-    none. `count` counts programs, not stores: a program that writes an element twice counts once."""
+    Programs are numbered linearly, x fastest (`pid_of` turns a number back into (x, y, z)); -1
+    is none. `count` counts programs, not stores: a program that writes an element twice counts
+    once."""
 
     argument: str
     shape: tuple[int, ...]
@@ -69,7 +70,9 @@ class CoverageMemory(Memory):
     def _note(self, ptrs, mask, dtype: np.dtype) -> None:
         addresses = np.asarray(ptrs, np.int64).reshape(-1)
         if mask is not None:
-            addresses = addresses[np.broadcast_to(np.asarray(mask, bool), np.shape(ptrs)).reshape(-1)]
+            addresses = addresses[
+                np.broadcast_to(np.asarray(mask, bool), np.shape(ptrs)).reshape(-1)
+            ]
         for region in np.unique(addresses >> REGION_BITS):
             argument = self._argument_at(int(region))
             if argument is None:
@@ -82,8 +85,14 @@ class CoverageMemory(Memory):
         cover = self.written.get(name)
         if cover is None:
             size = array.size
-            cover = WriteCoverage(name, tuple(array.shape), self.grid, np.zeros(size, np.int32),
-                                  np.full(size, -1, np.int64), np.full(size, -1, np.int64))
+            cover = WriteCoverage(
+                name,
+                tuple(array.shape),
+                self.grid,
+                np.zeros(size, np.int32),
+                np.full(size, -1, np.int64),
+                np.full(size, -1, np.int64),
+            )
             self.written[name] = cover
             self._last[name] = np.full(size, -1, np.int64)
         offsets = offsets[(offsets >= 0) & (offsets < cover.count.size)]
@@ -106,7 +115,9 @@ def record_coverage(
     """Run every program of `func` on `args` (which it writes to: pass copies) and return which
     programs wrote each element. An error that stops the run is kept, not raised."""
     params = func.args
-    names = list(arg_names) if arg_names else [p.name_hint or f"arg{i}" for i, p in enumerate(params)]
+    names = (
+        list(arg_names) if arg_names else [p.name_hint or f"arg{i}" for i, p in enumerate(params)]
+    )
     arrays = [
         _as_array(a, n, func) if isinstance(p.type, PointerType) else None
         for a, p, n in zip(args, params, names)

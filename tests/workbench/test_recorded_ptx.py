@@ -93,3 +93,18 @@ def test_record_script_ties_each_row_to_the_ptx_it_timed(tmp_path, monkeypatch):
             entry = row["ptx"]
             assert entry["target"] == "sm_90a" and entry["kernel"].startswith("tileworkbench.")
             assert ptx_sha256(compile_entry(entry)) == entry["sha256"], (path.name, row["label"])
+
+
+def test_changed_rows_are_listed_and_can_be_marked_stale(tmp_path, capsys):
+    from tileworkbench.workbench.record_ptx import main
+
+    data = json.loads((DATA / "01_vector_add.json").read_text())
+    data["rows"][0]["ptx"]["sha256"] = "f" * 64  # as if the compiler had changed since
+    (tmp_path / "01_vector_add.json").write_text(json.dumps(data))
+    assert main([str(tmp_path)]) == 1  # changed and not marked: what CI's test also refuses
+    assert "vector add 2^24 fp32: changed (today's compiler emits" in capsys.readouterr().out
+    assert main(["--mark-stale", str(tmp_path)]) == 0
+    marked = json.loads((tmp_path / "01_vector_add.json").read_text())["rows"][0]["ptx"]
+    assert marked["sha256"] == "f" * 64 and "different PTX" in marked["stale"]  # the hash is kept
+    assert main([str(tmp_path)]) == 0
+    assert "changed, marked stale" in capsys.readouterr().out

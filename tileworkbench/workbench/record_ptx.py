@@ -5,15 +5,18 @@ the current compiler's: the notebooks then say "re-record" instead of showing ol
 and tests/workbench/test_recorded_ptx.py fails in CI when the PTX changes.
 
 A row whose kernel or config cannot be reproduced from its record carries `"stale": "<why>"` and no
-invented hash.
+invented hash; `python -m tileworkbench.workbench.record_ptx [--mark-stale]` lists (and marks) the
+rows whose PTX changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 RERECORD = "run `PYTHONPATH=. python bench/record_notebook_data.py` on a GPU"
@@ -125,3 +128,49 @@ def check_row(row: dict) -> PtxCheck:
             "figures are of older code",
         )
     return PtxCheck("current")
+
+
+def check_records(folder: str | Path, mark_stale: bool = False) -> list[tuple[str, str, PtxCheck]]:
+    """(file, label, check) for every row of the records in `folder`, a changed row's status
+    "changed, marked stale" where the record knows; with `mark_stale`, a changed row gets that mark
+    (its hash kept), so CI passes and the notebook says re-record until someone re-records."""
+    out = []
+    for path in sorted(Path(folder).glob("*.json")):
+        data = json.loads(path.read_text())
+        changed = False
+        for row in data.get("rows", []):
+            check = check_row(row)
+            entry = row.get("ptx")
+            if mark_stale and check.status == "changed" and not entry.get("stale"):
+                entry["stale"] = "today's compiler emits different PTX for this kernel and config"
+                changed = True
+            if check.status == "changed" and entry.get("stale"):
+                check = PtxCheck("changed, marked stale", check.detail)
+            out.append((path.name, row.get("label", "?"), check))
+        if changed:
+            path.write_text(json.dumps(data, indent=1))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tileworkbench.workbench.record_ptx [--mark-stale] [FOLDER]`: which recorded rows
+    are still the current compiler's (exit 1 when a row not marked stale has changed)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    parser.add_argument("folder", nargs="?", default="notebooks/data")
+    parser.add_argument(
+        "--mark-stale",
+        action="store_true",
+        help="mark rows whose PTX changed as stale (then re-execute the notebooks)",
+    )
+    args = parser.parse_args(argv)
+    failing = 0
+    for name, label, check in check_records(args.folder, args.mark_stale):
+        print(f"{name}: {label}: {check.status}" + (f" ({check.detail})" if check.detail else ""))
+        failing += check.status == "changed"
+    return 1 if failing else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

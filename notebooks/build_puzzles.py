@@ -3,7 +3,8 @@
 Twelve puzzles at the depth of the Triton puzzles, from tileworkbench/workbench/puzzle_set.py: each
 has a statement, a spec (NumPy), a kernel to write, a test that says PASS or FAIL at once (with the
 memory access picture of one program and, on a failure, where the output is wrong and which
-programs wrote it), a hint, and a folded cell that shows and checks the reference solution (puzzle_solutions.py).
+programs wrote it), a hint, and a folded cell that shows and checks the reference solution
+(puzzle_solutions.py).
 Everything runs in the interpreter, so no GPU is needed.
 """
 

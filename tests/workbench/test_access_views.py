@@ -111,7 +111,8 @@ def test_any_program_on_request_and_sweep_needs_launches(tilekernel, capsys):
 
 def test_out_of_bounds_picture_of_a_large_array_zooms_to_the_program():
     """1,000,003 elements binned whole would be 163 elements a cell: the program a thin line. The
-    picture shows the program's rows and its neighbours', one element a cell, in the array's rows."""
+    picture shows the program's rows and its neighbours', one element a cell, in the array's
+    rows."""
     from tileworkbench.backends.interpreter.recording import Access
     from tileworkbench.workbench.access_map import COLORS, access_image, draw
 

@@ -1,6 +1,7 @@
-"""Recorded GPU figures tied to code: every row of notebooks/data/*.json names the PTX it was timed with
-(kernel, config, arch, sha256); today's compiler must still emit that PTX (no GPU: compiled here), or
-the row is marked stale and the notebook says "re-record" instead of showing it as current."""
+"""Recorded GPU figures tied to code: every row of notebooks/data/*.json names the PTX it was timed
+with (kernel, config, arch, sha256); today's compiler must still emit that PTX (no GPU: compiled
+here), or the row is marked stale and the notebook says "re-record" instead of showing it as
+current."""
 
 from __future__ import annotations
 
@@ -44,7 +45,10 @@ def test_recorded_row_still_matches_todays_ptx(name, row):
 
 
 def test_hash_ignores_the_checkout_folder_but_nothing_else():
-    ptx = '.version 8.0\n\t.file\t1 "/home/a/tileworkbench/workbench/showcase.py"\nadd.s32 %r1, %r2, 1;\n'
+    ptx = (
+        '.version 8.0\n\t.file\t1 "/home/a/tileworkbench/workbench/showcase.py"\n'
+        "add.s32 %r1, %r2, 1;\n"
+    )
     moved = ptx.replace("/home/a/", "/work/main/")
     assert ptx_sha256(ptx) == ptx_sha256(moved)
     assert ptx_sha256(ptx) != ptx_sha256(ptx.replace("1;", "2;"))

@@ -118,8 +118,8 @@ def test_peaks_html_has_table_and_plot():
 
 
 def test_untimed_kernels_on_datasheet_ceilings_say_what_is_placed_where():
-    """On a CPU: no ceiling measured, no kernel timed. The title names the datasheet, the legend says
-    a vertical line is an intensity and its circle the roof there; the text gives the bound."""
+    """On a CPU: no ceiling measured, no kernel timed. The title names the datasheet, the legend
+    says a vertical line is an intensity and its circle the roof there; the text gives the bound."""
     peaks = Peaks("Toy GPU", datasheet=toy_peaks().measured)
     points = [RooflinePoint("add", 1e9, 12e9, None), RooflinePoint("mm", 1e13, 1e10, None, "fp16")]
     plot = roofline(points, peaks=peaks)

@@ -8,7 +8,9 @@ Run on a GPU machine:
 It measures the device's ceilings (`%tilekernel_peaks`), then times the showcase kernels with
 `do_bench` at realistic sizes, beside Triton (same source, when installed) and CuPy/cuBLAS where
 there is a library equivalent. Each result is checked against a float64 reference first; a failing
-kernel is recorded as such. Nothing is written without a GPU: the notebooks keep their last record.
+kernel is recorded as such. Each row keeps the sha256 of the PTX that was timed and how to compile
+it again (tileworkbench/workbench/record_ptx.py), so the notebooks say "re-record" once the
+compiler emits other PTX. Nothing is written without a GPU: the notebooks keep their last record.
 `--interpret` runs the same suites in the interpreter at tiny sizes (no Triton, no cuBLAS), to test
 this script without a GPU.
 """
@@ -138,6 +140,7 @@ def vector_add(sizes: list[int]) -> list[dict]:
         head = slice(0, 1 << 20)
         status = check(out[head], host(x[head]).astype(np.float64) + host(y[head]), 1e-6)
         ms = bench_ms(lambda: add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024))
+        ptx = ptx_record(add_kernel, (x, y, out, n), grid, {"BLOCK_SIZE": 1024})
         copy_ms = bench_ms(lambda: XP.add(x, y, out=out))
         rows.append(
             row(
@@ -148,6 +151,7 @@ def vector_add(sizes: list[int]) -> list[dict]:
                 check=status,
                 triton_ms=triton_ms(add_kernel, grid, x, y, out, n, BLOCK_SIZE=1024),
                 cupy_add_ms=copy_ms,
+                ptx=ptx,
             )
         )
     return rows
@@ -168,6 +172,7 @@ def softmax(shapes: list[tuple[int, int]]) -> list[dict]:
         e = np.exp(x64 - x64.max(axis=1, keepdims=True))
         status = check(out[:64], e / e.sum(axis=1, keepdims=True), 1e-5)
         ms = bench_ms(lambda: softmax_kernel[(m,)](*args, BLOCK_SIZE=block))
+        ptx = ptx_record(softmax_kernel, args, (m,), {"BLOCK_SIZE": block})
         rows.append(
             row(
                 f"softmax {m}x{n} fp32",
@@ -177,6 +182,7 @@ def softmax(shapes: list[tuple[int, int]]) -> list[dict]:
                 check=status,
                 triton_ms=triton_ms(softmax_kernel, (m,), *args, BLOCK_SIZE=block),
                 torch_ms=torch_softmax_ms(x),
+                ptx=ptx,
             )
         )
     return rows
@@ -209,6 +215,16 @@ def best_config(launch, configs) -> tuple[tuple, float, list]:
 
 
 PTX_COUNTED = ("mma.sync", "wgmma.mma_async", "ldmatrix", "cp.async")
+
+
+def ptx_record(kernel, args, grid, meta: dict, num_warps: int = 4, num_stages: int = 3) -> dict:
+    """How to compile the timed kernel again and the sha256 of the PTX that ran (record_ptx.py), so
+    a notebook can tell when today's compiler no longer emits it. With --interpret: the launch's
+    specialization compiled for sm_90a."""
+    from tileworkbench.workbench.record_ptx import launch_entry
+
+    compiled = kernel.warmup(*args, grid=grid, **meta, num_warps=num_warps, num_stages=num_stages)
+    return launch_entry(kernel, compiled, meta, target="sm_90a" if XP is np else None)
 
 
 def sass_record(compiled) -> dict:
@@ -268,6 +284,8 @@ def matmul(sizes: list[int]) -> tuple[list[dict], dict]:
         tuning[rows[-1]["label"]] = tried
         bm, bn, bk, warps, stages = config
         meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+        rows[-1]["ptx"] = ptx_record(matmul_kernel, args, (tw.cdiv(s, bm), tw.cdiv(s, bn)), meta,
+                                     warps, stages)
         if XP is np:  # --interpret: the launch's specialization compiled for sm_90 (no GPU needed)
             compiled = tw.compile(matmul_kernel, signature=MATMUL_SIGNATURE, constexprs=meta,
                                   target="sm_90", num_warps=warps, num_stages=stages)
@@ -324,6 +342,7 @@ def layer_norm(shapes: list[tuple[int, int]]) -> list[dict]:
         ref = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5) * host(w) + host(b)
         status = check(y[:64], ref, 1e-4)
         ms = bench_ms(lambda: layer_norm_kernel[(m,)](*args, BLOCK_SIZE=block))
+        ptx = ptx_record(layer_norm_kernel, args, (m,), {"BLOCK_SIZE": block})
         rows.append(
             row(
                 f"layer norm {m}x{n} fp32",
@@ -332,6 +351,7 @@ def layer_norm(shapes: list[tuple[int, int]]) -> list[dict]:
                 8.0 * m * n + 8.0 * n,
                 check=status,
                 triton_ms=triton_ms(layer_norm_kernel, (m,), *args, BLOCK_SIZE=block),
+                ptx=ptx,
             )
         )
     return rows
@@ -454,7 +474,7 @@ SIZES = {
                   "03_matmul": [128], "04_layer_norm": [(64, 256)]},
 }
 # what the roofline notebook's table shows of each row
-ROOFLINE_KEYS = ("label", "ms", "GB/s", "TFLOP/s", "flops", "bytes", "compute", "check")
+ROOFLINE_KEYS = ("label", "ms", "GB/s", "TFLOP/s", "flops", "bytes", "compute", "check", "ptx")
 
 
 if __name__ == "__main__":

@@ -107,3 +107,25 @@ def test_any_program_on_request_and_sweep_needs_launches(tilekernel, capsys):
     with pytest.raises(Exception, match="does not combine with --signature"):  # the cell fails
         tilekernel('--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --kernel shift_kernel '
                         '--sweep BLOCK=64,128', cell)
+
+
+def test_out_of_bounds_picture_of_a_large_array_zooms_to_the_program():
+    """1,000,003 elements binned whole would be 163 elements a cell: the program a thin line. The
+    picture shows the program's rows and its neighbours', one element a cell, in the array's
+    rows."""
+    from tileworkbench.backends.interpreter.recording import Access
+    from tileworkbench.workbench.access_map import COLORS, access_image, draw
+
+    n, block, pid = 1_000_003, 1024, 976
+    offsets = pid * block + np.arange(block)
+    access = Access("load", "x_ptr", (n,), 7, "k.py:7", offsets, None)
+    image, bins, (first, end) = access_image(access)
+    assert bins == (1, 1) and image.shape[1] == 64
+    assert first == (pid - 1) * block // 64 and end - first == image.shape[0] <= 96
+    red = (image == COLORS["out of bounds"]).all(axis=2)
+    loaded = (image == COLORS["load"]).all(axis=2)
+    assert red.sum() == offsets[-1] + 1 - n and loaded.sum() == n - pid * block  # one cell each
+    assert (image[: block // 64] == COLORS["untouched"]).all()  # the neighbour before, untouched
+    small = Access("load", "x_ptr", (1000,), 7, "k.py:7", np.arange(768, 1024), None)
+    assert access_image(small)[2] == (0, 16)  # a small array is drawn whole, as before
+    assert draw(type("P", (), {"accesses": [access], "pid": (pid, 0, 0)})())

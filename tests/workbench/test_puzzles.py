@@ -1,5 +1,6 @@
-"""The puzzle notebook as stored: every stub says FAIL at once, every solution PASS, each test
-draws the memory access picture; and `check_puzzle` itself on a right, a wrong and an OOB kernel."""
+"""The puzzle notebook as stored: every stub of the twelve says FAIL at once, every solution PASS,
+each test draws the memory access picture; and `check_puzzle` itself on a right, a wrong and an
+out-of-bounds kernel."""
 
 from __future__ import annotations
 
@@ -72,9 +73,13 @@ def test_puzzle_notebook_says_pass_or_fail():
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, errors[0]
     tests, solutions = said("puzzle-test"), said("puzzle-solution")
-    assert len(tests) == len(solutions) == 4
+    assert len(tests) == len(solutions) == 12
     assert all(": FAIL - " in t for t in tests), tests  # the stubs fail at once ...
+    assert all("never written" in t for t in tests)  # ... writing nothing, which coverage shows
     assert all(": PASS - " in s for s in solutions), solutions  # ... and the solutions pass
     assert all("memory accesses of program" in s for s in solutions)
-    masked = next(s for s in solutions if "add_mask_kernel" in s)
+    masked = next(s for s in solutions if s.startswith("puzzle 2:"))
     assert "lanes masked off" in masked  # program 6 runs past the end: its masked lanes are shown
+    sources = [o["text"] for c in nb.cells if "puzzle-solution" in c.metadata.get("tags", [])
+               for o in c.get("outputs", []) if o.get("name") == "stdout"]
+    assert len(sources) == 12 and all("@jit" in text for text in sources)  # shown on request

@@ -115,3 +115,28 @@ def test_datasheet_lookup_and_cache(tmp_path):
 def test_peaks_html_has_table_and_plot():
     html = toy_peaks()._repr_html_()
     assert "<table>" in html and "Toy GPU" in html and "data:image/png;base64," in html
+
+
+def test_untimed_kernels_on_datasheet_ceilings_say_what_is_placed_where():
+    """On a CPU: no ceiling measured, no kernel timed. The title names the datasheet, the legend
+    says a vertical line is an intensity and its circle the roof there; the text gives the bound."""
+    peaks = Peaks("Toy GPU", datasheet=toy_peaks().measured)
+    points = [RooflinePoint("add", 1e9, 12e9, None), RooflinePoint("mm", 1e13, 1e10, None, "fp16")]
+    plot = roofline(points, peaks=peaks)
+    ax = plot.figure().axes[0]
+    assert ax.get_title() == "Roofline: Toy GPU datasheet ceilings (none measured here)"
+    legend = ax.get_legend()
+    assert "a vertical line is a kernel's arithmetic intensity" in legend.get_title().get_text()
+    labels = [t.get_text() for t in legend.get_texts()]
+    # 1/12 FLOP/B x 1 TB/s = 83.3 GFLOP/s; mm at 1000 FLOP/B meets the fp16 roof at 400 TFLOP/s
+    assert "add: 0.0833 FLOP/B, not timed; at most 83.3 GFLOP/s (DRAM bandwidth bound)" in labels
+    assert "mm: 1e+03 FLOP/B, not timed; at most 400 TFLOP/s (fp16 compute bound)" in labels
+    circles = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert sorted(c.get_ydata()[0] for c in circles) == pytest.approx([1e12 / 12, 400e12])
+    text = repr(plot)
+    assert text.startswith("Roofline on Toy GPU datasheet ceilings (none measured here)")
+    assert "add: 0.0833 FLOP/B, not timed, at most 83.3 GFLOP/s there" in text
+    timed = roofline([RooflinePoint("a", 2e12, 1e11, 0.2)], peaks=toy_peaks())
+    ax = timed.figure().axes[0]
+    assert ax.get_title() == "Roofline: Toy GPU, measured"
+    assert "vertical line" not in ax.get_legend().get_title().get_text()

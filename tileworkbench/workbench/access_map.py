@@ -69,27 +69,44 @@ def grid_shape(shape: tuple[int, ...]) -> tuple[int, int]:
     return math.ceil(size / columns), columns
 
 
-def access_image(access: Access) -> tuple[np.ndarray, tuple[int, int]]:
-    """An RGB image of the argument with this access's lanes coloured, and the bin sizes used."""
+def zoom_rows(access: Access, rows: int, cols: int, total_rows: int) -> tuple[int, int]:
+    """The rows to draw: all of them when they fit MAX_CELLS unbinned; else the rows of this
+    program's lanes and as many again on each side (its neighbours), so a large array does not
+    shrink the program to a thin line."""
+    offsets = access.offsets.reshape(-1)
+    if total_rows <= MAX_CELLS or offsets.size == 0:
+        return 0, total_rows
+    lo, hi = int(offsets.min()), int(offsets.max())
+    span = hi - lo + 1
+    first = max(0, (lo - span) // cols)
+    last = min(total_rows, (hi + span) // cols + 1)
+    return (first, last) if last > first else (0, total_rows)
+
+
+def access_image(access: Access) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
+    """An RGB image of the argument with this access's lanes coloured, the bin sizes used and the
+    rows shown (first, end): a large array is cut to the program and its neighbours."""
     rows, cols = grid_shape(access.array_shape)
     offsets, active = access.offsets.reshape(-1), access.active.reshape(-1)
     beyond = offsets[active & (offsets >= access.size)]
     extra = 0 if beyond.size == 0 else min(8, math.ceil((beyond.max() + 1) / cols) - rows)
     total_rows = rows + max(extra, 0)
-    bin_r, bin_c = math.ceil(total_rows / MAX_CELLS), math.ceil(cols / MAX_CELLS)
-    image = np.empty((math.ceil(total_rows / bin_r), math.ceil(cols / bin_c), 3))
+    first, end = zoom_rows(access, rows, cols, total_rows)
+    shown = end - first
+    bin_r, bin_c = math.ceil(shown / MAX_CELLS), math.ceil(cols / MAX_CELLS)
+    image = np.empty((math.ceil(shown / bin_r), math.ceil(cols / bin_c), 3))
     image[:] = COLORS["untouched"]
-    image[math.ceil(rows / bin_r) :] = (1.0, 1.0, 1.0)  # past the array's end
+    image[max(0, math.ceil((rows - first) / bin_r)) :] = (1.0, 1.0, 1.0)  # past the array's end
 
     def paint(selected: np.ndarray, color) -> None:
-        inside = selected[(selected >= 0) & (selected < total_rows * cols)]
+        inside = selected[(selected >= first * cols) & (selected < end * cols)] - first * cols
         image[(inside // cols) // bin_r, (inside % cols) // bin_c] = color
 
     paint(offsets[~active], COLORS["masked"])
     in_bounds = offsets[active & (offsets >= 0) & (offsets < access.size)]
     paint(in_bounds, COLORS.get(access.kind, COLORS["load"]))
     paint(offsets[active & ((offsets < 0) | (offsets >= access.size))], COLORS["out of bounds"])
-    return image, (bin_r, bin_c)
+    return image, (bin_r, bin_c), (first, end)
 
 
 def describe(access: Access) -> str:
@@ -124,11 +141,16 @@ def draw(accesses: ProgramAccesses) -> str | None:
     fig = Figure(figsize=(5.2 * columns, 2.6 * rows + 0.6))
     axes = np.atleast_1d(fig.subplots(rows, columns)).reshape(-1)
     for ax, access in zip(axes, shown):
-        image, (bin_r, bin_c) = access_image(access)
-        extent = (0, image.shape[1] * bin_c, image.shape[0] * bin_r, 0)  # in elements, not cells
+        image, (bin_r, bin_c), (first, end) = access_image(access)
+        # in elements (rows), not cells; a zoomed picture keeps the array's own row numbers
+        extent = (0, image.shape[1] * bin_c, first + image.shape[0] * bin_r, first)
         ax.imshow(image, interpolation="nearest", aspect="auto", extent=extent)
         binned = f", {bin_r}x{bin_c} elements per cell" if bin_r * bin_c > 1 else ""
         title = f"{access.kind} {access.argument}" + (f" (line {access.line})" if access.line else "")
+        rows, cols = grid_shape(access.array_shape)
+        if (first, end) != (0, rows) and end - first < rows:
+            unit = f" (rows of {cols})" if len(access.array_shape) == 1 else ""
+            binned += f"\nrows {first}-{end - 1} of {rows}{unit}: this program and its neighbours"
         ax.set_title(title + binned, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -1,5 +1,6 @@
-"""The sections a launch adds to its report (the mismatch map of a failed check, the memory access
-picture of program 0) and the view of a launch that failed out of bounds (program id, bad offsets).
+"""The sections a launch adds to its report (the mismatch map and the whole-grid coverage of a
+failed check, the memory access picture of program 0) and the view of a launch that failed out of
+bounds (program id, bad offsets).
 cellrun.py calls these; each is best effort: a view that cannot be drawn leaves a note, never an error.
 """
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from ..errors import OutOfBoundsError, TileworkbenchError
 from .access_map import AccessSection, launch_bytes, record_launch_program
+from .coverage import coverage
 from .mismatch import MismatchSection, block_size, mismatch_mask
 
 ACCESS_MAP_LIMIT = 16 << 20  # bytes of arguments copied for the access picture without asking
@@ -28,6 +30,11 @@ def add_launch_sections(report, record: Any, out: Any = None, ref: Any = None) -
             "tileworkbench.workbench.access_map(record, pid) draws it"
         )
         return
+    if report.sections and isinstance(report.sections[-1], MismatchSection):
+        try:  # a wrong answer: which programs wrote which elements (a missed or doubled block)
+            report.sections.append(coverage(record))
+        except (TileworkbenchError, KeyError, TypeError, ValueError) as exc:
+            report.notes.append(f"no coverage view: {type(exc).__name__}: {exc}")
     try:
         report.sections.append(AccessSection(record_launch_program(record, (0, 0, 0))))
     except (TileworkbenchError, KeyError, TypeError, ValueError) as exc:

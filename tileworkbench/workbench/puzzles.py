@@ -1,5 +1,6 @@
 """Puzzles in the style of the Triton puzzles: a spec in NumPy, a kernel to write, and a test that says
-pass or fail at once, with the memory access picture of one program and, on a failure, where it fails.
+pass or fail at once, with the memory access picture of one program and, on a failure, where it
+fails and which programs wrote (or missed) each output element.
 
 `check_puzzle(kernel, spec, inputs, ...)` runs the kernel in the interpreter on fresh random inputs
 (the output poisoned with NaN first), compares it with the spec in float64 and returns a `PuzzleResult`,
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .access_map import AccessSection, record_launch_program
+from .coverage import coverage
 from .mismatch import MismatchSection
 
 
@@ -40,9 +42,11 @@ class PuzzleResult:
     def _repr_html_(self) -> str:
         color, word = ("#060", "PASS") if self.passed else ("#b00", "FAIL")
         parts = [
-            f'<div style="font-family:system-ui,sans-serif;font-size:13px">'
-            f'<b style="color:{color};font-size:15px">{word}</b> {html.escape(self.name)}: '
-            f"{html.escape(self.summary)}"
+            (
+                f'<div style="font-family:system-ui,sans-serif;font-size:13px">'
+                f'<b style="color:{color};font-size:15px">{word}</b> {html.escape(self.name)}: '
+                f"{html.escape(self.summary)}"
+            )
         ]
         if self.hint and not self.passed:
             parts.append(f'<div style="color:#666">hint: {html.escape(self.hint)}</div>')
@@ -83,22 +87,31 @@ def check_puzzle(
     constexprs: dict[str, int] | None = None,
     hint: str | None = None,
     pid: tuple[int, ...] = (0, 0, 0),
+    rtol: float = 1e-5,
+    title: str | None = None,
 ) -> PuzzleResult:
     """Run `kernel(*inputs, out, *scalars, **constexprs)` on `grid` and compare with `spec(*inputs)`.
 
     Args:
         spec: the answer in NumPy, computed in float64 from the inputs.
-        inputs: input name -> shape; each gets fresh standard-normal float32 data.
+        inputs: input name -> shape (fresh standard-normal float32 data) or a function of a NumPy
+            random generator that makes the array (integer inputs, scales).
         out_shape: the output's shape; it is filled with NaN before the launch.
         grid, scalars, constexprs: the launch (scalars follow the output in the argument list).
         hint: shown when the kernel fails.
         pid: the program whose memory accesses are drawn.
+        rtol: the relative (and absolute) tolerance of the comparison.
+        title: what the verdict names (default: the kernel's name).
     """
-    name = getattr(getattr(kernel, "fn", kernel), "__name__", "kernel")
+    name = title or getattr(getattr(kernel, "fn", kernel), "__name__", "kernel")
     rng = np.random.default_rng()
-    arrays = [rng.standard_normal(shape).astype(np.float32) for shape in inputs.values()]
+    arrays = [
+        make(rng) if callable(make) else rng.standard_normal(make).astype(np.float32)
+        for make in inputs.values()
+    ]
     out = np.full(out_shape, np.nan, np.float32)
-    expected = spec(*[a.astype(np.float64) for a in arrays])
+    # integer inputs (packed weights) reach the spec as they are: it unpacks their bits
+    expected = spec(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays])
     args = [*arrays, out, *(scalars or {}).values()]
     launches, error = _launch(kernel, grid, args, dict(constexprs or {}))
     if error is not None:
@@ -109,7 +122,7 @@ def check_puzzle(
         result.sections += [view] if view is not None else []
         return result
     record = launches[-1] if launches else None
-    bad = ~np.isclose(out, expected, rtol=1e-5, atol=1e-5)
+    bad = ~np.isclose(out, expected, rtol=rtol, atol=rtol)
     n_bad, n_nan = int(bad.sum()), int(np.isnan(out).sum())
     if not n_bad:
         summary = f"all {out.size} elements match the spec"
@@ -119,6 +132,8 @@ def check_puzzle(
     result = PuzzleResult(name, n_bad == 0, summary, hint)
     if n_bad:
         result.sections.append(MismatchSection(bad, (constexprs or {}).get("B0")))
+        if record is not None:  # which program wrote what: a missing or doubled block shows here
+            result.sections.append(coverage(record))
     if record is not None:
         result.sections.append(AccessSection(record_launch_program(record, pid)))
     return result

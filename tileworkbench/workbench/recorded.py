@@ -2,7 +2,9 @@
 bench/record_notebook_data.py and shown in place of GPU-only cells on machines without one.
 
 A file holds: {"device", "date", "versions", "peaks": {name: value}, "rows": [{"label", "ms", "flops",
-"bytes", "compute", "triton_ms"?, ...}], "notes"}. A missing file is reported, never invented.
+"bytes", "compute", "triton_ms"?, "ptx": {kernel, config, sha256}, ...}], "notes"}. A missing file
+is reported, never invented; a row whose PTX today's compiler no longer emits says "re-record"
+(record_ptx.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .peaks import UNITS, Peak, Peaks, datasheet_peaks
+from .record_ptx import PtxCheck, check_row
 from .roofline import Roofline, RooflinePoint
 
 SCRIPT = "bench/record_notebook_data.py"
@@ -34,6 +37,7 @@ class Recorded:
     data: dict | None = None
     path: Path | None = None
     rows: list[dict] = field(default_factory=list)
+    _checks: list[PtxCheck] | None = field(default=None, repr=False)
 
     @property
     def available(self) -> bool:
@@ -49,9 +53,10 @@ class Recorded:
         return Peaks(device, measured=measured, datasheet=datasheet_peaks(device))
 
     def points(self) -> list[RooflinePoint]:
+        stale = {r["label"] for r, c in zip(self.rows, self.ptx_checks()) if not c.current}
         return [
             RooflinePoint(
-                r["label"],
+                r["label"] + (" (older code: re-record)" if r["label"] in stale else ""),
                 float(r["flops"]),
                 float(r["bytes"]),
                 r["ms"] * 1e-3,
@@ -62,6 +67,17 @@ class Recorded:
             for r in self.rows
             if r.get("ms") and r.get("flops") and r.get("bytes")
         ]
+
+    def ptx_checks(self) -> list[PtxCheck]:
+        """For each row, whether today's compiler still emits the PTX it was timed with (compiled
+        once, for sm_90a or whatever the row names: no GPU needed)."""
+        if self._checks is None:
+            self._checks = [check_row(row) for row in self.rows]
+        return self._checks
+
+    def rerecord_notes(self) -> list[str]:
+        """"re-record ..." for each row whose figures are not the current compiler's."""
+        return [c.note(r["label"]) for r, c in zip(self.rows, self.ptx_checks()) if not c.current]
 
     def roofline(self) -> Roofline | None:
         points = self.points()
@@ -77,20 +93,21 @@ class Recorded:
         if not self.available:
             return self._missing()
         lines = [f"recorded on {self.data.get('device')} ({self.data.get('date', '?')})"]
-        for row in self.rows:
-            lines.append("  " + ", ".join(f"{k}={_fmt(v)}" for k, v in row.items()))
-        return "\n".join(lines)
+        for row, check in zip(self.rows, self.ptx_checks()):
+            shown = ", ".join(f"{k}={_fmt(v)}" for k, v in row.items() if k != "ptx")
+            lines.append(("  " if check.current else "  RE-RECORD (older code): ") + shown)
+        return "\n".join(lines + self.rerecord_notes())
 
     def _repr_html_(self) -> str:
         if not self.available:
             return f"<p><i>{html.escape(self._missing())}</i></p>"
-        keys = list(dict.fromkeys(k for row in self.rows for k in row))
-        head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+        keys = list(dict.fromkeys(k for row in self.rows for k in row if k != "ptx"))
+        head = "<th>code</th>" + "".join(f"<th>{html.escape(k)}</th>" for k in keys)
         body = "".join(
-            "<tr>"
+            f"<tr><td>{'current' if check.current else '<b>older: re-record</b>'}</td>"
             + "".join(f"<td>{html.escape(_fmt(row.get(k, '')))}</td>" for k in keys)
             + "</tr>"
-            for row in self.rows
+            for row, check in zip(self.rows, self.ptx_checks())
         )
         meta = html.escape(
             f"{self.data.get('device')}, {self.data.get('date', '')}, "
@@ -101,8 +118,9 @@ class Recorded:
             '<div style="overflow-x:auto;max-width:100%"><table style="font-size:0.85em;'
             f'white-space:nowrap"><tr>{head}</tr>{body}</table></div>'
         )
+        notes = [*self.rerecord_notes(), *self.data.get("notes", [])]
         return f"<p><b>Recorded on {meta}</b></p>{table}" + "".join(
-            f"<p>{html.escape(n)}</p>" for n in self.data.get("notes", [])
+            f"<p>{html.escape(n)}</p>" for n in notes
         )
 
 

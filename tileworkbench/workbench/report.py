@@ -170,6 +170,17 @@ class KernelReport:
             raise ValueError(f"{self.name}: the access picture needs a launch (this report has none)")
         return access_map(self.record, pid)
 
+    def coverage(self):
+        """Which programs of the launch wrote each output element (the whole grid rerun on copies):
+        elements no program wrote, or two did, and by whom."""
+        from .coverage import coverage
+
+        if self.record is None:
+            raise ValueError(
+                f"{self.name}: the coverage view needs a launch (this report has none)"
+            )
+        return coverage(self.record)
+
     def export(self, folder: str) -> dict[str, str]:
         """Write a self-contained HTML page and (for a launch) a reproducer script into `folder`."""
         from .export import export_report

@@ -4,6 +4,8 @@ Hierarchical: one bandwidth slope per memory level (L2, DRAM) and one roof per c
 fp32 CUDA cores; tf32, bf16, fp16 tensor cores). Measured ceilings are solid, datasheet ones dashed;
 each kernel is a point labelled with its % of the ceiling that bounds it at its intensity, and a point
 above a ceiling gets a warning (its bytes came from a faster level, or the counts or the time are off).
+An untimed kernel (no GPU) is a vertical line at its intensity with a hollow circle where it meets the
+roof, and the title says whose ceilings these are (a datasheet's when none was measured here).
 matplotlib is imported only when a plot is drawn.
 """
 
@@ -158,10 +160,12 @@ class Roofline:
         return [w for p in self.points for w in ceiling_warnings(p, self.peaks)]
 
     def __repr__(self) -> str:
-        lines = [f"Roofline on {self.peaks.device}"]
+        lines = [f"Roofline on {ceilings_source(self.peaks)}"]
         for point, bound in zip(self.points, self.bounds()):
             achieved = f"{point.achieved / 1e12:.3g} TFLOP/s" if point.achieved else "not timed"
             where = bound.label() if bound else "no ceilings"
+            if bound is not None and not point.achieved:
+                where = f"at most {_rate(bound.attainable)} there ({where})"
             lines.append(f"  {point.label}: {point.intensity:.3g} FLOP/B, {achieved}, {where}")
         lines += [f"  warning: {w}" for w in self.warnings()]
         return "\n".join(lines)
@@ -228,8 +232,11 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
                 color=f"C{i % 10}",
                 ls=(i * 2, (2, 2 + i)),
                 lw=1.6,
-                label=f"{point.label}: {point.intensity:.3g} FLOP/B (not timed: placed by intensity)",
+                label=_untimed_label(point, bound),
             )
+            if bound is not None:  # where the line meets the roof: the most it could reach
+                ax.plot([point.intensity], [bound.attainable], "o", mfc="white", ms=8,
+                        color=f"C{i % 10}", zorder=5)
             ax.text(
                 point.intensity,
                 0.04 + 0.22 * (i % 4),
@@ -266,9 +273,11 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("FLOP/s")
-    ax.set_title(f"Roofline: {peaks.device}", fontsize=10)
+    ax.set_title(title(points, peaks), fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     sources = _sources_note(points)
+    if any(p.achieved is None for p in points):
+        sources += "\n" + UNTIMED_NOTE
     # outside the axes, so it never hides a kernel's point
     ax.legend(
         fontsize=9,
@@ -278,6 +287,35 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
         title_fontsize=8,
         borderaxespad=0.0,
     )
+
+
+def ceilings_source(peaks: Peaks) -> str:
+    """Whose ceilings these are, in words: measured on this machine, or a datasheet's."""
+    if peaks.measured:
+        return f"{peaks.device}, measured"
+    return f"{peaks.device} datasheet ceilings (none measured here)"
+
+
+def title(points: list[RooflinePoint], peaks: Peaks) -> str:
+    """The plot's title: whose ceilings these are."""
+    return f"Roofline: {ceilings_source(peaks)}"
+
+
+UNTIMED_NOTE = (
+    "not timed here (no GPU): a vertical line is a kernel's arithmetic intensity,\n"
+    "its hollow circle where it meets the roof (the most it could reach there)"
+)
+
+
+def _untimed_label(point: RooflinePoint, bound: Bound | None) -> str:
+    head = f"{point.label}: {point.intensity:.3g} FLOP/B, not timed"
+    if bound is None:
+        return head + " (placed by intensity)"
+    return head + f"; at most {_rate(bound.attainable)} ({bound.label()})"
+
+
+def _rate(flops: float) -> str:
+    return f"{flops / 1e12:.3g} TFLOP/s" if flops >= 1e12 else f"{flops / 1e9:.3g} GFLOP/s"
 
 
 def _sources_note(points: list[RooflinePoint]) -> str:

@@ -428,17 +428,20 @@ def _engine(executor: Any) -> Any:
     return executor
 
 
-def build(jobs: dict[str, CompileJob | None], executor: Any = None,
-          workers: int | None = None) -> Iterator[Built]:
+def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int | None = None,
+          marker_dir: str | None = None) -> Iterator[Built]:
     """Compile `jobs` (label -> job; None: the parent compiles it) and yield each config's `Built` as
-    soon as it is done; configs the parent compiles come first."""
+    soon as it is done; configs the parent compiles come first. Each attempt at a job leaves a file
+    `<label>.<pid>.<random>` in `marker_dir` (default: a temporary folder), which counts retries."""
     local = [label for label, job in jobs.items() if job is None]
     remote = {label: job for label, job in jobs.items() if job is not None}
     for label in local:
         yield Built(label, fallback="compiled in this process")
     if not remote:
         return
-    marker_dir = tempfile.mkdtemp(prefix="tileworkbench-attempts-")
+    own_markers = marker_dir is None
+    if own_markers:
+        marker_dir = tempfile.mkdtemp(prefix="tileworkbench-attempts-")
     try:
         for job in remote.values():
             job.marker_dir = marker_dir
@@ -448,7 +451,8 @@ def build(jobs: dict[str, CompileJob | None], executor: Any = None,
         else:
             yield from _build_local(remote, workers or worker_count(len(remote)))
     finally:
-        shutil.rmtree(marker_dir, ignore_errors=True)
+        if own_markers:
+            shutil.rmtree(marker_dir, ignore_errors=True)
 
 
 def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:

@@ -108,7 +108,7 @@ def test_compile_errors_are_reported_as_a_sequential_tune_reports_them(cpu_targe
                                    rep=2)(scale_rows)
     sequential_tuner[(x.shape[0],)](x, out, x.shape[1], 2.0)
     sequential = {c.kwargs["BLOCK"]: r for c, r in sequential_tuner.last_results.items()}
-    assert sequential[48]["where"]["compiled"] == "parent"
+    assert sequential[48]["where"]["compiled"] == "this process"
     assert parallel[48]["error"] == sequential[48]["error"]
     assert parallel[48]["error"].startswith("TileTypeError: ") and "arange" in parallel[48]["error"]
     assert "ms" in parallel[64] and "ms" in sequential[64]

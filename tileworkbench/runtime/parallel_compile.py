@@ -375,7 +375,7 @@ class Built:
 
     label: str
     seconds: float | None = None
-    where: str = "parent"
+    where: str = "this process"
     error: str | None = None
     fallback: str | None = None
     attempts: int = 1

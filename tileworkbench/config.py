@@ -51,9 +51,9 @@ class Config:
     the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
     `TILEWORKBENCH_DEFAULT_FP_FUSION=0` makes `enable_fp_fusion` default to False (Triton's
     `knobs.language.default_fp_fusion`);
-    `TILEWORKBENCH_COMPILE_WORKERS` is how many processes compile an autotuner's or a sweep's configs
-    (unset: one per config up to the CPU count; 0 or 1: one after another in this process;
-    runtime/parallel_compile.py);
+    `TILEWORKBENCH_COMPILE_WORKERS` is how many processes compile an autotuner's or a sweep's
+    configs (unset: one per config up to the CPU count; 0 or 1: one after another in this
+    process; runtime/parallel_compile.py);
     `TILEWORKBENCH_AUTOTUNE_GPUS` is how many GPUs of this host time an autotuner's configs at once,
     one config per GPU at a time (default 1; 0: every visible GPU)."""
 

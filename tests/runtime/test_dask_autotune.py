@@ -1,6 +1,6 @@
-"""A tune whose configs compile on a real local Dask cluster (distributed.LocalCluster: two worker
-processes), and a worker killed while it compiles a config: Dask reschedules that config on the other
-worker and the build finishes, saying which config needed a second attempt."""
+"""A tune whose configs compile on a real local Dask cluster (distributed.LocalCluster: two
+worker processes), and a worker killed while it compiles a config: Dask reschedules that config on
+the other worker and the build finishes, saying which config needed a second attempt."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import signal
 import time
 
-import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
@@ -37,7 +36,8 @@ def cpu_target(monkeypatch, tmp_path):
 
 
 def test_a_tune_compiles_on_a_dask_cluster(client, cpu_target):
-    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=2, executor=client)(scale_rows)
+    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=2,
+                        executor=client)(scale_rows)
     x, out = _rows(n_cols=33)
     tuned[(x.shape[0],)](x, out, x.shape[1], -0.75)
     _check(out, _expected(x, -0.75))

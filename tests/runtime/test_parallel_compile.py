@@ -173,7 +173,7 @@ def test_a_kernel_no_worker_can_import_is_compiled_here():
 
     with pytest.raises(parallel_compile.NotShippable, match="module-level"):
         parallel_compile.locate(local())
-    assert parallel_compile.locate(tuned_rows.fn)[2:] == ("scale_rows", 0)
+    assert parallel_compile.locate(tuned_rows.fn)[2:] == ("scale_rows", 0, None)
 
 
 # -- timing lanes: one config per device at a time, with fake devices ------------------------------
@@ -209,8 +209,8 @@ def test_lanes_time_every_config_once_one_at_a_time_per_device():
     assert not overlap
     assert {where for _, where, _ in done} == {"GPU 0", "GPU 1", "GPU 2"}
     timings = {item: result for item, _, result in done}
-    sequential = {item: lane(f"GPU 0").bench(item) for item in costs}
-    # the same choice as timing one after another on one device (the costs differ by more than noise)
+    sequential = {item: lane("GPU 0").bench(item) for item in costs}
+    # the choice of timing one after another on one device (costs differ by more than the noise)
     assert min(timings, key=timings.get) == min(sequential, key=sequential.get)
 
 

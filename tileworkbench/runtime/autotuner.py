@@ -273,7 +273,8 @@ class Autotuner(KernelInterface):
                     result["compile_s"] = compile_s
             if built.seconds is not None and built.fallback is None:
                 result["compile_s"] = built.seconds
-            result["where"] = {"compiled": built.where, "timed": None if "error" in result else lane}
+            timed = None if "error" in result else lane
+            result["where"] = {"compiled": built.where, "timed": timed}
             if built.notes:
                 result["notes"] = list(built.notes)
             self.last_results[config] = result
@@ -490,9 +491,10 @@ def autotune(
         warmup: warm-up budget per config, ms (default 25).
         rep: measurement budget per config, ms (default 100).
         do_bench: a replacement for `do_bench`, called as do_bench(fn, quantiles=(0.5, 0.2, 0.8)).
-        executor: where configs compile: None, local worker processes (TILEWORKBENCH_COMPILE_WORKERS);
-            or a `concurrent.futures.Executor` or a Dask `distributed.Client` (e.g. on dask-cuda's
-            `LocalCUDACluster`) whose workers compile them, over machines (tileworkbench's extension).
+        executor: where configs compile: None, local worker processes
+            (TILEWORKBENCH_COMPILE_WORKERS); or a `concurrent.futures.Executor` or a Dask
+            `distributed.Client` (e.g. on dask-cuda's `LocalCUDACluster`) whose workers compile
+            them, over machines (tileworkbench's extension).
             Configs are timed on this host's GPU(s) as soon as each is built.
     """
 
@@ -621,7 +623,8 @@ def _other_gpus() -> list[int]:
 
 
 def _to_device(value, device: int):
-    """`value` with its arrays copied to GPU `device` (host descriptors: a copy over the copied base)."""
+    """`value` with its arrays copied to GPU `device` (a host descriptor: a copy over the copied
+    base)."""
     import copy
 
     from tileworkbench.frontend.descriptor_args import is_host_descriptor

@@ -4,20 +4,21 @@ devices as soon as each is built.
 Our frontend and passes are Python, so threads would only overlap LLVM and ptxas: parallelism comes
 from processes. Each config becomes a `CompileJob` of plain data (where the kernel lives, the
 arguments as stand-ins that carry only what specialization reads: dtype, address alignment, shape;
-the launch options; the settings that reach the cache key). A worker (a spawned process: never a fork
-after CUDA is initialised, and a worker never initialises CUDA, as it compiles for the architecture
-the parent resolved) imports the kernel's module, compiles through to the cubin with
-`JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain files; the
-parent's own compile of that config is then a cache hit. Workers of an outside engine (a
+the launch options; the settings that reach the cache key). A worker (a spawned process: never a
+fork after CUDA is initialised, and the compiler never initialises CUDA in it, as it compiles for
+the architecture the parent resolved) imports the kernel's module, compiles through to the cubin
+with `JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain
+files; the parent's own compile of that config is then a cache hit. Workers of an outside engine (a
 `concurrent.futures.Executor`, or a Dask `distributed.Client`, e.g. over dask-cuda's
 `LocalCUDACluster`) compile into a private cache and return the entry's files, which the parent puts
 into its cache, so no shared file system is needed.
 
-A config whose kernel cannot be found by a worker (defined in a notebook cell, or an argument with no
-stand-in) is compiled by the parent as before. A compile error or out-of-resources error in a worker
-is reported for its config as a sequential tune reports it. A local worker that dies breaks its pool:
-the configs not yet built are resubmitted to a fresh pool (the dead worker's config among them); a
-Dask worker that dies has its task rescheduled by Dask. Either way the config's `attempts` says so.
+A config whose kernel cannot be found by a worker (defined in a notebook cell, or an argument
+with no stand-in) is compiled by the parent as before. A compile error or out-of-resources error
+in a worker is reported for its config as a sequential tune reports it. A local worker that dies
+breaks its pool: the configs not yet built are resubmitted to a fresh pool (the dead worker's
+config among them); a Dask worker that dies has its task rescheduled by Dask. Either way the
+config's `attempts` and notes say so.
 
 `TILEWORKBENCH_COMPILE_WORKERS` (config.compile_workers) sets the local worker count: unset, one per
 config up to the CPU count; 0 or 1 compiles in the parent, one config after another.
@@ -54,13 +55,13 @@ class NotShippable(Exception):
     """A config that a worker cannot compile (its kernel or an argument has no plain-data form)."""
 
 
-# -- stand-ins for arguments ----------------------------------------------------------------------------
+# -- stand-ins for arguments -----------------------------------------------------------------------
 
 
 class ArrayStandIn:
-    """What a worker passes in place of a GPU array: its dtype, address (only its alignment matters to
-    specialization), shape and strides (elements). Read as torch tensors are (`data_ptr`), never
-    dereferenced: a warmup compiles without launching."""
+    """What a worker passes in place of a GPU array: its dtype, address (only its alignment
+    matters to specialization), shape and strides (elements). Read as torch tensors are
+    (`data_ptr`), never dereferenced: a warmup compiles without launching."""
 
     __tile_tensor_wrapper__ = True
 
@@ -87,9 +88,9 @@ class ArrayStandIn:
         return f"ArrayStandIn({self.dtype}, shape={list(self.shape)})"
 
 
-def _numpy_like(dtype: str, misalignment: int, shape, strides_bytes) -> np.ndarray:
+def _numpy_like(dtype: str, misalignment: int, shape) -> np.ndarray:
     """A NumPy array of `dtype` whose address is `misalignment` past a 16-byte boundary, viewed with
-    `shape` and `strides_bytes` over a few bytes: only its type and alignment are read by a warmup."""
+    `shape` over a few bytes (zero strides): only its type and alignment are read by a warmup."""
     kind = _numpy_dtype(dtype)
     buffer = np.zeros(64 + kind.itemsize, np.uint8)
     start = (-buffer.ctypes.data) % 16 + misalignment
@@ -173,8 +174,8 @@ def decode_value(data: Any) -> Any:
         return TensorDescriptor(decode_value(d["base"]), list(d["shape"]), list(d["strides"]),
                                 list(d["block_shape"]), d["padding"])
     if "numpy" in data:
-        dtype, misalignment, shape, strides = data["numpy"]
-        return _numpy_like(dtype, misalignment, shape, strides)
+        dtype, misalignment, shape, _ = data["numpy"]
+        return _numpy_like(dtype, misalignment, shape)
     dtype, address, shape, strides = data["array"]
     return ArrayStandIn(dtype, address, shape, strides)
 
@@ -184,7 +185,7 @@ def stand_in(value: Any) -> Any:
     return decode_value(encode_value(value))
 
 
-# -- jobs --------------------------------------------------------------------------------------------------
+# -- jobs ------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -196,6 +197,7 @@ class CompileJob:
     file: str | None  # and how many `.fn` steps lead from that attribute to the object launched
     qualname: str
     steps: int
+    rebuild: list | None  # (module, function, args): how a worker makes a module built at run time
     args: list
     kwargs: dict
     settings: dict
@@ -206,8 +208,12 @@ class CompileJob:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def locate(kernel: Any) -> tuple[str, str | None, str, int]:
-    """(module, file, attribute, steps) by which a worker finds `kernel`, or NotShippable."""
+def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
+    """(module, file, attribute, steps, rebuild) by which a worker finds `kernel`, or NotShippable.
+
+    A module made at run time (a loader's, not importable by name) can say how a worker makes it
+    again: `module.__tileworkbench_rebuild__ = (loader module, function, [args])`, as
+    tests/tutorials/tutorial_loader.py does for Triton's tutorials."""
     import sys
 
     import inspect
@@ -236,7 +242,8 @@ def locate(kernel: Any) -> tuple[str, str | None, str, int]:
         steps += 1
     if found is not kernel:
         raise NotShippable(f"{module_name}.{qualname} is not the object being tuned")
-    return module_name, file, qualname, steps
+    rebuild = getattr(module, "__tileworkbench_rebuild__", None)
+    return module_name, file, qualname, steps, list(rebuild) if rebuild else None
 
 
 def _guarded_script(file: str) -> bool:
@@ -264,7 +271,8 @@ def worker_settings(target: str) -> dict:
 
 
 def launch_target(options: dict) -> str:
-    """The concrete target a launch with these options compiles for (as `JITFunction.run` picks it)."""
+    """The concrete target a launch with these options compiles for (as `JITFunction.run`
+    picks it)."""
     from ..backends import backend_for, default_target
     from .compiler import resolve_target
 
@@ -281,7 +289,7 @@ def cacheable_target(target: str) -> bool:
 
 
 def run_job(job: dict) -> dict:
-    """In a worker: compile one config and leave it in the cache; returns what happened as plain data."""
+    """In a worker: compile one config and leave it in the cache; what happened, as plain data."""
     begin = time.perf_counter()
     attempts = _mark_attempt(job)
     out = {"label": job["label"], "pid": os.getpid(), "host": _HOST, "attempts": attempts}
@@ -333,6 +341,9 @@ def _find(job: dict) -> Any:
     if name in ("__main__", "__mp_main__"):  # the parent's script, imported under a name of its own
         name = _MAIN_ALIAS
     module = sys.modules.get(name)
+    if module is None and job.get("rebuild"):
+        loader, function, arguments = job["rebuild"]
+        module = getattr(importlib.import_module(loader), function)(*arguments)
     if module is None:
         try:
             if name == _MAIN_ALIAS:
@@ -352,8 +363,9 @@ def _find(job: dict) -> Any:
 
 
 def _finish(compiled: Any) -> None:
-    """Wait for ptxas and for the cache entry: the entry is written by a callback on the assembler's
-    thread after ptxas, which a waiter on the result can outrun; shutting the pool down waits for it."""
+    """Wait for ptxas and for the cache entry: the entry is written by a callback on the
+    assembler's thread after ptxas, which a waiter on the result can outrun; shutting the pool
+    down waits for it."""
     from . import compiler
 
     wait = getattr(compiled, "_wait", None)
@@ -365,13 +377,13 @@ def _finish(compiled: Any) -> None:
         pool.shutdown(wait=True)
 
 
-# -- running jobs -------------------------------------------------------------------------------------------
+# -- running jobs ----------------------------------------------------------------------------------
 
 
 @dataclass
 class Built:
-    """How one config's compile went: `error` (its own compile error, as a sequential tune reports it),
-    or `fallback` (why the parent compiles it itself); seconds, where, and attempts."""
+    """How one config's compile went: `error` (its own compile error, as a sequential tune
+    reports it), or `fallback` (why the parent compiles it itself); seconds, where, attempts."""
 
     label: str
     seconds: float | None = None
@@ -383,7 +395,8 @@ class Built:
 
 
 def worker_count(n_jobs: int) -> int:
-    """Local compile processes for `n_jobs` configs: config.compile_workers, else min(n_jobs, cores)."""
+    """Local compile processes for `n_jobs` configs: config.compile_workers, else
+    min(n_jobs, cores)."""
     chosen = settings.compile_workers
     if chosen is None:
         chosen = os.cpu_count() or 1
@@ -395,8 +408,8 @@ _POOL_LOCK = threading.Lock()
 
 
 def _local_pool(workers: int, fresh: bool = False) -> futures.ProcessPoolExecutor:
-    """The shared pool of spawned compile processes (kept between tunes: each spawn costs an import of
-    tileworkbench), grown when more workers are asked for, replaced when broken."""
+    """The shared pool of spawned compile processes (kept between tunes: each spawn costs an
+    import of tileworkbench), grown when more workers are asked for, replaced when broken."""
     with _POOL_LOCK:
         pool = _POOL.get("pool")
         if pool is not None and (fresh or _POOL.get("workers", 0) < workers):
@@ -430,9 +443,10 @@ def _engine(executor: Any) -> Any:
 
 def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int | None = None,
           marker_dir: str | None = None) -> Iterator[Built]:
-    """Compile `jobs` (label -> job; None: the parent compiles it) and yield each config's `Built` as
-    soon as it is done; configs the parent compiles come first. Each attempt at a job leaves a file
-    `<label>.<pid>.<random>` in `marker_dir` (default: a temporary folder), which counts retries."""
+    """Compile `jobs` (label -> job; None: the parent compiles it) and yield each config's
+    `Built` as soon as it is done; configs the parent compiles come first. Each attempt at a job
+    leaves a file `<label>.<pid>.<random>` in `marker_dir` (default: a temporary folder), which
+    counts retries."""
     local = [label for label, job in jobs.items() if job is None]
     remote = {label: job for label, job in jobs.items() if job is not None}
     for label in local:
@@ -537,7 +551,7 @@ def _built(result: dict) -> Built:
     return built
 
 
-# -- timing on several devices at once ----------------------------------------------------------------------
+# -- timing on several devices at once -------------------------------------------------------------
 
 
 @dataclass

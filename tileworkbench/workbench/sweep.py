@@ -66,7 +66,7 @@ class SweepRow:
     report: Any = None
     failure: str | None = None
     gpu: Any = None  # Resources of the GPU compile of this specialization
-    compile_s: float | None = None  # seconds a compile worker took (None: compiled by the cell's run)
+    compile_s: float | None = None  # a compile worker's seconds (None: compiled by the cell's run)
     where: str = "this process"  # the compile worker (pid, host) that built it
 
     @property
@@ -261,8 +261,9 @@ def run_sweep(shell, cell: str, sweep: str, recorder, build_report, run_inner,
     Args:
         build_report: (record) -> KernelReport for one launch (time, check as the cell's options say).
         run_inner: (shell, cell) -> IPython's ExecutionResult, running the cell without history.
-        executor: where the configs after the first compile: None, local worker processes; or a
-            `concurrent.futures.Executor` or Dask `distributed.Client` (runtime/parallel_compile.py).
+        executor: where the configs after the first compile: None, local worker processes; or
+            a `concurrent.futures.Executor` or Dask `distributed.Client`
+            (runtime/parallel_compile.py).
     """
     configs = parse_sweep(sweep)
     rows = [SweepRow(config) for config in configs]

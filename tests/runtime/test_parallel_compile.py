@@ -30,6 +30,18 @@ def scale_rows(x_ptr, out_ptr, n_cols, scale, BLOCK: tl.constexpr):
     tl.store(out_ptr + row * n_cols + cols, x * scale + tl.sum(x, axis=0), mask=mask)
 
 
+@tw.jit
+def copy_tiles(src, dst, BLOCK: tl.constexpr, WIDTH: tl.constexpr):
+    row = tl.program_id(0) * BLOCK
+    dst.store([row, 0], src.load([row, 0]) * 2)
+
+
+def _tile_blocks(nargs):
+    """As tutorial 06's pre_hook: each config sets its descriptors' block shapes."""
+    for name in ("src", "dst"):
+        nargs[name].block_shape = [nargs["BLOCK"], nargs["WIDTH"]]
+
+
 CONFIGS = [tw.Config({"BLOCK": block}, num_warps=warps) for block in (64, 128) for warps in (2, 4)]
 tuned_rows = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=2)(scale_rows)
 # BLOCK=48 is no power of two: tl.arange refuses it when the config compiles
@@ -161,6 +173,41 @@ def test_stand_ins_specialize_as_the_arguments_do():
     assert desc.block_shape == [16, 32]
     with pytest.raises(parallel_compile.NotShippable, match="object"):
         parallel_compile.encode_value(object())
+
+
+def test_gpu_configs_build_in_workers_with_no_gpu_and_the_parent_finds_them(monkeypatch, tmp_path):
+    """sm_90a configs of a kernel taking host descriptors, whose pre_hook sets their block shapes
+    (part of the specialization): built by workers into the cache, where the parent's own compile
+    of each config, as its tune makes it, is a hit."""
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setattr(settings, "target", "sm_90a")
+    monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(settings, "compile_workers", 2)
+    configs = [tw.Config({"BLOCK": 64}, num_warps=4, pre_hook=_tile_blocks),
+               tw.Config({"BLOCK": 128}, num_warps=8, pre_hook=_tile_blocks)]
+    tuner = tw.autotune(configs=configs, key=["WIDTH"])(copy_tiles)
+
+    def tensor(address):  # a GPU tensor as far as specialization can tell
+        return parallel_compile.ArrayStandIn("float16", address, (1024, 64), (64, 1))
+
+    args = tuple(TensorDescriptor(tensor(address), [1024, 64], [64, 1], [1, 1])
+                 for address in (0x7F0000000000, 0x7F0000100000))
+    named = dict(zip(tuner.arg_names, args))
+    jobs = tuner._jobs(args, named, {"WIDTH": 64}, configs)
+    try:
+        built = list(parallel_compile.build({str(i): jobs[c] for i, c in enumerate(configs)}))
+    finally:
+        parallel_compile.shutdown_pool()
+    assert [b.error or b.fallback for b in built] == [None, None], built
+    assert args[0].block_shape == [1, 1]  # the pre_hooks ran on stand-ins, not on the arguments
+    for config in configs:
+        options = {"WIDTH": 64, **config.all_kwargs()}
+        config.pre_hook({**named, **options})
+        compiled = copy_tiles.run(*args, grid=(1,), warmup=True, **options)
+        assert compiled.metadata.cache_hit, config
+        assert f"tensor<{config.kwargs['BLOCK']}x64xf16>" in compiled.asm["tile"]  # its block shape
+        assert compiled.metadata.num_warps == config.num_warps
 
 
 def test_a_kernel_no_worker_can_import_is_compiled_here():

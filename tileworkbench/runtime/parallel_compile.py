@@ -33,6 +33,7 @@ import os
 import queue
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -203,6 +204,7 @@ class CompileJob:
     settings: dict
     ship_files: bool = False  # compile into a private cache and return the entry (outside engines)
     marker_dir: str | None = None  # where attempts leave a mark, to count retries
+    sys_path: list = field(default_factory=list)  # the parent's, for a pool started before a change
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -214,7 +216,6 @@ def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
     A module made at run time (a loader's, not importable by name) can say how a worker makes it
     again: `module.__tileworkbench_rebuild__ = (loader module, function, [args])`, as
     tests/tutorials/tutorial_loader.py does for Triton's tutorials."""
-    import sys
 
     import inspect
 
@@ -301,6 +302,9 @@ def run_job(job: dict) -> dict:
             values["cache_dir"] = private
         for name, value in values.items():
             setattr(settings, name, Path(value) if name == "cache_dir" else value)
+        for folder in reversed(job.get("sys_path") or []):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
         kernel = _find(job)
         args = [decode_value(a) for a in job["args"]]
         kwargs = {k: decode_value(v) for k, v in job["kwargs"].items()}
@@ -335,7 +339,6 @@ def _mark_attempt(job: dict) -> int:
 def _find(job: dict) -> Any:
     import importlib
     import importlib.util
-    import sys
 
     name = job["module"]
     if name in ("__main__", "__mp_main__"):  # the parent's script, imported under a name of its own
@@ -459,6 +462,7 @@ def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int
     try:
         for job in remote.values():
             job.marker_dir = marker_dir
+            job.sys_path = list(sys.path)
             job.ship_files = executor is not None
         if executor is not None:
             yield from _build_with(_engine(executor), remote)
@@ -484,8 +488,6 @@ def _main_hidden() -> Iterator[None]:
     """While workers start: the parent's `__main__` without its file and spec, so a spawned worker
     does not run the parent's script (multiprocessing would, to rebuild `__main__`); a kernel that
     lives there is imported by `_find` from its file instead, and only from a guarded script."""
-    import sys
-
     main = sys.modules.get("__main__")
     saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
              if main is not None and name in main.__dict__}

@@ -16,6 +16,16 @@ def _flag_on(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in ("0", "false", "no", "off")
 
 
+def _count(name: str, default: int | None) -> int | None:
+    """A non-negative integer setting; unset or empty gives `default`."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise ValueError(f"{name} must be a non-negative integer, got {text!r}")
+    return int(text)
+
+
 @dataclass
 class Config:
     """`TILEWORKBENCH_INTERPRET=1` forces the interpreter; `TILEWORKBENCH_TARGET` picks the target launches
@@ -40,7 +50,12 @@ class Config:
     `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where
     the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
     `TILEWORKBENCH_DEFAULT_FP_FUSION=0` makes `enable_fp_fusion` default to False (Triton's
-    `knobs.language.default_fp_fusion`)."""
+    `knobs.language.default_fp_fusion`);
+    `TILEWORKBENCH_COMPILE_WORKERS` is how many processes compile an autotuner's or a sweep's
+    configs (unset: one per config up to the CPU count; 0 or 1: one after another in this
+    process; runtime/parallel_compile.py);
+    `TILEWORKBENCH_AUTOTUNE_GPUS` is how many GPUs of this host time an autotuner's configs at once,
+    one config per GPU at a time (default 1; 0: every visible GPU)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
@@ -58,6 +73,9 @@ class Config:
         "TILEWORKBENCH_OVERRIDE_ARCH") or os.environ.get("TRITON_OVERRIDE_ARCH") or None)
     default_fp_fusion: bool = field(
         default_factory=lambda: _flag_on("TILEWORKBENCH_DEFAULT_FP_FUSION"))
+    compile_workers: int | None = field(
+        default_factory=lambda: _count("TILEWORKBENCH_COMPILE_WORKERS", None))
+    autotune_gpus: int = field(default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_GPUS", 1))
 
 
 config = Config()

@@ -242,6 +242,8 @@ def load_tutorial(path: Path | str, original: bool = False) -> types.ModuleType:
     module.__file__ = filename
     module._unavailable_module = _UnavailableModule
     module._foreign_import = _foreign_import
+    # how a compile worker (tileworkbench/runtime/parallel_compile.py) makes this module again
+    module.__tileworkbench_rebuild__ = (__name__, "load_tutorial", [str(path), original])
     sys.modules[name] = module  # dataclasses, pickling and inspect look modules up by name
     exec(compile(module_tree, filename, "exec"), module.__dict__)  # noqa: S102 (running it is the point)
     return module

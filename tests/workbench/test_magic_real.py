@@ -155,6 +155,9 @@ def test_autotuned_kernel_gives_one_report_with_its_table(tilekernel, real_shell
     assert report.check.passed
     rows = report.autotune
     assert len(rows) == 2 and rows[0].status == "best" and all(r.ms > 0 for r in rows)
+    # the interpreter has no on-disk cache: compiled here, one config after another
+    assert all(r.where == "compiled this process, timed interpreter (CPU)" for r in rows), rows
+    assert all(r.compile_s is not None and r.bench_s > 0 for r in rows), rows
     tuner = real_shell.user_ns["inc_kernel"]
     best = min(tuner.last_results, key=lambda c: tuner.last_results[c]["ms"])
     assert report.metadata["constexprs"]["BLOCK"] == str(best.kwargs["BLOCK"])

@@ -121,10 +121,17 @@ def test_autotune_table_rows():
     rows = autotune_rows(
         {
             "BLOCK=64": {"ms": 0.5},
-            "BLOCK=128": {"ms": 0.3},
+            "BLOCK=128": {"ms": 0.3, "compile_s": 1.25, "bench_s": 0.5, "notes": ["attempt 2"],
+                          "where": {"compiled": "pid 4711@node2", "timed": "GPU 1"}},
             "BLOCK=4096": {"error": "out of resource: shared memory"},
             "BLOCK=8": {"pruned": "early_config_prune"},
         }
     )
     assert [r.config for r in rows[:2]] == ["BLOCK=128", "BLOCK=64"] and rows[0].status == "best"
     assert {r.status for r in rows[2:]} == {"failed", "pruned"}
+    assert rows[0].cost() == "compile 1.25 s, bench 0.50 s" and rows[1].cost() == ""
+    assert rows[0].where == "compiled pid 4711@node2, timed GPU 1, attempt 2"
+    from tileworkbench.workbench.html_view import autotune_html
+
+    page = autotune_html(rows)
+    assert "<th>cost</th><th>where</th>" in page and "compiled pid 4711@node2" in page

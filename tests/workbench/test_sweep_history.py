@@ -184,3 +184,49 @@ def test_bad_sweep_is_refused_before_the_cell_runs(tilekernel, real_shell, capsy
     with pytest.raises(Exception, match="NAME=V1,V2"):  # the cell fails before it runs
         tilekernel("--target interpreter --sweep BLOCK", cell())
     assert "n" not in real_shell.user_ns
+
+
+KERNEL_MODULE = '''
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+
+@tw.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+'''
+
+
+def test_sweep_configs_after_the_first_compile_in_workers(tilekernel, tmp_path, monkeypatch):
+    from tileworkbench.config import config
+    from tileworkbench.runtime import parallel_compile
+
+    (tmp_path / "sweep_kernels.py").write_text(KERNEL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))  # where a worker imports the kernel from
+    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(config, "compile_workers", 2)
+    parallel_compile.shutdown_pool()  # workers started now see the kernel's folder on sys.path
+    defined_here = "@tw.jit" + cell().split("@tw.jit")[1].split("rng =")[0]
+    imported = cell().replace(defined_here, "from sweep_kernels import add_kernel\n")
+    assert "def add_kernel" not in imported
+    try:
+        reports = tilekernel(
+            "--target cpu --ref 'x.astype(np.float64) + y' --sweep \"BLOCK=128,256 num_warps=2,4\"",
+            imported,
+        )
+    finally:
+        parallel_compile.shutdown_pool()
+    section = next(s for s in reports[0].sections if s.title == "sweep")
+    assert [row.status() for row in section.rows] == ["ok"] * 4
+    first, *others = section.rows
+    assert first.compile_s is None and first.where == "this process"  # compiled by its own run
+    for row in others:
+        assert row.compile_s > 0 and row.where.startswith("pid "), (row.label, row.where)
+        assert row.report.compiled.metadata.cache_hit  # the cell's run found the worker's build
+    assert not first.report.compiled.metadata.cache_hit
+    table = section.table()
+    assert section.headers()[-2:] == ("compile s", "compiled in")
+    assert table[1][-1].startswith("pid ") and table[0][-2] == "-"

@@ -4,8 +4,12 @@ meta-parameters (and num_warps/num_stages) per call.
 The autotuner times every config once per key (the values of the `key` arguments and the dtypes of
 the array arguments) and caches the fastest. Unlike Triton it keeps every config's outcome in
 `last_results`: its time and the compiled kernel's resources (registers, spills, shared memory), the
-error that stopped it (compile error, out of resources, ...), or why it was pruned, for the workbench
-to show. `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints that table and the choice after each tuning.
+error that stopped it (compile error, out of resources, ...), or why it was pruned, and what it cost
+and where (compile and bench seconds; the process, host or GPU), for the workbench to show.
+`TILEWORKBENCH_PRINT_AUTOTUNING=1` prints that table and the choice after each tuning.
+
+The configs compile in worker processes (or an outside engine's workers: `executor=`) and each is
+timed as soon as it is built, one config per GPU at a time (runtime/parallel_compile.py).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from tileworkbench.config import config as settings
 from tileworkbench.errors import TileworkbenchError
-from tileworkbench.runtime import record
+from tileworkbench.runtime import parallel_compile, record
 
 
 class Config:
@@ -127,6 +131,7 @@ class Autotuner(KernelInterface):
         warmup: float | None = None,
         rep: float | None = None,
         do_bench: Callable[..., Any] | None = None,
+        executor: Any = None,
     ):
         if not configs:
             raise ValueError(f"autotune of {_name(fn)} needs at least one Config")
@@ -147,6 +152,7 @@ class Autotuner(KernelInterface):
         self.warmup = warmup
         self.rep = rep
         self.user_do_bench = do_bench
+        self.executor = executor  # compiles configs on an outside engine (parallel_compile.build)
         self.cache: dict[tuple, Config] = {}
         self.configs_timings: dict[Config, float] = {}
         self.last_results: dict[Config, dict[str, Any]] = {}
@@ -239,18 +245,42 @@ class Autotuner(KernelInterface):
     def _tune(self, args: tuple, named_args: dict[str, Any], grid, kwargs) -> Config:
         begin = time.perf_counter()
         self.last_results = {}
+        configs = self.prune_configs(named_args, kwargs)
+        for config in configs:  # the table keeps the configs' order whatever order they finish in
+            self.last_results[config] = {}
         saved = self._save_values(named_args)
+        lanes = self._lanes(args, named_args, grid, kwargs, saved)
+
+        def failed(item, error: BaseException):
+            return error  # a lane's thread hands its error back; raised or reported below
+
+        with record.paused():  # the workbench records the real launch, not the timing runs
+            done = parallel_compile.time_on_lanes(
+                self._built(args, named_args, grid, kwargs, configs), lanes, failed)
         timings: dict[Config, float] = {}
-        for config in self.prune_configs(named_args, kwargs):
-            try:
-                with record.paused():  # the workbench records the real launch, not the timing runs
-                    timings[config], compiled = self._bench(args, named_args, config, grid, kwargs)
-                self.last_results[config] = {"ms": timings[config], **resources(compiled)}
-            except TileworkbenchError as error:  # compile error, out of resources, bad launch
-                timings[config] = float("inf")
-                self.last_results[config] = {"error": f"{type(error).__name__}: {error}"}
-            finally:
-                self._restore_values(named_args, saved)
+        for (config, built), lane, outcome in done:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, TileworkbenchError):
+                raise outcome
+            result: dict[str, Any] = {}
+            if isinstance(outcome, TileworkbenchError):  # compile error, out of resources, ...
+                kind = getattr(outcome, "kind", None) or type(outcome).__name__
+                result["error"] = f"{kind}: {outcome}"
+            else:
+                ms, compiled, compile_s, bench_s = outcome
+                result.update(ms=ms, **resources(compiled))
+                result["bench_s"] = bench_s
+                if built.fallback is not None:
+                    result["compile_s"] = compile_s
+            if built.seconds is not None and built.fallback is None:
+                result["compile_s"] = built.seconds
+            timed = None if "error" in result else lane
+            result["where"] = {"compiled": built.where, "timed": timed}
+            if built.notes:
+                result["notes"] = list(built.notes)
+            self.last_results[config] = result
+        for config in configs:
+            result = self.last_results[config]
+            timings[config] = result.get("ms", float("inf"))
         self.configs_timings = timings
         self.bench_time_s = time.perf_counter() - begin
         usable = [config for config, ms in timings.items() if ms != float("inf")]
@@ -260,6 +290,106 @@ class Autotuner(KernelInterface):
         if settings.print_autotuning:
             print(self._tuning_summary(named_args, best), flush=True)
         return best
+
+    def _built(self, args: tuple, named_args: dict[str, Any], grid, kwargs, configs: list[Config]):
+        """(config, parallel_compile.Built) as each config is compiled: in worker processes (or
+        `executor`'s workers) where they can take it, else one after another in this process."""
+        jobs = self._jobs(args, named_args, kwargs, configs)
+        if jobs is None:
+            for config in configs:
+                yield config, parallel_compile.Built(str(config), fallback="sequential")
+            return
+        by_label = {str(i): config for i, config in enumerate(configs)}
+        labelled = {str(i): jobs[config] for i, config in enumerate(configs)}
+        for built in parallel_compile.build(labelled, self.executor):
+            config = by_label[built.label]
+            if built.error is not None:  # the config's own failure, as a sequential tune reports it
+                built.error = _WorkerError(built.error)
+            yield config, built
+
+    def _jobs(self, args: tuple, named_args: dict[str, Any], kwargs, configs: list[Config]):
+        """Config -> CompileJob (None: compiled here), or None where workers would not help: one
+        worker, a target with no on-disk cache (the interpreter), a kernel no worker can find."""
+        if self.executor is None and parallel_compile.worker_count(len(configs)) <= 1:
+            return None
+        try:
+            target = parallel_compile.launch_target(kwargs)
+            if not parallel_compile.cacheable_target(target):
+                return None
+            place = parallel_compile.locate(self.fn)
+        except (parallel_compile.NotShippable, TileworkbenchError):
+            return None
+        jobs = {}
+        for index, config in enumerate(configs):
+            try:
+                jobs[config] = self._job(str(index), place, target, args, kwargs, config)
+            except Exception:  # no stand-in for an argument, a pre_hook that needs real arrays
+                jobs[config] = None
+        return jobs
+
+    def _job(self, label: str, place, target: str, args: tuple, kwargs, config: Config):
+        options = {**kwargs, **config.all_kwargs()}
+        stand_args = [parallel_compile.stand_in(value) for value in args]
+        stand_options = {name: parallel_compile.stand_in(value) for name, value in options.items()}
+        if config.pre_hook is not None:  # e.g. tutorial 06's: descriptors' block shapes per config
+            named = dict(zip(self.arg_names, stand_args))
+            named.update({k: v for k, v in stand_options.items() if k in self.arg_names})
+            config.pre_hook({**named, **stand_options})
+        encode = parallel_compile.encode_value
+        return parallel_compile.CompileJob(
+            label, *place, args=[encode(value) for value in stand_args],
+            kwargs={name: encode(value) for name, value in stand_options.items()},
+            settings=parallel_compile.worker_settings(target))
+
+    def _lanes(self, args: tuple, named_args, grid, kwargs, saved) -> list:
+        """The devices that time configs: this one, or with TILEWORKBENCH_AUTOTUNE_GPUS every GPU
+        asked for, each with its own copy of the arguments."""
+
+        def bench_here(item):
+            config, built = item
+            if isinstance(built.error, TileworkbenchError):
+                raise built.error
+            try:
+                return self._bench_timed(args, named_args, config, grid, kwargs)
+            finally:
+                self._restore_values(named_args, saved)
+
+        lanes = [parallel_compile.Lane(_device_name(), bench_here)]
+        for device in _other_gpus():
+            lanes.append(self._gpu_lane(device, args, kwargs, grid))
+        return lanes
+
+    def _gpu_lane(self, device: int, args: tuple, kwargs, grid):
+        """A lane on GPU `device`: the arguments copied there, each config timed in its context."""
+        copied = tuple(_to_device(value, device) for value in args)
+        copied_kwargs = {name: _to_device(value, device) for name, value in kwargs.items()}
+        named = dict(zip(self.arg_names, copied))
+        named.update({k: v for k, v in copied_kwargs.items() if k in self.arg_names})
+        saved = self._save_values(named)
+
+        def bench_there(item):
+            config, built = item
+            if isinstance(built.error, TileworkbenchError):
+                raise built.error
+            with _device_context(device):
+                try:
+                    return self._bench_timed(copied, named, config, grid, copied_kwargs)
+                finally:
+                    self._restore_values(named, saved)
+
+        return parallel_compile.Lane(_device_name(device), bench_there)
+
+    def _bench_timed(self, args: tuple, named_args, config: Config, grid, kwargs):
+        """(ms, compiled, seconds to compile or load it here, seconds to time it)."""
+        begin = time.perf_counter()
+        options = {**kwargs, **config.all_kwargs()}
+        if not (set(kwargs) & set(config.kwargs)):  # _bench explains a conflict
+            if config.pre_hook is not None:  # the specialization may depend on what it sets
+                config.pre_hook({**named_args, **options})
+            self.fn.run(*args, grid=grid, warmup=True, **options)
+        compiled_at = time.perf_counter()
+        ms, compiled = self._bench(args, named_args, config, grid, kwargs)
+        return ms, compiled, compiled_at - begin, time.perf_counter() - compiled_at
 
     def _tuning_summary(self, named_args: dict[str, Any], best: Config) -> str:
         """What TILEWORKBENCH_PRINT_AUTOTUNING=1 prints: the choice (in Triton's words) and the table."""
@@ -274,9 +404,11 @@ class Autotuner(KernelInterface):
                     f"{name} {result[name]}" for name in ("regs", "spills", "shared")
                     if result.get(name) is not None
                 )
-                lines.append(f"  {config}: {result['ms']:.4g} ms{'; ' + used if used else ''}")
+                lines.append(f"  {config}: {result['ms']:.4g} ms{'; ' + used if used else ''}"
+                             f"{_cost(result)}")
             else:
-                lines.append(f"  {config}: {result.get('pruned') or result.get('error')}")
+                lines.append(f"  {config}: {result.get('pruned') or result.get('error')}"
+                             f"{_cost(result)}")
         return "\n".join(lines)
 
     def _all_failed_message(self) -> str:
@@ -344,6 +476,7 @@ def autotune(
     warmup: float | None = None,
     rep: float | None = None,
     do_bench: Callable[..., Any] | None = None,
+    executor: Any = None,
 ) -> Callable[[Any], Autotuner]:
     """Decorator: time `configs` whenever the values of the `key` arguments change, and launch with
     the fastest.
@@ -358,6 +491,11 @@ def autotune(
         warmup: warm-up budget per config, ms (default 25).
         rep: measurement budget per config, ms (default 100).
         do_bench: a replacement for `do_bench`, called as do_bench(fn, quantiles=(0.5, 0.2, 0.8)).
+        executor: where configs compile: None, local worker processes
+            (TILEWORKBENCH_COMPILE_WORKERS); or a `concurrent.futures.Executor` or a Dask
+            `distributed.Client` (e.g. on dask-cuda's `LocalCUDACluster`) whose workers compile
+            them, over machines (tileworkbench's extension).
+            Configs are timed on this host's GPU(s) as soon as each is built.
     """
 
     def decorator(fn) -> Autotuner:
@@ -372,6 +510,7 @@ def autotune(
             warmup,
             rep,
             do_bench,
+            executor,
         )
 
     return decorator
@@ -418,6 +557,106 @@ def resources(compiled: Any) -> dict[str, Any]:
         "spills": getattr(metadata, "n_spills", None),
         "shared": getattr(metadata, "shared", None),
     }
+
+
+def _cost(result: dict[str, Any]) -> str:
+    """"; compile 1.2 s (pid 4711), bench 0.3 s (GPU 0)": what a config cost and where it ran."""
+    where = result.get("where") or {}
+    parts = []
+    if result.get("compile_s") is not None:
+        parts.append(f"compile {result['compile_s']:.2f} s ({where.get('compiled') or 'here'})")
+    if result.get("bench_s") is not None:
+        parts.append(f"bench {result['bench_s']:.2f} s ({where.get('timed') or 'here'})")
+    parts += result.get("notes") or []
+    return "; " + ", ".join(parts) if parts else ""
+
+
+class _WorkerError(TileworkbenchError):
+    """A config's compile error or out-of-resources error as a compile worker reported it."""
+
+    def __init__(self, text: str):
+        kind, _, message = text.partition(": ")
+        super().__init__(message)
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return super().__str__()
+
+
+def _device_name(device: int | None = None) -> str:
+    """Where a config is timed: "GPU 0", or the CPU target's or the interpreter's name."""
+    from tileworkbench.backends import default_target, is_gpu
+
+    try:
+        target = default_target()
+    except Exception:
+        return "here"
+    if not is_gpu(target) and target != "cuda":
+        return f"{target} (CPU)"
+    if device is None:
+        try:
+            import cupy
+
+            device = cupy.cuda.Device().id
+        except Exception:
+            device = 0
+    return f"GPU {device}"
+
+
+def _other_gpus() -> list[int]:
+    """The GPUs besides the current one that time configs too (TILEWORKBENCH_AUTOTUNE_GPUS)."""
+    wanted = settings.autotune_gpus
+    if wanted == 1:
+        return []
+    from tileworkbench.backends import default_target, is_gpu
+
+    if not (is_gpu(default_target()) or default_target() == "cuda"):
+        return []
+    from tileworkbench.runtime.device import device_count
+
+    import cupy
+
+    current = cupy.cuda.Device().id
+    count = device_count()
+    chosen = [d for d in range(count) if d != current]
+    return chosen if wanted == 0 else chosen[: max(0, wanted - 1)]
+
+
+def _to_device(value, device: int):
+    """`value` with its arrays copied to GPU `device` (a host descriptor: a copy over the copied
+    base)."""
+    import copy
+
+    from tileworkbench.frontend.descriptor_args import is_host_descriptor
+
+    if is_host_descriptor(value):
+        moved = copy.copy(value)
+        moved.base = _to_device(value.base, device)
+        return moved
+    module = type(value).__module__.split(".")[0]
+    if module == "torch" and hasattr(value, "to"):
+        return value.to(f"cuda:{device}")
+    if module == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(device):
+            return cupy.array(value)
+    return value
+
+
+def _device_context(device: int):
+    """CuPy's (and torch's, where loaded) current device set to `device`."""
+    import contextlib
+    import sys
+
+    import cupy
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(cupy.cuda.Device(device))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        stack.enter_context(torch.cuda.device(device))
+    return stack
 
 
 def _first(result) -> float:

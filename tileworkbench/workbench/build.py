@@ -197,14 +197,20 @@ def autotune_rows(results: dict | None) -> list[AutotuneRow] | None:
     rows = []
     for config, result in results.items():
         if "ms" in result:
-            rows.append(AutotuneRow(
+            row = AutotuneRow(
                 str(config), float(result["ms"]), regs=result.get("regs"),
                 spills=result.get("spills"), shared=result.get("shared"),
-            ))
+            )
         elif "pruned" in result:
-            rows.append(AutotuneRow(str(config), None, "pruned", str(result["pruned"])))
+            row = AutotuneRow(str(config), None, "pruned", str(result["pruned"]))
         else:
-            rows.append(AutotuneRow(str(config), None, "failed", str(result.get("error", "?"))))
+            row = AutotuneRow(str(config), None, "failed", str(result.get("error", "?")))
+        # what the config cost and where it ran (runtime/parallel_compile.py)
+        row.compile_s, row.bench_s = result.get("compile_s"), result.get("bench_s")
+        where = result.get("where") or {}
+        places = [f"{what} {where[what]}" for what in ("compiled", "timed") if where.get(what)]
+        row.where = ", ".join(places + list(result.get("notes") or []))
+        rows.append(row)
     rows.sort(key=lambda r: (r.ms is None, r.ms or 0.0))
     if rows and rows[0].ms is not None:
         rows[0].status = "best"

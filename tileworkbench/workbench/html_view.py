@@ -169,12 +169,14 @@ def autotune_html(rows) -> str:
     body = "".join(
         f"<tr><td>{html.escape(r.config)}</td><td>{'' if r.ms is None else f'{r.ms:.4g}'}</td>"
         f"<td>{html.escape(r.resources())}</td>"
-        f"<td>{r.status}</td><td>{html.escape(r.reason)}</td></tr>"
+        f"<td>{r.status}</td><td>{html.escape(r.reason)}</td>"
+        f"<td>{html.escape(r.cost())}</td><td>{html.escape(r.where)}</td></tr>"
         for r in rows
     )
     return (
         '<div><b>Autotuner</b></div><table class="twtable"><tr><th>config</th><th>ms</th>'
-        f"<th>resources</th><th>status</th><th>why</th></tr>{body}</table>"
+        "<th>resources</th><th>status</th><th>why</th><th>cost</th><th>where</th></tr>"
+        f"{body}</table>"
     )
 
 

@@ -32,6 +32,18 @@ class AutotuneRow:
     regs: int | None = None  # per thread, GPU kernels (None: unknown, e.g. no ptxas)
     spills: int | None = None
     shared: int | None = None  # bytes per program
+    compile_s: float | None = None  # seconds to compile it (in a worker process, or here)
+    bench_s: float | None = None  # seconds to time it
+    where: str = ""  # "compiled pid 4711, timed GPU 0": the process, host or GPU it ran on
+
+    def cost(self) -> str:
+        """"compile 1.2 s, bench 0.3 s" (the parts known), or ""."""
+        parts = []
+        if self.compile_s is not None:
+            parts.append(f"compile {self.compile_s:.2f} s")
+        if self.bench_s is not None:
+            parts.append(f"bench {self.bench_s:.2f} s")
+        return ", ".join(parts)
 
     def resources(self) -> str:
         """"96 regs, 0 spills, 64 KB shared" (the parts known), or ""."""

@@ -43,7 +43,7 @@ class WorkbenchSession:
 
     def _sweep(self, shell, options, cell: str, report, recorder) -> None:
         from .build import report_for_launch
-        from .cellrun import default_recorder, report_options, run_inner
+        from .cellrun import _target_scope, default_recorder, report_options, run_inner
         from .sweep import run_sweep
 
         # each config is timed; its roofline is left out (the sweep has its own plot)
@@ -53,7 +53,8 @@ class WorkbenchSession:
             # --ref and --out are evaluated again after each run: the cell makes new arrays
             return report_for_launch(record, report_options(shell, timed))
 
-        section = run_sweep(
-            shell, cell, options.sweep, recorder or default_recorder(), build, run_inner
-        )
+        with _target_scope(options.target):  # `--target cpu`: the configs run there too
+            section = run_sweep(
+                shell, cell, options.sweep, recorder or default_recorder(), build, run_inner
+            )
         report.sections.append(section)

@@ -5,6 +5,10 @@ Each config re-runs the cell with its constexprs and launch options imposed on t
 spills, shared memory and occupancy of the same specialization compiled for the GPU (where the launch ran
 in the interpreter, from compiling it for the interpreter's model GPU). The table, a plot, and each config's
 own report (all its stages) form one `SweepSection` of the first report.
+
+Once the first config has run, the launch it recorded says which kernel and arguments the others
+need: on a target with the on-disk cache, the other configs compile in worker processes
+(runtime/parallel_compile.py) and each runs as soon as it is built, its run then a cache hit.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ class SweepRow:
     report: Any = None
     failure: str | None = None
     gpu: Any = None  # Resources of the GPU compile of this specialization
+    compile_s: float | None = None  # a compile worker's seconds (None: compiled by the cell's run)
+    where: str = "this process"  # the compile worker (pid, host) that built it
 
     @property
     def label(self) -> str:
@@ -114,7 +120,8 @@ class SweepSection:
         self.time_source = time_source  # e.g. "interpreter (CPU) time" or "GPU time"
 
     def table(self) -> list[tuple[str, ...]]:
-        """(config, time, throughput, registers, spills, shared, occupancy, status) per row."""
+        """(config, time, throughput, registers, spills, shared, occupancy, status, compile s,
+        compiled in) per row."""
         out = []
         for row in self.rows:
             res = row.gpu
@@ -129,6 +136,8 @@ class SweepSection:
                     _num(getattr(res, "shared", None)),
                     "-" if occ is None else f"{100 * occ:.0f}%",
                     row.status(),
+                    "-" if row.compile_s is None else f"{row.compile_s:.2f}",
+                    row.where,
                 )
             )
         return out
@@ -143,6 +152,8 @@ class SweepSection:
             "shared B",
             "occupancy",
             "status",
+            "compile s",
+            "compiled in",
         )
 
     def best(self) -> SweepRow | None:
@@ -243,34 +254,91 @@ def _num(value) -> str:
     return "-" if value is None else str(value)
 
 
-def run_sweep(shell, cell: str, sweep: str, recorder, build_report, run_inner) -> SweepSection:
+def run_sweep(shell, cell: str, sweep: str, recorder, build_report, run_inner,
+              executor: Any = None) -> SweepSection:
     """Run `cell` once per config of `sweep` and collect a row for each.
 
     Args:
         build_report: (record) -> KernelReport for one launch (time, check as the cell's options say).
         run_inner: (shell, cell) -> IPython's ExecutionResult, running the cell without history.
+        executor: where the configs after the first compile: None, local worker processes; or
+            a `concurrent.futures.Executor` or Dask `distributed.Client`
+            (runtime/parallel_compile.py).
     """
-    from ..runtime.record import launch_overrides
+    configs = parse_sweep(sweep)
+    rows = [SweepRow(config) for config in configs]
+    launch = _run_config(shell, cell, rows[0], recorder, build_report, run_inner)
+    jobs = _compile_jobs(launch, configs[1:]) if launch is not None else None
+    if jobs is None:
+        for row in rows[1:]:
+            _run_config(shell, cell, row, recorder, build_report, run_inner)
+    else:
+        from ..runtime.parallel_compile import build
 
-    rows = []
-    for config in parse_sweep(sweep):
-        row = SweepRow(config)
-        try:
-            with launch_overrides(config), recorder() as launches:
-                result = run_inner(shell, cell)
-            error = result.error_in_exec or result.error_before_exec
-            if error is not None:
-                row.failure = f"{type(error).__name__}: {str(error).splitlines()[0]}"
-            elif not launches:
-                row.failure = "the cell launched no kernel"
-            else:
-                row.report = build_report(launches[-1])
-                row.gpu = gpu_resources(launches[-1].compiled)
-        except TileworkbenchError as exc:
-            row.failure = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-        rows.append(row)
+        for built in build(jobs, executor):  # each config runs as soon as it is built
+            row = rows[int(built.label)]
+            if built.fallback is None:
+                row.compile_s, row.where = built.seconds, built.where
+            _run_config(shell, cell, row, recorder, build_report, run_inner)
     methods = {r.report.timing.method for r in rows if r.report is not None and r.report.timing}
     return SweepSection(rows, _time_source(methods))
+
+
+def _run_config(shell, cell: str, row: SweepRow, recorder, build_report, run_inner):
+    """Run the cell under `row`'s config and fill the row in; the launch it recorded, or None."""
+    from ..runtime.record import launch_overrides
+
+    try:
+        with launch_overrides(row.config), recorder() as launches:
+            result = run_inner(shell, cell)
+        error = result.error_in_exec or result.error_before_exec
+        if error is not None:
+            row.failure = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        elif not launches:
+            row.failure = "the cell launched no kernel"
+        else:
+            row.report = build_report(launches[-1])
+            row.gpu = gpu_resources(launches[-1].compiled)
+            return launches[-1]
+    except TileworkbenchError as exc:
+        row.failure = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    return None
+
+
+def _compile_jobs(launch, configs: list[dict[str, Any]]):
+    """Label ("1", "2", ...: the row) -> CompileJob for each config after the first, made from the
+    first config's recorded launch; None where workers would not help (one worker, the interpreter,
+    a kernel defined in the notebook, which no worker can import). A job that turns out wrong (a
+    config naming no parameter) only costs its worker's time: the cell's own run reports it."""
+    from ..runtime import parallel_compile as pc
+    from ..runtime.record import LAUNCH_OPTIONS as RUN_OPTIONS
+
+    if not configs or pc.worker_count(len(configs)) <= 1:
+        return None
+    try:
+        target = pc.launch_target({})
+        if target != launch.target or not pc.cacheable_target(target):
+            return None
+        place = pc.locate(launch.kernel)
+        meta = launch.compiled.metadata
+        base = {name: pc.encode_value(value) for name, value in launch.args.items()}
+        for name in ("num_warps", "num_stages", "enable_fp_fusion", "maxnreg", "enable_reflect_ftz",
+                     "debug"):  # as the first config compiled, unless a config sets them
+            base[name] = {"plain": getattr(meta, name)}
+    except Exception:  # NotShippable, an argument with no stand-in, ...
+        return None
+    jobs = {}
+    for index, config in enumerate(configs, start=1):
+        kwargs = dict(base)
+        try:
+            for name, value in config.items():
+                if name in RUN_OPTIONS or name in launch.args:
+                    kwargs[name] = pc.encode_value(value)
+        except pc.NotShippable:
+            return None
+        jobs[str(index)] = pc.CompileJob(str(index), *place, args=[], kwargs=kwargs,
+                                         settings=pc.worker_settings(target))
+    return jobs
 
 
 def _time_source(methods: set[str]) -> str:

@@ -108,9 +108,10 @@ def summary_lines(report: KernelReport) -> list[str]:
     for row in report.autotune or []:
         time = f"{row.ms:.4g} ms" if row.ms is not None else row.status
         used = f" ({row.resources()})" if row.resources() else ""
+        cost = "; ".join(part for part in (row.cost(), row.where) if part)
         lines.append(
             f"autotune: {row.config}: {time}{used}{' ' + row.reason if row.reason else ''}"
-            f"{'  <- best' if row.status == 'best' else ''}"
+            f"{'; ' + cost if cost else ''}{'  <- best' if row.status == 'best' else ''}"
         )
     if report.triton is not None:
         lines.append(

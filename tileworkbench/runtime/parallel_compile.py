@@ -1,0 +1,622 @@
+"""Compiling an autotuner's or a sweep's configs in worker processes, and timing them on one or more
+devices as soon as each is built.
+
+Our frontend and passes are Python, so threads would only overlap LLVM and ptxas: parallelism comes
+from processes. Each config becomes a `CompileJob` of plain data (where the kernel lives, the
+arguments as stand-ins that carry only what specialization reads: dtype, address alignment, shape;
+the launch options; the settings that reach the cache key). A worker (a spawned process: never a
+fork after CUDA is initialised, and the compiler never initialises CUDA in it, as it compiles for
+the architecture the parent resolved) imports the kernel's module, compiles through to the cubin
+with `JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain
+files; the parent's own compile of that config is then a cache hit. Workers of an outside engine (a
+`concurrent.futures.Executor`, or a Dask `distributed.Client`, e.g. over dask-cuda's
+`LocalCUDACluster`) compile into a private cache and return the entry's files, which the parent puts
+into its cache, so no shared file system is needed.
+
+A config whose kernel cannot be found by a worker (defined in a notebook cell, or an argument
+with no stand-in) is compiled by the parent as before. A compile error or out-of-resources error
+in a worker is reported for its config as a sequential tune reports it. A local worker that dies
+breaks its pool: the configs not yet built are resubmitted to a fresh pool (the dead worker's
+config among them); a Dask worker that dies has its task rescheduled by Dask. Either way the
+config's `attempts` and notes say so.
+
+`TILEWORKBENCH_COMPILE_WORKERS` (config.compile_workers) sets the local worker count: unset, one per
+config up to the CPU count; 0 or 1 compiles in the parent, one config after another.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import contextlib
+import multiprocessing
+import os
+import queue
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import config as settings
+from ..errors import TileworkbenchError
+
+_HOST = socket.gethostname()
+_MAX_POOL_RESTARTS = 3
+
+
+class NotShippable(Exception):
+    """A config that a worker cannot compile (its kernel or an argument has no plain-data form)."""
+
+
+# -- stand-ins for arguments -----------------------------------------------------------------------
+
+
+class ArrayStandIn:
+    """What a worker passes in place of a GPU array: its dtype, address (only its alignment
+    matters to specialization), shape and strides (elements). Read as torch tensors are
+    (`data_ptr`), never dereferenced: a warmup compiles without launching."""
+
+    __tile_tensor_wrapper__ = True
+
+    def __init__(self, dtype: str, address: int, shape: Sequence[int], strides: Sequence[int]):
+        self.dtype = dtype
+        self._address = int(address)
+        self.shape = tuple(int(s) for s in shape)
+        self._strides = tuple(int(s) for s in strides)
+
+    def data_ptr(self) -> int:
+        return self._address
+
+    def stride(self, dim: int | None = None):
+        return self._strides if dim is None else self._strides[dim]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    def __repr__(self) -> str:
+        return f"ArrayStandIn({self.dtype}, shape={list(self.shape)})"
+
+
+def _numpy_like(dtype: str, misalignment: int, shape) -> np.ndarray:
+    """A NumPy array of `dtype` whose address is `misalignment` past a 16-byte boundary, viewed with
+    `shape` over a few bytes (zero strides): only its type and alignment are read by a warmup."""
+    kind = _numpy_dtype(dtype)
+    buffer = np.zeros(64 + kind.itemsize, np.uint8)
+    start = (-buffer.ctypes.data) % 16 + misalignment
+    base = buffer[start:start + kind.itemsize].view(kind)
+    # zero strides keep every element inside the buffer whatever the shape
+    return np.lib.stride_tricks.as_strided(base, shape=tuple(shape), strides=(0,) * len(shape))
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+
+
+def encode_value(value: Any) -> Any:
+    """`value` as plain data a worker can rebuild (`decode_value`), or NotShippable."""
+    from ..frontend.descriptor_args import is_host_descriptor
+    from ..language import core
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"plain": value}
+    if isinstance(value, np.generic):
+        return {"scalar": str(value.dtype), "value": value.item()}
+    if isinstance(value, core.dtype):
+        return {"tl_dtype": value.name}
+    if isinstance(value, core.constexpr):
+        return {"constexpr": encode_value(value.value)}
+    if isinstance(value, (tuple, list)) and not hasattr(value, "dtype"):
+        return {"sequence": [encode_value(v) for v in value], "tuple": isinstance(value, tuple)}
+    if is_host_descriptor(value):
+        return {"descriptor": {
+            "base": _encode_array(value.base), "shape": [int(s) for s in value.shape],
+            "strides": [int(s) for s in value.strides],
+            "block_shape": [int(b) for b in value.block_shape],
+            "padding": getattr(value, "padding", "zero")}}
+    return _encode_array(value)
+
+
+def _encode_array(value: Any) -> dict:
+    if isinstance(value, ArrayStandIn):
+        return {"array": [value.dtype, value.data_ptr(), list(value.shape), list(value.stride())]}
+    if isinstance(value, np.ndarray):
+        return {"numpy": [str(value.dtype), value.ctypes.data % 16, list(value.shape),
+                          list(value.strides)]}
+    module = type(value).__module__.split(".")[0]
+    if module == "torch" or getattr(type(value), "__tile_tensor_wrapper__", False):
+        strides = list(value.stride()) if callable(getattr(value, "stride", None)) else []
+        return {"array": [str(value.dtype).removeprefix("torch."), int(value.data_ptr()),
+                          list(getattr(value, "shape", ())), strides]}
+    if module == "cupy":
+        item = value.dtype.itemsize
+        return {"array": [str(value.dtype), int(value.data.ptr), list(value.shape),
+                          [s // item for s in value.strides]]}
+    raise NotShippable(f"no stand-in for an argument of type {type(value).__name__}")
+
+
+def decode_value(data: Any) -> Any:
+    """The stand-in `encode_value` described."""
+    if "plain" in data:
+        return data["plain"]
+    if "scalar" in data:
+        return _numpy_dtype(data["scalar"]).type(data["value"])
+    if "tl_dtype" in data:
+        from ..language import core
+
+        return core.dtype(data["tl_dtype"])
+    if "constexpr" in data:
+        from ..language import core
+
+        return core.constexpr(decode_value(data["constexpr"]))
+    if "sequence" in data:
+        items = [decode_value(v) for v in data["sequence"]]
+        return tuple(items) if data["tuple"] else items
+    if "descriptor" in data:
+        from ..tools.tensor_descriptor import TensorDescriptor
+
+        d = data["descriptor"]
+        return TensorDescriptor(decode_value(d["base"]), list(d["shape"]), list(d["strides"]),
+                                list(d["block_shape"]), d["padding"])
+    if "numpy" in data:
+        dtype, misalignment, shape, _ = data["numpy"]
+        return _numpy_like(dtype, misalignment, shape)
+    dtype, address, shape, strides = data["array"]
+    return ArrayStandIn(dtype, address, shape, strides)
+
+
+def stand_in(value: Any) -> Any:
+    """A parent-side stand-in for `value` (a fresh object a config's pre_hook may change freely)."""
+    return decode_value(encode_value(value))
+
+
+# -- jobs ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompileJob:
+    """One config to compile, as plain data (see the module docstring)."""
+
+    label: str
+    module: str  # where the kernel is: module name (or "__main__"), its file, the attribute name,
+    file: str | None  # and how many `.fn` steps lead from that attribute to the object launched
+    qualname: str
+    steps: int
+    rebuild: list | None  # (module, function, args): how a worker makes a module built at run time
+    args: list
+    kwargs: dict
+    settings: dict
+    ship_files: bool = False  # compile into a private cache and return the entry (outside engines)
+    marker_dir: str | None = None  # where attempts leave a mark, to count retries
+    sys_path: list = field(default_factory=list)  # the parent's, for a pool started before a change
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
+    """(module, file, attribute, steps, rebuild) by which a worker finds `kernel`, or NotShippable.
+
+    A module made at run time (a loader's, not importable by name) can say how a worker makes it
+    again: `module.__tileworkbench_rebuild__ = (loader module, function, [args])`, as
+    tests/tutorials/tutorial_loader.py does for Triton's tutorials."""
+
+    import inspect
+
+    base = kernel
+    seen = set()
+    while not inspect.isfunction(base) and hasattr(base, "fn") and id(base) not in seen:
+        seen.add(id(base))  # a wrapper whose .fn is itself must not loop forever
+        base = base.fn
+    module_name = getattr(base, "__module__", None)
+    qualname = getattr(base, "__qualname__", "")
+    module = sys.modules.get(module_name or "")
+    if module is None or "<locals>" in qualname or "." in qualname:
+        raise NotShippable(f"{qualname or kernel!r} is not a module-level kernel")
+    file = getattr(module, "__file__", None)
+    if module_name in ("__main__", "__mp_main__"):
+        if not file:
+            raise NotShippable(f"{qualname} is defined in an interactive session (a notebook cell)")
+        if not _guarded_script(file):
+            raise NotShippable(f"{file} has no `if __name__ == \"__main__\":` guard: a worker "
+                               "importing it would run the script")
+    found = getattr(module, qualname, None)
+    steps = 0
+    while found is not None and found is not kernel and steps < 8:
+        found = getattr(found, "fn", None)
+        steps += 1
+    if found is not kernel:
+        raise NotShippable(f"{module_name}.{qualname} is not the object being tuned")
+    rebuild = getattr(module, "__tileworkbench_rebuild__", None)
+    return module_name, file, qualname, steps, list(rebuild) if rebuild else None
+
+
+def _guarded_script(file: str) -> bool:
+    """Whether the script keeps its work under `if __name__ == "__main__":`, so a worker may import
+    it for its kernels (as multiprocessing's spawn asks of scripts)."""
+    import re
+
+    try:
+        text = Path(file).read_text()
+    except OSError:
+        return False
+    return re.search(r"^if\s+__name__\s*==\s*[\"']__main__[\"']\s*:", text, re.M) is not None
+
+
+_MAIN_ALIAS = "__tileworkbench_main__"
+
+
+def worker_settings(target: str) -> dict:
+    """The parent's settings as plain data, with the target resolved (a worker must not look for a
+    GPU: that would initialise CUDA in it) and no architecture override left to apply."""
+    values = {f.name: getattr(settings, f.name) for f in fields(settings)}
+    values = {k: (str(v) if isinstance(v, Path) else v) for k, v in values.items()}
+    values.update(target=target, interpret=False, override_arch=None)
+    return values
+
+
+def launch_target(options: dict) -> str:
+    """The concrete target a launch with these options compiles for (as `JITFunction.run`
+    picks it)."""
+    from ..backends import backend_for, default_target
+    from .compiler import resolve_target
+
+    arch = options.get("arch") or settings.override_arch
+    if arch:
+        return backend_for(default_target()).arch_target(arch)
+    return resolve_target(None)
+
+
+def cacheable_target(target: str) -> bool:
+    from ..backends import backend_for
+
+    return bool(backend_for(target).cacheable)
+
+
+def run_job(job: dict) -> dict:
+    """In a worker: compile one config and leave it in the cache; what happened, as plain data."""
+    begin = time.perf_counter()
+    attempts = _mark_attempt(job)
+    out = {"label": job["label"], "pid": os.getpid(), "host": _HOST, "attempts": attempts}
+    private = None
+    try:
+        values = dict(job["settings"])
+        if job["ship_files"]:
+            private = tempfile.mkdtemp(prefix="tileworkbench-worker-")
+            values["cache_dir"] = private
+        for name, value in values.items():
+            setattr(settings, name, Path(value) if name == "cache_dir" else value)
+        for folder in reversed(job.get("sys_path") or []):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+        kernel = _find(job)
+        args = [decode_value(a) for a in job["args"]]
+        kwargs = {k: decode_value(v) for k, v in job["kwargs"].items()}
+        kwargs.pop("arch", None)  # resolved into the target already
+        compiled = kernel.run(*args, grid=(1,), warmup=True, **kwargs)
+        _finish(compiled)
+        if private is not None:
+            from .cache import KernelCache
+
+            cache = KernelCache(private)
+            out["files"] = {key: cache.get(key) for key in cache.keys()}
+    except TileworkbenchError as error:  # the config's own failure: reported, not retried
+        out["error"] = f"{type(error).__name__}: {error}"
+    except Exception as error:  # the worker could not do it; the parent compiles the config itself
+        out["fallback"] = f"{type(error).__name__}: {error}"
+    finally:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+    out["seconds"] = time.perf_counter() - begin
+    return out
+
+
+def _mark_attempt(job: dict) -> int:
+    directory = job.get("marker_dir")
+    if not directory or not os.path.isdir(directory):
+        return 1
+    prefix = f"{job['label']}."
+    Path(directory, f"{prefix}{os.getpid()}.{uuid.uuid4().hex}").touch()
+    return sum(name.startswith(prefix) for name in os.listdir(directory))
+
+
+def _find(job: dict) -> Any:
+    import importlib
+    import importlib.util
+
+    name = job["module"]
+    if name in ("__main__", "__mp_main__"):  # the parent's script, imported under a name of its own
+        name = _MAIN_ALIAS
+    module = sys.modules.get(name)
+    if module is None and job.get("rebuild"):
+        loader, function, arguments = job["rebuild"]
+        module = getattr(importlib.import_module(loader), function)(*arguments)
+    if module is None:
+        try:
+            if name == _MAIN_ALIAS:
+                raise ImportError(name)
+            module = importlib.import_module(name)
+        except ImportError:
+            if not job["file"]:
+                raise
+            spec = importlib.util.spec_from_file_location(name, job["file"])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    kernel = getattr(module, job["qualname"])
+    for _ in range(job["steps"]):
+        kernel = kernel.fn
+    return kernel
+
+
+def _finish(compiled: Any) -> None:
+    """Wait for ptxas and for the cache entry: the entry is written by a callback on the
+    assembler's thread after ptxas, which a waiter on the result can outrun; shutting the pool
+    down waits for it."""
+    from . import compiler
+
+    wait = getattr(compiled, "_wait", None)
+    if wait is not None:
+        wait()
+    pools = getattr(compiler, "_ASSEMBLER", [])
+    if pools:
+        pool = pools.pop()
+        pool.shutdown(wait=True)
+
+
+# -- running jobs ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    """How one config's compile went: `error` (its own compile error, as a sequential tune
+    reports it), or `fallback` (why the parent compiles it itself); seconds, where, attempts."""
+
+    label: str
+    seconds: float | None = None
+    where: str = "this process"
+    error: str | None = None
+    fallback: str | None = None
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+
+
+def worker_count(n_jobs: int) -> int:
+    """Local compile processes for `n_jobs` configs: config.compile_workers, else
+    min(n_jobs, cores)."""
+    chosen = settings.compile_workers
+    if chosen is None:
+        chosen = os.cpu_count() or 1
+    return max(0, min(int(chosen), n_jobs))
+
+
+_POOL: dict[str, Any] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _local_pool(workers: int, fresh: bool = False) -> futures.ProcessPoolExecutor:
+    """The shared pool of spawned compile processes (kept between tunes: each spawn costs an
+    import of tileworkbench), grown when more workers are asked for, replaced when broken."""
+    with _POOL_LOCK:
+        pool = _POOL.get("pool")
+        if pool is not None and (fresh or _POOL.get("workers", 0) < workers):
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = None
+        if pool is None:
+            context = multiprocessing.get_context("spawn")
+            pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                               initializer=_start_worker)
+            _POOL.update(pool=pool, workers=workers)
+        return pool
+
+
+def _start_worker() -> None:
+    """A local compile process yields the CPU to the parent, which times configs meanwhile: a
+    launch that waits for a core would stretch the time between its CUDA events."""
+    try:
+        os.nice(5)
+    except OSError:
+        pass
+
+
+def shutdown_pool() -> None:
+    """Stop the local compile processes (they are started again when needed)."""
+    with _POOL_LOCK:
+        pool = _POOL.pop("pool", None)
+        _POOL.pop("workers", None)
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _engine(executor: Any) -> Any:
+    """A concurrent.futures-style executor for `executor`: a Dask Client becomes its executor."""
+    if hasattr(executor, "get_executor") and type(executor).__module__.startswith("distributed"):
+        return executor.get_executor(pure=False)
+    if not callable(getattr(executor, "submit", None)):
+        raise TypeError(f"executor must be a concurrent.futures.Executor or a Dask Client, got "
+                        f"{type(executor).__name__}")
+    return executor
+
+
+def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int | None = None,
+          marker_dir: str | None = None) -> Iterator[Built]:
+    """Compile `jobs` (label -> job; None: the parent compiles it) and yield each config's
+    `Built` as soon as it is done; configs the parent compiles come first. Each attempt at a job
+    leaves a file `<label>.<pid>.<random>` in `marker_dir` (default: a temporary folder), which
+    counts retries."""
+    local = [label for label, job in jobs.items() if job is None]
+    remote = {label: job for label, job in jobs.items() if job is not None}
+    for label in local:
+        yield Built(label, fallback="compiled in this process")
+    if not remote:
+        return
+    own_markers = marker_dir is None
+    if own_markers:
+        marker_dir = tempfile.mkdtemp(prefix="tileworkbench-attempts-")
+    try:
+        for job in remote.values():
+            job.marker_dir = marker_dir
+            job.sys_path = list(sys.path)
+            job.ship_files = executor is not None
+        if executor is not None:
+            yield from _build_with(_engine(executor), remote)
+        else:
+            yield from _build_local(remote, workers or worker_count(len(remote)))
+    finally:
+        if own_markers:
+            shutil.rmtree(marker_dir, ignore_errors=True)
+
+
+def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
+    pending = {engine.submit(run_job, job.as_dict()): label for label, job in jobs.items()}
+    for future in futures.as_completed(list(pending)):
+        label = pending[future]
+        try:
+            yield _built(future.result())
+        except Exception as error:  # the engine gave up on it (e.g. Dask's KilledWorker)
+            yield Built(label, fallback=f"{type(error).__name__}: {error}")
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """While workers start: the parent's `__main__` without its file and spec, so a spawned worker
+    does not run the parent's script (multiprocessing would, to rebuild `__main__`); a kernel that
+    lives there is imported by `_find` from its file instead, and only from a guarded script."""
+    main = sys.modules.get("__main__")
+    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
+             if main is not None and name in main.__dict__}
+    try:
+        for name in saved:
+            if name == "__file__":
+                del main.__file__
+            else:
+                main.__spec__ = None
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(main, name, value)
+
+
+def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
+    pool = _local_pool(workers)
+    left = dict(jobs)
+    deaths = 0
+    while left:
+        with _main_hidden():  # ProcessPoolExecutor starts its processes in submit
+            pending = {pool.submit(run_job, job.as_dict()): label for label, job in left.items()}
+        broken = False
+        finished = 0
+        for future in futures.as_completed(list(pending)):
+            label = pending[future]
+            try:
+                result = future.result()
+            except futures.process.BrokenProcessPool:
+                broken = True
+                continue
+            finished += 1
+            left.pop(label, None)
+            built = _built(result)
+            if deaths:
+                built.notes.append(f"resubmitted after {deaths} compile worker death(s)")
+            yield built
+        if broken:
+            deaths += 1
+            # a pool that dies before building anything will not do better next time
+            if deaths > _MAX_POOL_RESTARTS or not finished:
+                for label in left:
+                    yield Built(label, fallback="the compile workers died; compiled here")
+                _local_pool(workers, fresh=True)
+                return
+            pool = _local_pool(workers, fresh=True)
+
+
+def _built(result: dict) -> Built:
+    where = f"pid {result['pid']}" + ("" if result["host"] == _HOST else f"@{result['host']}")
+    built = Built(result["label"], result.get("seconds"), where, result.get("error"),
+                  result.get("fallback"), result.get("attempts", 1))
+    if built.attempts > 1:
+        built.notes.append(f"attempt {built.attempts}: a worker died compiling it")
+    files = result.get("files")
+    if files:
+        from .cache import KernelCache
+
+        cache = KernelCache()
+        for key, entry in files.items():
+            if entry is not None and key not in cache:
+                cache.put(key, entry)
+    return built
+
+
+# -- timing on several devices at once -------------------------------------------------------------
+
+
+@dataclass
+class Lane:
+    """One device that times configs, one at a time: `bench(item) -> result`, run in its own thread
+    when there are several lanes."""
+
+    name: str
+    bench: Callable[[Any], Any]
+
+
+def time_on_lanes(items: Iterable[Any], lanes: Sequence[Lane],
+                  on_error: Callable[[Any, BaseException], Any] | None = None
+                  ) -> list[tuple[Any, str, Any]]:
+    """Time each item as soon as `items` yields it, on whichever lane is free: (item, lane name,
+    result) in the order the timings finished. One lane runs in this thread."""
+    if len(lanes) <= 1:
+        lane = lanes[0]
+        return [(item, lane.name, _guarded(lane, item, on_error)) for item in items]
+    work: queue.Queue = queue.Queue()
+    done: list[tuple[Any, str, Any]] = []
+    lock = threading.Lock()
+
+    def serve(lane: Lane) -> None:
+        while True:
+            item = work.get()
+            if item is _STOP:
+                return
+            result = _guarded(lane, item, on_error)
+            with lock:
+                done.append((item, lane.name, result))
+
+    threads = [threading.Thread(target=serve, args=(lane,), daemon=True) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    try:
+        for item in items:
+            work.put(item)
+    finally:
+        for _ in threads:
+            work.put(_STOP)
+        for thread in threads:
+            thread.join()
+    return done
+
+
+_STOP = object()
+
+
+def _guarded(lane: Lane, item: Any, on_error) -> Any:
+    if on_error is None:
+        return lane.bench(item)
+    try:
+        return lane.bench(item)
+    except Exception as error:
+        return on_error(item, error)

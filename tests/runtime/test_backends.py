@@ -27,7 +27,7 @@ def test_every_builtin_backend_registers_and_claims_its_targets():
 
 
 def test_architectures_have_one_owner():
-    from tileworkbench.backends.nvptx.codegen import ARCHS
+    from tileworkbench.backends.nvptx.archs import ARCHS
 
     assert backend_for("sm_90").architectures() == tuple(ARCHS)
     assert resolve_target("sm_90") == "sm_90"

@@ -15,6 +15,7 @@ from ...ir.ops import tt
 from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
+from ...target import GENERIC, TargetInfo
 from .debuginfo import DebugInfo
 from .hooks import DATA_LAYOUT, NVPTX_HOOKS, TRIPLE  # noqa: F401 - DATA_LAYOUT, TRIPLE: re-exported
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
@@ -43,9 +44,10 @@ class Lowering:
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
                  debug: bool = False, hooks=None, maxnreg: int | None = None,
-                 reflect_ftz: bool = True):
+                 reflect_ftz: bool = True, target: TargetInfo = GENERIC):
         self.func = func
         self.hooks = hooks or NVPTX_HOOKS
+        self.target = target  # the facts the GPU passes had (tensor-core forms, stmatrix)
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
         self.num_warps = num_warps

@@ -23,6 +23,11 @@ class DType:
         bits: the width in bits.
         llvm: the LLVM register type ("float", "bfloat", "i8" for fp8 bits).
         slot: the `struct` code of a kernel parameter of this type in an 8-byte slot.
+        tma: CUDA's `CUtensorMapDataType` of host tensor maps (runtime/tensor_map.py), or None: the
+            unsigned type of its width (bytes are copied as they are; float codes matter for the
+            NaN fill only).
+        tensormap: PTX's `tensormap.replace ... .elemtype` code of tensor maps built in the kernel
+            (frontend/device_descriptors.py), or None as for `tma`.
     """
 
     triton: str
@@ -34,6 +39,8 @@ class DType:
     bits: int
     llvm: str
     slot: str
+    tma: int | None = None
+    tensormap: int | None = None
 
     @cached_property
     def numpy_dtype(self):
@@ -58,12 +65,14 @@ TABLE: tuple[DType, ...] = (
     DType("int1", "i1", "i1", "bool", "bool", "bool", 1, "i1", "?7x"),
     DType("int8", "i8", "i8", "int8", "int8", "int8", 8, "i8", "b7x"),
     DType("int16", "i16", "i16", "int16", "int16", "int16", 16, "i16", "h6x"),
-    DType("int32", "i32", "i32", "int32", "int32", "int32", 32, "i32", "i4x"),
-    DType("int64", "i64", "i64", "int64", "int64", "int64", 64, "i64", "q"),
-    DType("uint8", "u8", "u8", "uint8", "uint8", "uint8", 8, "i8", "B7x"),
-    DType("uint16", "u16", "u16", "uint16", "uint16", "uint16", 16, "i16", "H6x"),
-    DType("uint32", "u32", "u32", "uint32", "uint32", "uint32", 32, "i32", "I4x"),
-    DType("uint64", "u64", "u64", "uint64", "uint64", "uint64", 64, "i64", "Q"),
+    DType("int32", "i32", "i32", "int32", "int32", "int32", 32, "i32", "i4x", tma=3),
+    DType("int64", "i64", "i64", "int64", "int64", "int64", 64, "i64", "q", tma=5),
+    DType("uint8", "u8", "u8", "uint8", "uint8", "uint8", 8, "i8", "B7x", tma=0, tensormap=0),
+    DType("uint16", "u16", "u16", "uint16", "uint16", "uint16", 16, "i16", "H6x", tma=1,
+          tensormap=1),
+    DType("uint32", "u32", "u32", "uint32", "uint32", "uint32", 32, "i32", "I4x", tma=2,
+          tensormap=2),
+    DType("uint64", "u64", "u64", "uint64", "uint64", "uint64", 64, "i64", "Q", tma=4, tensormap=4),
     # Triton's fp8e4b15: e4m3fn's bits with exponent bias 15 (see HELD_AS)
     DType("fp8e4b15", "fp8e4b15", "f8e4b15", "float8_e4b15", "uint8", "", 8, "i8", "B7x"),
     DType("fp8e4nv", "fp8e4nv", "f8e4nv", "float8_e4m3fn", "uint8", "float8_e4m3fn", 8, "i8", "B7x"),
@@ -72,10 +81,14 @@ TABLE: tuple[DType, ...] = (
     DType("fp8e4b8", "fp8e4b8", "f8e4b8", "float8_e4m3fnuz", "uint8", "float8_e4m3fnuz", 8, "i8", "B7x"),
     DType("fp8e5b16", "fp8e5b16", "f8e5b16", "float8_e5m2fnuz", "uint8", "float8_e5m2fnuz", 8, "i8",
           "B7x"),
-    DType("fp16", "fp16", "f16", "float16", "float16", "float16", 16, "half", "e6x"),
-    DType("bf16", "bf16", "bf16", "bfloat16", "uint16", "bfloat16", 16, "bfloat", "H6x"),
-    DType("fp32", "fp32", "f32", "float32", "float32", "float32", 32, "float", "f4x"),
-    DType("fp64", "fp64", "f64", "float64", "float64", "float64", 64, "double", "d"),
+    DType("fp16", "fp16", "f16", "float16", "float16", "float16", 16, "half", "e6x", tma=6,
+          tensormap=6),
+    DType("bf16", "bf16", "bf16", "bfloat16", "uint16", "bfloat16", 16, "bfloat", "H6x", tma=9,
+          tensormap=10),
+    DType("fp32", "fp32", "f32", "float32", "float32", "float32", 32, "float", "f4x", tma=7,
+          tensormap=7),
+    DType("fp64", "fp64", "f64", "float64", "float64", "float64", 64, "double", "d", tma=8,
+          tensormap=9),
 )
 
 BY_TRITON = {row.triton: row for row in TABLE}
@@ -113,3 +126,21 @@ def numpy_dtype_of(name: str):
     import numpy as np
 
     return np.dtype(name)
+
+
+def tma_element_code(name: str, *, in_kernel: bool) -> int:
+    """The TMA element type code of dtype `name` ("fp16", "int32", ...): the `tensormap` column for
+    a map built in the kernel, else `tma` (the host's); the unsigned type of the same width where
+    the row has none."""
+    row = lookup(name)
+    if row is None:
+        raise KeyError(f"no dtype named {name!r}")
+    code = row.tensormap if in_kernel else row.tma
+    if code is None:
+        same_width = BY_KIND[f"u{max(8, row.bits)}"]
+        code = same_width.tensormap if in_kernel else same_width.tma
+    return code
+
+
+# LLVM float type name ("half", "bfloat", "float", "double") -> bits (integer types carry theirs)
+LLVM_FLOAT_BITS = {row.llvm: row.bits for row in TABLE if not row.llvm.startswith("i")}

@@ -36,6 +36,7 @@ from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
 from tileworkbench.runtime.debug_checks import DebugChecks
+from tileworkbench.target import TargetInfo
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
@@ -71,6 +72,22 @@ class _Block:
         self.ctaid, self.nctaid = ctaid, nctaid
 
 
+def emulated_target(num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
+                    wgmma: bool = False, shared_limit: int | None = None) -> TargetInfo:
+    """The target the emulated kernel's GPU passes see: dots on mma.sync (sm_89: fp8 too, run by
+    the warp-level stand-in below) or on Hopper's wgmma (sm_90a, run by wgmma_standin.py), with
+    cp.async pipelining of `num_stages`; no shared-memory room known but wgmma's (an H200's block
+    unless `shared_limit`), and no per-SM figure (a spare ring slot costs no resident block)."""
+    if wgmma:
+        return TargetInfo("sm_90a", 90, "wgmma", fp8_mma=True, stmatrix=True,
+                          shared_per_block=shared_limit if shared_limit is not None else 232448,
+                          num_warps=num_warps, num_stages=num_stages)
+    if tensor_cores:
+        return TargetInfo("sm_89", 89, "mma.sync", fp8_mma=True, num_warps=num_warps,
+                          num_stages=num_stages)
+    return TargetInfo("sm_80", 80, "none", num_warps=num_warps, num_stages=num_stages)
+
+
 class Emulator:
     def __init__(self, fn, signature: dict, constexprs: dict, num_warps: int = 4,
                  tensor_cores: bool = False, num_stages: int = 1, debug: bool = False,
@@ -102,17 +119,10 @@ class Emulator:
         from tileworkbench.backends.llvm.tile_gpu import check_shapes
 
         check_shapes(func)
-        func.num_warps = num_warps
-        if tensor_cores:  # dots on mma.sync (sm_89: fp8 too), run by the warp-level stand-in below
-            func.tensor_core_sm = 89
-        if wgmma:  # dots that fit on Hopper's wgmma (sm_90a), run by wgmma_standin.py
-            func.tensor_core_sm = 90
-            func.wgmma = True
-            func.shared_limit = shared_limit if shared_limit is not None else 232448  # an H200's
-        func.num_stages = num_stages  # cp.async pipelining of tensor-core operands (with tensor_cores)
-        run_passes(func, TILE_GPU)
+        target = emulated_target(num_warps, tensor_cores, num_stages, wgmma, shared_limit)
+        run_passes(func, TILE_GPU, target=target)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug,
-                            hooks=NVPTX_HOOKS, reflect_ftz=reflect_ftz)
+                            hooks=NVPTX_HOOKS, reflect_ftz=reflect_ftz, target=target)
         text = _replace_asm(str(lowering.run()))
         self.text = text
         self.threads = 32 * num_warps

@@ -16,6 +16,7 @@ wait_group's count (any wait counts as waiting for every copy).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -202,13 +203,14 @@ def lowered_llvm(fn, signature: dict, constexprs: dict, num_warps: int = 4, arch
     """The kernel's LLVM module as the NVPTX lowering builds it for `arch` (before O3)."""
     from tileworkbench.backends.llvm.lower import Lowering
     from tileworkbench.backends.nvptx.hooks import NVPTX_HOOKS
+    from tileworkbench.backends.nvptx.archs import ARCHS
     from tileworkbench.passes.axis_info import axis_info
     from tileworkbench.passes.pipeline import TILE_GPU, run_passes
     from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
 
     func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
-    func.num_warps = num_warps
-    func.tensor_core_sm = int(arch[3:5])  # as the NVPTX driver: dots on mma.sync where they fit
-    func.num_stages = num_stages
-    run_passes(func, TILE_GPU)
-    return str(Lowering(func, arch, num_warps, axis_info(func), hooks=NVPTX_HOOKS).run())
+    # as the NVPTX driver: dots on mma.sync where they fit (not wgmma; no shared-memory room known)
+    target = dataclasses.replace(ARCHS[arch].target_info(num_warps, num_stages),
+                                 tensor_cores="mma.sync", shared_per_block=0, shared_per_sm=0)
+    run_passes(func, TILE_GPU, target=target)
+    return str(Lowering(func, arch, num_warps, axis_info(func), hooks=NVPTX_HOOKS, target=target).run())

@@ -13,6 +13,7 @@ tutorial's own kernel at its own configs: each format fits, and mxfp4 emulated.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,7 +24,7 @@ from cpu_emulator import Emulator
 from tma_standin import host_tensor_map
 
 import tileworkbench as tw
-from tileworkbench.backends import nvptx
+from tileworkbench.backends.nvptx import archs
 from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import TMAFallback, flatten_descriptor
 from tileworkbench.runtime.jit import _descriptor_key, launch_parameters
@@ -56,7 +57,7 @@ def compiler_choice(monkeypatch, fn, signature, constexprs, limit: int = H200_SH
     from tileworkbench.backends.nvptx import codegen
     from tileworkbench.backends.nvptx.backend import NvptxBackend
 
-    monkeypatch.setitem(nvptx.MAX_SHARED_PER_BLOCK, 90, limit)
+    _limit_shared(monkeypatch, limit)
     with monkeypatch.context() as patch:
         patch.setattr(codegen, "optimize", lambda text, *args: "")
         patch.setattr(codegen, "emit_ptx", lambda *args: "")
@@ -217,3 +218,10 @@ def test_the_tutorials_kernel_emulated_mxfp4(monkeypatch):
     tensor_maps = run_emulated(kernel, descriptors, signature, constexprs, _fallback(md), grid)
     assert "c_desc" in tensor_maps
     assert relative_error(np.asarray(c), reference) < TOLERANCE
+
+
+def _limit_shared(monkeypatch, limit: int) -> None:
+    """Hopper's rows of the architecture table with `limit` bytes of shared memory per block."""
+    for name in ("sm_90", "sm_90a"):
+        row = archs.ARCHS[name]
+        monkeypatch.setitem(archs.ARCHS, name, dataclasses.replace(row, shared_per_block=limit))

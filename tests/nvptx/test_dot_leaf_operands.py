@@ -16,6 +16,7 @@ from tileworkbench.ir.ops import tt
 from tileworkbench.ir.ops.ttg import DotOperandEncoding
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
+from tileworkbench.target import TargetInfo
 
 RNG = np.random.default_rng()
 N = 32
@@ -46,8 +47,7 @@ def range_dot(out, SCALE: tl.constexpr):
 
 def _dot_operand_encodings(fn, signature, constexprs):
     func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs)[0]
-    func.num_warps = 4
-    run_passes(func, TILE_GPU)
+    run_passes(func, TILE_GPU, target=TargetInfo(num_warps=4))  # no tensor cores: FMA operands
     dots = [op for op in func.walk() if isinstance(op, tt.DotOp)]
     return [(op.a.type.encoding, op.b.type.encoding) for op in dots]
 

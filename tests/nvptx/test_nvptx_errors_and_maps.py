@@ -49,10 +49,10 @@ def test_fp8_e4m3_uses_hardware_cvt_from_sm89_and_software_before():
 
 
 def test_unknown_arch_is_refused():
-    from tileworkbench.backends.nvptx.codegen import check_arch
+    from tileworkbench.backends.nvptx.archs import arch
 
     with pytest.raises(CompilationError, match="sm_75"):
-        check_arch("sm_75")
+        arch("sm_75")
 
 
 @pytest.mark.parametrize("arch", ["sm_86", "sm_89", "sm_90a", "sm_100"])

@@ -13,7 +13,7 @@ from tensor_core_kernels import matmul_kernel, matmul_signature
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.backends.nvptx import MAX_SHARED_PER_BLOCK
+from tileworkbench.backends.nvptx.archs import ARCHS
 
 CONFIGS = [  # (BM, BN, BK, num_warps, num_stages)
     (128, 128, 32, 4, 4),
@@ -64,7 +64,7 @@ def test_shared_plan_matches_the_ir_and_the_launch_size(config):
     assert compiled.metadata.shared == max(rings_end, staging[0]["bytes"])
     summary = compiled.resources
     assert summary.plan_total == compiled.metadata.shared  # the bytes a launch asks for
-    assert summary.shared_limit == MAX_SHARED_PER_BLOCK[90]
+    assert summary.shared_limit == ARCHS["sm_90a"].shared_per_block
     # regions overlap only where the epilogue's tile reuses the rings' bytes after the loop
     dynamic = [e for e in plan if e["space"] == "dynamic"]
     for i, a in enumerate(dynamic):

@@ -7,6 +7,7 @@ emulated run checks a kernel with one descriptor on TMA and one on pointers agai
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -17,7 +18,7 @@ from tma_standin import host_tensor_map
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.backends import nvptx
+from tileworkbench.backends.nvptx import archs
 from tileworkbench.errors import OutOfResources
 from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import TMAFallback
@@ -47,7 +48,7 @@ def tma_on(monkeypatch):
 
 def _compile(monkeypatch, limit: int | None, fn=widen_copy, signature=SIGNATURE, constexprs=None):
     if limit is not None:
-        monkeypatch.setitem(nvptx.MAX_SHARED_PER_BLOCK, 90, limit)
+        _limit_shared(monkeypatch, limit)
     return tw.compile(fn, signature=signature, constexprs=constexprs or dict(BM=BM, BN=BN),
                       target="sm_90a", use_cache=False)
 
@@ -127,7 +128,7 @@ def test_the_choice_survives_the_cache(monkeypatch, wait_for_cache_entries):
     """A kernel loaded from the cache launches as compiled: same tensor maps, same IR notes."""
     from tileworkbench.ir import print_ir
 
-    monkeypatch.setitem(nvptx.MAX_SHARED_PER_BLOCK, 90, 9000)
+    _limit_shared(monkeypatch, 9000)
     compile_args = dict(signature=SIGNATURE, constexprs=dict(BM=BM, BN=BN), target="sm_90a")
     first = tw.compile(widen_copy, **compile_args)
     wait_for_cache_entries(1)
@@ -172,7 +173,7 @@ def test_launches_pass_no_tensor_map_for_what_stays_on_pointers(monkeypatch, tmp
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "cache_dir", tmp_path)  # the lowered limit is no part of the key
-    monkeypatch.setitem(nvptx.MAX_SHARED_PER_BLOCK, 90, limit)
+    _limit_shared(monkeypatch, limit)
     widen_copy.clear_cache()
     rows, cols = 70, 152
     host = np.random.default_rng(12).standard_normal((rows, cols)).astype(np.float16)
@@ -187,3 +188,10 @@ def test_launches_pass_no_tensor_map_for_what_stays_on_pointers(monkeypatch, tmp
     error = np.abs(dst.get() - reference) / np.maximum(np.abs(reference), 1.0)
     assert error.max() <= 1e-7
     widen_copy.clear_cache()
+
+
+def _limit_shared(monkeypatch, limit: int) -> None:
+    """Hopper's rows of the architecture table with `limit` bytes of shared memory per block."""
+    for name in ("sm_90", "sm_90a"):
+        row = archs.ARCHS[name]
+        monkeypatch.setitem(archs.ARCHS, name, dataclasses.replace(row, shared_per_block=limit))

@@ -16,7 +16,7 @@ from cpu_emulator import Emulator
 from tensor_core_kernels import DTYPES, TOLERANCE, matmul_kernel, matmul_signature, random_operands
 
 import tileworkbench as tw
-from tileworkbench.backends.nvptx.codegen import has_wgmma, native_arch
+from tileworkbench.backends.nvptx.archs import has_wgmma, native_arch
 from tileworkbench.ir.ops.ttg import MmaEncoding, NvmmaSharedEncoding
 
 RNG = np.random.default_rng(90)

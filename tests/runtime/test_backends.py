@@ -27,7 +27,7 @@ def test_every_builtin_backend_registers_and_claims_its_targets():
 
 
 def test_architectures_have_one_owner():
-    from tileworkbench.backends.nvptx.codegen import ARCHS
+    from tileworkbench.backends.nvptx.archs import ARCHS
 
     assert backend_for("sm_90").architectures() == tuple(ARCHS)
     assert resolve_target("sm_90") == "sm_90"
@@ -98,3 +98,23 @@ def test_derived_tables_follow_the_dtype_table():
             assert jit.dtype_name(row.numpy_dtype) != row.kind
             continue
         assert jit.dtype_name(row.numpy_dtype) == row.kind
+
+
+def test_tma_element_codes_and_llvm_widths_come_from_the_dtype_table():
+    """CUDA's CUtensorMapDataType (host maps) and PTX's tensormap.replace codes (maps built in the
+    kernel) differ for fp64 and bf16; types without a code of their own take the unsigned type of
+    their width (bytes are copied as they are)."""
+    host = {k: dtypes.tma_element_code(k, in_kernel=False) for k in
+            ("u8", "u16", "u32", "i32", "u64", "i64", "fp16", "fp32", "fp64", "bf16")}
+    assert host == {"u8": 0, "u16": 1, "u32": 2, "i32": 3, "u64": 4, "i64": 5, "fp16": 6,
+                    "fp32": 7, "fp64": 8, "bf16": 9}
+    device = {k: dtypes.tma_element_code(k, in_kernel=True)
+              for k in ("fp16", "fp32", "fp64", "bf16")}
+    assert device == {"fp16": 6, "fp32": 7, "fp64": 9, "bf16": 10}
+    for name, width_code in (("i8", 0), ("fp8e4nv", 0), ("int16", 1), ("i1", 0)):
+        assert dtypes.tma_element_code(name, in_kernel=False) == width_code
+        assert dtypes.tma_element_code(name, in_kernel=True) == width_code
+    assert dtypes.tma_element_code("int32", in_kernel=True) == 2  # kernel maps: i32 as u32
+    assert dtypes.LLVM_FLOAT_BITS == {"half": 16, "bfloat": 16, "float": 32, "double": 64}
+    with pytest.raises(KeyError, match="no dtype named"):
+        dtypes.tma_element_code("fp12", in_kernel=False)

@@ -84,6 +84,7 @@ class Backend:
         hooks: the target hooks object the shared LLVM lowering calls (None: no LLVM lowering).
         compile_errors_also: an exception class that a launch's compile errors also are (the
             interpreter's: Triton's interpreter reports them as InterpreterError), or None.
+        default_arch: the architecture compile-only use takes where no GPU decides ("" if none).
     """
 
     name = "backend"
@@ -95,6 +96,7 @@ class Backend:
     models_gpu = False
     hooks: Any = None
     compile_errors_also: type | None = None
+    default_arch = ""  # the architecture compile-only use takes ("sm_90"); "" where none
 
     def claims(self, target: str) -> bool:
         """Whether `target` (a user's spelling: "cuda", "sm_90", "cpu", ...) names this backend."""
@@ -108,6 +110,11 @@ class Backend:
     def architectures(self) -> tuple[str, ...]:
         """The architectures it compiles for (empty when it has no notion of one)."""
         return ()
+
+    def architecture(self, target: str) -> Any:
+        """The row of its architecture table for `target` (the NVPTX `archs.Arch`: shared memory,
+        occupancy limits, what the architecture can do), or None where it has none."""
+        return None
 
     def available(self) -> bool:
         """Whether kernels for it can be launched on this machine."""

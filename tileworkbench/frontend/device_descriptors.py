@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from math import gcd
 
+from ..dtypes import tma_element_code
 from ..ir.ops import tt, ttng
 from ..ir.types import ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
@@ -38,10 +39,6 @@ from .tma_calls import known_multiple
 from .tma_rules import CHUNK, box_fits, tma_box
 
 MAP_BYTES = 128  # a CUtensorMap, 128-byte aligned (Triton's TMA_SIZE_BYTES / TMA_ALIGN)
-# the element type codes of PTX `tensormap.replace ... .elemtype` (bytes are copied as they are; the
-# float codes matter for the NaN fill only)
-ELEMENT_CODES = {"fp16": 6, "fp32": 7, "fp64": 9, "bf16": 10}
-_CODES_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # .u8, .u16, .u32, .u64
 
 
 def device_tensormap(cg, desc: tensor_descriptor) -> tensor | None:
@@ -62,13 +59,9 @@ def device_tensormap(cg, desc: tensor_descriptor) -> tensor | None:
     return cg.sem.make(
         ttng.TensormapCreateOp, pointer_type(core.int8), "tensormap", desc_ptr=scratch.handle,
         base=desc.base.handle, shape=shape, strides=strides,
-        box=(*desc.block_shape[:-1], inner), elem_type=element_code(desc.dtype.name, nbytes),
+        box=(*desc.block_shape[:-1], inner),
+        elem_type=tma_element_code(desc.dtype.name, in_kernel=True),  # PTX's codes (dtypes.TABLE)
         swizzle=swizzle, fill=desc.padding)
-
-
-def element_code(name: str, nbytes: int) -> int:
-    """The `tensormap.replace` element type code of a dtype name ("fp16" -> 6)."""
-    return ELEMENT_CODES.get(name, _CODES_BY_BYTES[nbytes])
 
 
 def _element_bytes(desc: tensor_descriptor) -> int:

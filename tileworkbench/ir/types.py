@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
-FLOAT_BITS = {"f8e4nv": 8, "f8e5": 8, "f8e4b8": 8, "f8e5b16": 8, "f8e4b15": 8, "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+from ..dtypes import TABLE as _DTYPES
+
+# IR scalar type name -> bits, from the dtype table
+INT_BITS = {row.ir: row.bits for row in _DTYPES if not row.is_float}
+FLOAT_BITS = {row.ir: row.bits for row in _DTYPES if row.is_float}
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """`coalesce`: chooses a blocked layout for every global load, store and atomic so that consecutive lanes
 touch consecutive addresses and each thread moves up to 16 bytes at a time, then lays out every other
-tensor around those anchors (`layouts.assign_layouts`). Needs `axis_info`; reads the warp count from
-`func.num_warps` (set by the NVPTX driver; 4 when absent) and, for `tt.dot`, `func.tensor_core_sm`
-(the SM number when tensor cores may be used; absent: every dot on the FMA path). After it, every tensor type has an encoding.
+tensor around those anchors (`layouts.assign_layouts`). Needs `axis_info`; reads the warp count
+and, for `tt.dot`, the tensor cores from the target (`TargetInfo`; none: every dot on the FMA
+path). After it, every tensor type has an encoding.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir.ops import tt
 from ..ir.ops.ttg import layout_chooser
 from ..ir.types import PointerType, TensorType
+from ..target import TargetInfo, target_pass
 from .axis_info import axis_info
 from .layouts import assign_layouts, dot_result_encoding, is_tensor
 from .mma import dot_encoding
@@ -38,11 +39,12 @@ def _vector_width(op, info, order, num_threads: int) -> int:
     return max(1, vec)
 
 
-def coalesce(func: tt.FuncOp) -> bool:
+@target_pass
+def coalesce(func: tt.FuncOp, target: TargetInfo) -> bool:
     """Assign layouts to all tensors, anchored at coalesced global-memory accesses. Returns True."""
-    num_warps = getattr(func, "num_warps", 4)
-    one_thread = getattr(func, "one_thread", False)  # the cpu target: one thread holds everything
-    blocked = layout_chooser(func)
+    num_warps = target.num_warps
+    one_thread = target.one_thread  # the cpu target: one thread holds everything
+    blocked = layout_chooser(one_thread)
     analysis = axis_info(func)
     memory = [op for op in func.walk() if isinstance(op, _MEMORY) and is_tensor(op.ptr)
               and isinstance(op.ptr.type.element, PointerType)]
@@ -54,8 +56,8 @@ def coalesce(func: tt.FuncOp) -> bool:
         key = (op.ptr.type.shape, order)
         choices[id(op)] = key
         choices[key] = max(choices.get(key, 1), vec)
-    # tensor cores where the target has them (the NVPTX driver sets the SM number)
-    sm = getattr(func, "tensor_core_sm", 0)
+    # tensor cores where the target has them
+    tensor_cores = target.has_tensor_cores
     users: dict[int, list] = {}
     for op in func.walk():
         for v in op.operands:
@@ -67,10 +69,11 @@ def coalesce(func: tt.FuncOp) -> bool:
             shape, order = choices[id(op)]
             anchors.append((op, blocked(shape, num_warps, choices[(shape, order)], order)))
         elif isinstance(op, tt.DotOp) and isinstance(op.result.type, TensorType):
-            # wgmma (sm_90a, `func.wgmma`): the operands' memory orders decide which descriptors fit
+            # wgmma (sm_90a): the operands' memory orders decide which descriptors fit
             orders = (operand_order(op.a, load_orders), operand_order(op.b, load_orders)) \
-                if getattr(func, "wgmma", False) else None
-            mma = dot_encoding(op, num_warps, sm, users, orders) if sm and not one_thread else None
+                if target.wgmma else None
+            mma = dot_encoding(op, num_warps, target.fp8_mma, users, orders) \
+                if tensor_cores else None
             anchors.append((op, mma or dot_result_encoding(op.result.type.shape, num_warps, one_thread)))
-    assign_layouts(func, num_warps, anchors)
+    assign_layouts(func, num_warps, anchors, one_thread)
     return True

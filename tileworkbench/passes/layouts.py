@@ -75,10 +75,11 @@ def dot_result_encoding(shape: tuple[int, ...], num_warps: int, one_thread: bool
 
 
 class LayoutAssigner:
-    def __init__(self, func: tt.FuncOp, num_warps: int):
+    def __init__(self, func: tt.FuncOp, num_warps: int, one_thread: bool = False):
         self.func = func
         self.num_warps = num_warps
-        self.blocked = layout_chooser(func)
+        self.one_thread = one_thread  # the cpu target's: one thread holds every element
+        self.blocked = layout_chooser(one_thread)
         self.converts: dict[tuple[int, object], Value] = {}
         self.users: dict[int, list] = {}
         for op in func.walk():
@@ -185,7 +186,7 @@ class LayoutAssigner:
     def _whole_in_one_thread(self, enc, res: Value):
         """On a one-thread target (the cpu), a layout carried over from a smaller operand (a 1xN
         broadcast to MxN) must still give that thread every element, not one row per thread."""
-        if getattr(self.func, "one_thread", False) and isinstance(enc, BlockedEncoding) \
+        if self.one_thread and isinstance(enc, BlockedEncoding) \
                 and tuple(enc.size_per_thread) != tuple(res.type.shape):
             return one_thread_blocked(res.type.shape, enc.order)
         return enc
@@ -292,9 +293,11 @@ def _transposed(enc: BlockedEncoding, order: tuple[int, ...]) -> BlockedEncoding
                            tuple(result_dim[d] for d in enc.order))
 
 
-def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, object]]) -> None:
-    """Give every tensor an encoding: `anchors` are (op, encoding) pairs for memory ops and dots."""
-    assigner = LayoutAssigner(func, num_warps)
+def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, object]],
+                   one_thread: bool = False) -> None:
+    """Give every tensor an encoding: `anchors` are (op, encoding) pairs for memory ops and dots;
+    `one_thread`: the target runs a program on one thread (the cpu's)."""
+    assigner = LayoutAssigner(func, num_warps, one_thread)
     for op, enc in anchors:
         if isinstance(op, tt.DotOp):
             set_encoding(op.result, enc)

@@ -1,6 +1,6 @@
 """Tensor-core choice for `tt.dot`: which dots run on `mma.sync` and with which `#mma` layout.
 
-Used by `coalesce` when the target has tensor cores (`func.tensor_cores`, set by the NVPTX driver).
+Used by `coalesce` when the target has tensor cores (`TargetInfo.tensor_cores`).
 A dot runs on tensor cores when its input dtype has an `mma.sync` shape (fp16/bf16 m16n8k16, tf32
 m16n8k8, int8 and fp8 m16n8k32), its accumulator type fits, and M, N and K are multiples of the
 instruction's; otherwise it stays on the CUDA-core FMA path (fp64, `input_precision="ieee"` on
@@ -32,8 +32,9 @@ class MmaKind:
 _FP8 = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
 
 
-def mma_kind(op: tt.DotOp, sm: int) -> MmaKind | None:
-    """The `mma.sync` form of `op`, or None when it must stay on the FMA path."""
+def mma_kind(op: tt.DotOp, fp8: bool) -> MmaKind | None:
+    """The `mma.sync` form of `op`, or None when it must stay on the FMA path. `fp8`: the target's
+    `mma.sync` takes fp8 operands (`TargetInfo.fp8_mma`, sm_89+)."""
     a, b = element_type(op.a.type).name, element_type(op.b.type).name
     acc = element_type(op.c.type).name
     if a in ("f16", "bf16") and a == b and (acc == "f32" or (acc == "f16" and a == "f16")):
@@ -42,7 +43,7 @@ def mma_kind(op: tt.DotOp, sm: int) -> MmaKind | None:
         return MmaKind("tf32", "f32", 1)
     if a == b == "i8" and acc == "i32":
         return MmaKind("s8", "s32", 4)
-    if a in _FP8 and b in _FP8 and acc == "f32" and sm >= 89:
+    if a in _FP8 and b in _FP8 and acc == "f32" and fp8:
         return MmaKind(_FP8[a], "f32", 4)
     return None
 
@@ -105,11 +106,12 @@ def fed_by_dot(op, dots: tuple = (tt.DotOp,)) -> bool:
     return False
 
 
-def dot_encoding(op: tt.DotOp, num_warps: int, sm: int, users: dict[int, list],
+def dot_encoding(op: tt.DotOp, num_warps: int, fp8: bool, users: dict[int, list],
                  wgmma_orders: tuple | None = None) -> MmaEncoding | None:
-    """The `#mma` layout of `op`'s result, or None for the FMA path. `wgmma_orders`: the target has
-    `wgmma` (sm_90a) and the operands arrive in these memory orders; version 3 where it fits."""
-    kind = mma_kind(op, sm)
+    """The `#mma` layout of `op`'s result, or None for the FMA path. `fp8`: as `mma_kind`.
+    `wgmma_orders`: the target has `wgmma` (sm_90a) and the operands arrive in these memory orders;
+    version 3 where it fits."""
+    kind = mma_kind(op, fp8)
     if kind is None or not fits(op, kind):
         return None
     shape = op.result.type.shape

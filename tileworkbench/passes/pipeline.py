@@ -2,7 +2,9 @@
 each pass.
 
 `TILE_OPT` takes the `tile` stage to `tile-opt`. The GPU passes (axis info, layouts, coalescing,
-...) that take `tile-opt` to `tile-gpu` get their own list, `TILE_GPU`, defined beside it."""
+...) that take `tile-opt` to `tile-gpu` get their own list, `TILE_GPU`, defined beside it; those
+that read the target (`target_pass`) get the backend's `TargetInfo` from the runner as an
+argument."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from ..ir import IRVerificationError, print_ir
 from ..ir import verify as verify_ir
 from ..ir.ops.tt import FuncOp
+from ..target import TargetInfo, takes_target
 from .canonicalize import canonicalize
 from .coalesce import coalesce
 from .combine import combine_broadcast_mul_reduce, combine_dot_add
@@ -28,7 +31,7 @@ from .tma_operand_tiles import tma_operand_tiles
 from .tma_pipeline import pipeline_tma
 from .unroll import unroll
 
-Pass = Callable[[FuncOp], bool]
+Pass = Callable[[FuncOp], bool]  # or, marked by `target.target_pass`, (FuncOp, TargetInfo) -> bool
 
 TILE_OPT: list[Pass] = [  # tile -> tile-opt
     # Folding first: equal constants, and constants moved to the right of commutative ops, let cse
@@ -56,7 +59,8 @@ TILE_GPU: list[Pass] = [
     combine_broadcast_mul_reduce,
     combine_dot_add,
     # coalesce first: it runs axis info itself and gives every tensor a layout encoding, anchored at
-    # global loads/stores/atomics; everything after it needs encodings. It reads `func.num_warps`.
+    # global loads/stores/atomics; everything after it needs encodings. It reads the target's
+    # num_warps and tensor cores.
     coalesce,
     # then remove, fold or rematerialize the ttg.convert_layout ops coalesce had to insert.
     remove_layout_conversions,
@@ -89,12 +93,15 @@ def pass_name(fn: Pass) -> str:
     return getattr(fn, "pass_name", fn.__name__)
 
 
-def run_passes(func: FuncOp, passes: list[Pass], *, verify: bool = True) -> list[tuple[str, str]]:
+def run_passes(func: FuncOp, passes: list[Pass], *, target: TargetInfo | None = None,
+               verify: bool = True) -> list[tuple[str, str]]:
     """Run `passes` in order on `func`, in place.
 
     Args:
         func: the kernel's `tt.func`, changed in place.
         passes: pass functions, e.g. `TILE_OPT`.
+        target: what the backend compiles for, handed to each pass marked `target_pass` (every
+            list with one, such as `TILE_GPU`, needs it).
         verify: check the IR after each pass.
 
     Returns:
@@ -102,11 +109,17 @@ def run_passes(func: FuncOp, passes: list[Pass], *, verify: bool = True) -> list
 
     Raises:
         IRVerificationError: a pass left invalid IR (a tileworkbench bug); the message names it.
+        TypeError: a pass reads the target and none was given (a tileworkbench bug).
     """
     snapshots: list[tuple[str, str]] = []
     for fn in passes:
         name = pass_name(fn)
-        fn(func)
+        if not takes_target(fn):
+            fn(func)
+        elif target is None:
+            raise TypeError(f"pass `{name}` reads the target: run_passes(..., target=TargetInfo)")
+        else:
+            fn(func, target)
         if verify:
             try:
                 verify_ir(func)

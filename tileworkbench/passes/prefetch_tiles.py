@@ -18,16 +18,18 @@ from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import AsyncCopyGlobalToLocalOp, AsyncWaitOp, LocalAllocOp
 from ..ir.types import ScalarType
 from ..ir.values import OpResult
+from ..target import TargetInfo, target_pass
 from .software_pipeline import _clone_slice, _Emitter, walk_back
 
 i1 = ScalarType("i1")
 
 
-def prefetch_next_tile(func: tt.FuncOp) -> bool:
+@target_pass
+def prefetch_next_tile(func: tt.FuncOp, target: TargetInfo) -> bool:
     """Prefetch across tile boundaries in every tile loop that fits. Returns whether any changed."""
     changed = False
     for outer in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _prefetch(func, outer)
+        changed |= _prefetch(func, outer, target.num_stages)
     return changed
 
 
@@ -75,10 +77,9 @@ def _staging(body, after_index: int, rings, stages: int):
     return None
 
 
-def _prefetch(func: tt.FuncOp, outer: scf.ForOp) -> bool:
+def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
     body = outer.body.block
     parts = _parts(body)
-    stages = getattr(func, "num_stages", 1)
     if parts is None or stages < 2:
         return False
     barrier, prologue, inner, after, rings = parts

@@ -15,6 +15,7 @@ from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import BlockedEncoding, ConvertLayoutOp, MmaEncoding, SliceEncoding
 from ..ir.types import TensorType
 from ..ir.values import OpResult, Value
+from ..target import TargetInfo, target_pass
 from .layouts import encoding_of, is_tensor
 
 _CHEAP_LEAVES = (tt.MakeRangeOp, tt.SplatOp, arith.ConstantOp)
@@ -137,14 +138,15 @@ def _sink_one(func: tt.FuncOp, conv: ConvertLayoutOp) -> bool:
     return True
 
 
-def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp) -> bool:
+def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp, target: TargetInfo) -> bool:
     """`store(p, convert(x), m)` -> `store(p', x, m')` with p', m' recomputed in x's layout."""
     value = store.value
     if not (isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp)):
         return False
     src = value.op.src
     if isinstance(encoding_of(src), MmaEncoding) and len(src.type.shape) == 2 and \
-            _staging_fits(func, store, src.type.numel * max(1, src.type.element.bitwidth // 8)):
+            _staging_fits(func, store, src.type.numel * max(1, src.type.element.bitwidth // 8),
+                          target):
         # a tensor-core result is stored coalesced, through shared memory (`stage_dot_operands`):
         # in the #mma layout a warp's store would write 4 bytes in each of 8 rows
         return False
@@ -171,17 +173,18 @@ def _transposes(value_enc, store_enc) -> bool:
         value_enc.rank > 1 and value_enc.order[0] != store_enc.order[0]
 
 
-def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int) -> bool:
+def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int, target: TargetInfo) -> bool:
     """Whether the epilogue's staging tile of `tile_bytes` fits beside the dots' operand tiles in the
-    block's shared memory (`func.max_shared_bytes`, set by the NVPTX driver). A store in the top-level
-    block after loops there reuses the pipeline rings' bytes (lowering/shared.py), so the tile needs
-    max(rings, operands + tile); elsewhere rings + tile. Up to `_EPILOGUE_BYTES` it always stages."""
+    block's shared memory (`target.shared_per_block`; 0: unknown, so it does not). A store in the
+    top-level block after loops there reuses the pipeline rings' bytes (lowering/shared.py), so the
+    tile needs max(rings, operands + tile); elsewhere rings + tile. Up to `_EPILOGUE_BYTES` it
+    always stages."""
     if tile_bytes <= _EPILOGUE_BYTES:
         return True
-    limit = getattr(func, "max_shared_bytes", None)
+    limit = target.shared_per_block
     if not limit:
         return False
-    stages = max(1, getattr(func, "num_stages", 1))
+    stages = max(1, target.num_stages)
     operands, top_level = 0, store.parent is func.body.block
     for dot in (op for op in func.walk() if isinstance(op, tt.DotOp)):
         operands += sum(v.type.numel * max(1, v.type.element.bitwidth // 8) for v in (dot.a, dot.b))
@@ -194,7 +197,7 @@ def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int) -> bool:
     return needed + _SCRATCH_ALLOWANCE <= limit
 
 
-def _sink_conversions(func: tt.FuncOp) -> bool:
+def _sink_conversions(func: tt.FuncOp, target: TargetInfo) -> bool:
     changed, progress = False, True
     while progress:
         progress = False
@@ -202,13 +205,14 @@ def _sink_conversions(func: tt.FuncOp) -> bool:
             if not _rematerializable(conv.src, [_MAX_REMAT]) and _sink_one(func, conv):
                 progress = changed = True
     for store in [o for o in func.walk() if isinstance(o, tt.StoreOp) and is_tensor(o.ptr)]:
-        changed |= _store_takes_value_layout(func, store)
+        changed |= _store_takes_value_layout(func, store, target)
     return changed
 
 
-def remove_layout_conversions(func: tt.FuncOp) -> bool:
+@target_pass
+def remove_layout_conversions(func: tt.FuncOp, target: TargetInfo) -> bool:
     """Remove, fold or rematerialize layout conversions. Returns whether the IR changed."""
-    changed = _sink_conversions(func)
+    changed = _sink_conversions(func, target)
     for op in [o for o in func.walk() if isinstance(o, ConvertLayoutOp)]:
         src, dst = op.src, op.result
         src_enc, dst_enc = encoding_of(src), encoding_of(dst)

@@ -19,7 +19,7 @@ the body for the current iteration where they derive from the induction variable
 invariants alone; loops where the rest of the body reads a value that runs ahead (a carried
 address, or one computed from it), or where the slice reads something else the loop carries, are
 left alone, and so is a loop admitted that way whose rings would not fit in shared memory. Needs
-`stage_dot_operands`; reads `func.num_stages` (set by the NVPTX driver; 1 = no pipelining).
+`stage_dot_operands`; reads the target's `num_stages` (1 = no pipelining) and shared memory.
 """
 
 from __future__ import annotations
@@ -39,20 +39,22 @@ from ..ir.ops.ttg import (
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
+from ..target import TargetInfo, target_pass
 from .shared_reuse import needs_barrier_before_copies, reuses_earlier_space
 
 i32 = ScalarType("i32")
 i1 = ScalarType("i1")
 
 
-def pipeline(func: tt.FuncOp) -> bool:
-    """Pipeline every eligible loop with `func.num_stages` stages. Returns whether any changed."""
-    stages = getattr(func, "num_stages", 1)
+@target_pass
+def pipeline(func: tt.FuncOp, target: TargetInfo) -> bool:
+    """Pipeline every eligible loop with `target.num_stages` stages. Returns whether any changed."""
+    stages = target.num_stages
     if stages < 2:
         return False
     changed = False
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _pipeline_loop(func, loop, stages)
+        changed |= _pipeline_loop(func, loop, stages, target)
     return changed
 
 
@@ -193,10 +195,11 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
             mapping[id(old)] = new
 
 
-def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool) -> int:
+def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool,
+                target: TargetInfo) -> int:
     """`stages` slots, or one more (the spare) where wgmma reads them, the spare fits the block's
-    shared memory (`func.shared_limit`), and it costs no block per SM (`func.shared_per_sm`, both
-    set by the NVPTX driver) or the loop is a persistent kernel's k loop.
+    shared memory (`target.shared_per_block`), and it costs no block per SM
+    (`target.shared_per_sm`) or the loop is a persistent kernel's k loop.
 
     With `stages` slots `wgmma_pipeline` keeps one wgmma group in flight as Triton does: a barrier
     between wait(1) and the copies that refill the slot the previous iteration read. With the spare,
@@ -208,15 +211,15 @@ def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_read
     if not wgmma_reads:
         return stages
     shared = _shared_estimate(func, loop, found)
-    if not _fits(func, shared(stages + 1)):
+    if not _fits(target, shared(stages + 1)):
         return stages
     # a k loop inside a tile loop (a persistent kernel: about one program per SM) keeps the spare:
     # `prefetch_next_tile` places the epilogue's staging tile over the slots the next tile's
     # prologue leaves free
     if config.spare_slot or isinstance(loop.parent_op, scf.ForOp):
         return stages + 1
-    per_sm = getattr(func, "shared_per_sm", 0)
-    blocks = [per_sm // (shared(n) + _RESERVED_PER_BLOCK) for n in (stages, stages + 1)]
+    per_sm, reserved = target.shared_per_sm, target.shared_reserved_per_block
+    blocks = [per_sm // (shared(n) + reserved) for n in (stages, stages + 1)]
     return stages + 1 if blocks[1] >= blocks[0] else stages
 
 
@@ -238,20 +241,19 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
     return shared
 
 
-def _fits(func: tt.FuncOp, nbytes: int) -> bool:
+def _fits(target: TargetInfo, nbytes: int) -> bool:
     """Whether `nbytes` of tiles (a `_shared_estimate`), with room for alignment and the scratch, fit
-    the block's shared memory (`func.shared_limit`, set by the NVPTX driver)."""
-    return nbytes + _ALIGN_SLACK + _SCRATCH_RESERVE <= getattr(func, "shared_limit", 0)
+    the block's shared memory (`target.shared_per_block`)."""
+    return nbytes + _ALIGN_SLACK + _SCRATCH_RESERVE <= target.shared_per_block
 
 
-_RESERVED_PER_BLOCK = 1024  # shared memory the driver keeps for each resident block (sm_80+)
 _ALIGN_SLACK = 1024  # per shared tile: wgmma tiles start on 1024-byte boundaries
 # left for the scratch of conversions and scans, which is sized only when lowering: the spare slot
 # must not turn a kernel that fits into one that does not
 _SCRATCH_RESERVE = 16 * 1024
 
 
-def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
+def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: TargetInfo) -> bool:
     body = loop.body.block
     if body.args[0].type != i32:
         return False
@@ -263,7 +265,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     if sliced is None:
         return False
     slice_ops, carried, kept = sliced
-    if kept and not _fits(func, _shared_estimate(func, loop, found)(stages)):
+    if kept and not _fits(target, _shared_estimate(func, loop, found)(stages)):
         # a loop admitted by keeping shared slice values (pipelined since session 10) stays as it was
         # where its rings would not fit, rather than fail to compile (the causal attention's second
         # key loop on the pointer path at head dim 128)
@@ -280,7 +282,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     # the spare slot serves `wgmma_pipeline`, which keeps a group in flight only where the loop has
     # one wgmma: attention's two would pay for it in occupancy (144 KB instead of 112 at head dim 128)
     one_wgmma = sum(isinstance(op, WarpGroupDotOp) for op in body.walk()) == 1
-    slots = _ring_slots(func, loop, found, stages, wgmma_reads and one_wgmma)
+    slots = _ring_slots(func, loop, found, stages, wgmma_reads and one_wgmma, target)
     rings = []
     for load, alloc in found:
         t = alloc.result.type

@@ -16,7 +16,7 @@ as are loops with a non-constant or negative step). A loop after another in the 
 over that loop's rings of the same shape (attention's causal off-band and on-band loops share their
 K and V rings: the shared memory of one pair, not two). A ring has at
 least 2 slots (`num_stages` 1 too: the next tile loads while this one computes). Runs after the
-layout passes (the read takes the load's layout) and `wgmma`; reads `func.num_stages`.
+layout passes (the read takes the load's layout) and `wgmma`; reads the target's `num_stages`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..ir.ops.ttg import LocalAllocOp
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import OpResult, Value
+from ..target import TargetInfo, target_pass
 from .software_pipeline import _clone_slice, _Emitter, walk_back
 from .tma import tma_shared_encoding
 from .wgmma import nvmma_for_operand
@@ -34,9 +35,10 @@ i32 = ScalarType("i32")
 i1 = ScalarType("i1")
 
 
-def pipeline_tma(func: tt.FuncOp) -> bool:
+@target_pass
+def pipeline_tma(func: tt.FuncOp, target: TargetInfo) -> bool:
     """Pipeline the TMA loads of every eligible loop; returns whether any loop changed."""
-    stages = max(2, getattr(func, "num_stages", 1))
+    stages = max(2, target.num_stages)
     changed = False
     rings: list[tuple[scf.ForOp, Value, bool]] = []  # the rings so far: loop, ring, thread reads
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:

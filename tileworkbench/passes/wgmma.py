@@ -5,7 +5,7 @@ shared tiles plus a `ttng.warp_group_dot_wait`, and `wgmma_pipeline`, which keep
 flight across loop iterations where the operand rings make that safe.
 
 A dot runs on `wgmma` (else on `mma.sync`, chosen in `mma.py`) when the target has it
-(`func.wgmma`, set by the NVPTX driver for sm_90a), `num_warps` is a multiple of 4, the dot is 2-D
+(`TargetInfo.wgmma`: sm_90a), `num_warps` is a multiple of 4, the dot is 2-D
 and not `tf32x3`, M is at least 64, K a multiple of the instruction's 32 bytes, and each operand tile
 can be read by a descriptor: tf32 and 8-bit operands only K-major (K the contiguous dimension), 16-bit
 ones K- or MN-major, with rows of at least 32 bytes. Both dots of a chain (attention: p = f(q @ k),
@@ -29,6 +29,7 @@ from ..ir.ops.ttg import (
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
 from ..ir.values import BlockArgument, OpResult, Value
+from ..target import TargetInfo, target_pass
 from .mma import fed_by_dot, mma_kind
 
 WARP_GROUP = 4  # warps per warp group
@@ -42,7 +43,7 @@ def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], 
     `orders`: the memory order (contiguous dimension first) the operands A and B arrive in.
     `chained`: every warp group on M (a dot of an attention chain); `a_in_registers`: A comes from
     registers (the chain's second dot), so only B needs a descriptor."""
-    kind = mma_kind(op, 90)
+    kind = mma_kind(op, fp8=True)  # wgmma takes fp8 wherever it runs (sm_90a)
     shape = op.result.type.shape
     if kind is None or len(shape) != 2 or num_warps % WARP_GROUP or op.input_precision == "tf32x3":
         return None
@@ -191,7 +192,8 @@ def _erase_if_unused(func: tt.FuncOp, value: Value) -> None:
 # -- one wgmma group in flight ------------------------------------------------------------------------
 
 
-def wgmma_pipeline(func: tt.FuncOp) -> bool:
+@target_pass
+def wgmma_pipeline(func: tt.FuncOp, target: TargetInfo) -> bool:
     """In a loop whose only `ttng.warp_group_dot` accumulates into a carried value and reads both tiles
     from `pipeline` or TMA rings (see `_ring_kind`), wait with `pendings = 1` inside the loop, so the
     wgmma of iteration i runs on while iteration i + 1's copies are issued and its tiles awaited, and
@@ -199,12 +201,13 @@ def wgmma_pipeline(func: tt.FuncOp) -> bool:
     Runs after `pipeline`. Returns whether any wait changed."""
     changed = False
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _keep_one_in_flight(func, loop) or (
-            config.chained_wgmma_in_flight and _chained_dot_in_flight(func, loop))
+        stages = target.num_stages
+        changed |= _keep_one_in_flight(func, loop, stages) or (
+            config.chained_wgmma_in_flight and _chained_dot_in_flight(func, loop, stages))
     return changed
 
 
-def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
+def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     body = loop.body.block
     dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
     if len(dots) != 1:
@@ -223,7 +226,6 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
     if _users(func, carried) != [dot] or _users(func, wait.result) != [yield_op] \
             or yield_op.values[position] is not wait.result:
         return False
-    stages = getattr(func, "num_stages", 1)
     rings = [_ring_kind(tile, stages) for tile in (dot.a, dot.b)]
     if None in rings:
         return False
@@ -243,7 +245,7 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
     return True
 
 
-def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
+def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     """In a loop of two wgmma dots where the second accumulates into a carried value (attention's
     p @ v), leave the second in flight across the back edge, as Triton does: the next iteration
     waits for it together with its first dot (one `wgmma.wait_group 0` for both), before anything
@@ -271,7 +273,6 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp) -> bool:
         return False
     if body.ops.index(dots[1]) < after:
         return False
-    stages = getattr(func, "num_stages", 1)
     tiles = [t for t in (dots[1].a, dots[1].b) if isinstance(t.type, MemDescType)]
     rings = [_ring_kind(tile, stages) for tile in tiles]
     if not set(rings) <= {"spare", "refilled"}:

@@ -14,16 +14,13 @@ import ctypes
 from functools import cache
 from typing import Any
 
+from ..dtypes import tma_element_code
 from ..errors import LaunchError
 from ..frontend.specialize import parse_type
 from ..frontend.tma_rules import host_fits, tma_box
 from .arguments import pointer_value
 
 TENSOR_MAP_BYTES = 128
-# CUtensorMapDataType for each element kind (bytes are copied as they are; the float kinds matter for
-# NaN padding only)
-_DATA_TYPES = {"fp16": 6, "bf16": 9, "fp32": 7, "fp64": 8, "i32": 3, "u32": 2, "i64": 5, "u64": 4}
-_BY_BYTES = {1: 0, 2: 1, 4: 2, 8: 4}  # UINT8, UINT16, UINT32, UINT64
 _SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}  # CU_TENSOR_MAP_SWIZZLE_NONE / 32B / 64B / 128B
 _L2_PROMOTION_128B = 2
 _OOB_FILL = {"zero": 0, "nan": 1}  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE / NAN_REQUEST_ZERO_FMA
@@ -77,7 +74,7 @@ def encode_tiled(address: int, shape, strides, block, kind: str, padding: str) -
     box = (ctypes.c_uint32 * rank)(inner, *reversed(block[:-1]))
     element_strides = (ctypes.c_uint32 * rank)(*([1] * rank))
     out = (ctypes.c_uint8 * TENSOR_MAP_BYTES)()
-    data_type = _DATA_TYPES.get(kind, _BY_BYTES[nbytes])
+    data_type = tma_element_code(kind, in_kernel=False)  # CUtensorMapDataType (dtypes.TABLE)
     result = _encoder()(
         out, data_type, rank, ctypes.c_void_p(address), dims, byte_strides, box, element_strides,
         0, _SWIZZLE[swizzle], _L2_PROMOTION_128B, _OOB_FILL[padding])

@@ -14,7 +14,8 @@ KB = 1024
 
 @dataclass(frozen=True)
 class SMLimits:
-    """Per-SM limits of one architecture (CUDA C Programming Guide, 'Compute Capabilities' table)."""
+    """Per-SM limits of one architecture, as its backend's architecture table gives them (CUDA C
+    Programming Guide, 'Compute Capabilities' table)."""
 
     arch: str
     regs_per_sm: int = 65536
@@ -27,31 +28,27 @@ class SMLimits:
     smem_reserved_per_block: int = 1 * KB  # the driver keeps 1 KB per block on sm_80 and newer
 
 
-ARCH_LIMITS = {
-    "sm_80": SMLimits("sm_80", smem_per_sm=164 * KB, smem_per_block_max=163 * KB),
-    "sm_86": SMLimits(
-        "sm_86",
-        smem_per_sm=100 * KB,
-        smem_per_block_max=99 * KB,
-        threads_per_sm=1536,
-        blocks_per_sm=16,
-    ),
-    "sm_89": SMLimits(
-        "sm_89",
-        smem_per_sm=100 * KB,
-        smem_per_block_max=99 * KB,
-        threads_per_sm=1536,
-        blocks_per_sm=24,
-    ),
-    "sm_90": SMLimits("sm_90"),
-    "sm_90a": SMLimits("sm_90a"),
-    "sm_100": SMLimits("sm_100"),
-}
-
-
 def limits_for(target: str | None) -> SMLimits:
-    """Limits for a target like `sm_90`; unknown or CPU targets get H100/H200 (sm_90) limits."""
-    return ARCH_LIMITS.get(str(target or "").split(":")[-1], ARCH_LIMITS["sm_90"])
+    """Limits for a target like `sm_90`, from the row its backend has for it (the registry's
+    `architecture`); unknown or CPU targets get the GPU back end's default architecture's (sm_90:
+    H100/H200)."""
+    from ..backends import backends
+
+    name = str(target or "").split(":")[-1]
+    for backend in backends():
+        row = backend.architecture(name)
+        if row is not None:
+            return _limits(row)
+    gpu = next(b for b in backends() if b.is_gpu and b.default_arch)
+    return _limits(gpu.architecture(gpu.default_arch))
+
+
+def _limits(row) -> SMLimits:
+    return SMLimits(row.name, regs_per_sm=row.regs_per_sm, smem_per_sm=row.shared_per_sm,
+                    smem_per_block_max=row.shared_per_block, threads_per_sm=row.threads_per_sm,
+                    blocks_per_sm=row.blocks_per_sm, regs_per_thread_max=row.regs_per_thread_max,
+                    reg_alloc_unit=row.reg_alloc_unit,
+                    smem_reserved_per_block=row.shared_reserved_per_block)
 
 
 @dataclass

@@ -6,7 +6,12 @@ interpreter it does not bounds-check memory accesses (as the GPU does not)."""
 
 from __future__ import annotations
 
+from ...target import TargetInfo
 from .. import DEFAULT_OPTIONS, Backend, Lowered, register
+
+# one thread runs a program (coalesce gives it whole tensors: passes/layouts.py); no tensor cores,
+# no shared-memory room for staging or rings, no pipelining
+TARGET = TargetInfo(name="cpu", one_thread=True, num_warps=1)
 
 
 class CpuBackend(Backend):
@@ -31,9 +36,7 @@ class CpuBackend(Backend):
         check_shapes(func)
         _check_dtypes(func)
         chunk_lanes(func, codegen.chunk_lanes())
-        func.num_warps = 1
-        func.one_thread = True  # coalesce gives the one thread whole tensors (passes/layouts.py)
-        passes = run_gpu_passes(func)
+        passes = run_gpu_passes(func, TARGET)
         _check_one_thread(func)
         lines = print_ir_lines(func, locs=True)
         machine = codegen.host_machine()
@@ -42,7 +45,7 @@ class CpuBackend(Backend):
         # after the launch by runtime/debug_checks.py from a host buffer
         # maxnreg has no meaning on the host; reflect_ftz picks exp2's flushing form (hostmath.py)
         lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
-                            hooks=hooks, reflect_ftz=options.reflect_ftz)
+                            hooks=hooks, reflect_ftz=options.reflect_ftz, target=TARGET)
         module = lowering.run()
         smem = lowering.smem_bytes
         params = len(lowering.function.args) - len(EXTRA_PARAMS)  # its own and the hidden ones

@@ -16,6 +16,7 @@ from ...ir.ops import tt
 from ...ir.ops.ttg import WARP_SIZE, LinearLayout
 from ...ir.types import ScalarType, TensorType
 from ...ir.values import Value
+from ...target import GENERIC, TargetInfo
 from .debuginfo import DebugInfo
 from .llvm_types import GLOBAL_PTR, I1, I8, I32, llvm_type
 
@@ -34,9 +35,10 @@ class Lowering:
 
     def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
                  debug: bool = False, *, hooks, maxnreg: int | None = None,
-                 reflect_ftz: bool = True):
+                 reflect_ftz: bool = True, target: TargetInfo = GENERIC):
         self.func = func
         self.hooks = hooks
+        self.target = target  # the facts the GPU passes had (tensor-core forms, stmatrix)
         self.arch = arch
         self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
         self.num_warps = num_warps

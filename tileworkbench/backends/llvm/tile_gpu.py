@@ -1,10 +1,11 @@
 """The step both LLVM backends (NVPTX, cpu) take from `tile-opt` to `tile-gpu`: the shape check
-their layouts need, then the GPU passes (`passes.pipeline.TILE_GPU`). Each backend sets its target facts
-on the function first."""
+their layouts need, then the GPU passes (`passes.pipeline.TILE_GPU`). Each backend hands them its
+TargetInfo."""
 
 from __future__ import annotations
 
 from ...ir.ops import tt
+from ...target import TargetInfo
 
 
 def check_shapes(func: tt.FuncOp) -> None:
@@ -22,8 +23,9 @@ def check_shapes(func: tt.FuncOp) -> None:
                     "needs power-of-two dimensions", loc=op.loc)
 
 
-def run_gpu_passes(func: tt.FuncOp) -> list[tuple[str, str]]:
-    """The `tile-opt` -> `tile-gpu` passes (`TILE_GPU`), verified, with a snapshot after each."""
+def run_gpu_passes(func: tt.FuncOp, target: TargetInfo) -> list[tuple[str, str]]:
+    """The `tile-opt` -> `tile-gpu` passes (`TILE_GPU`) for `target`, verified, with a snapshot
+    after each."""
     from ...passes.pipeline import TILE_GPU, run_passes
 
-    return run_passes(func, TILE_GPU)
+    return run_passes(func, TILE_GPU, target=target)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ...ir.ops import tt
 from ..llvm.tile_gpu import check_shapes, run_gpu_passes
+from .archs import DEFAULT_ARCH
 
 
 @dataclass
@@ -37,14 +38,16 @@ class NvptxResult:
     global_scratch: int = 0  # bytes of global scratch per program (lowering/tensormap_device.py)
 
 
-def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, num_stages: int = 3,
+def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int = 4,
+                  num_stages: int = 3,
                   enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False,
                   maxnreg: int | None = None, reflect_ftz: bool = True) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
         func: the kernel after the target-independent passes; changed in place by the GPU passes.
-        arch: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100" (or "sm_100a").
+        arch: a row of `archs.ARCHS`: "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100",
+            "sm_100a".
         num_warps: warps per program (a power of two); the block has 32*num_warps threads.
         num_stages: software-pipelining depth of the loads that feed tensor-core dots in loops.
         enable_fp_fusion: let float `a * b + c` contract into one FMA (Triton's default); False keeps
@@ -68,7 +71,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from .. import TargetOptions
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info
-    from . import codegen
+    from . import archs, codegen
     from ..llvm.debuginfo import llvm_line_map, tile_line_map
     from .debuginfo import ptx_line_map
     from .hooks import NVPTX_HOOKS
@@ -76,25 +79,20 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     from ..llvm.lower import Lowering
     from ..llvm.lowering.tensormap_device import scratch_slots
 
-    codegen.check_arch(arch)
+    row = archs.arch(arch)
     TargetOptions(maxnreg, reflect_ftz)  # checks maxnreg
     if num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise OptionError(f"num_warps must be a power of 2 from 1 to 32, not {num_warps}")
     check_shapes(func)
-    func.num_warps = num_warps
-    func.tensor_core_sm = codegen.sm_number(arch)
-    func.wgmma = codegen.has_wgmma(arch)  # warp-group MMA for fitting dots (passes/wgmma.py)
-    func.num_stages = num_stages
-    # the block's shared-memory limit: room for a spare ring slot (software_pipeline.py) and for
-    # staging large epilogues (remove_layout_conversions.py)
-    func.shared_limit = func.max_shared_bytes = MAX_SHARED_PER_BLOCK[codegen.sm_number(arch)]
-    # and per SM: whether the spare slot costs a resident block
-    func.shared_per_sm = MAX_SHARED_PER_SM[codegen.sm_number(arch)]
-    passes = run_gpu_passes(func)
+    # tensor cores (mma.sync, wgmma for fitting dots), shared memory per block (room for a spare
+    # ring slot, staged epilogues) and per SM (whether the spare slot costs a resident block)
+    target = row.target_info(num_warps, num_stages)
+    passes = run_gpu_passes(func, target)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
     lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
-                        debug=debug, hooks=NVPTX_HOOKS, maxnreg=maxnreg, reflect_ftz=reflect_ftz)
+                        debug=debug, hooks=NVPTX_HOOKS, maxnreg=maxnreg, reflect_ftz=reflect_ftz,
+                        target=target)
     module = lowering.run()
     check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages,
                         shared_plan(lowering))
@@ -118,21 +116,15 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = "sm_90", num_warps: int = 4, n
     return result
 
 
-# The most shared memory one block may opt in to, per compute capability (CUDA's
-# sharedMemPerBlockOptin): A100 164 KiB, consumer Ampere and Ada 99 KiB, Hopper and Blackwell 227 KiB.
-MAX_SHARED_PER_BLOCK = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448}
-MAX_SHARED_PER_SM = {80: 167936, 86: 102400, 89: 102400, 90: 233472, 100: 233472}
-
-
 def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int,
                         plan: list[dict] | None = None) -> None:
     """Raise OutOfResources (at compile time, naming what to lower) when the kernel needs more shared
     memory than a block of `arch` can have: the kernel and its line, and each shared region of
     `plan` (inventory.shared_plan) with its source line and bytes, largest first."""
     from ...errors import OutOfResources
-    from .codegen import sm_number
+    from .archs import arch as arch_row
 
-    limit = MAX_SHARED_PER_BLOCK[sm_number(arch)]
+    limit = arch_row(arch).shared_per_block
     if nbytes > limit:
         if plan is None:
             rings = [op.result.type for op in func.walk() if op.name == "ttg.local_alloc"]

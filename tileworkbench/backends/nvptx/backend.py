@@ -1,10 +1,11 @@
 """The NVIDIA back end as a registered backend: targets "cuda" (the current GPU) and the architectures
-of `codegen.ARCHS` (the one list of them); stages up to PTX and SASS; launches through CuPy."""
+of `archs.ARCHS` (the one table of them); stages up to PTX and SASS; launches through CuPy."""
 
 from __future__ import annotations
 
 from ...errors import CompilationError
 from .. import DEFAULT_OPTIONS, Backend, Lowered, register
+from .archs import ARCHS, DEFAULT_ARCH, Arch
 
 
 class NvptxBackend(Backend):
@@ -15,11 +16,13 @@ class NvptxBackend(Backend):
     is_gpu = True
     cacheable = True
     stage_host_arrays = False  # tests: NumPy arguments are copied to the GPU and back (staging.py)
+    default_arch = DEFAULT_ARCH
 
     def architectures(self) -> tuple[str, ...]:
-        from .codegen import ARCHS
-
         return tuple(ARCHS)
+
+    def architecture(self, target: str) -> Arch | None:
+        return ARCHS.get(target)
 
     def available(self) -> bool:
         from ...runtime.device import gpu_available
@@ -30,10 +33,11 @@ class NvptxBackend(Backend):
         if target in self.architectures():
             return target
         if not self.available():
-            raise CompilationError(f"target {target!r} needs a GPU; none is visible. Use target='sm_90' "
-                                   "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU")
+            raise CompilationError(
+                f"target {target!r} needs a GPU; none is visible. Use target='{DEFAULT_ARCH}' "
+                "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU")
         from ...runtime.device import device_properties
-        from .codegen import native_arch
+        from .archs import native_arch
 
         props = device_properties()
         arch = native_arch(props.major, props.minor)  # an H100/H200 gets sm_90a (wgmma)
@@ -47,7 +51,7 @@ class NvptxBackend(Backend):
         arch-specific form where we use one, as for a GPU of that capability ("sm90" -> "sm_90a",
         as Triton)."""
         from ...errors import TargetOptionError
-        from .codegen import native_arch
+        from .archs import native_arch
 
         text = str(arch).strip()
         if text in self.architectures():
@@ -67,27 +71,26 @@ class NvptxBackend(Backend):
         """Triton's rule: clusters of num_ctas > 1 CTAs need sm_90+. (Where allowed, one CTA per
         program here: the option is accepted and ignored.)"""
         from ...errors import TargetOptionError
-        from .codegen import sm_number
+        from .archs import arch
 
-        if num_ctas > 1 and sm_number(target) < 90:
+        if num_ctas > 1 and not arch(target).tma:  # thread-block clusters come with TMA (sm_90+)
             raise TargetOptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is "
                                     f"{target}: use num_ctas=1 or an sm_90+ target")
 
     def triton_target(self, target) -> str:
-        from .codegen import sm_number
+        from .archs import arch
 
-        return f"cuda:{sm_number(target)}"
+        return f"cuda:{arch(target).sm}"
 
     def has_tma(self, target) -> bool:
         """sm_90+, unless `TILEWORKBENCH_TMA=0` (config.tma)."""
         from ...config import config
-        from .codegen import sm_number
 
-        return config.tma and target in self.architectures() and sm_number(target) >= 90
+        return config.tma and target in ARCHS and ARCHS[target].tma
 
     def builds_tensor_maps(self, target) -> bool:
         """TMA targets whose PTX has `tensormap.replace`: the sm_90a family (sm_90a, sm_100a)."""
-        return self.has_tma(target) and target.endswith("a")
+        return self.has_tma(target) and ARCHS[target].tensormap_replace
 
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
               options=DEFAULT_OPTIONS) -> Lowered:

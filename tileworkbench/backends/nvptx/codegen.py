@@ -11,42 +11,7 @@ from pathlib import Path
 
 from ...config import config
 from ...errors import CompilationError
-
-# PTX ISA version per architecture: the lowest that has every instruction we emit there.
-ARCHS = {
-    "sm_80": ("sm_80", "+ptx78"), "sm_86": ("sm_86", "+ptx78"), "sm_89": ("sm_89", "+ptx84"),
-    "sm_90": ("sm_90", "+ptx84"), "sm_90a": ("sm_90a", "+ptx84"), "sm_100": ("sm_100", "+ptx86"),
-    "sm_100a": ("sm_100a", "+ptx86"),
-}
-
-
-# Architectures with Hopper's warp-group MMA (`wgmma` needs the arch-specific "a" target).
-WGMMA_ARCHS = ("sm_90a",)
-
-
-def has_wgmma(arch: str) -> bool:
-    """Whether `tl.dot` may run on `wgmma` for `arch` (sm_90a; plain sm_90 keeps `mma.sync`)."""
-    return check_arch(arch) in WGMMA_ARCHS
-
-
-def native_arch(major: int, minor: int) -> str:
-    """The arch a launch on a GPU of compute capability major.minor compiles for: its arch-specific
-    form where we use its arch-specific instructions (9.0 -> sm_90a, `wgmma`, as Triton does), else
-    sm_<major><minor>."""
-    plain = f"sm_{major}{minor}"
-    return plain + "a" if plain + "a" in WGMMA_ARCHS else plain
-
-
-def check_arch(arch: str) -> str:
-    if arch not in ARCHS:
-        raise CompilationError(f"unsupported NVIDIA architecture {arch!r}; use one of "
-                               + ", ".join(ARCHS))
-    return arch
-
-
-def sm_number(arch: str) -> int:
-    """90 for "sm_90" and "sm_90a": the compute capability as a number."""
-    return int("".join(ch for ch in check_arch(arch)[3:] if ch.isdigit()))
+from . import archs
 
 
 @cache
@@ -67,9 +32,9 @@ def _binding():
 @cache
 def target_machine(arch: str):
     llvm = _binding()
-    cpu, features = ARCHS[arch]
+    row = archs.arch(arch)
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
-    return target.create_target_machine(cpu=cpu, features=features, opt=3)
+    return target.create_target_machine(cpu=row.llvm_cpu, features=row.ptx, opt=3)
 
 
 def find_libdevice() -> Path | None:

@@ -32,10 +32,9 @@ def shared_plan(lw) -> list[dict]:
 
 def shared_limit(arch: str) -> int:
     """The most shared memory a block of `arch` may have."""
-    from . import MAX_SHARED_PER_BLOCK
-    from .codegen import sm_number
+    from .archs import arch as arch_row
 
-    return MAX_SHARED_PER_BLOCK[sm_number(arch)]
+    return arch_row(arch).shared_per_block
 
 
 def alloc_use(op: ttg.LocalAllocOp) -> str:

@@ -332,9 +332,9 @@ def one_thread_blocked(shape: tuple[int, ...], order: tuple[int, ...] | None = N
     return BlockedEncoding(tuple(shape), tuple(tpw), (1,) * rank, order)
 
 
-def layout_chooser(func) -> object:
-    """`blocked_for`, or `one_thread_blocked` for a kernel the cpu backend marked `one_thread`."""
-    if getattr(func, "one_thread", False):
+def layout_chooser(one_thread: bool) -> object:
+    """`blocked_for`, or `one_thread_blocked` on a one-thread target (the cpu's)."""
+    if one_thread:
         return lambda shape, num_warps, vec=1, order=None: one_thread_blocked(shape, order)
     return blocked_for
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ....dtypes import LLVM_FLOAT_BITS
 from ....ir.ops import arith
 from ....ir.types import TensorType
 from ..llvm_types import F16, F32, I8, I16, I32, llvm_type
@@ -179,7 +180,7 @@ def resize_float(lw, x, to: ir.Type) -> ir.Value:
 
 
 def _float_bits(t: ir.Type) -> int:
-    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+    return LLVM_FLOAT_BITS[str(t)]
 
 
 @elementwise(arith.SIToFPOp, arith.UIToFPOp)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..llvm_types import GLOBAL_PTR, I1, I16, I32
+from ....dtypes import LLVM_FLOAT_BITS
 from ....errors import CompilationError
+from ..llvm_types import GLOBAL_PTR, I1, I16, I32
 
 LOAD_CACHE = {"": "", ".ca": ".ca", ".cg": ".cg", ".cs": ".cs", ".cv": ".cv"}
 STORE_CACHE = {"": "", ".wb": ".wb", ".cg": ".cg", ".cs": ".cs", ".wt": ".wt"}
@@ -44,7 +45,7 @@ def supports(etype: ir.Type, vec: int) -> bool:
 def _bits(t: ir.Type) -> int:
     if isinstance(t, ir.IntType):
         return t.width
-    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+    return LLVM_FLOAT_BITS[str(t)]
 
 
 def _words(etype: ir.Type, vec: int) -> tuple[int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ....dtypes import LLVM_FLOAT_BITS
 from ....ir.ops import tt
 from ....ir.types import TensorType, element_type
 from ..llvm_types import F64, GENERIC_PTR, I8, I32, I64, llvm_type
@@ -88,8 +89,7 @@ def lower_inline_asm(lw, op) -> None:
 
 
 def _bits(t: ir.Type) -> int:
-    return t.width if isinstance(t, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32,
-                                                       "double": 64}.get(str(t), 32)
+    return t.width if isinstance(t, ir.IntType) else LLVM_FLOAT_BITS.get(str(t), 32)
 
 
 def _registers(t: ir.Type, pack: int) -> list[ir.Type]:

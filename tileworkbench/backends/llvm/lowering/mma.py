@@ -31,7 +31,7 @@ def _index(layout) -> dict[tuple[int, ...], int]:
 
 def lower_mma(lw, op, a: TVal, b: TVal, c) -> None:
     """`op`'s result (an `#mma` tensor) = a @ b + c, tile by tile."""
-    kind = mma_kind(op, getattr(lw.func, "tensor_core_sm", lw.sm))  # as the layout pass chose
+    kind = mma_kind(op, lw.target.fp8_mma)  # as the layout pass chose
     layout = lw.layout(op.result)
     c_vals = list(c.vals) if isinstance(c, TVal) else [c] * layout.num_regs
     a_reg, b_reg, c_reg = _index(a.layout), _index(b.layout), _index(layout)

@@ -18,7 +18,6 @@ from .mma import pack_halves
 
 MMA_LANES = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))  # lane bits: columns 2t, then rows g
 PAIR = (0, 1)
-MIN_SM = 90  # stmatrix: PTX ISA 7.8, sm_90
 
 
 def stmatrix_plan(lw, layout: LinearLayout, tile_type) -> list[list[tuple[int, int]]] | None:
@@ -26,7 +25,7 @@ def stmatrix_plan(lw, layout: LinearLayout, tile_type) -> list[list[tuple[int, i
     register coordinates, or None when the registers or the tile do not fit the instruction:
     16-bit elements, a 2-D tile stored row-major (columns contiguous) in 16-byte chunks, the
     accumulator's lane pattern, and register bases that are the pair plus multiples of 8."""
-    if getattr(lw.func, "tensor_core_sm", 0) < MIN_SM or byte_size(tile_type.element) != 2:
+    if not lw.target.stmatrix or byte_size(tile_type.element) != 2:
         return None
     enc = tile_type.encoding
     if len(tile_type.shape) != 2 or not isinstance(enc, (SharedEncoding, NvmmaSharedEncoding)):

@@ -1,0 +1,84 @@
+"""What the GPU passes may know about the machine a kernel is compiled for: a frozen `TargetInfo`
+that each backend builds (NVPTX from its architecture table, the cpu target for its one thread) and
+hands to the pass runner (`passes.pipeline.run_passes(func, TILE_GPU, target=...)`) and to the
+lowering.
+
+It lives below `passes/` and `backends/` so data flows one way: passes read it and never import a
+backend; nothing is stored on the `tt.func`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+TensorCores = Literal["wgmma", "mma.sync", "none"]
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """One compile's target: the architecture's facts and the per-compile options passes read.
+
+    Attributes:
+        name: the architecture ("sm_90a") or target ("cpu") it describes.
+        sm: the compute capability as a number (90); 0 where there is none.
+        tensor_cores: the newest tensor-core instruction `tl.dot` may use: "wgmma" (sm_90a),
+            "mma.sync" (sm_80+) or "none" (every dot on the FMA path).
+        fp8_mma: `mma.sync` takes fp8 operands (sm_89+).
+        stmatrix: `stmatrix` stores tensor-core results to shared memory (sm_90+).
+        tma: the TMA engine copies descriptor tiles (`cp.async.bulk.tensor`, sm_90+).
+        shared_per_block: the most shared memory one block may opt in to (bytes); 0: no limit known,
+            so passes that need room take none.
+        shared_per_sm: shared memory per SM (bytes), for how many blocks stay resident.
+        shared_reserved_per_block: shared memory the driver keeps for each resident block.
+        warp_size: threads per warp.
+        one_thread: one thread runs a whole program (the cpu target): layouts give it every element.
+        num_warps: warps per program (the launch option).
+        num_stages: software-pipelining depth of loads in loops (the launch option; 1: none).
+    """
+
+    name: str = "generic"
+    sm: int = 0
+    tensor_cores: TensorCores = "none"
+    fp8_mma: bool = False
+    stmatrix: bool = False
+    tma: bool = False
+    shared_per_block: int = 0
+    shared_per_sm: int = 0
+    shared_reserved_per_block: int = 1024
+    warp_size: int = 32
+    one_thread: bool = False
+    num_warps: int = 4
+    num_stages: int = 1
+
+    def __post_init__(self) -> None:
+        if self.tensor_cores not in ("wgmma", "mma.sync", "none"):
+            raise ValueError(f"tensor_cores must be 'wgmma', 'mma.sync' or 'none', not "
+                             f"{self.tensor_cores!r}")
+
+    @property
+    def has_tensor_cores(self) -> bool:
+        """Whether dots that fit may take an `#mma` layout (mma.sync, or wgmma where it fits)."""
+        return self.tensor_cores != "none" and not self.one_thread
+
+    @property
+    def wgmma(self) -> bool:
+        """Whether dots that fit run on Hopper's warp-group MMA."""
+        return self.tensor_cores == "wgmma"
+
+
+GENERIC = TargetInfo()  # no tensor cores, no shared-memory room known, 4 warps, no pipelining
+
+F = TypeVar("F", bound=Callable)
+
+
+def target_pass(fn: F) -> F:
+    """Mark a pass that reads the target: the runner calls it as `fn(func, target)`."""
+    fn.takes_target = True
+    return fn
+
+
+def takes_target(fn: Callable) -> bool:
+    """Whether `fn` is a pass marked by `target_pass`."""
+    return getattr(fn, "takes_target", False)

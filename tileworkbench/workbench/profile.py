@@ -318,10 +318,10 @@ def profile_launch(report: Any) -> Profile:
     from .sass_link import parse_sass
 
     record = getattr(report, "record", None)
-    compiled = getattr(report, "compiled", None)
-    if record is None or compiled is None or not str(getattr(record, "target", "")).startswith(
-            ("cuda", "sm_")) and record.target != "gpu":
-        raise NcuUnavailable("the launch did not run on a GPU (no hardware counters to read)")
+    compiled = getattr(record, "compiled", None)  # what the launch ran (report.asm may be retargeted)
+    if record is None or compiled is None or not str(record.target).startswith("sm_"):
+        where = getattr(record, "target", None) or "no launch"
+        raise NcuUnavailable(f"the launch ran on {where}, not a GPU: no hardware counters to read")
     try:
         sass_text = compiled.asm["sass"]
     except KeyError as exc:

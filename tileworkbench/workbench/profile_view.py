@@ -15,7 +15,8 @@ from .profile import SHOWN, Profile, check_totals
 from .sass_link import PtxInstr, SassInstr, link
 
 _uids = itertools.count()
-INSTEAD = "the report shows the static counts, the SASS and the roofline from array sizes instead"
+INSTEAD = ("shown instead: the compiled stages (SASS where nvdisasm is installed), the counts from "
+           "the IR and the roofline from array sizes")
 
 
 def _si(value: float | None, unit: str) -> str:

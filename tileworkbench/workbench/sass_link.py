@@ -56,13 +56,13 @@ SASS_FAMILIES = {
     "DEPBAR": "cp-wait", "LDGSTS": "cp.async", "LDG": "ld.global", "STG": "st.global",
     "LDS": "ld.shared", "STS": "st.shared", "LDL": "ld.local", "STL": "st.local",
     "ATOMG": "atomic", "RED": "atomic", "REDG": "atomic", "BAR": "barrier", "SHFL": "shuffle",
-    "MUFU": "mufu", "FFMA": "ffma",
+    "MUFU": "mufu", "FFMA": "ffma", "LDC": "ld.param", "ULDC": "ld.param",
 }
 
 _PTX_LOC = re.compile(r"^\s*\.loc\s+[0-9]+\s+([0-9]+)")
 _SASS_FILE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>[0-9]+)')
 _SASS_INSTR = re.compile(
-    r"^\s*/\*(?P<pc>[0-9a-f]{4,})\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*)(?P<rest>[^;]*);")
+    r"^\s*/\*(?P<pc>[0-9a-f]{4,})\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?P<rest>[^;]*);")
 
 
 @dataclass
@@ -166,16 +166,34 @@ def link(ptx: list[PtxInstr], sass: list[SassInstr]) -> Links:
             groups_s.setdefault((s.line, s.family), []).append(s)
     links = Links()
     for key, ps in groups_p.items():
-        ss = groups_s.get(key, [])
-        if not ss:
-            continue
-        if len(ps) >= len(ss):  # PTX fused into fewer SASS (vectorized loads): several to one
-            for i, p in enumerate(ps):
-                links.add(p.index, ss[i * len(ss) // len(ps)].index)
-        else:  # one PTX became several SASS (unrolled, split wide loads): one to several
-            for j, s in enumerate(ss):
-                links.add(ps[j * len(ps) // len(ss)].index, s.index)
+        _pair(links, ps, groups_s.get(key, []))
+    # what no line paired (ptxas moved an instruction to a neighbouring line's code, e.g. a
+    # software-pipelined prologue): pair the rest of each family in kernel order
+    for family in {p.family for p in ptx if p.family}:
+        every_p = [p for p in ptx if p.family == family]
+        every_s = [s for s in sass if s.family == family]
+        for s in (s for s in every_s if s.index not in links.sass_to_ptx):
+            links.add(_nearest(every_p, s.index / max(len(sass), 1), len(ptx)).index, s.index)
+        for p in (p for p in every_p if p.index not in links.ptx_to_sass):
+            if every_s:
+                links.add(p.index, _nearest(every_s, p.index / max(len(ptx), 1), len(sass)).index)
     return links
+
+
+def _nearest(items: list, position: float, total: int):
+    """The item whose relative position in its kernel (index / total) is closest to `position`."""
+    return min(items, key=lambda item: abs(item.index / max(total, 1) - position))
+
+
+def _pair(links: Links, ps: list[PtxInstr], ss: list[SassInstr]) -> None:
+    if not ps or not ss:
+        return
+    if len(ps) >= len(ss):  # PTX fused into fewer SASS (vectorized loads): several to one
+        for i, p in enumerate(ps):
+            links.add(p.index, ss[i * len(ss) // len(ps)].index)
+    else:  # one PTX became several SASS (unrolled, split wide loads): one to several
+        for j, s in enumerate(ss):
+            links.add(ps[j * len(ps) // len(ss)].index, s.index)
 
 
 def pc_lines(sass: list[SassInstr]) -> dict[int, tuple[str | None, int]]:

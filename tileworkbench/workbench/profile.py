@@ -218,7 +218,7 @@ def mma_flops(opcode: str) -> float:
 def attribute(page: SourcePage, sass: list[SassInstr], totals: dict) -> Profile:
     """Sum the source page's per-instruction counters per source line of `sass` (the cubin the
     launch ran), matching rows by address; a row the cubin lacks goes to line 0."""
-    by_pc = {s.pc: s for s in sass}
+    at = {s.pc: s for s in sass}
     columns = page.numeric_columns()
     lines: dict[int, LineCounters] = {}
     unmatched = 0
@@ -227,7 +227,7 @@ def attribute(page: SourcePage, sass: list[SassInstr], totals: dict) -> Profile:
     thread_col = next((c for c in ("Predicated-On Thread Instructions Executed",
                                    "Thread Instructions Executed") if c in columns), None)
     for row in page.rows:
-        instr = by_pc.get(page.address(row))
+        instr = at.get(page.address(row))
         text = str(row.get("Source", ""))
         if instr is not None and text and instr.mnemonic not in text:
             instr = None  # the address exists but holds another instruction: not this cubin

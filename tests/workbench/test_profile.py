@@ -14,7 +14,12 @@ import pytest
 
 from tileworkbench.workbench import ncu
 from tileworkbench.workbench.profile import (
-    Profile, attribute, check_totals, from_pages, mma_flops, stall_reason,
+    Profile,
+    attribute,
+    check_totals,
+    from_pages,
+    mma_flops,
+    stall_reason,
 )
 from tileworkbench.workbench.profile_view import ProfileSection, UnavailableSection
 from tileworkbench.workbench.sass_link import parse_sass
@@ -183,3 +188,57 @@ def test_runner_profiles_a_child_process_and_reads_both_pages(tmp_path, monkeypa
     assert os.path.exists(tmp_path / "profile.ncu-rep")
     assert isinstance(attribute(ncu.parse_source(pages["source"])[0], parse_sass(SASS), {}),
                       Profile)
+
+
+ADD_CELL = """
+import numpy as np
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+n = 3000
+x = np.random.default_rng().standard_normal(n).astype(np.float32)
+y = np.random.default_rng().standard_normal(n).astype(np.float32)
+out = np.full(n, np.nan, np.float32)
+add_kernel[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
+"""
+
+
+def test_magic_profile_without_a_gpu_says_what_it_could_not_measure(tilekernel):
+    pytest.importorskip("IPython")
+    from tileworkbench.workbench.profile_view import SweepProfileSection
+
+    reports = tilekernel("--target interpreter --profile --ref 'x + y'", ADD_CELL)
+    report = reports[0]
+    assert report.check.passed
+    section = report.sections[0]
+    assert isinstance(section, UnavailableSection)
+    assert "interpreter" in section.line() and "shown instead" in section.line()
+    assert section.line() in report._repr_html_() or "no profile" in report._repr_html_()
+    assert any(section.line() in line for line in report.summary_lines())
+    reports = tilekernel("--target interpreter --profile --sweep BLOCK=256,1024", ADD_CELL)
+    sweep = [s for s in reports[0].sections if isinstance(s, SweepProfileSection)]
+    assert len(sweep) == 1 and len(sweep[0].rows) == 2
+    assert [label.split()[0] for label, _ in sweep[0].rows] == ["BLOCK=256", "BLOCK=1024"]
+    assert all("no profile" in row for row in sweep[0].text())
+
+
+def test_cli_shows_a_recorded_profile(tmp_path, capsys):
+    import json
+
+    from tileworkbench.cli import main
+
+    counts = _counts()
+    prof = from_pages(_page(counts), _raw({"gpu__time_duration.sum": 1e-5}), parse_sass(SASS),
+                      "add_kernel")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([{"profile": prof.to_json(), "source": {"10": "y = a + b"}}]))
+    assert main(["profile", "--recorded", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "add_kernel" in out and "y = a + b" in out and "stall 1:" in out

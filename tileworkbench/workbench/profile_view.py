@@ -183,3 +183,40 @@ def profile_section(report: Any) -> Any:
     sass = parse_sass(asm["sass"]) if "sass" in asm else []
     ptx = parse_ptx(asm["ptx"]) if "ptx" in asm else []
     return ProfileSection(prof, report.source_lines, sass, ptx)
+
+
+def config_label(record: Any) -> str:
+    """`BLOCK=1024 num_warps=4`: the constexprs and launch options of a launch's compiled kernel."""
+    meta = getattr(record.compiled, "metadata", None)
+    parts = [f"{k}={v}" for k, v in (getattr(meta, "constexprs", None) or {}).items()]
+    parts += [f"{k}={getattr(meta, k)}" for k in ("num_warps", "num_stages") if hasattr(meta, k)]
+    return " ".join(parts)
+
+
+class SweepProfileSection:
+    """`--sweep` with `--profile`: one row per config with its time, DRAM bandwidth and top stall."""
+
+    title = "sweep profile (Nsight Compute, measured)"
+
+    def __init__(self, rows: list[tuple[str, Any]]):
+        self.rows = rows  # (config label, ProfileSection or UnavailableSection)
+
+    def cells(self) -> list[tuple[str, str, str, str]]:
+        out = []
+        for label, section in self.rows:
+            if not isinstance(section, ProfileSection):
+                out.append((label, "n/a", "n/a", section.line()))
+                continue
+            s = section.profile.summary()
+            top = section.profile.stalls[0].words() if section.profile.stalls else "no stall samples"
+            out.append((label, _si(s["seconds"], "s"), _si(s["dram_bytes_per_s"], "B/s"), top))
+        return out
+
+    def text(self) -> list[str]:
+        return [f"{label}: {t}, DRAM {bw}, top stall: {top}" for label, t, bw, top in self.cells()]
+
+    def html(self) -> str:
+        head = "<tr><th>config</th><th>time</th><th>DRAM</th><th>top stall</th></tr>"
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                       for row in self.cells())
+        return f'<table class="twprof">{head}{body}</table>'

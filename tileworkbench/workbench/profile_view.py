@@ -220,3 +220,25 @@ class SweepProfileSection:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                        for row in self.cells())
         return f'<table class="twprof">{head}{body}</table>'
+
+
+def recorded_profiles(name: str) -> list[ProfileSection]:
+    """The profiles saved in notebooks/data/<name>.json (`tileworkbench profile --json` on a GPU, with
+    "device" and "date" added), as sections that say where and when they were measured; [] when
+    there is no such file (a missing record is reported by the caller, never invented)."""
+    import json
+
+    from .profile import Profile
+    from .recorded import data_dirs
+
+    for folder in data_dirs():
+        path = folder / f"{name}.json"
+        if path.is_file():
+            data = json.loads(path.read_text())
+            sections = []
+            for entry in data["profiles"]:
+                prof = Profile.from_json(entry["profile"])
+                prof.source = f"recorded on {data['device']}, {data['date']}"
+                sections.append(ProfileSection(prof, {int(k): v for k, v in entry["source"].items()}))
+            return sections
+    return []

@@ -114,21 +114,39 @@ def _rows(text: str) -> list[list[str]]:
     return [row for row in csv.reader(io.StringIO(text)) if row]
 
 
+# ncu's units (the raw page keeps ns and byte/s prefixes even with --print-units base) -> factor to SI
+_UNIT_SCALE = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
+               "s": 1.0, "second": 1.0}
+_PREFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def unit_scale(unit: str) -> float:
+    """The factor that turns a value in `unit` into seconds, bytes or bytes/second (1 otherwise)."""
+    if unit in _UNIT_SCALE:
+        return _UNIT_SCALE[unit]
+    base = unit.split("/")[0]
+    if base[:1] in _PREFIX and base[1:] in ("byte", "B"):
+        return _PREFIX[base[0]]
+    return 1.0
+
+
 def parse_raw(text: str) -> list[dict[str, float | str]]:
-    """The raw page: one dict per profiled kernel, metric name -> value (numbers as floats)."""
+    """The raw page: one dict per profiled kernel, metric name -> value (numbers as floats, in
+    seconds and bytes whatever unit the page printed)."""
     rows = [r for r in _rows(text) if not r[0].startswith("==")]
     if not rows:
         return []
     header = rows[0]
     body = rows[1:]
-    if body and number(body[0][0]) is None and body[0][0] == "":  # the units row
-        body = body[1:]
+    units = [""] * len(header)
+    if body and body[0][0] == "":  # the units row
+        units, body = body[0], body[1:]
     kernels = []
     for row in body:
         entry: dict[str, float | str] = {}
-        for name, cell in zip(header, row):
+        for name, unit, cell in zip(header, units, row):
             value = number(cell)
-            entry[name] = value if value is not None else cell
+            entry[name] = value * unit_scale(unit) if value is not None else cell
         kernels.append(entry)
     return kernels
 
@@ -142,6 +160,16 @@ class SourcePage:
     rows: list[dict[str, float | str]] = field(default_factory=list)
 
     def address(self, row: dict) -> int:
+        """The instruction's offset in the kernel: ncu prints virtual addresses, so the kernel's
+        first instruction is subtracted (offset 0 is the entry, as in nvdisasm's listing)."""
+        return self._absolute(row) - self.base
+
+    @property
+    def base(self) -> int:
+        return min(self._absolute(r) for r in self.rows) if self.rows else 0
+
+    @staticmethod
+    def _absolute(row: dict) -> int:
         return int(str(row.get("Address") or row.get("# Address")), 16)
 
     def total(self, column: str) -> float:

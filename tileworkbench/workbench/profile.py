@@ -12,6 +12,7 @@ profile_view.py draws the result; `profile_launch` is what the magic and the CLI
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -24,7 +25,6 @@ from .sass_link import SassInstr
 # source-page column -> the raw-page metric that is its kernel total
 TOTALS = {
     "Instructions Executed": "smsp__inst_executed.sum",
-    "Thread Instructions Executed": "smsp__thread_inst_executed.sum",
     "Warp Stall Sampling (All Samples)": "smsp__pcsamp_sample_count",
 }
 INSTRUCTIONS = "Instructions Executed"
@@ -34,6 +34,7 @@ SHOWN = (
     ("Instructions Executed", "instr"),
     ("Warp Stall Sampling (All Samples)", "samples"),
     ("L2 Theoretical Sectors Global", "global sectors"),
+    ("L2 Theoretical Sectors Local", "local sectors"),  # spills
     ("L1 Wavefronts Shared", "shared wavefronts"),
     ("L1 Wavefronts Shared Excessive", "bank conflicts"),
 )
@@ -61,7 +62,12 @@ STALL_WORDS = {
     "gmma": "waiting on a warpgroup MMA (HGMMA) to finish",
     "math_dependency": "waiting on a math result",
 }
-_STALL_COLUMN = re.compile(r"^(?:smsp__pcsamp_warps_issue_stalled_|stall_)([a-z_]+?)(?:_not_issued)?$")
+_STALL_COLUMN = re.compile(r"^(?:smsp__pcsamp_warps_issue_stalled_|stall_)([a-z_]+)$")
+# the source page's short column names (`stall_long_sb`) -> the metric names' reasons
+SHORT_STALLS = {"long_sb": "long_scoreboard", "short_sb": "short_scoreboard", "lg": "lg_throttle",
+                "mio": "mio_throttle", "math": "math_pipe_throttle", "tex": "tex_throttle",
+                "imc": "imc_miss", "no_inst": "no_instruction", "sleep": "sleeping",
+                "dispatch": "dispatch_stall"}
 # FLOPs per *thread* instruction of the CUDA-core floating-point ops (FFMA: a multiply and an add)
 THREAD_FLOPS = {"FFMA": 2, "FADD": 1, "FMUL": 1, "HFMA2": 4, "HADD2": 2, "HMUL2": 2, "DFMA": 2,
                 "DADD": 1, "DMUL": 1}
@@ -138,7 +144,8 @@ class Profile:
 
     @property
     def l2_bytes(self) -> float | None:
-        return self.metric("lts__t_bytes.sum")
+        sectors = self.metric("lts__t_sectors.sum")  # 32-byte sectors
+        return self.metric("lts__t_bytes.sum") or (32 * sectors if sectors is not None else None)
 
     @property
     def flops(self) -> float:
@@ -194,10 +201,10 @@ class Profile:
 def stall_reason(column: str) -> str | None:
     """`smsp__pcsamp_warps_issue_stalled_long_scoreboard` / `stall_long_sb`-style names -> reason;
     the not-issued variants are left out (they are a subset of the same samples)."""
-    if column.endswith("_not_issued"):
+    if column.endswith(("_not_issued", "(Not Issued)")):
         return None
     m = _STALL_COLUMN.match(column)
-    return m.group(1) if m else None
+    return SHORT_STALLS.get(m.group(1), m.group(1)) if m else None
 
 
 def mma_flops(opcode: str) -> float:
@@ -332,5 +339,8 @@ def profile_launch(report: Any) -> Profile:
         np.savez(Path(tmp) / f"{stem}_args.npz", **arrays)
         path = Path(tmp) / f"{stem}_repro.py"
         path.write_text(script)
-        pages = run_ncu(str(path), compiled.name, tmp)
+        # the child imports this very tileworkbench (a checkout on sys.path need not be installed)
+        package_root = str(Path(__file__).resolve().parents[2])
+        path_env = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+        pages = run_ncu(str(path), compiled.name, tmp, env={"PYTHONPATH": path_env})
     return from_pages(pages["source"], pages["raw"], parse_sass(sass_text), compiled.name)

@@ -98,7 +98,8 @@ class ProfileSection:
             cells = [f"{lc.get(c):.0f}" for c, _ in self.columns]
             stall = max(((r, v) for r, v in lc.stalls.items() if r != "selected"),
                         key=lambda kv: kv[1], default=("", 0.0))
-            text = self.source_lines.get(number, "(no line info)" if number == 0 else "")
+            text = self.source_lines.get(
+                number, "(no line info)" if number == 0 else "(a line of a @jit callee or tl function)")
             out.append((number, number in hot, cells, stall[0] if stall[1] else "", text.strip()))
         return out
 

@@ -24,19 +24,21 @@ NAME = "07_profiling"
 WARPS = (1, 4, 16)  # the three steps: warps per program (one program per row)
 
 KERNEL = """@tw.jit
-def softmax_kernel(out_ptr, in_ptr, n_cols, BLOCK: tl.constexpr):
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
-    x = tl.load(in_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
     z = x - tl.max(x, axis=0)
     num = tl.exp(z)
     den = tl.sum(num, axis=0)
-    tl.store(out_ptr + row * n_cols + cols, num / den, mask=cols < n_cols)"""
+    y = num / den
+    tl.store(out_ptr + row * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)"""
 
 STEP = """rows, cols = (2048, 16384) if GPU else (4, 16384)
 x = xp.asarray(np.random.default_rng(7).standard_normal((rows, cols), dtype=np.float32))
 out = xp.full_like(x, np.nan)
-softmax_kernel[(rows,)](out, x, cols, BLOCK=cols, num_warps=WARPS)"""
+softmax_kernel[(rows,)](out, x, cols, cols, cols, BLOCK=cols, num_warps=WARPS)"""
 
 SHOW = """# live under ncu where there is a GPU and ncu; else the profile recorded on a GPU
 from tileworkbench.workbench.ncu import find_ncu
@@ -82,7 +84,7 @@ sm_90 at 1, 4 and 16 warps and count (no GPU needed):
 """),
         code("""from tileworkbench.workbench.sass_summary import mnemonics
 
-SIG = {"out_ptr": "*fp32", "in_ptr": "*fp32", "n_cols": "i32"}
+SIG = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32", "n_cols": "i32"}
 static = {}
 for warps in (1, 4, 16):
     c = tw.compile(softmax_kernel, signature=SIG, constexprs={"BLOCK": 16384}, target="sm_90",
@@ -109,15 +111,16 @@ The profile's top stall tells what the spills cost: warps wait on **local memory
         4: """
 ## Step 2 · Four warps per row
 
-128 threads share the row: 128 values per thread fit in registers (step 0: no spills), but at 167
-registers per thread few warps fit on a multiprocessor. Compare the per-line table, the achieved
-occupancy and the top stall with step 1: where did the stall samples go?
+128 threads share the row: 128 values per thread fit in registers (step 0: no spills), but at well
+over 100 registers per thread few warps fit on a multiprocessor. Compare the per-line table, the
+achieved occupancy and the top stall with step 1: where did the stall samples go?
 """,
         16: """
 ## Step 3 · Sixteen warps per row
 
-512 threads: 32 values per thread, 63 registers. The kernel should now be limited by what a softmax must
-do, reading and writing each element once: compare its DRAM bandwidth with the ceiling.
+512 threads: 32 values per thread, far fewer registers, more warps per multiprocessor. The kernel should
+now be limited by what a softmax must do, read and write each element once: compare its DRAM bandwidth
+with the ceiling.
 """,
     }
     for step, warps in enumerate(WARPS):
@@ -126,17 +129,25 @@ do, reading and writing each element once: compare its DRAM bandwidth with the c
     cells.append(md("""
 ## What the steps show
 
-The claim check below reads the three profiles (live or recorded) and asserts what the steps said: the
-spilling version's top stall is on memory, and each step is faster than the one before.
+Step 1's table has a **local sectors** column: the spills' traffic, on almost every line, and its DRAM
+traffic is several times the two arrays a softmax must move. Its top stall is waiting on memory at the
+line whose values were spilled. Four warps remove the spills (no local sectors; DRAM traffic drops to about
+the two arrays) but leave occupancy low; sixteen warps raise the achieved occupancy and the DRAM bandwidth.
+The claim check below reads the three profiles (live or recorded) and asserts each of these sentences.
 """))
     cells.append(claim_check("""# claim check: from the three profiles (live or recorded)
 if len(profiles) == 3:
     p = [profiles[i].profile for i in range(3)]
+    local = [q.column_total("L2 Theoretical Sectors Local") for q in p]
+    assert local[0] > 0 and local[1] == 0 and local[2] == 0, local
+    assert p[0].dram_bytes > 3 * p[2].dram_bytes, [q.dram_bytes for q in p]
     assert p[0].stalls[0].reason in ("long_scoreboard", "lg_throttle"), p[0].stalls[0].words()
     assert p[0].seconds > p[1].seconds > p[2].seconds, [q.seconds for q in p]
-    for q in p:
-        assert not q.unmatched
-    print("checked:", ", ".join(f"{q.seconds * 1e3:.3f} ms" for q in p),
+    occupancy = [q.summary()["achieved_occupancy_pct"] for q in p]
+    assert occupancy[2] > occupancy[1], occupancy
+    assert all(q.unmatched == 0 for q in p)
+    print("checked:", ", ".join(f"{q.seconds * 1e6:.0f} us" for q in p),
+          f"| DRAM bytes {p[0].dram_bytes / p[2].dram_bytes:.1f}x at one warp",
           "| step 1 top stall:", p[0].stalls[0].words())
 else:
     print("no profiles to check (no GPU with ncu, no recorded data)")"""))

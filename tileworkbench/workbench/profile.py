@@ -27,6 +27,11 @@ TOTALS = {
     "Instructions Executed": "smsp__inst_executed.sum",
     "Warp Stall Sampling (All Samples)": "smsp__pcsamp_sample_count",
 }
+# the raw-page metrics the summary and the roofline read (to_json keeps these)
+KEPT_TOTALS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+               "dram__bytes.sum.per_second", "lts__t_sectors.sum", "lts__t_bytes.sum",
+               "sm__warps_active.avg.pct_of_peak_sustained_active",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")
 INSTRUCTIONS = "Instructions Executed"
 SAMPLES = "Warp Stall Sampling (All Samples)"
 # the columns the per-line table shows (where the source page has them), with short headings
@@ -179,10 +184,16 @@ class Profile:
                              compute=compute, flops_source="measured (ncu instruction counts)",
                              bytes_source="measured DRAM bytes (ncu)")
 
-    def to_json(self) -> dict:
+    def to_json(self, every_metric: bool = False) -> dict:
+        """The profile as JSON; the raw page's totals cut to those the views read (ncu's raw page
+        has ~2000) unless `every_metric`."""
+        keep = KEPT_TOTALS + tuple(TOTALS.values())
+        totals = {k: v for k, v in self.totals.items() if isinstance(v, float) and (
+            every_metric or k in keep or k.startswith("sm__pipe_tensor"))}
         return {"kernel": self.kernel, "columns": self.columns, "source": self.source,
-                "totals": {k: v for k, v in self.totals.items() if isinstance(v, float)},
-                "lines": {str(k): {"file": v.file, "values": v.values, "stalls": v.stalls}
+                "totals": totals,
+                "lines": {str(k): {"file": v.file, "values": {c: x for c, x in v.values.items() if x},
+                                   "stalls": {r: x for r, x in v.stalls.items() if x}}
                           for k, v in self.lines.items()},
                 "tensor_flops": self.tensor_flops, "cuda_core_flops": self.cuda_core_flops,
                 "unmatched": self.unmatched}

@@ -93,6 +93,9 @@ for warps in (1, 4, 16):
     static[warps] = (c.n_regs, c.n_spills, ops.count("STL"), ops.count("LDL"))
     print(f"num_warps={warps:2}: {c.n_regs} registers/thread, spills {c.n_spills}, "
           f"{ops.count('STL')} STL and {ops.count('LDL')} LDL in the SASS")"""),
+        md("The report of the version we will end with (16 warps), compiled only: its source and SASS."),
+        code("""%%tilekernel --signature "out_ptr=*fp32,in_ptr=*fp32,in_stride=i32,out_stride=i32,n_cols=i32" --constexprs BLOCK=16384 --kernel softmax_kernel --target sm_90 --num-warps 16 --stages source,sass
+pass"""),
         claim_check("""# claim check: one warp per 16384-wide row spills (local memory in the SASS), 16 warps do not
 if static[1][2] or static[1][3]:
     assert static[1][2] > 100 and static[1][3] > 100, static[1]

@@ -242,3 +242,27 @@ def test_cli_shows_a_recorded_profile(tmp_path, capsys):
     assert main(["profile", "--recorded", str(path)]) == 0
     out = capsys.readouterr().out
     assert "add_kernel" in out and "y = a + b" in out and "stall 1:" in out
+
+
+def test_profiling_lesson_is_what_its_builder_writes_and_its_record_checks(tmp_path):
+    """notebooks/07_profiling.ipynb is build_profiling.py's output, and its recorded profiles (an H100)
+    satisfy the claims the lesson makes (the claim-check cell's assertions, run here on the record)."""
+    import importlib.util
+    from pathlib import Path
+
+    nbformat = pytest.importorskip("nbformat")
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("build_profiling",
+                                                  root / "notebooks" / "build_profiling.py")
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    fresh = nbformat.read(builder.build(tmp_path), as_version=4)
+    stored = nbformat.read(root / "notebooks" / "07_profiling.ipynb", as_version=4)
+    assert [c.source for c in fresh.cells] == [c.source for c in stored.cells]
+    from tileworkbench.workbench.profile_view import recorded_profiles
+
+    sections = recorded_profiles("07_profiling")
+    assert len(sections) == 3
+    profiles = dict(enumerate(sections))
+    check = next(c.source for c in stored.cells if "from the three profiles" in c.source)
+    exec(compile(check, "claim-check", "exec"), {"profiles": profiles})  # raises if a claim is false

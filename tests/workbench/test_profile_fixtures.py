@@ -95,3 +95,14 @@ def test_raw_page_units_become_seconds_and_bytes():
     raw = parse_raw(_read("ncu_add_raw.csv.gz"))[0]
     assert raw["gpu__time_duration.sum"] == pytest.approx(62.464e-6)  # printed in ns
     assert raw["dram__bytes_read.sum"] > 1e8
+
+
+def test_the_measured_point_is_placed_on_the_devices_roofline():
+    from tileworkbench.workbench.peaks import Peaks, datasheet_peaks
+
+    prof, sass = _profile("add", "add_kernel")
+    peaks = Peaks("H100 SXM", datasheet=datasheet_peaks("H100 SXM"))
+    section = ProfileSection(prof, {}, sass, peaks=peaks)
+    text = "\n".join(section.text())
+    assert "of DRAM bandwidth bound on H100 SXM" in text  # a vector add is memory bound
+    assert "data:image/png;base64," in section.html()

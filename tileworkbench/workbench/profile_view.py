@@ -56,8 +56,11 @@ class ProfileSection:
     title = "profile (Nsight Compute, measured)"
 
     def __init__(self, profile: Profile, source_lines: dict[int, str] | None = None,
-                 sass: list[SassInstr] | None = None, ptx: list[PtxInstr] | None = None):
+                 sass: list[SassInstr] | None = None, ptx: list[PtxInstr] | None = None,
+                 peaks: Any = None, compute: str = "fp32"):
         self.profile = profile
+        self.peaks = peaks  # the device's ceilings (measured where %tilekernel_peaks ran)
+        self.compute = compute
         self.source_lines = source_lines or {}
         self.sass = sass or []
         self.ptx = ptx or []
@@ -75,13 +78,19 @@ class ProfileSection:
         ]
         for i, note in enumerate(p.stalls, start=1):
             lines.append(f"stall {i}: {note.words()}")
-        point = p.roofline_point()
+        point = p.roofline_point(compute=self.compute)
         if point is not None:
             rate = point.achieved
+            bound = None
+            if self.peaks is not None:
+                from .roofline import bound_of
+
+                bound = bound_of(point, self.peaks)
             lines.append(
                 f"roofline (measured): {_si(point.flops, 'FLOP')} over {_si(point.bytes, 'B')} of "
                 f"DRAM traffic = {point.intensity:.3g} FLOP/B"
-                + (f", {_si(rate, 'FLOP/s')}" if rate else ""))
+                + (f", {_si(rate, 'FLOP/s')}" if rate else "")
+                + (f", {bound.label()} on {self.peaks.device}" if bound is not None else ""))
         problems = check_totals(p)
         lines.append("per-line sums equal ncu's kernel totals" if not problems
                      else "per-line sums differ from ncu's totals: " + "; ".join(problems))
@@ -128,7 +137,20 @@ class ProfileSection:
                        f"<td>{html.escape(stall)}</td><td><code>{html.escape(text)}</code></td></tr>")
         table = (f'<table class="twprof" style="border-collapse:collapse;font-size:12px">'
                  f"<tr>{ths}</tr>{''.join(trs)}</table>")
-        return f'<div id="{uid}"><ul>{head}</ul>{table}{self._links_html(uid)}</div>'
+        return (f'<div id="{uid}"><ul>{head}</ul>{table}{self._roofline_html()}'
+                f"{self._links_html(uid)}</div>")
+
+    def _roofline_html(self) -> str:
+        """The measured point on this device's roofline (DRAM and L2 slopes, compute roofs)."""
+        point = self.profile.roofline_point(compute=self.compute)
+        if point is None or self.peaks is None or not point.seconds:
+            return ""
+        import base64
+
+        from .roofline import Roofline
+
+        png = base64.b64encode(Roofline([point], self.peaks).to_bytes("png")).decode()
+        return f'<img alt="roofline from measured bytes and FLOPs" src="data:image/png;base64,{png}">'
 
     def _links_html(self, uid: str) -> str:
         """For each hot line: its PTX and its SASS side by side, each instruction a link to the
@@ -183,7 +205,9 @@ def profile_section(report: Any) -> Any:
     asm = report.asm
     sass = parse_sass(asm["sass"]) if "sass" in asm else []
     ptx = parse_ptx(asm["ptx"]) if "ptx" in asm else []
-    return ProfileSection(prof, report.source_lines, sass, ptx)
+    compute = getattr(getattr(report, "point", None), "compute", "fp32")
+    return ProfileSection(prof, report.source_lines, sass, ptx, getattr(report, "peaks", None),
+                          compute)
 
 
 def config_label(record: Any) -> str:

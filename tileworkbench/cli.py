@@ -9,6 +9,8 @@
                                           run, check and report the showcase kernels
     tileworkbench peaks [--device NAME] [--measure] [--force]
                                           the roofline ceilings (measured on this GPU, or datasheet)
+    tileworkbench profile FILE.py [--kernel NAME] [--json OUT] [--html OUT]
+                                          Nsight Compute counters of each launch, per source line
 """
 
 from __future__ import annotations
@@ -153,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     peaks.add_argument("--measure", action="store_true", help="measure on this GPU if not cached")
     peaks.add_argument("--force", action="store_true", help="measure again")
     peaks.set_defaults(func=cmd_peaks)
+    from .workbench.profile_cli import add_parser as add_profile  # issue 22 (profile_cli.py)
+
+    add_profile(sub)
     return parser
 
 

@@ -42,6 +42,7 @@ class MagicOptions:
     # -- wbB: views beyond the stages (session.py) --
     sweep: str | None = None
     export: str | None = None
+    profile: bool = False  # issue 22: Nsight Compute counters per source line (profile.py)
 
 
 def unquote(value: Any) -> Any:
@@ -255,6 +256,10 @@ def launch_cell(shell, options: MagicOptions, cell: str, recorder: Callable[[], 
     for report, (record, _) in zip(reports, groups):
         out = opts.out if opts.out is not None else default_output(record)
         add_launch_sections(report, record, out if record is checked else None, opts.ref)
+        if options.profile:  # after the sections: the reproducer it profiles needs report.record
+            from .profile_view import profile_section
+
+            report.sections.insert(0, profile_section(report))
     return reports
 
 

@@ -100,6 +100,12 @@ class TileKernelMagics(Magics):
         default=None,
         help="write each report as one HTML file and a reproducer script into this folder",
     )
+    @argument(
+        "--profile",
+        action="store_true",
+        help="run the launch under Nsight Compute (ncu) and show its counters per source line: "
+        "instructions, stall reasons, memory traffic, bank conflicts, the top stalls in words",
+    )
     @cell_magic
     def tilekernel(self, line: str, cell: str):
         """Run the cell, record every tileworkbench kernel it launches, and show a report for each:

@@ -38,6 +38,7 @@ class WorkbenchSession:
         if folder:
             for report in reports:
                 written = report.export(folder)
+                written.update(_export_profile(report, folder))
                 report.notes.append("exported: " + ", ".join(written.values()))
         return reports
 
@@ -49,12 +50,42 @@ class WorkbenchSession:
         # each config is timed; its roofline is left out (the sweep has its own plot)
         timed = dataclasses.replace(options, bench=options.bench or 20, no_roofline=True)
 
+        profiled = []  # --profile: (config, its profile section), one per config (issue 22)
+
         def build(record):
             # --ref and --out are evaluated again after each run: the cell makes new arrays
-            return report_for_launch(record, report_options(shell, timed))
+            built = report_for_launch(record, report_options(shell, timed))
+            if getattr(options, "profile", False):
+                from .profile_view import config_label, profile_section
+
+                built.record = record
+                profiled.append((config_label(record), profile_section(built)))
+            return built
 
         with _target_scope(options.target):  # `--target cpu`: the configs run there too
             section = run_sweep(
                 shell, cell, options.sweep, recorder or default_recorder(), build, run_inner
             )
         report.sections.append(section)
+        if profiled:
+            from .profile_view import SweepProfileSection
+
+            report.sections.append(SweepProfileSection(profiled))
+
+
+def _export_profile(report, folder: str) -> dict[str, str]:
+    """--export with --profile: the measured profile as JSON beside the HTML (issue 22), which
+    `tileworkbench profile --recorded FILE` shows again without a GPU."""
+    import json
+    import re
+    from pathlib import Path
+
+    from .profile_view import ProfileSection
+
+    sections = [s for s in report.sections if isinstance(s, ProfileSection)]
+    if not sections:
+        return {}
+    path = Path(folder) / (re.sub(r"[^A-Za-z0-9_]", "_", report.name) + "_profile.json")
+    path.write_text(json.dumps([{"profile": sections[0].profile.to_json(),
+                                 "source": {str(k): v for k, v in report.source_lines.items()}}]))
+    return {"profile": str(path)}

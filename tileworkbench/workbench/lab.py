@@ -1,5 +1,6 @@
-"""`tileworkbench lab`: copy the bundled teaching notebooks to a folder the user owns and open
-JupyterLab there on notebook 00.
+"""`tileworkbench lab`: copy the bundled teaching notebooks and puzzles to a folder the user owns and
+open JupyterLab there on notebook 00 (the URL it prints lands on it). The command replaces itself with
+JupyterLab (`os.execvp`), so an interrupt reaches JupyterLab itself and leaves no server behind.
 
 The notebooks ship inside the package (`tileworkbench/notebooks/`, from the repository's
 `notebooks/`).
@@ -14,6 +15,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -23,6 +25,24 @@ DEFAULT_DIR = "tileworkbench-notebooks"
 FIRST_NOTEBOOK = "00_start_here.ipynb"
 MANIFEST = ".tileworkbench-notebooks.json"  # relative path -> sha256 of the copy we wrote
 PATTERNS = ("*.ipynb", "data/*.json", "images/*.png")
+PUZZLES = "puzzles"  # copied whole, subfolders too (but no caches or checkpoints)
+SKIPPED = ("__pycache__", ".ipynb_checkpoints")
+
+
+def bundled_files(source: Path) -> list[Path]:
+    """The files `copy_notebooks` copies: the notebooks with their data and images, and every file
+    under puzzles/ (but hidden files, caches and checkpoints)."""
+    files = [path for pattern in PATTERNS for path in sorted(source.glob(pattern))]
+    files += sorted(
+        path
+        for path in (source / PUZZLES).rglob("*")
+        if path.is_file()
+        and not any(
+            part in SKIPPED or part.startswith(".")
+            for part in path.relative_to(source).parts
+        )
+    )
+    return files
 
 
 def bundled_notebooks() -> Path:
@@ -66,8 +86,8 @@ def _digest(path: Path) -> str:
 
 
 def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
-    """Copy the bundled notebooks (with their data and images) into `folder`, never overwriting a
-    file the user has changed since it was copied."""
+    """Copy the bundled notebooks (with their data and images) and the puzzles into `folder`, never
+    overwriting a file the user has changed since it was copied."""
     source = source or bundled_notebooks()
     folder.mkdir(parents=True, exist_ok=True)
     manifest_path = folder / MANIFEST
@@ -76,32 +96,34 @@ def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
     except (OSError, ValueError):
         manifest = {}
     result = CopyResult(folder)
-    for pattern in PATTERNS:
-        for src in sorted(source.glob(pattern)):
-            name = src.relative_to(source).as_posix()
-            dest = folder / name
-            new = _digest(src)
-            if dest.exists():
-                have = _digest(dest)
-                if have == new:
-                    manifest[name] = new
-                    result.unchanged.append(name)
-                    continue
-                if manifest.get(name) != have:  # not the copy we wrote: the user's edit
-                    result.kept.append(name)
-                    continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
-            manifest[name] = new
-            result.copied.append(name)
+    for src in bundled_files(source):
+        name = src.relative_to(source).as_posix()
+        dest = folder / name
+        new = _digest(src)
+        if dest.exists():
+            have = _digest(dest)
+            if have == new:
+                manifest[name] = new
+                result.unchanged.append(name)
+                continue
+            if manifest.get(name) != have:  # not the copy we wrote: the user's edit
+                result.kept.append(name)
+                continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        manifest[name] = new
+        result.copied.append(name)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return result
 
 
 def lab_command(no_browser: bool = False, extra: list[str] | None = None) -> list[str]:
-    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00. As root (a
-    container's usual user) it adds `--allow-root`: JupyterLab would otherwise refuse to start."""
-    command = [sys.executable, "-m", "jupyterlab", FIRST_NOTEBOOK]
+    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00: the URL it
+    prints and the browser it opens land on the notebook (`default_url`), not on the file browser.
+    As root (a container's usual user) it adds `--allow-root`: JupyterLab would otherwise refuse."""
+    command = [
+        sys.executable, "-m", "jupyterlab", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}"
+    ]
     if no_browser:
         command.append("--no-browser")
     command += list(extra or [])
@@ -133,4 +155,21 @@ def main_lab(
             file=sys.stderr,
         )
         return 1
-    return subprocess.call(command, cwd=path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return run_in(path, command)
+
+
+def run_in(folder: Path, command: list[str]) -> int:
+    """Run `command` in `folder` as this process (`os.execvp`: Ctrl-C and kill reach JupyterLab
+    itself, no parent is left to orphan it). Where exec does not replace the process (Windows), a
+    child with the signals passed on."""
+    if os.name == "posix":
+        os.chdir(folder)
+        os.execvp(command[0], command)  # returns only by raising OSError
+    child = subprocess.Popen(command, cwd=folder)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:  # Ctrl-C: JupyterLab got it too (same console); wait for it to stop
+        child.send_signal(signal.SIGINT)
+        return child.wait()

@@ -133,6 +133,8 @@ def test_an_interrupt_leaves_no_jupyterlab_behind(tmp_path):
         assert int(pid) == lab.pid  # exec: the command is the server, no child of it
         assert Path(cwd) == (tmp_path / "nb").resolve()
         assert "--LabApp.default_url=/lab/tree/00_start_here.ipynb" in argv
+        config = tmp_path / "nb" / ".jupyter" / "jupyter_server_config.json"  # the HTML export's
+        assert "StaticReports" in config.read_text()
         lab.send_signal(signal.SIGINT)
         assert lab.wait(timeout=20) != 0
     finally:

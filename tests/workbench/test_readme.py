@@ -16,7 +16,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```$", README, flags=re.S | re.M)
+    return re.findall(rf"^```{language}\n(.*?)^```$", README, flags=re.DOTALL | re.MULTILINE)
 
 
 def test_the_python_blocks_run_as_written(tmp_path):
@@ -25,7 +25,7 @@ def test_the_python_blocks_run_as_written(tmp_path):
     script = tmp_path / "readme.py"
     script.write_text("\n".join(code))
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TILEWORKBENCH_CACHE_DIR":
              str(tmp_path / "cache"), "HOME": str(tmp_path)},
     )
@@ -47,7 +47,7 @@ def test_the_tilekernel_cells_use_defined_names_and_print_no_return_value(capfd)
         out = capfd.readouterr().out
         assert "check: PASS" in out, out[-3000:]
         # the launch's return value (a CompiledKernel) is not printed under the report
-        assert "CompiledKernel" not in out and not re.search(r"^Out\[", out, flags=re.M), out[-2000:]
+        assert "CompiledKernel" not in out and not re.search(r"^Out\[", out, flags=re.MULTILINE), out[-2000:]
     finally:
         InteractiveShell.clear_instance()
 

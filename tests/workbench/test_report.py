@@ -78,7 +78,7 @@ def test_static_html_folds_every_stage_and_reads_without_a_stylesheet(report):
     assert "ld" in ptx_panel and "tt.func" not in ptx_panel
     assert "max-height: 520px" in ptx_panel  # inline: the sanitizer keeps it, drops <style>
     # what a sanitizer leaves (no <style>, no <script>): the radios stay hidden by inline styles
-    bare = re.sub(r"<(style|script)>.*?</\1>", "", page, flags=re.S)
+    bare = re.sub(r"<(style|script)>.*?</\1>", "", page, flags=re.DOTALL)
     radios = re.findall(r"<input [^>]*>", bare)
     assert radios and all('style="display: none"' in r for r in radios)
     assert f"#{uid}-src-{LOAD_X_LINE}:checked ~ .twpanels .s{LOAD_X_LINE}" in page

@@ -25,6 +25,7 @@ DEFAULT_DIR = "tileworkbench-notebooks"
 FIRST_NOTEBOOK = "00_start_here.ipynb"
 MANIFEST = ".tileworkbench-notebooks.json"  # relative path -> sha256 of the copy we wrote
 PATTERNS = ("*.ipynb", "data/*.json", "images/*.png")
+CONFIG_DIR = ".jupyter"  # on JupyterLab's JUPYTER_CONFIG_PATH: nbconvert_static.py's config
 PUZZLES = "puzzles"  # copied whole, subfolders too (but no caches or checkpoints)
 SKIPPED = ("__pycache__", ".ipynb_checkpoints")
 
@@ -144,6 +145,10 @@ def main_lab(
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print("\n".join(result.lines()))
+    if importlib.util.find_spec("nbconvert") is not None:
+        from .nbconvert_static import write_config
+
+        write_config(path / CONFIG_DIR)  # an HTML export shows the reports' static view, offline
     command = lab_command(no_browser, extra)
     if dry_run:
         print(f"would run in {path}: {' '.join(command)}")
@@ -164,10 +169,15 @@ def run_in(folder: Path, command: list[str]) -> int:
     """Run `command` in `folder` as this process (`os.execvp`: Ctrl-C and kill reach JupyterLab
     itself, no parent is left to orphan it). Where exec does not replace the process (Windows), a
     child with the signals passed on."""
+    env = dict(os.environ)
+    config = str(folder / CONFIG_DIR)
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        p for p in (config, env.get("JUPYTER_CONFIG_PATH", "")) if p
+    )
     if os.name == "posix":
         os.chdir(folder)
-        os.execvp(command[0], command)  # returns only by raising OSError
-    child = subprocess.Popen(command, cwd=folder)
+        os.execvpe(command[0], command, env)  # returns only by raising OSError
+    child = subprocess.Popen(command, cwd=folder, env=env)
     try:
         return child.wait()
     except KeyboardInterrupt:  # Ctrl-C: JupyterLab got it too (same console); wait for it to stop

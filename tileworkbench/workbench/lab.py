@@ -15,7 +15,6 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -166,9 +165,9 @@ def main_lab(
 
 
 def run_in(folder: Path, command: list[str]) -> int:
-    """Run `command` in `folder` as this process (`os.execvp`: Ctrl-C and kill reach JupyterLab
-    itself, no parent is left to orphan it). Where exec does not replace the process (Windows), a
-    child with the signals passed on."""
+    """Run `command` in `folder` as this process (`os.execvpe`: Ctrl-C and kill reach JupyterLab
+    itself, no parent is left to orphan it), with the folder's `.jupyter/` on JUPYTER_CONFIG_PATH.
+    Where exec does not replace the process (Windows), a child that shares the console's Ctrl-C."""
     env = dict(os.environ)
     config = str(folder / CONFIG_DIR)
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
@@ -180,6 +179,5 @@ def run_in(folder: Path, command: list[str]) -> int:
     child = subprocess.Popen(command, cwd=folder, env=env)
     try:
         return child.wait()
-    except KeyboardInterrupt:  # Ctrl-C: JupyterLab got it too (same console); wait for it to stop
-        child.send_signal(signal.SIGINT)
+    except KeyboardInterrupt:  # Ctrl-C reached JupyterLab too (one console): wait for it to stop
         return child.wait()

@@ -77,10 +77,10 @@ def test_static_html_folds_every_stage_and_reads_without_a_stylesheet(report):
     ptx_panel = page.split('class="twtab twp-ptx"')[1].split('class="twtab')[0]
     assert "ld" in ptx_panel and "tt.func" not in ptx_panel
     assert "max-height: 520px" in ptx_panel  # inline: the sanitizer keeps it, drops <style>
-    # what a sanitizer leaves (no <style>, no <script>): the radios stay hidden by inline styles
+    # what a sanitizer leaves (no <style>, no <script>): the radios stay hidden (attribute, style)
     bare = re.sub(r"<(style|script)>.*?</\1>", "", page, flags=re.DOTALL)
     radios = re.findall(r"<input [^>]*>", bare)
-    assert radios and all('style="display: none"' in r for r in radios)
+    assert radios and all('hidden style="display: none"' in r for r in radios)
     assert f"#{uid}-src-{LOAD_X_LINE}:checked ~ .twpanels .s{LOAD_X_LINE}" in page
     assert f'for="{uid}-src-{LOAD_X_LINE}"' in page  # the source line is its clickable label
     assert page.count("<script") == 1  # progressive enhancement: scrolling; CSS alone links lines

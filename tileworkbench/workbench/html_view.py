@@ -62,7 +62,7 @@ PRE_STYLE = (
     "max-height: 520px; overflow: auto; margin: 0; padding: 4px; background: #fafafa; "
     "font-size: 12px; line-height: 1.35"
 )
-HIDDEN = 'style="display: none"'
+HIDDEN = 'hidden style="display: none"'  # the attribute for sanitizers that drop styles
 
 
 def _uid() -> str:

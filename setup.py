@@ -8,5 +8,9 @@ setup(
     packages=find_packages(include=["tileworkbench", "tileworkbench.*"])
     + ["tileworkbench.notebooks"],
     package_dir={"tileworkbench.notebooks": "notebooks"},
-    package_data={"tileworkbench.notebooks": ["*.ipynb", "data/*.json", "images/*.png"]},
+    package_data={"tileworkbench.notebooks": [
+        "*.ipynb", "data/*.json", "images/*.png",
+        # the puzzles, in subfolders too (`**` matches no folder as well)
+        "puzzles/**/*.ipynb", "puzzles/**/*.json", "puzzles/**/*.png", "puzzles/**/*.py",
+    ]},
 )

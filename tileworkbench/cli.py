@@ -25,8 +25,24 @@ DEFAULT_LAB_DIR = "tileworkbench-notebooks"  # workbench/lab.py's DEFAULT_DIR, w
 STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm", "all", "passes")
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Help that names a default once: only where the help text does not already say it, and never
+    for a flag's False or an unset None (argparse's ArgumentDefaultsHelpFormatter doubles both)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default in (None, False, argparse.SUPPRESS)
+            or action.option_strings == []
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
 def load_kernel(spec: str) -> Any:
-    """`path/to/file.py::kernel_name` -> the kernel object defined in that file."""
+    """`path/to/file.py::kernel_name` -> the kernel object defined in that file. A file that does not
+    parse is reported in one line (file:line:col: message), not with the import's traceback."""
     path, sep, name = spec.partition("::")
     if not sep or not name:
         raise SystemExit(f"error: expected FILE.py::kernel, got {spec!r}")
@@ -37,10 +53,21 @@ def load_kernel(spec: str) -> Any:
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[module_name] = module  # dataclasses and inspect look the module up by name
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(module_name, None)
+        raise SystemExit(syntax_error_line(exc, path)) from None
     if not hasattr(module, name):
         raise SystemExit(f"error: {path} defines no {name!r}")
     return getattr(module, name)
+
+
+def syntax_error_line(exc: SyntaxError, path: str) -> str:
+    """`file:line:col: SyntaxError: message` (the column 1-based, as compilers and editors count)."""
+    where = exc.filename if exc.filename and exc.filename != "<unknown>" else path
+    place = ":".join(str(p) for p in (where, exc.lineno, exc.offset) if p is not None)
+    return f"{place}: {type(exc).__name__}: {exc.msg}"
 
 
 def format_stages(compiled: Any, stage: str) -> str:
@@ -104,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    defaults = {"formatter_class": argparse.ArgumentDefaultsHelpFormatter}
+    defaults = {"formatter_class": DefaultsHelpFormatter}
     lab = sub.add_parser(
         "lab", help="copy the teaching notebooks to a folder of yours and open JupyterLab there",
         **defaults,

@@ -189,7 +189,8 @@ def test_report_renders_and_ptx_tab_shows_ptx(jupyterlab):
 
 @pytest.mark.browser
 def test_static_html_tabs_and_line_links_work_without_javascript(tmp_path):
-    """The nbconvert/GitHub view: CSS-only tabs and source-line links, JavaScript disabled."""
+    """A saved page with JavaScript disabled: folded sections, one open at a time, and CSS-only
+    source-line links."""
     if not os.path.exists(CHROMIUM):
         pytest.skip("needs chromium (.ci/browser-setup.sh)")
     pytest.importorskip("playwright")
@@ -214,13 +215,14 @@ def test_static_html_tabs_and_line_links_work_without_javascript(tmp_path):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(java_script_enabled=False, viewport={"width": 1200, "height": 900})
         page.goto(page_file.as_uri())
-        ptx_panel = page.locator(".twp-ptx")
+        ptx_panel = page.locator(".twp-ptx > .twpanel")
         assert not ptx_panel.is_visible()
-        page.locator(".twtabs label", has_text="ptx").click()
+        page.locator("details.twtab > summary", has_text="ptx").click()
         assert ptx_panel.is_visible() and "ld.global" in ptx_panel.inner_text()
-        page.locator(".twtabs label", has_text="source").click()
+        page.locator("details.twtab > summary", has_text="source").click()
+        assert not ptx_panel.is_visible()  # one section at a time (`name` groups them)
         page.locator("label.twline", has_text="x = tl.load").click()
-        page.locator(".twtabs label", has_text="ptx").click()
+        page.locator("details.twtab > summary", has_text="ptx").click()
         line = (
             page.locator("label.twline", has_text="x = tl.load").get_attribute("for").split("-")[-1]
         )
@@ -389,17 +391,17 @@ def test_static_html_scrolls_with_javascript_and_shows_the_new_views(tmp_path):
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.goto(page_file.as_uri())
         first = page.locator(".twr").first
-        first.locator(".twtabs label", has_text="source").click()
+        first.locator("details.twtab > summary", has_text="source").click()
         first.locator("label.twline", has_text="x = tl.load").click()
         line = first.locator("label.twline", has_text="x = tl.load").get_attribute("for")
         line = line.split("-")[-1]
-        first.locator(".twtabs label", has_text="ptx").click()
+        first.locator("details.twtab > summary", has_text="ptx").click()
         ptx = first.locator(".twp-ptx pre.twhl")
         page.wait_for_function(SCROLLED_TO_HIGHLIGHT, arg=[ptx.element_handle(), line], timeout=5000)
-        first.locator(".twtabs label", has_text="passes").click()
-        shown = first.locator(".twpasspanel:visible h4").inner_text()
+        first.locator("details.twtab > summary", has_text="passes").click()
+        shown = first.locator("details.twpass[open] h4").inner_text()
         assert shown == "after coalesce", shown  # the first pass that changed the IR
-        assert first.locator(".twpasslist label.twsame").count() >= 4
+        assert first.locator("details.twpass.twsame").count() >= 4
         box = first.locator(".twp-passes").bounding_box()  # its head: the list and the diff
         clip = {"x": box["x"], "y": box["y"], "width": min(box["width"], 1000), "height": 520}
         page.screenshot(path=str(ARTIFACTS / "passes-first-change.png"), clip=clip, full_page=True)
@@ -456,9 +458,9 @@ def _sass_and_roofline_views(page, tmp_path) -> None:
     (tmp_path / "sass.html").write_text(html_page([inspect(compiled)]))
     page.goto((tmp_path / "sass.html").as_uri())
     report = page.locator(".twr").first
-    report.locator(".twtabs label", has_text="source").click()
+    report.locator("details.twtab > summary", has_text="source").click()
     report.locator("label.twline", has_text="tl.dot").click()
-    report.locator(".twtabs label", has_text="sass").click()
+    report.locator("details.twtab > summary", has_text="sass").click()
     sass = report.locator(".twp-sass pre.twhl")
     assert "HMMA.16816.F32" in sass.inner_text()
     line = report.locator("label.twline", has_text="tl.dot").get_attribute("for").split("-")[-1]

@@ -91,3 +91,24 @@ def test_demo_on_the_interpreter_writes_a_checked_report(tmp_path, capsys):
         assert f"{name} [interpreter]" in page
     assert "data:image/png;base64," in page  # the roofline
     assert 'twp-ptx"' in page or "GPU stages for sm_90 unavailable" in page
+
+
+def test_a_kernel_file_with_a_syntax_error_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "broken.py"
+    bad.write_text(KERNEL_FILE.replace("def scale_kernel(x_ptr,", "def scale_kernel(x_ptr"))
+    with pytest.raises(SystemExit) as exc:
+        main(["compile", f"{bad}::scale_kernel", "--signature", SIGNATURE])
+    message = str(exc.value.code)
+    line = KERNEL_FILE.split("\n").index(
+        "def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):") + 1
+    assert message.startswith(f"{bad}:{line}:") and "SyntaxError" in message, message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_compile_help_names_each_default_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["compile", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    assert text.count("(default: ptx)") == 1 and "(default: sm_90)" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert text.count("default:") == text.count("(default: ptx)") + 3, text  # target, warps, stages

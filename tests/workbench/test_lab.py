@@ -52,7 +52,7 @@ def test_a_file_the_user_made_is_not_overwritten(tmp_path):
 def test_lab_dry_run_copies_and_prints_the_command(tmp_path, capsys):
     assert main(["lab", "--dir", str(tmp_path / "nb"), "--dry-run", "--no-browser"]) == 0
     out = capsys.readouterr().out
-    assert "-m jupyterlab 00_start_here.ipynb --no-browser" in out
+    assert "-m jupyterlab --LabApp.default_url=/lab/tree/00_start_here.ipynb --no-browser" in out
     assert (tmp_path / "nb" / "05_inside_the_compiler.ipynb").is_file()
     assert lab_command()[:3] == [sys.executable, "-m", "jupyterlab"]
 
@@ -61,6 +61,89 @@ def test_lab_passes_options_through_to_jupyterlab(tmp_path, capsys):
     argv = ["lab", "--dir", str(tmp_path / "nb"), "--dry-run", "--", "--port", "8899"]
     assert main(argv) == 0
     assert "00_start_here.ipynb --port 8899" in capsys.readouterr().out
+
+
+def test_lab_copies_the_puzzles_with_their_subfolders(tmp_path):
+    source = tmp_path / "bundled"
+    shutil.copytree(bundled_notebooks(), source)
+    (source / "puzzles" / "extra" / "data").mkdir(parents=True)
+    (source / "puzzles" / "extra" / "data" / "p.json").write_text("{}")
+    (source / "puzzles" / "__pycache__").mkdir(exist_ok=True)
+    (source / "puzzles" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    result = copy_notebooks(tmp_path / "mine", source)
+    assert "puzzles/puzzles.ipynb" in result.copied and "puzzles/extra/data/p.json" in result.copied
+    assert not any("__pycache__" in name for name in result.copied)
+    assert (tmp_path / "mine" / "puzzles" / "extra" / "data" / "p.json").read_text() == "{}"
+
+
+FAKE_JUPYTERLAB = """
+import http.server, os, pathlib, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+pathlib.Path(os.environ["FAKE_LAB_PID"]).write_text(f"{os.getpid()} {os.getcwd()} {sys.argv[1:]}")
+server = http.server.HTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
+print(f"http://127.0.0.1:{port}/lab/tree/00_start_here.ipynb", flush=True)
+server.serve_forever()
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")  # a zombie is no process left behind
+    return not (status.is_file() and status.read_text().split(") ")[1].startswith("Z"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupt_leaves_no_jupyterlab_behind(tmp_path):
+    """`tileworkbench lab` on a free port with a stand-in JupyterLab (an HTTP server); SIGINT to the
+    command stops the server itself: the command became JupyterLab (exec), no child stays."""
+    import os
+    import signal
+    import urllib.request
+
+    fake = tmp_path / "fake" / "jupyterlab"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(FAKE_JUPYTERLAB)
+    port, pid_file = _free_port(), tmp_path / "lab.pid"
+    env = dict(os.environ, FAKE_LAB_PID=str(pid_file),
+               PYTHONPATH=os.pathsep.join([str(tmp_path / "fake"), str(ROOT)]))
+    lab = subprocess.Popen(
+        [sys.executable, "-m", "tileworkbench.cli", "lab", "--dir", str(tmp_path / "nb"),
+         "--no-browser", "--", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        lines = [lab.stdout.readline() for _ in range(2)]
+        assert "copied" in lines[0] and f"127.0.0.1:{port}" in lines[1], lines
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/00_start_here.ipynb", timeout=10)
+        pid, cwd, argv = pid_file.read_text().split(" ", 2)
+        assert int(pid) == lab.pid  # exec: the command is the server, no child of it
+        assert Path(cwd) == (tmp_path / "nb").resolve()
+        assert "--LabApp.default_url=/lab/tree/00_start_here.ipynb" in argv
+        config = tmp_path / "nb" / ".jupyter" / "jupyter_server_config.json"  # the HTML export's
+        assert "StaticReports" in config.read_text()
+        lab.send_signal(signal.SIGINT)
+        assert lab.wait(timeout=20) != 0
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait()
+    assert not _alive(int(pid))
+    with pytest.raises(OSError):  # nothing serves on the port any more
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
 
 
 
@@ -120,6 +203,7 @@ def test_the_package_ships_the_notebooks(tmp_path):
         "notebooks/00_start_here.ipynb",
         "notebooks/data/01_vector_add.json",
         "notebooks/images/report-ptx.png",
+        "notebooks/puzzles/puzzles.ipynb",
         "workbench/lab.py",
     ):
         assert (package / name).is_file(), name

@@ -68,14 +68,19 @@ def test_pass_view_shows_ir_and_diff(report):
     assert "(nothing)" in view.pass_diff.value
 
 
-def test_static_html_has_css_tabs_with_every_stage(report):
+def test_static_html_folds_every_stage_and_reads_without_a_stylesheet(report):
     page = report._repr_html_()
     uid = re.search(r'<div class="twr" id="(twr\d+)"', page).group(1)
-    for stage in ("source", "tile", "tile-opt", "ptx", "passes", "overview"):
-        assert f'id="{uid}-tab-{stage}"' in page
-        assert f"#{uid}-tab-{stage}:checked ~ .twpanels .twp-{stage}" in page
-    ptx_panel = page.split('class="twpanel twp-ptx"')[1].split('class="twpanel')[0]
+    opened = re.findall(r'<details class="twtab twp-([\w-]+)" name="' + uid + r'-tab"( open)?>', page)
+    assert [key for key, _ in opened][:1] == ["overview"] and [o for _, o in opened].count(" open") == 1
+    assert {"source", "tile", "tile-opt", "ptx", "passes"} <= {key for key, _ in opened}
+    ptx_panel = page.split('class="twtab twp-ptx"')[1].split('class="twtab')[0]
     assert "ld" in ptx_panel and "tt.func" not in ptx_panel
+    assert "max-height: 520px" in ptx_panel  # inline: the sanitizer keeps it, drops <style>
+    # what a sanitizer leaves (no <style>, no <script>): the radios stay hidden (attribute, style)
+    bare = re.sub(r"<(style|script)>.*?</\1>", "", page, flags=re.DOTALL)
+    radios = re.findall(r"<input [^>]*>", bare)
+    assert radios and all('hidden style="display: none"' in r for r in radios)
     assert f"#{uid}-src-{LOAD_X_LINE}:checked ~ .twpanels .s{LOAD_X_LINE}" in page
     assert f'for="{uid}-src-{LOAD_X_LINE}"' in page  # the source line is its clickable label
     assert page.count("<script") == 1  # progressive enhancement: scrolling; CSS alone links lines

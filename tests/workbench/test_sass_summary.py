@@ -3,7 +3,12 @@ predicates and modifiers stripped, and the excerpt around the first tensor-core 
 
 from __future__ import annotations
 
-from tileworkbench.workbench.sass_summary import count_instructions, mnemonics, tensor_core_excerpt
+from tileworkbench.workbench.sass_summary import (
+    count_instructions,
+    mnemonics,
+    tensor_core_excerpt,
+    without_folders,
+)
 
 SASS = """\
         .text.k:
@@ -31,3 +36,19 @@ def test_excerpt_is_around_the_first_mma():
     assert excerpt[0].strip() == '//## File "k.py", line 10'
     assert "HMMA" in excerpt[1] and "@P1 HMMA" in excerpt[2] and len(excerpt) == 3
     assert tensor_core_excerpt(SASS.replace("HMMA", "HADD2")) == ""
+
+
+def test_excerpt_holds_no_folder_of_the_checkout():
+    sass = SASS.replace('"k.py"', '"/home/someone/checkout/tileworkbench/k.py"')
+    excerpt = tensor_core_excerpt(sass, before=1, after=2)
+    assert excerpt.splitlines()[0].strip() == '//## File "k.py", line 10'
+    assert without_folders('//## File "C:\\work\\k.py", line 3') == '//## File "k.py", line 3'
+
+
+def test_recorded_sass_holds_no_absolute_path():
+    import json
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "03_matmul.json"
+    sass = json.loads(data.read_text()).get("sass", {})
+    assert '//## File "/' not in sass.get("excerpt", ""), "re-record: the excerpt holds a path"

@@ -1,8 +1,11 @@
-"""Static HTML of a report: CSS-only tabs (radio buttons), so nbconvert and plain browsers show every
-stage with no JavaScript; without CSS (e.g. a sanitizer strips <style>) all panels show in sequence.
-
-Source-line linking works the same way: each kernel line is a radio label, and one CSS rule per line
-highlights the `sN` lines of every stage. Stage HTML is rendered once and cached on the report.
+"""Static HTML of a report, readable with no stylesheet, no script and no trust: each stage is a
+`<details>` section (the overview open, one section at a time where `name` groups them), with inline
+styles that JupyterLab's sanitizer keeps. So a stored notebook opened before Run All (untrusted: its
+`<style>` and `<script>` are dropped), GitHub's renderer and an offline `nbconvert --to html` export
+all show one readable panel at a time. The `<style>` is enhancement only: colours, and source-line
+linking without JavaScript (each kernel line is the label of a hidden radio, and one CSS rule per line
+highlights the `sN` lines of every stage); the script then scrolls each panel to those lines.
+Stage HTML is rendered once and cached on the report.
 """
 
 from __future__ import annotations
@@ -25,10 +28,8 @@ BASE_CSS = """
   border-radius: 6px; padding: 6px 8px; margin: 4px 0; background: #fff; color: #222}
 .twr input.twradio {display: none}
 .twr .twhead {font-weight: 600; margin-bottom: 4px}
-.twr .twtabs label {display: inline-block; padding: 3px 10px; margin: 0 2px 0 0; cursor: pointer;
-  border: 1px solid #ccc; border-bottom: none; border-radius: 5px 5px 0 0; background: #f3f3f3}
-.twr .twpanel {display: none; border-top: 1px solid #ccc; padding-top: 4px}
-.twr .twpanel > h4.twfallback {display: none}
+.twr details.twtab > summary:hover, .twr details.twpass > summary:hover {background: #eef}
+.twr details.twtab[open] > summary {background: #f3f3f3}
 .twr pre.twhl {max-height: 520px; overflow: auto; margin: 0; padding: 4px; background: #fafafa;
   font-size: 12px; line-height: 1.35}
 .twr .twl {display: inline-block; width: 100%}
@@ -43,14 +44,25 @@ BASE_CSS = """
 .twr .twadd {color: #060; background: #e8f7e8; display: inline-block; width: 100%}
 .twr .twdel {color: #900; background: #fbe9e9; display: inline-block; width: 100%}
 .twr .twhunk {color: #05a; display: inline-block; width: 100%}
-.twr .twpasslist label {display: inline-block; padding: 1px 6px; margin: 1px; cursor: pointer;
-  border: 1px solid #ddd; border-radius: 4px; font-family: monospace}
-.twr .twpasspanel {display: none}
 .twr .twerror {color: #b00; white-space: pre-wrap; font-family: monospace}
-.twr .twpasslist label.twsame {color: #999; border-style: dashed}
 .twr pre.twhl .twl[class*=" s"] {cursor: pointer}
 .twr .twwarn {color: #a60; font-weight: 600}
 """
+
+
+# Inline styles: what JupyterLab's sanitizer keeps of untrusted output (it drops <style>)
+ROOT_STYLE = (
+    "font-family: system-ui, sans-serif; font-size: 13px; border: 1px solid #ccc; "
+    "border-radius: 6px; padding: 6px 8px; margin: 4px 0; background: #fff; color: #222"
+)
+SUMMARY_STYLE = "cursor: pointer; padding: 2px 6px; font-weight: 600"
+PASS_SUMMARY_STYLE = "cursor: pointer; padding: 1px 6px; font-family: monospace"
+PANEL_STYLE = "padding: 4px 0 8px 14px"
+PRE_STYLE = (
+    "max-height: 520px; overflow: auto; margin: 0; padding: 4px; background: #fafafa; "
+    "font-size: 12px; line-height: 1.35"
+)
+HIDDEN = 'hidden style="display: none"'  # the attribute for sanitizers that drop styles
 
 
 def _uid() -> str:
@@ -211,14 +223,14 @@ def _source_panel(report, uid: str) -> str:
 
 
 def _passes_panel(report, uid: str, compact: bool = False) -> str:
-    radios, labels, panels, rules = [], [], [], []
+    """One folded section per pass, the first that changed the IR open; one open at a time."""
+    sections = []
     flags, opened = pass_flags(report), first_changed(report)
     for i, (name, _) in enumerate(report.passes):
-        pid = f"{uid}-pass-{i}"
-        checked = " checked" if i == opened else ""
-        radios.append(f'<input type="radio" class="twradio" name="{uid}-pass" id="{pid}"{checked}>')
-        same = "" if flags[i] else ' class="twsame" title="changed nothing"'
-        labels.append(f'<label for="{pid}"{same}>{i}. {html.escape(name)}</label>')
+        is_open = " open" if i == opened else ""
+        same = "" if flags[i] else " twsame"
+        style = PASS_SUMMARY_STYLE + ("" if flags[i] else "; color: #999")
+        title = "" if flags[i] else ' title="changed nothing"'
         ir, diff = pass_html(report, i)
         if compact:  # diffs only
             ir = (f'<div class="twnote">(run the cell for the whole IR after each pass, or read '
@@ -228,23 +240,18 @@ def _passes_panel(report, uid: str, compact: bool = False) -> str:
             ir = (f'<div class="twnote">the IR after {html.escape(name)} is the IR after pass '
                   f"{before}. {html.escape(report.passes[before][0])}, values renamed at most"
                   "</div>")
-        panels.append(
-            f'<div class="twpasspanel twpp-{i}"><h4>after {html.escape(name)}</h4>'
-            f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div>"
+        sections.append(
+            f'<details class="twpass twpp-{i}{same}" name="{uid}-pass"{is_open}>'
+            f'<summary style="{style}"{title}>{i}. {html.escape(name)}'
+            f'{" (changed nothing)" if not flags[i] else ""}</summary>'
+            f'<div style="{PANEL_STYLE}"><h4>after {html.escape(name)}</h4>'
+            f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div></details>"
         )
-        rules.append(f"#{pid}:checked ~ .twpassbody .twpp-{i} {{display: block}}")
     return (
-        "".join(radios)
-        + '<div class="twpasslist">'
-        + " ".join(labels)
-        + "</div>"
+        '<div class="twnote">grey: the pass changed nothing; diffs ignore renamed values</div>'
         + '<div class="twpassbody">'
-        + "".join(panels)
+        + "".join(sections)
         + "</div>"
-        + "<style>"
-        + "\n".join(rules)
-        + "</style>"
-        + '<div class="twnote">dashed: the pass changed nothing; diffs ignore renamed values</div>'
     )
 
 
@@ -274,37 +281,27 @@ def render_report(report, compact: bool = False) -> str:
 
 
 def _assemble(report, uid: str, tabs: list[tuple[str, str, str]]) -> str:
-    radios, labels, panels, rules = [], [], [], []
-    src_lines = report.linked_lines()
-    for line in src_lines:
+    radios, sections, rules = [], [], []
+    for line in report.linked_lines():
         radios.append(
-            f'<input type="radio" class="twradio" name="{uid}-src" id="{uid}-src-{line}">'
+            f'<input type="radio" class="twradio" name="{uid}-src" id="{uid}-src-{line}" {HIDDEN}>'
         )
         rules.append(f"#{uid}-src-{line}:checked ~ .twpanels .s{line} {{background: {HIGHLIGHT}}}")
     for i, (key, title, body) in enumerate(tabs):
-        tid = f"{uid}-tab-{key}"
-        checked = " checked" if i == 0 else ""
-        radios.append(f'<input type="radio" class="twradio" name="{uid}-tab" id="{tid}"{checked}>')
-        labels.append(f'<label for="{tid}">{html.escape(title)}</label>')
-        panels.append(
-            f'<div class="twpanel twp-{key}"><h4 class="twfallback">{html.escape(title)}'
-            f"</h4>{body}</div>"
-        )
-        rules.append(f"#{tid}:checked ~ .twpanels .twp-{key} {{display: block}}")
-        rules.append(
-            f"#{tid}:checked ~ .twtabs label[for={tid}] {{background: #fff; font-weight: 600}}"
+        is_open = " open" if i == 0 else ""
+        sections.append(
+            f'<details class="twtab twp-{key}" name="{uid}-tab"{is_open}>'
+            f'<summary style="{SUMMARY_STYLE}">{html.escape(title)}</summary>'
+            f'<div class="twpanel" style="{PANEL_STYLE}">{body}</div></details>'
         )
     head = html.escape(report.__repr__().split("\n")[0])
     style = BASE_CSS + pygments_css() + "\n" + "\n".join(rules)
     return (
-        f'<div class="twr" id="{uid}"><style>{_scope(style, uid)}</style>'
-        f'<div class="twhead">{head}</div>'
+        f'<div class="twr" id="{uid}" style="{ROOT_STYLE}"><style>{_scope(style, uid)}</style>'
+        f'<div class="twhead" style="font-weight: 600; margin-bottom: 4px">{head}</div>'
         + "".join(radios)
-        + '<div class="twtabs">'
-        + "".join(labels)
-        + "</div>"
         + '<div class="twpanels">'
-        + "".join(panels)
+        + "".join(sections).replace('<pre class="twhl">', f'<pre class="twhl" style="{PRE_STYLE}">')
         + "</div>"
         + sections_html(report)
         + "</div>"

@@ -1,5 +1,6 @@
-"""`tileworkbench lab`: copy the bundled teaching notebooks to a folder the user owns and open
-JupyterLab there on notebook 00.
+"""`tileworkbench lab`: copy the bundled teaching notebooks and puzzles to a folder the user owns and
+open JupyterLab there on notebook 00 (the URL it prints lands on it). The command replaces itself with
+JupyterLab (`os.execvp`), so an interrupt reaches JupyterLab itself and leaves no server behind.
 
 The notebooks ship inside the package (`tileworkbench/notebooks/`, from the repository's
 `notebooks/`).
@@ -23,6 +24,25 @@ DEFAULT_DIR = "tileworkbench-notebooks"
 FIRST_NOTEBOOK = "00_start_here.ipynb"
 MANIFEST = ".tileworkbench-notebooks.json"  # relative path -> sha256 of the copy we wrote
 PATTERNS = ("*.ipynb", "data/*.json", "images/*.png")
+CONFIG_DIR = ".jupyter"  # on JupyterLab's JUPYTER_CONFIG_PATH: nbconvert_static.py's config
+PUZZLES = "puzzles"  # copied whole, subfolders too (but no caches or checkpoints)
+SKIPPED = ("__pycache__", ".ipynb_checkpoints")
+
+
+def bundled_files(source: Path) -> list[Path]:
+    """The files `copy_notebooks` copies: the notebooks with their data and images, and every file
+    under puzzles/ (but hidden files, caches and checkpoints)."""
+    files = [path for pattern in PATTERNS for path in sorted(source.glob(pattern))]
+    files += sorted(
+        path
+        for path in (source / PUZZLES).rglob("*")
+        if path.is_file()
+        and not any(
+            part in SKIPPED or part.startswith(".")
+            for part in path.relative_to(source).parts
+        )
+    )
+    return files
 
 
 def bundled_notebooks() -> Path:
@@ -66,8 +86,8 @@ def _digest(path: Path) -> str:
 
 
 def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
-    """Copy the bundled notebooks (with their data and images) into `folder`, never overwriting a
-    file the user has changed since it was copied."""
+    """Copy the bundled notebooks (with their data and images) and the puzzles into `folder`, never
+    overwriting a file the user has changed since it was copied."""
     source = source or bundled_notebooks()
     folder.mkdir(parents=True, exist_ok=True)
     manifest_path = folder / MANIFEST
@@ -76,32 +96,34 @@ def copy_notebooks(folder: Path, source: Path | None = None) -> CopyResult:
     except (OSError, ValueError):
         manifest = {}
     result = CopyResult(folder)
-    for pattern in PATTERNS:
-        for src in sorted(source.glob(pattern)):
-            name = src.relative_to(source).as_posix()
-            dest = folder / name
-            new = _digest(src)
-            if dest.exists():
-                have = _digest(dest)
-                if have == new:
-                    manifest[name] = new
-                    result.unchanged.append(name)
-                    continue
-                if manifest.get(name) != have:  # not the copy we wrote: the user's edit
-                    result.kept.append(name)
-                    continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
-            manifest[name] = new
-            result.copied.append(name)
+    for src in bundled_files(source):
+        name = src.relative_to(source).as_posix()
+        dest = folder / name
+        new = _digest(src)
+        if dest.exists():
+            have = _digest(dest)
+            if have == new:
+                manifest[name] = new
+                result.unchanged.append(name)
+                continue
+            if manifest.get(name) != have:  # not the copy we wrote: the user's edit
+                result.kept.append(name)
+                continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        manifest[name] = new
+        result.copied.append(name)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return result
 
 
 def lab_command(no_browser: bool = False, extra: list[str] | None = None) -> list[str]:
-    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00. As root (a
-    container's usual user) it adds `--allow-root`: JupyterLab would otherwise refuse to start."""
-    command = [sys.executable, "-m", "jupyterlab", FIRST_NOTEBOOK]
+    """The command that starts JupyterLab (in the notebooks' folder) on notebook 00: the URL it
+    prints and the browser it opens land on the notebook (`default_url`), not on the file browser.
+    As root (a container's usual user) it adds `--allow-root`: JupyterLab would otherwise refuse."""
+    command = [
+        sys.executable, "-m", "jupyterlab", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}"
+    ]
     if no_browser:
         command.append("--no-browser")
     command += list(extra or [])
@@ -122,6 +144,10 @@ def main_lab(
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print("\n".join(result.lines()))
+    if importlib.util.find_spec("nbconvert") is not None:
+        from .nbconvert_static import write_config
+
+        write_config(path / CONFIG_DIR)  # an HTML export shows the reports' static view, offline
     command = lab_command(no_browser, extra)
     if dry_run:
         print(f"would run in {path}: {' '.join(command)}")
@@ -133,4 +159,25 @@ def main_lab(
             file=sys.stderr,
         )
         return 1
-    return subprocess.call(command, cwd=path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return run_in(path, command)
+
+
+def run_in(folder: Path, command: list[str]) -> int:
+    """Run `command` in `folder` as this process (`os.execvpe`: Ctrl-C and kill reach JupyterLab
+    itself, no parent is left to orphan it), with the folder's `.jupyter/` on JUPYTER_CONFIG_PATH.
+    Where exec does not replace the process (Windows), a child that shares the console's Ctrl-C."""
+    env = dict(os.environ)
+    config = str(folder / CONFIG_DIR)
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        p for p in (config, env.get("JUPYTER_CONFIG_PATH", "")) if p
+    )
+    if os.name == "posix":
+        os.chdir(folder)
+        os.execvpe(command[0], command, env)  # returns only by raising OSError
+    child = subprocess.Popen(command, cwd=folder, env=env)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:  # Ctrl-C reached JupyterLab too (one console): wait for it to stop
+        return child.wait()

@@ -44,7 +44,9 @@ _STATIC_JS = r"""
     const radio = root.querySelector('input[name="' + uid + '-src"]:checked');
     return radio ? radio.id.split("-src-")[1] : null;
   };
-  root.addEventListener("change", () => setTimeout(() => twScrollAll(root, current()), 0));
+  const scroll = () => setTimeout(() => twScrollAll(root, current()), 0);
+  root.addEventListener("change", scroll);
+  root.addEventListener("toggle", scroll, true);  // a section opened (toggle does not bubble)
   root.addEventListener("click", (event) => {
     const line = twSourceOf(event);
     const radio = line === null ? null : document.getElementById(uid + "-src-" + line);

@@ -9,8 +9,13 @@ Three paths, each over the vector-add-like `tiny_kernel(x, n, BLOCK)`:
   full      the full path (bind, specialize, cache lookup, launch), as a cache hit
 
     PYTHONPATH=. python bench/warm_launch_host.py [launches per sample] [rounds]
+    PYTHONPATH=. python bench/warm_launch_host.py --cold
 
-Prints one JSON line: microseconds per launch, the median of rounds in which the paths alternate.
+Prints one JSON line: microseconds per launch, the median of rounds in which the paths alternate,
+in wall time and (`_cpu`) in this process's CPU time, which a busy machine moves less.
+With `--cold`, the milliseconds of this process's first launch instead (the cold path: bind,
+specialize, compile the kernel to PTX with no cache, load on the stand-in, launch), and of the
+second (warm); run it in fresh processes, alternating trees, for a before/after ratio.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from tileworkbench.config import config
 from tileworkbench.runtime import arguments, jit, launcher
 from tileworkbench.runtime import compiler as compiler_module
 
-COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+_NUMBERS = [int(a) for a in sys.argv[1:] if a.isdigit()]
+COUNT = _NUMBERS[0] if _NUMBERS else 20000
+ROUNDS = _NUMBERS[1] if len(_NUMBERS) > 1 else 7
 
 
 class DeviceArray:
@@ -88,7 +94,23 @@ def tiny_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1.0, mask=mask)
 
 
+def cold() -> None:
+    stand_in()
+    x = DeviceArray(1 << 20)
+    times, cpu = [], []
+    for _ in range(2):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        tiny_kernel[(1,)](x, 128, BLOCK=128)
+        cpu.append((time.process_time() - start_cpu) * 1e3)
+        times.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps({"first_launch_ms": round(times[0], 2), "second_launch_ms": round(times[1], 4),
+                      "first_launch_cpu_ms": round(cpu[0], 2)}))
+
+
 def main() -> None:
+    if "--cold" in sys.argv:
+        cold()
+        return
     stand_in()
     x = DeviceArray(1 << 20)
     no_options = (None,) * 6
@@ -101,13 +123,16 @@ def main() -> None:
         for _ in range(2000):
             fn()
     samples = {name: [] for name in launches}
+    cpu = {name: [] for name in launches}  # this process's CPU time: less moved by a busy machine
     for _ in range(ROUNDS):
         for name, fn in launches.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             for _ in range(COUNT):
                 fn()
+            cpu[name].append((time.process_time() - start_cpu) / COUNT * 1e6)
             samples[name].append((time.perf_counter() - start) / COUNT * 1e6)
-    print(json.dumps({name: round(statistics.median(v), 4) for name, v in samples.items()}))
+    print(json.dumps({**{name: round(statistics.median(v), 4) for name, v in samples.items()},
+                      **{f"{name}_cpu": round(statistics.median(v), 4) for name, v in cpu.items()}}))
 
 
 if __name__ == "__main__":

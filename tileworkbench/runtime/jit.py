@@ -1,8 +1,10 @@
-"""`@jit` kernels: `kernel[grid](*args)` binds arguments, specializes on their kinds, compiles once per
+"""`@jit` kernels, the user-facing `JITFunction`: `kernel[grid](*args)` binds arguments, specializes
+on them (runtime/specialize.py, the one table of what a launch specializes on), compiles once per
 specialization (through the cache), and launches on the GPU (CuPy) or in the interpreter.
 
-The warm path does no hashing of source and no compilation: it builds a small tuple key from the arguments,
-finds the bound kernel in a dict, checks that the globals it read are unchanged, and launches.
+Warm launches go through the generated launcher of runtime/binder.py, which builds the same key
+from the same table, finds the bound kernel in a dict, checks that the globals it read are unchanged,
+and launches; calls it cannot take come back here (`_launch_unwarmed`) to the full path (`_run`).
 """
 
 from __future__ import annotations
@@ -220,7 +222,10 @@ class JITFunction:
             return None
         if entry.globals and not spec.globals_unchanged(entry.globals):
             return None
-        grid3 = spec.normalize_grid(grid, self._bind(args, kwargs) if callable(grid) else None)
+        if type(grid) is tuple and len(grid) == 1:
+            grid3 = (grid[0], 1, 1)  # the common case without a call (as the generated launcher does)
+        else:
+            grid3 = spec.normalize_grid(grid, self._bind(args, kwargs) if callable(grid) else None)
         if stream is None:
             stream = entry.stream()
         if entry.pick is not None:

@@ -326,7 +326,7 @@ class JITFunction:
             key, _ = self._binder(*args, **kwargs)
         except spec.KEY_MISSES:
             return
-        if any(spec.is_full_only(part) for part in key):
+        if not spec.warm_key(key):
             return
         positions = [self._runtime_names.index(name) for name in kernel.names]
         stream = binder_module.warm_stream(args, kwargs)

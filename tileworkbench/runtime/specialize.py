@@ -107,6 +107,11 @@ def is_full_only(part) -> bool:
     return type(part) is str and part.endswith(FULL)
 
 
+def warm_key(key: tuple) -> bool:
+    """Whether a warm entry may be filed under `key`: it holds no array only the full path takes."""
+    return not any(is_full_only(part) for part in key)
+
+
 def without_alignment(part: str) -> str:
     """`part` for a parameter in `do_not_specialize_on_alignment`."""
     return part.replace(":16", "")

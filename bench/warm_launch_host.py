@@ -1,11 +1,11 @@
-"""Host time per launch without a GPU: the JIT's launch paths run against a stand-in CUDA kernel whose
-driver call does nothing (tests/runtime/test_warm_launch.py's `stand_in_gpu`), on stand-in device
-arrays shaped like torch tensors. It times what a launch costs in Python, which is what a change to
-the launch path changes; bench/warm_launch.py is the same on a real GPU.
+"""Host time per launch without a GPU: the JIT's launch paths run against a stand-in CUDA kernel
+whose driver call does nothing (tests/runtime/test_warm_launch.py's `stand_in_gpu`), on stand-in
+device arrays shaped like torch tensors. It times what a launch costs in Python, which is what a
+change to the launch path changes; bench/warm_launch.py is the same on a real GPU.
 
 Three paths, each over the vector-add-like `tiny_kernel(x, n, BLOCK)`:
   launcher  `kernel[(1,)](x, n, BLOCK=128)`: the generated warm launcher
-  run       `kernel.run(x, n, BLOCK=128, grid=(1,), num_warps=4)`: the warm path of calls with options
+  run       `kernel.run(x, n, BLOCK=128, grid=(1,), num_warps=4)`: warm, a call with options
   full      the full path (bind, specialize, cache lookup, launch), as a cache hit
 
     PYTHONPATH=. python bench/warm_launch_host.py [launches per sample] [rounds]
@@ -15,7 +15,9 @@ Prints one JSON line: microseconds per launch, the median of rounds in which the
 in wall time and (`_cpu`) in this process's CPU time, which a busy machine moves less.
 With `--cold`, the milliseconds of this process's first launch instead (the cold path: bind,
 specialize, compile the kernel to PTX with no cache, load on the stand-in, launch), and of the
-second (warm); run it in fresh processes, alternating trees, for a before/after ratio.
+second (warm), and the microseconds of a cold launch without the compiler (a new @jit of the same
+function whose compile returns the kernel compiled already); run it in fresh processes, alternating
+trees, for a before/after ratio.
 """
 
 from __future__ import annotations
@@ -50,14 +52,20 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self):
-        return {"data": (self.address, False), "typestr": self.dtype.str, "shape": (1,), "version": 3}
+        return {
+            "data": (self.address, False),
+            "typestr": self.dtype.str,
+            "shape": (1,),
+            "version": 3,
+        }
 
 
 class StandInKernel(launcher.CudaKernel):
     """CudaKernel without CUDA: the driver's launch call does nothing."""
 
-    def __init__(self, ptx, kernel_name, *, num_warps, shared, cubin=None, param_kinds=None,
-                 param_names=None):
+    def __init__(
+        self, ptx, kernel_name, *, num_warps, shared, cubin=None, param_kinds=None, param_names=None
+    ):
         self.name, self.num_warps, self.shared, self.device_id = kernel_name, num_warps, shared, 0
         self._max_grid = launcher.DEFAULT_MAX_GRID
         self._function_address, self.num_regs = 1, 10
@@ -103,8 +111,24 @@ def cold() -> None:
         tiny_kernel[(1,)](x, 128, BLOCK=128)
         cpu.append((time.process_time() - start_cpu) * 1e3)
         times.append((time.perf_counter() - start) * 1e3)
-    print(json.dumps({"first_launch_ms": round(times[0], 2), "second_launch_ms": round(times[1], 4),
-                      "first_launch_cpu_ms": round(cpu[0], 2)}))
+    # the cold launch path without the compiler: a new @jit of the same function whose compile
+    # returns the kernel compiled above (binding, key, signature, bound kernel, warm entry, launch)
+    compiled = tiny_kernel.cache[next(iter(tiny_kernel.cache))].compiled
+    jit.compile = lambda *a, **k: compiled
+    start = time.process_time()  # CPU time: steadier on a busy machine
+    for _ in range(200):
+        tw.jit(tiny_kernel.fn)[(1,)](x, 128, BLOCK=128)
+    path_us = (time.process_time() - start) / 200 * 1e6
+    print(
+        json.dumps(
+            {
+                "first_launch_ms": round(times[0], 2),
+                "second_launch_ms": round(times[1], 4),
+                "first_launch_cpu_ms": round(cpu[0], 2),
+                "cold_path_without_compile_cpu_us": round(path_us, 1),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -131,8 +155,14 @@ def main() -> None:
                 fn()
             cpu[name].append((time.process_time() - start_cpu) / COUNT * 1e6)
             samples[name].append((time.perf_counter() - start) / COUNT * 1e6)
-    print(json.dumps({**{name: round(statistics.median(v), 4) for name, v in samples.items()},
-                      **{f"{name}_cpu": round(statistics.median(v), 4) for name, v in cpu.items()}}))
+    print(
+        json.dumps(
+            {
+                **{name: round(statistics.median(v), 4) for name, v in samples.items()},
+                **{f"{name}_cpu": round(statistics.median(v), 4) for name, v in cpu.items()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
 @pytest.fixture
 def compiles(monkeypatch):
-    """The stand-in GPU; returns (compiles, full runs): the signature of each compile, and the name of
-    each full-path launch."""
+    """The stand-in GPU; returns (compiles, full runs): the signature of each compile, and the name
+    of each full-path launch."""
     full_runs = stand_in_gpu(monkeypatch, "sm_90")
     seen = []
     inner = jit.compile
@@ -49,20 +49,34 @@ def affine_kernel(x_ptr, out_ptr, n, scale, bias_ptr, BLOCK: tl.constexpr, FLAG:
 def _base_call(rng):
     x = DeviceArray(4096 * int(rng.integers(1, 999)))
     out = DeviceArray(4096 * int(rng.integers(1, 999)))
-    n = int(rng.integers(2, 1 << 16)) * 16 + int(rng.integers(2, 15))  # neither 1 nor a multiple of 16
+    n = int(rng.integers(2, 1 << 16)) * 16 + int(
+        rng.integers(2, 15)
+    )  # neither 1 nor a multiple of 16
     return [x, out, n, float(rng.uniform(0.5, 2.0)), None], {"BLOCK": 64, "FLAG": 1}
 
 
 # property -> (how the changed call differs, the parameter, its key or constexpr value after it)
 CHANGES = {
-    "dtype": (lambda a, k: a.__setitem__(0, DeviceArray(a[0].address, "float16")), "x_ptr", "*fp16:16"),
-    "pointer alignment": (lambda a, k: a.__setitem__(0, DeviceArray(a[0].address + 4)), "x_ptr", "*fp32"),
+    "dtype": (
+        lambda a, k: a.__setitem__(0, DeviceArray(a[0].address, "float16")),
+        "x_ptr",
+        "*fp16:16",
+    ),
+    "pointer alignment": (
+        lambda a, k: a.__setitem__(0, DeviceArray(a[0].address + 4)),
+        "x_ptr",
+        "*fp32",
+    ),
     "multiple of 16": (lambda a, k: a.__setitem__(2, 1024 * 16), "n", "i32:16"),
     "equal to 1": (lambda a, k: a.__setitem__(2, 1), "n", "i32:1"),
     "64-bit integer": (lambda a, k: a.__setitem__(2, 2**40 + 3), "n", "i64"),
     "unsigned 64-bit integer": (lambda a, k: a.__setitem__(2, 2**63 + 5), "n", "u64"),
     "scalar kind": (lambda a, k: a.__setitem__(3, np.float16(1.5)), "scale", "fp16"),
-    "None for an array": (lambda a, k: a.__setitem__(4, DeviceArray(1 << 24)), "bias_ptr", "*fp32:16"),
+    "None for an array": (
+        lambda a, k: a.__setitem__(4, DeviceArray(1 << 24)),
+        "bias_ptr",
+        "*fp32:16",
+    ),
     "constexpr value": (lambda a, k: k.__setitem__("BLOCK", 128), "BLOCK", 128),
     "constexpr class": (lambda a, k: k.__setitem__("FLAG", True), "FLAG", True),
 }
@@ -90,8 +104,9 @@ def test_each_specialized_property_compiles_apart_and_the_same_launch_hits(compi
     assert affine_kernel[(3,)](*args, **kwargs) is second  # the same launch: no compile
     assert len(seen) == 2
     assert len(full_runs) == runs  # ... and the warm path took it
-    full_key = affine_kernel._key(dict(zip(affine_kernel.arg_names, [*args, *kwargs.values()])),
-                                  "cuda", 4, 3, True)[0]
+    full_key = affine_kernel._key(
+        dict(zip(affine_kernel.arg_names, [*args, *kwargs.values()])), "cuda", 4, 3, True
+    )[0]
     assert full_key in affine_kernel._fast_plain  # the full path's parts are the warm launcher's
     assert affine_kernel[(3,)](*_base_call(rng)[0], BLOCK=64, FLAG=1) is first and len(seen) == 2
 
@@ -101,7 +116,12 @@ def test_launch_options_compile_apart(compiles):
     affine_kernel.clear_cache()
     args, kwargs = _base_call(np.random.default_rng())
     first = affine_kernel[(1,)](*args, **kwargs)
-    for options in ({"num_warps": 8}, {"num_stages": 2}, {"enable_fp_fusion": False}, {"maxnreg": 64}):
+    for options in (
+        {"num_warps": 8},
+        {"num_stages": 2},
+        {"enable_fp_fusion": False},
+        {"maxnreg": 64},
+    ):
         count = len(seen)
         other = affine_kernel[(1,)](*args, **kwargs, **options)
         assert other is not first and len(seen) == count + 1, options
@@ -110,7 +130,9 @@ def test_launch_options_compile_apart(compiles):
 
 def test_do_not_specialize_leaves_those_properties_out(compiles, monkeypatch):
     seen, _ = compiles
-    kernel = tw.jit(affine_kernel.fn, do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr"])
+    kernel = tw.jit(
+        affine_kernel.fn, do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr"]
+    )
     args, kwargs = _base_call(np.random.default_rng())
     first = kernel[(1,)](*args, **kwargs)
     args[2], args[0] = 1, DeviceArray(args[0].address + 4)  # equal to 1; unaligned
@@ -130,20 +152,25 @@ def desc_copy_kernel(in_desc, out_ptr, BLOCK: tl.constexpr):
 
 
 def test_descriptors_specialize_on_block_and_tma_fit(monkeypatch):
-    """Compiled for sm_80 (no TMA): the launch passes base, shapes and strides, and needs no driver."""
+    """Compiled for sm_80 (no TMA): the launch passes base, shapes and strides, and needs no
+    driver."""
     stand_in_gpu(monkeypatch, "sm_80")
     desc_copy_kernel.clear_cache()
     base, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
     fits = TensorDescriptor(base, [64, 64], [64, 1], [16, 16])
     first = desc_copy_kernel[(1,)](fits, out, BLOCK=16)
-    assert desc_copy_kernel[(1,)](TensorDescriptor(base, [64, 64], [64, 1], [16, 16]), out,
-                                  BLOCK=16) is first
+    assert (
+        desc_copy_kernel[(1,)](TensorDescriptor(base, [64, 64], [64, 1], [16, 16]), out, BLOCK=16)
+        is first
+    )
     misaligned = TensorDescriptor(DeviceArray((1 << 20) + 4), [64, 64], [64, 1], [16, 16])
     other = desc_copy_kernel[(1,)](misaligned, out, BLOCK=16)
     assert other is not first
     parts = [specialize.key_part(d) for d in (fits, misaligned)]
     assert parts == ["tensordesc<fp32,16x16,zero>:16", "tensordesc<fp32,16x16,zero>"]
-    wider = desc_copy_kernel[(1,)](TensorDescriptor(base, [64, 64], [64, 1], [32, 32]), out, BLOCK=32)
+    wider = desc_copy_kernel[(1,)](
+        TensorDescriptor(base, [64, 64], [64, 1], [32, 32]), out, BLOCK=32
+    )
     assert wider is not first and wider is not other and len(desc_copy_kernel.cache) == 3
 
 
@@ -151,7 +178,10 @@ def test_the_table_reads_every_argument_kind():
     rng = np.random.default_rng()
     address = 16 * int(rng.integers(1, 1 << 20))
     numpy = np.zeros(4, np.float16)
-    assert specialize.specialize(numpy) == ("*fp16:16@full", numpy.ctypes.data)  # host: full path only
+    assert specialize.specialize(numpy) == (
+        "*fp16:16@full",
+        numpy.ctypes.data,
+    )  # host: full path only
     assert specialize.array_address(numpy) == ("fp16", numpy.ctypes.data)
     assert specialize.key_part(7) == "i32" and specialize.key_part(-32) == "i32:16"
     assert specialize.key_part(True) == "i1" and specialize.key_part(0.5) == "fp32"
@@ -163,7 +193,12 @@ def test_the_table_reads_every_argument_kind():
         specialize.key_part([1])
     assert specialize.array_address([1]) is None
     spec = specialize.arg_spec("x", specialize.key_part(DeviceArray(address + 4, "float16")))
-    assert (spec.type, spec.divisible_16, spec.equal_1, spec.key) == ("*fp16", False, False, "*fp16")
+    assert (spec.type, spec.divisible_16, spec.equal_1, spec.key) == (
+        "*fp16",
+        False,
+        False,
+        "*fp16",
+    )
     assert specialize.arg_spec("n", "i32:16:1").key == "i32:16:1"
     assert specialize.normalize_grid(5, None) == (5, 1, 1)
     assert specialize.normalize_grid(lambda meta: (meta["n"], 2), {"n": 3}) == (3, 2, 1)

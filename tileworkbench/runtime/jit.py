@@ -2,9 +2,9 @@
 on them (runtime/specialize.py, the one table of what a launch specializes on), compiles once per
 specialization (through the cache), and launches on the GPU (CuPy) or in the interpreter.
 
-Warm launches go through the generated launcher of runtime/binder.py, which builds the same key
-from the same table, finds the bound kernel in a dict, checks that the globals it read are unchanged,
-and launches; calls it cannot take come back here (`_launch_unwarmed`) to the full path (`_run`).
+Warm launches go through the generated launcher of runtime/binder.py, which builds the same key from
+the same table, finds the bound kernel in a dict, checks that the globals it read are unchanged, and
+launches; calls it cannot take come back here (`_launch_unwarmed`) to the full path (`_run`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,16 @@ class JITFunction:
 
     __tile_jit__ = True
 
-    def __init__(self, fn: Callable, do_not_specialize=(), do_not_specialize_on_alignment=(),
-                 debug: bool | None = None, noinline: bool | None = None, repr=None, launch_metadata=None):
+    def __init__(
+        self,
+        fn: Callable,
+        do_not_specialize=(),
+        do_not_specialize_on_alignment=(),
+        debug: bool | None = None,
+        noinline: bool | None = None,
+        repr=None,
+        launch_metadata=None,
+    ):
         self.fn = fn
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
@@ -43,16 +51,29 @@ class JITFunction:
         self.no_align = {self._param_name(p) for p in do_not_specialize_on_alignment}
         self.debug = debug
         self.repr = repr  # Triton's: specialization -> the compiled kernel's name
-        self.defaults = {n: p.default for n, p in self.signature.parameters.items()
-                         if p.default is not inspect.Parameter.empty}
+        self.defaults = {
+            n: p.default
+            for n, p in self.signature.parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
         self.cache: dict[tuple, BoundKernel] = {}
         # how each parameter enters the key: a constexpr, a runtime argument, or one of those
         # without its alignment or without any specialization (see _key)
-        self._param_modes = [(n, _CONSTEXPR if n in self.constexpr_names else _NO_SPECIALIZATION
-                              if n in self.do_not_specialize else _NO_ALIGNMENT if n in self.no_align
-                              else _RUNTIME) for n in self.arg_names]
-        # the warm path (binder.py): made at the first GPU launch; (key, options) -> FastLaunch, where
-        # options are the call's record.LAUNCH_OPTIONS as given (None: not given)
+        self._param_modes = [
+            (
+                n,
+                _CONSTEXPR
+                if n in self.constexpr_names
+                else _NO_SPECIALIZATION
+                if n in self.do_not_specialize
+                else _NO_ALIGNMENT
+                if n in self.no_align
+                else _RUNTIME,
+            )
+            for n in self.arg_names
+        ]
+        # the warm path (binder.py): made at the first GPU launch; (key, options) -> FastLaunch,
+        # where options are the call's record.LAUNCH_OPTIONS as given (None: not given)
         self._binder = None
         self._runtime_names: list[str] = []
         self._fast: dict[tuple, FastLaunch] = {}
@@ -62,14 +83,18 @@ class JITFunction:
         self._launcher = None
         self._last_bound = None  # the launcher bound to the last grid
         # launch options that are also parameters (tutorial 02's `num_stages: tl.constexpr`)
-        self.option_params = [n for n in ("num_warps", "num_stages") if n in self.signature.parameters]
+        self.option_params = [
+            n for n in ("num_warps", "num_stages") if n in self.signature.parameters
+        ]
 
     def _param_name(self, p) -> str:
         return self.arg_names[p] if isinstance(p, int) else p
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"{self.fn.__name__} is a @jit function: launch it as {self.fn.__name__}[grid](...), "
-                           "or call it from another @jit kernel")
+        raise RuntimeError(
+            f"{self.fn.__name__} is a @jit function: launch it as {self.fn.__name__}[grid](...), "
+            "or call it from another @jit kernel"
+        )
 
     def __getitem__(self, grid) -> Callable:
         launcher = self._launcher
@@ -92,13 +117,16 @@ class JITFunction:
         """Compile for these arguments without launching; returns the compiled kernel."""
         return self.run(*args, grid=grid, warmup=True, **kwargs)
 
-    # -- binding ---------------------------------------------------------------------------------------------
+    # -- binding -----------------------------------------------------------------------------------
     def _bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         bound = dict(zip(self.arg_names, args))
         if kwargs:
             bound.update(kwargs)
-        if (len(bound) == len(self.arg_names) and len(args) + len(kwargs) == len(bound)
-                and kwargs.keys() <= self.signature.parameters.keys()):
+        if (
+            len(bound) == len(self.arg_names)
+            and len(args) + len(kwargs) == len(bound)
+            and kwargs.keys() <= self.signature.parameters.keys()
+        ):
             return bound  # the common case: every parameter given once, none unknown (a misspelt
             # keyword in place of a missing parameter has the right count, hence the key check)
         return self._bind_slow(args, kwargs)
@@ -106,7 +134,8 @@ class JITFunction:
     def _bind_slow(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         if len(args) > len(self.arg_names):
             raise ArgumentBindingError(
-                f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}")
+                f"{self.fn.__name__} takes {len(self.arg_names)} arguments, got {len(args)}"
+            )
         bound = dict(zip(self.arg_names, args))
         for name, value in kwargs.items():
             if name in BACKEND_OPTIONS and name not in self.signature.parameters:
@@ -119,12 +148,15 @@ class JITFunction:
         for name in self.arg_names:
             if name not in bound:
                 if name not in self.defaults:
-                    raise ArgumentBindingError(f"{self.fn.__name__} is missing the argument {name!r}")
+                    raise ArgumentBindingError(
+                        f"{self.fn.__name__} is missing the argument {name!r}"
+                    )
                 bound[name] = self.defaults[name]
         return {name: bound[name] for name in self.arg_names}
 
-    def _key(self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int,
-             fp_fusion: bool) -> tuple:
+    def _key(
+        self, bound: dict[str, Any], target: str, num_warps: int, num_stages: int, fp_fusion: bool
+    ) -> tuple:
         """The full path's specialization key: its first item holds the same parts, in the same
         order, as the generated binder's key (runtime/specialize.py), then the compile options."""
         parts = []
@@ -144,8 +176,11 @@ class JITFunction:
             raise argument_error(error, name, value, self.fn.__name__) from None
         return (tuple(parts), target, num_warps, num_stages, fp_fusion)
 
-    def _specialization(self, key: tuple, bound: dict[str, Any]) -> tuple[list[ArgSpec], dict[str, Any]]:
-        """The compiler's signature and constexprs for `key` (`_key`'s): a None argument is a constexpr."""
+    def _specialization(
+        self, key: tuple, bound: dict[str, Any]
+    ) -> tuple[list[ArgSpec], dict[str, Any]]:
+        """The compiler's signature and constexprs for `key` (`_key`'s); a None argument is a
+        constexpr."""
         specs, constexprs = [], {}
         parts = iter(key[0])
         for name, mode in self._param_modes:
@@ -159,11 +194,22 @@ class JITFunction:
                 specs.append(spec.arg_spec(name, part))
         return specs, constexprs
 
-    # -- launch ------------------------------------------------------------------------------------------------
-    def run(self, *args, grid, warmup: bool = False, num_warps: int | None = None,
-            num_stages: int | None = None, enable_fp_fusion: bool | None = None, stream=None,
-            debug: bool | None = None, maxnreg: int | None = None,
-            enable_reflect_ftz: bool | None = None, arch: str | None = None, **kwargs):
+    # -- launch ------------------------------------------------------------------------------------
+    def run(
+        self,
+        *args,
+        grid,
+        warmup: bool = False,
+        num_warps: int | None = None,
+        num_stages: int | None = None,
+        enable_fp_fusion: bool | None = None,
+        stream=None,
+        debug: bool | None = None,
+        maxnreg: int | None = None,
+        enable_reflect_ftz: bool | None = None,
+        arch: str | None = None,
+        **kwargs,
+    ):
         """Launch on `grid` (compiling first if this specialization is new); returns the compiled kernel.
         `enable_fp_fusion` (default True, as Triton's; `config.default_fp_fusion`) lets float
         `a * b + c` become one FMA. `debug` (default: the decorator's) compiles device asserts and,
@@ -212,8 +258,13 @@ class JITFunction:
         not seen yet or a changed global leaves it to the full path, which files the kernel for next
         time."""
         binder = self._binder
-        if (binder is None or config.interpret or record_module.ACTIVE or config.override_arch
-                or not config.default_fp_fusion):  # warm entries are keyed by the options given
+        if (
+            binder is None
+            or config.interpret
+            or record_module.ACTIVE
+            or config.override_arch
+            or not config.default_fp_fusion
+        ):  # warm entries are keyed by the options given
             return None
         try:
             key, values = binder(*args, **kwargs)
@@ -223,7 +274,11 @@ class JITFunction:
         if entry.globals and not spec.globals_unchanged(entry.globals):
             return None
         if type(grid) is tuple and len(grid) == 1:
-            grid3 = (grid[0], 1, 1)  # the common case without a call (as the generated launcher does)
+            grid3 = (
+                grid[0],
+                1,
+                1,
+            )  # the common case without a call (as the generated launcher does)
         else:
             grid3 = spec.normalize_grid(grid, self._bind(args, kwargs) if callable(grid) else None)
         if stream is None:
@@ -244,18 +299,30 @@ class JITFunction:
         return None
 
     def _record(self, kernel: BoundKernel, grid3, bound: dict, stream) -> None:
-        record_module.record(record_module.LaunchRecord(
-            kernel=self, compiled=kernel.compiled, grid=grid3, args=dict(bound), target=kernel.compiled.target,
-            relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream)))
+        record_module.record(
+            record_module.LaunchRecord(
+                kernel=self,
+                compiled=kernel.compiled,
+                grid=grid3,
+                args=dict(bound),
+                target=kernel.compiled.target,
+                relaunch=functools.partial(kernel.launch, grid3, dict(bound), stream),
+            )
+        )
 
     def _run(self, args, kwargs, grid, warmup, options: tuple, stream, debug: bool = False):
         """The full launch path: bind and check the arguments, specialize, compile when new, launch."""
         if record_module.OVERRIDES:  # the workbench's --sweep imposes constexprs and launch options
             args, kwargs, options = record_module.apply_overrides(
-                self.arg_names, self.constexpr_names, args, kwargs, options)
+                self.arg_names, self.constexpr_names, args, kwargs, options
+            )
         num_warps, num_stages, fp_fusion, maxnreg, reflect_ftz, arch = options
-        if self.option_params:  # a parameter named like a launch option gets its value too (Triton's rule)
-            kwargs = self._option_arguments(args, kwargs, num_warps=num_warps, num_stages=num_stages)
+        if (
+            self.option_params
+        ):  # a parameter named like a launch option gets its value too (Triton's rule)
+            kwargs = self._option_arguments(
+                args, kwargs, num_warps=num_warps, num_stages=num_stages
+            )
         bound = self._bind(args, kwargs)
         target = self._target(arch)
         if kwargs.get("num_ctas", 1) != 1 and "num_ctas" not in self.signature.parameters:
@@ -271,8 +338,17 @@ class JITFunction:
         if kernel is None or not kernel.globals_unchanged():
             # a warmup compiles without loading, as Triton's: it needs no GPU, and a kernel for
             # another architecture (arch="sm80" on an H200) would not load
-            kernel = self._compile(key, bound, target, num_warps, num_stages, fp_fusion, debug,
-                                   target_options, load=not warmup)
+            kernel = self._compile(
+                key,
+                bound,
+                target,
+                num_warps,
+                num_stages,
+                fp_fusion,
+                debug,
+                target_options,
+                load=not warmup,
+            )
             self.cache[key] = kernel
         if kernel.cuda is None and not warmup:
             kernel.cuda = kernel._load()
@@ -307,21 +383,35 @@ class JITFunction:
             raise type(error)(f"{self.fn.__name__}: {error}") from None
 
     def _file_fast(self, kernel: BoundKernel, args: tuple, kwargs: dict, options: tuple) -> None:
-        """File `kernel` for the warm path under this call's binder key, when the warm path can launch
-        it: one GPU (no per-array device check), no host tensor descriptors, no scalar converted
-        bitwise, no array only the full path takes (a host array: its launch fails, and explains).
-        A kernel with global scratch takes it too: each warm launch calls the allocator, as
-        Triton's launcher does (`FastLaunch.scratch`)."""
+        """File `kernel` for the warm path under this call's binder key, when the warm path can
+        launch it: one GPU (no per-array device check), no host tensor descriptors, no scalar
+        converted bitwise, no array only the full path takes (a host array: its launch fails, and
+        explains). A kernel with global scratch takes it too: each warm launch calls the allocator,
+        as Triton's launcher does (`FastLaunch.scratch`)."""
         if self.option_params or not kernel.cuda.fast_launch_ok() or kernel.descriptors:
             return
         if kernel.checks is not None:
             return  # debug mode: each launch synchronizes and reads the error buffer (full path)
         if self._binder is None:
             self._binder, self._runtime_names = binder_module.make_binder(
-                self.arg_names, self.constexpr_names, self.defaults, self.do_not_specialize, self.no_align)
+                self.arg_names,
+                self.constexpr_names,
+                self.defaults,
+                self.do_not_specialize,
+                self.no_align,
+            )
             self._launcher = binder_module.make_launcher(
-                self.fn.__name__, self.arg_names, self.constexpr_names, self.defaults, self.do_not_specialize,
-                self.no_align, self._fast_plain, self._launch_unwarmed, config, record_module)
+                self.fn.__name__,
+                self.arg_names,
+                self.constexpr_names,
+                self.defaults,
+                self.do_not_specialize,
+                self.no_align,
+                self._fast_plain,
+                self._launch_unwarmed,
+                config,
+                record_module,
+            )
         try:
             key, _ = self._binder(*args, **kwargs)
         except spec.KEY_MISSES:
@@ -343,15 +433,34 @@ class JITFunction:
                 kwargs[name] = given
         return kwargs
 
-    def _compile(self, key, bound, target, num_warps, num_stages, fp_fusion, debug=False,
-                 options: TargetOptions = DEFAULT_OPTIONS, load: bool = True) -> BoundKernel:
+    def _compile(
+        self,
+        key,
+        bound,
+        target,
+        num_warps,
+        num_stages,
+        fp_fusion,
+        debug=False,
+        options: TargetOptions = DEFAULT_OPTIONS,
+        load: bool = True,
+    ) -> BoundKernel:
         from .compiler import dependencies
 
         specs, constexprs = self._specialization(key, bound)
         try:
-            compiled = compile(self.fn, specs, constexprs, target=target, num_warps=num_warps,
-                               num_stages=num_stages, enable_fp_fusion=fp_fusion, debug=debug,
-                               maxnreg=options.maxnreg, enable_reflect_ftz=options.reflect_ftz)
+            compiled = compile(
+                self.fn,
+                specs,
+                constexprs,
+                target=target,
+                num_warps=num_warps,
+                num_stages=num_stages,
+                enable_fp_fusion=fp_fusion,
+                debug=debug,
+                maxnreg=options.maxnreg,
+                enable_reflect_ftz=options.reflect_ftz,
+            )
         except CompilationError as exc:
             also = backend_for(target).compile_errors_also
             if also is not None and not isinstance(exc, also):
@@ -389,9 +498,25 @@ def _default_target() -> str:
 
 
 # how a parameter enters the key (JITFunction._param_modes)
-_RUNTIME, _CONSTEXPR, _NO_SPECIALIZATION, _NO_ALIGNMENT = "runtime", "constexpr", "nospec", "noalign"
-_RUN_OPTIONS = frozenset({"warmup", "num_warps", "num_stages", "enable_fp_fusion", "stream",
-                          "debug", "maxnreg", "enable_reflect_ftz", "arch"})
+_RUNTIME, _CONSTEXPR, _NO_SPECIALIZATION, _NO_ALIGNMENT = (
+    "runtime",
+    "constexpr",
+    "nospec",
+    "noalign",
+)
+_RUN_OPTIONS = frozenset(
+    {
+        "warmup",
+        "num_warps",
+        "num_stages",
+        "enable_fp_fusion",
+        "stream",
+        "debug",
+        "maxnreg",
+        "enable_reflect_ftz",
+        "arch",
+    }
+)
 _NO_OPTIONS = (None,) * len(record_module.LAUNCH_OPTIONS)  # a call that gives no launch option
 
 

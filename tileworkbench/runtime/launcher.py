@@ -245,8 +245,8 @@ class CudaKernel:
     def launch_values(self, grid3: tuple, values: tuple, stream=None) -> bool:
         """The warm launch: `values` are already device addresses and scalars, in parameter order (the
         JIT's binder made them). Returns False, launching nothing, when a scalar does not fit its
-        parameter, a grid dimension is not an integer, or the driver refuses (`LAUNCH_REFUSALS`): the
-        caller then takes the checked path, which explains."""
+        parameter, a grid dimension is not an integer, or the driver refuses (`LAUNCH_REFUSALS`):
+        the caller then takes the checked path, which explains."""
         gx, gy, gz = grid3
         limit = self._max_grid
         if not (0 < gx <= limit[0] and 0 < gy <= limit[1] and 0 < gz <= limit[2]):

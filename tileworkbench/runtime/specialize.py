@@ -1,21 +1,21 @@
 """What a launch specializes on, written once: the table both launch paths read.
 
-A kernel is compiled once per specialization of its runtime arguments: each argument's kind ("*fp32",
-"i32", "fp32", a tensor descriptor's type), whether it is a multiple of 16 (a 16-byte aligned address,
-or an integer; a descriptor: whether TMA can take it) and whether it is the integer 1. `SPECIALIZE`
-maps an argument's type to the function that gives its key part, an interned string in
-`frontend.specialize.key_text`'s spelling ("*fp32:16", "i32:1", ...), and the value a launch packs
-(an array's device address, a scalar itself). Arrays' parts end in the family the warm launcher may
-take them as (`@torch`: torch's stream, `@cupy`: CuPy's stream) or in `@full`: arrays only the full
-launch path takes (host arrays, CPU tensors, any other array type), whose key no warm entry is filed
-under. A `None` argument is the part "None"; a constexpr is two parts, its value and its class (1 and
-True are equal but specialize apart).
+A kernel is compiled once per specialization of its runtime arguments: each argument's kind
+("*fp32", "i32", "fp32", a tensor descriptor's type), whether it is a multiple of 16 (a 16-byte
+aligned address, or an integer; a descriptor: whether TMA can take it) and whether it is the integer
+1. `SPECIALIZE` maps an argument's type to the function that gives its key part, an interned string
+in `frontend.specialize.key_text`'s spelling ("*fp32:16", "i32:1", ...), and the value a launch
+packs (an array's device address, a scalar itself). Arrays' parts end in the family the warm
+launcher may take them as (`@torch`: torch's stream, `@cupy`: CuPy's stream) or in `@full`: arrays
+only the full launch path takes (host arrays, CPU tensors, any other array type), whose key no warm
+entry is filed under. A `None` argument is the part "None"; a constexpr is two parts, its value and
+its class (1 and True are equal but specialize apart).
 
-The full launch path (`JITFunction._run`) builds its key with `key_part`, the generated warm launcher
-(runtime/binder.py) with the same table and these interned strings, inlining the two commonest kinds;
-so the two keys are equal for every call the warm path takes. Here too: the one reader of an array's
-dtype and address (`array_address`), the grid normalizer, and the check that the globals a kernel read
-are unchanged.
+The full launch path (`JITFunction._run`) builds its key with `key_part`, the generated warm
+launcher (runtime/binder.py) with the same table and these interned strings, inlining the two
+commonest kinds; so the two keys are equal for every call the warm path takes. Here too: the one
+reader of an array's dtype and address (`array_address`), the grid normalizer, and the check that
+the globals a kernel read are unchanged.
 """
 
 from __future__ import annotations
@@ -36,14 +36,23 @@ from ..frontend.specialize import ArgSpec, key_text
 # Options Triton's CUDA/HIP backends take as launch keywords; accepted and ignored here (one CTA per
 # program, no AMD matrix-instruction choice), so Triton code passes them unchanged. (`maxnreg`,
 # `enable_reflect_ftz` and `arch` are compile options here: `run`'s keywords.)
-BACKEND_OPTIONS = frozenset({
-    "num_ctas", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "allow_flush_denorm",
-    "launch_cooperative_grid", "launch_pdl", "sanitize_overflow",
-})
+BACKEND_OPTIONS = frozenset(
+    {
+        "num_ctas",
+        "matrix_instr_nonkdim",
+        "waves_per_eu",
+        "kpack",
+        "allow_flush_denorm",
+        "launch_cooperative_grid",
+        "launch_pdl",
+        "sanitize_overflow",
+    }
+)
 
 # What making a warm key can raise, each sending the call to the full path (which explains, or
-# compiles): KeyError, a key not filed yet or an argument type not in `SPECIALIZE` yet; TypeError, an
-# unhashable constexpr; LaunchError, an argument no kernel takes (a list, an integer over 64 bits).
+# compiles): KeyError, a key not filed yet or an argument type not in `SPECIALIZE` yet; TypeError,
+# an unhashable constexpr; LaunchError, an argument no kernel takes (a list, an integer over 64
+# bits).
 KEY_MISSES = (KeyError, TypeError, LaunchError)
 # What a warm launch's packing and driver call can raise, launching nothing, where the full path
 # then explains or retries: struct.error, a scalar outside its parameter's range or of the wrong
@@ -52,9 +61,13 @@ KEY_MISSES = (KeyError, TypeError, LaunchError)
 # and LaunchError, the allocator's (global scratch).
 LAUNCH_REFUSALS = (struct.error, TypeError, OverflowError, RuntimeError, LaunchError)
 
-# array dtype names (NumPy, ml_dtypes, torch, CuPy) and tl dtypes' own names (a TensorWrapper's dtype)
-_DTYPE_NAMES = {**{name: row.kind for name, row in BY_ARRAY_NAME.items()},
-                **{row.triton: row.kind for row in DTYPES}, "fp8e4b15": "fp8e4b15"}
+# array dtype names (NumPy, ml_dtypes, torch, CuPy) and tl dtypes' own names (a TensorWrapper's
+# dtype)
+_DTYPE_NAMES = {
+    **{name: row.kind for name, row in BY_ARRAY_NAME.items()},
+    **{row.triton: row.kind for row in DTYPES},
+    "fp8e4b15": "fp8e4b15",
+}
 _NAME_CACHE: dict = {}
 
 
@@ -74,7 +87,7 @@ def dtype_name(dtype) -> str:
     return _DTYPE_NAMES[name]
 
 
-# -- the key parts ---------------------------------------------------------------------------------------
+# -- the key parts ---------------------------------------------------------------------------------
 def _part(kind: str, divisible_16: bool = False, equal_1: bool = False, family: str = "") -> str:
     # interned: a string caches its hash, so a flat tuple of them hashes cheaply at every launch
     return sys.intern(key_text(kind, divisible_16, equal_1) + family)
@@ -95,7 +108,10 @@ class _ArrayKinds(dict):
 
     def __missing__(self, dtype) -> tuple[str, str]:
         kind = "*" + dtype_name(dtype)
-        value = self[dtype] = (_part(kind, True, family=self.family), _part(kind, family=self.family))
+        value = self[dtype] = (
+            _part(kind, True, family=self.family),
+            _part(kind, family=self.family),
+        )
         return value
 
 
@@ -127,7 +143,7 @@ def arg_spec(name: str, part: str) -> ArgSpec:
     return ArgSpec.from_key(name, part.partition("@")[0])
 
 
-# -- reading arrays: the one reader of an array's dtype and address ---------------------------------------
+# -- reading arrays: the one reader of an array's dtype and address --------------------------------
 def _read_torch(value) -> tuple[Any, int]:
     return value.dtype, value.data_ptr()
 
@@ -153,7 +169,9 @@ def _reader_for(kind: type) -> Callable | None:
     module = kind.__module__.split(".")[0]
     if module == "cupy" and hasattr(kind, "data"):
         return _read_cupy
-    if (module == "torch" and hasattr(kind, "data_ptr")) or getattr(kind, "__tile_tensor_wrapper__", False):
+    if (module == "torch" and hasattr(kind, "data_ptr")) or getattr(
+        kind, "__tile_tensor_wrapper__", False
+    ):
         return _read_torch
     if hasattr(kind, "__cuda_array_interface__") or hasattr(kind, "__array_interface__"):
         return _read_interface
@@ -174,7 +192,7 @@ def array_address(value) -> tuple[str, int] | None:
     return dtype_name(dtype), address
 
 
-# -- the table: type -> (value -> (key part, value to pack)) ----------------------------------------------
+# -- the table: type -> (value -> (key part, value to pack)) ---------------------------------------
 def _int(value):
     if -0x80000000 <= value <= 0x7FFFFFFF:
         return (I32_ONE if value == 1 else I32_16 if value & 15 == 0 else I32), value
@@ -196,8 +214,9 @@ def _none(value):
 
 
 def _torch(value):
-    """A torch tensor: the warm launcher's `@torch` where it is on the GPU (its inlined branch is this
-    function written out), else the full path's (a CPU tensor: the interpreter, or an error)."""
+    """A torch tensor: the warm launcher's `@torch` where it is on the GPU (its inlined branch is
+    this function written out), else the full path's (a CPU tensor: the interpreter, or an
+    error)."""
     address = value.data_ptr()
     kinds = TORCH_KINDS if value.is_cuda else FULL_KINDS
     return kinds[value.dtype][address & 15 != 0], address
@@ -210,6 +229,7 @@ def _cupy(value):
 
 def _full_array(reader: Callable) -> Callable:
     """The specializer of an array type only the full path launches, reading it with `reader`."""
+
     def specialize(value):
         dtype, address = reader(value)
         return FULL_KINDS[dtype][address & 15 != 0], address
@@ -228,7 +248,9 @@ def _descriptor(value):
 
     base = array_address(value.base)
     if base is None:
-        raise LaunchError(f"a TensorDescriptor's base must be an array, got {type(value.base).__name__}")
+        raise LaunchError(
+            f"a TensorDescriptor's base must be an array, got {type(value.base).__name__}"
+        )
     padding = getattr(value, "padding", "zero")
     # host memory never goes to TMA (a NumPy base is staged to the GPU by tests' launchers)
     fits = not isinstance(value.base, np.ndarray) and descriptor_fits(base[0], base[1], value)
@@ -241,8 +263,20 @@ def _scalar_part(scalar_type: type) -> Callable:
 
 
 SPECIALIZE: dict[type, Callable] = {int: _int, bool: _bool, float: _float, type(None): _none}
-for _t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-           np.float16, np.float32, np.float64):
+for _t in (
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+):
     SPECIALIZE[_t] = _scalar_part(_t)
 SPECIALIZE_TORCH = _torch  # for stand-ins of torch tensors (tests, bench/warm_launch_host.py)
 
@@ -268,8 +302,10 @@ def _first_sight(value) -> Callable:
     elif is_host_descriptor(value):
         found = _descriptor
     else:
-        raise LaunchError(f"cannot pass a {kind.__name__} to a kernel: expected an array, a number or "
-                          "a tl.constexpr parameter")
+        raise LaunchError(
+            f"cannot pass a {kind.__name__} to a kernel: expected an array, a number or "
+            "a tl.constexpr parameter"
+        )
     return SPECIALIZE.setdefault(kind, found)
 
 
@@ -277,7 +313,8 @@ def specialize(value) -> tuple[str, Any]:
     """(key part, value to pack) of one runtime argument.
 
     Raises:
-        LaunchError: no kernel takes such a value (ArgumentOverflowError for an integer over 64 bits).
+        LaunchError: no kernel takes such a value (ArgumentOverflowError for an integer over 64
+        bits).
     """
     try:
         return SPECIALIZE[value.__class__](value)
@@ -299,7 +336,7 @@ def constexpr_parts(value) -> tuple:
     return value, value.__class__
 
 
-# -- grids and globals -------------------------------------------------------------------------------------
+# -- grids and globals -----------------------------------------------------------------------------
 def normalize_grid(grid, named: dict | None) -> tuple[int, int, int]:
     """A launch's grid as three ints: `grid` is an int, a tuple of 1 to 3, or a callable given the
     arguments by name (`named`) that returns one.

@@ -13,7 +13,6 @@ import pytest
 from block_scaled_kernel import block_scaled_matmul, make_inputs
 
 from tileworkbench.backends.nvptx.archs import ARCHS
-from tileworkbench.frontend import ArgSpec
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
 
@@ -38,11 +37,11 @@ def test_block_scaled_matmul_in_the_interpreter(scale_type, block_k):
 
 def _staged_tiles(scale_type: str, blocks: tuple[int, int, int]) -> list:
     """The `ttg.local_alloc` result types of the kernel after the GPU passes for sm_90a (wgmma)."""
-    from tileworkbench.runtime.jit import _descriptor_key
+    from tileworkbench.runtime.specialize import arg_spec, key_part
 
     descriptors, constexprs, _, _ = make_inputs(scale_type, 256, 256, 2 * blocks[2], blocks, 1)
     names = ["a_desc", "a_scale_desc", "b_desc", "b_scale_desc", "c_desc"]
-    signature = [ArgSpec(name, *_descriptor_key(d)) for name, d in zip(names, descriptors)]
+    signature = [arg_spec(name, key_part(d)) for name, d in zip(names, descriptors)]
     func = tile_opt_ir(block_scaled_matmul.fn, _parse_signature(block_scaled_matmul, signature),
                        constexprs)[0]
     # sm_90a's wgmma and block, without a per-SM figure (a spare ring slot costs no resident block)

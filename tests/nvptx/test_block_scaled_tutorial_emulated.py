@@ -27,7 +27,8 @@ import tileworkbench as tw
 from tileworkbench.backends.nvptx import archs
 from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import TMAFallback, flatten_descriptor
-from tileworkbench.runtime.jit import _descriptor_key, launch_parameters
+from tileworkbench.runtime.binder import launch_parameters
+from tileworkbench.runtime.specialize import arg_spec, key_part
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tutorials"))
@@ -72,7 +73,7 @@ def host_signature(descriptors) -> list[ArgSpec]:
     the emulator's TMA stand-in copies from host memory, so 16-byte aligned ones may."""
     specs = []
     for name, desc in zip(NAMES, descriptors):
-        kind, _, _ = _descriptor_key(desc)
+        kind = arg_spec(name, key_part(desc)).type
         aligned = desc.base.ctypes.data % 16 == 0 and all(
             s * desc.base.itemsize % 16 == 0 for s in desc.strides[:-1])
         specs.append(ArgSpec(name, kind, aligned and desc.shape[-1] * desc.base.itemsize % 16 == 0))

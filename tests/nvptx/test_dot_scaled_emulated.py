@@ -16,9 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
 
 from block_scaled_kernel import block_scaled_matmul, make_inputs  # noqa: E402
 
-from tileworkbench.frontend import ArgSpec  # noqa: E402
 from tileworkbench.frontend.descriptor_args import flatten_descriptor  # noqa: E402
-from tileworkbench.runtime.jit import _descriptor_key  # noqa: E402
+from tileworkbench.runtime.specialize import arg_spec, key_part  # noqa: E402
 
 NAMES = ["a_desc", "a_scale_desc", "b_desc", "b_scale_desc", "c_desc"]
 
@@ -27,7 +26,7 @@ NAMES = ["a_desc", "a_scale_desc", "b_desc", "b_scale_desc", "c_desc"]
 def test_block_scaled_tile_on_wgmma(scale_type):
     descriptors, constexprs, c, reference = make_inputs(scale_type, 128, 128, 128, (128, 128, 128),
                                                         seed=7)
-    signature = [ArgSpec(name, *_descriptor_key(d)) for name, d in zip(NAMES, descriptors)]
+    signature = [arg_spec(name, key_part(d)) for name, d in zip(NAMES, descriptors)]
     emulator = Emulator(block_scaled_matmul, signature, constexprs, num_warps=4, wgmma=True)
     args = [part for d in descriptors for part in flatten_descriptor(d)]
     emulator.launch((1, 1), *[a.view(np.uint8) if getattr(a, "dtype", None) is not None and

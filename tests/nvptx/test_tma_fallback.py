@@ -22,7 +22,7 @@ from tileworkbench.backends.nvptx import archs
 from tileworkbench.errors import OutOfResources
 from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import TMAFallback
-from tileworkbench.runtime.jit import launch_parameters
+from tileworkbench.runtime.binder import launch_parameters
 
 BM, BN = 32, 64
 # src: 32 x 64 fp16 (4 KB a block), dst: 32 x 64 fp32 (8 KB): with both on TMA the kernel stages

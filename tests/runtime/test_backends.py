@@ -89,15 +89,15 @@ def test_dtype_table_rows_agree_with_numpy_and_are_unique():
 def test_derived_tables_follow_the_dtype_table():
     from tileworkbench.backends.interpreter.dtypes import _NUMPY
     from tileworkbench.language import core
-    from tileworkbench.runtime import jit
+    from tileworkbench.runtime import specialize
 
     for row in dtypes.TABLE:
         assert _NUMPY[row.ir] == row.numpy_dtype
         assert core.dtype(row.triton).name == row.triton
         if row.numpy in dtypes.HELD_AS:  # fp8e4b15: its arrays are other rows' dtype by design
-            assert jit.dtype_name(row.numpy_dtype) != row.kind
+            assert specialize.dtype_name(row.numpy_dtype) != row.kind
             continue
-        assert jit.dtype_name(row.numpy_dtype) == row.kind
+        assert specialize.dtype_name(row.numpy_dtype) == row.kind
 
 
 def test_tma_element_codes_and_llvm_widths_come_from_the_dtype_table():

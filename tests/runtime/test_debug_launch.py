@@ -185,7 +185,7 @@ def test_launcher_passes_hidden_arguments_and_raises_the_record(monkeypatch):
     from cpu_emulator import Emulator
 
     from tileworkbench.frontend import ArgSpec
-    from tileworkbench.runtime import debug_checks, jit, launcher
+    from tileworkbench.runtime import binder, debug_checks, launcher
 
     monkeypatch.setattr(launcher, "CudaKernel", _EmulatedCuda)
     def host_buffer(checks, on_host=False):
@@ -198,7 +198,7 @@ def test_launcher_passes_hidden_arguments_and_raises_the_record(monkeypatch):
              ArgSpec("shift", "i32", False, False)]
     compiled = tw.compile(shifted_copy_kernel, signature=specs, constexprs={"BLOCK": BLOCK}, target="sm_90",
                           num_warps=1, use_cache=False, debug=True)
-    bound = jit._BoundKernel(compiled, specs, [])
+    bound = binder.BoundKernel(compiled, specs, [])
     assert bound.cuda.param_kinds[3:] == ["u64"] * 4 + ["*u64"]
     assert bound.cuda.param_names[3:] == ["x_ptr.first_byte", "x_ptr.end_byte", "out_ptr.first_byte",
                                           "out_ptr.end_byte", "debug.error_buffer"]

@@ -22,7 +22,7 @@ from tileworkbench.frontend.tma_rules import (
 )
 from tileworkbench.runtime import tensor_map as tensor_map_module
 from tileworkbench.runtime.arguments import ParamBuffer
-from tileworkbench.runtime.jit import _descriptor_key
+from tileworkbench.runtime import specialize
 from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
 
@@ -65,19 +65,21 @@ def test_inner_offset_alignment_rule():
 
 
 def test_descriptor_key_says_whether_tma_can_take_it(monkeypatch):
-    from tileworkbench.runtime import jit
+    monkeypatch.setattr(specialize, "array_address", lambda base: ("fp16", base.address))
 
-    monkeypatch.setattr(jit, "_array_pointer", lambda base: ("fp16", base.address))
+    def fits(descriptor) -> bool:
+        return specialize.arg_spec("d", specialize.key_part(descriptor)).divisible_16
+
     good = TensorDescriptor(_Base(0x10000), [300, 200], [200, 1], [64, 64])
-    assert _descriptor_key(good) == ("tensordesc<fp16,64x64,zero>", True, False)
+    assert specialize.key_part(good) == "tensordesc<fp16,64x64,zero>:16"
     padded = TensorDescriptor(_Base(0x10000), [300, 96], [104, 1], [64, 64])
-    assert _descriptor_key(padded)[1] is True  # 208-byte rows
+    assert fits(padded) is True  # 208-byte rows
     padded.strides = [101, 1]
-    assert _descriptor_key(padded)[1] is False  # 202-byte rows
+    assert fits(padded) is False  # 202-byte rows
     padded.strides, padded.shape = [104, 1], [300, 100]
-    assert _descriptor_key(padded)[1] is False  # a 200-byte extent: a TMA store would write past it
+    assert fits(padded) is False  # a 200-byte extent: a TMA store would write past it
     # a misaligned base (the H200 test's slice 4 bytes in): that descriptor keeps the pointer path
-    assert _descriptor_key(TensorDescriptor(_Base(0x10004), [8, 8], [8, 1], [8, 8]))[1] is False
+    assert fits(TensorDescriptor(_Base(0x10004), [8, 8], [8, 1], [8, 8])) is False
 
 
 class _Base:

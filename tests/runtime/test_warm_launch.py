@@ -19,7 +19,7 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config
 from tileworkbench.errors import LaunchError
-from tileworkbench.runtime import arguments, binder, jit, launcher
+from tileworkbench.runtime import arguments, binder, jit, launcher, specialize
 from tileworkbench.runtime import compiler as compiler_module
 
 
@@ -72,8 +72,7 @@ def stand_in_gpu(monkeypatch, arch: str) -> list[str]:
     original = compiler_module.compile
     monkeypatch.setattr(jit, "compile", lambda *a, **k: original(*a, **{**k, "target": arch,
                                                                       "use_cache": False}))
-    monkeypatch.setitem(jit._POINTER_OF, DeviceArray, jit._interface_pointer)
-    monkeypatch.setitem(binder.SPECIALIZE, DeviceArray, binder._torch)
+    monkeypatch.setitem(specialize.SPECIALIZE, DeviceArray, specialize.SPECIALIZE_TORCH)
     monkeypatch.setattr(arguments.ParamBuffer, "_torch_type", DeviceArray, raising=False)
     full_runs = []
     original_run = jit.JITFunction._run
@@ -230,8 +229,8 @@ def test_binder_keys_split_calls_as_the_full_key_does(fake_gpu, monkeypatch, inl
                                        fn.no_align)
     host = DeviceArray(64)
     host.is_cuda = False
-    with pytest.raises(binder.NotFast):  # a host tensor is left to the full path
-        bind(host, DeviceArray(128), 5, 1.0, None, BLOCK=64)
+    key, _ = bind(host, DeviceArray(128), 5, 1.0, None, BLOCK=64)  # a host tensor: the full path's
+    assert specialize.is_full_only(key[0]) and not specialize.is_full_only(key[1])
     assert runtime == ["x_ptr", "out_ptr", "n", "alpha", "bias_ptr"]
     rng = np.random.default_rng()
     calls = []
@@ -409,7 +408,7 @@ def test_generated_launcher_compiles_for_any_parameter_list(names, constexprs):
 
     cfg = types.SimpleNamespace(interpret=True)
     rec = types.SimpleNamespace(ACTIVE=False)
-    launch = binder.make_launcher("k", names, constexprs, {}, set(), set(), {}, slow, None, cfg, rec)
+    launch = binder.make_launcher("k", names, constexprs, {}, set(), set(), {}, slow, cfg, rec)
     bind, runtime = binder.make_binder(names, constexprs, {}, set(), set())
     values = {name: i + 7 for i, name in enumerate(names)}
     assert launch((2,), **values) == "slow"

@@ -23,7 +23,20 @@ class ArgSpec:
 
     @property
     def key(self) -> str:
-        return self.type + (":16" if self.divisible_16 else "") + (":1" if self.equal_1 else "")
+        """The specialization as text, "*fp32:16" (`key_text`)."""
+        return key_text(self.type, self.divisible_16, self.equal_1)
+
+    @classmethod
+    def from_key(cls, name: str, text: str) -> ArgSpec:
+        """The ArgSpec whose `key` is `text` ("*fp32:16"), unchecked: the launch made the text."""
+        kind, *flags = text.split(":")
+        return cls(name, kind, "16" in flags, "1" in flags)
+
+
+def key_text(kind: str, divisible_16: bool, equal_1: bool) -> str:
+    """A parameter's specialization as text, the one spelling of it: its kind, then `:16` where the
+    launch saw a 16-byte aligned pointer or a multiple of 16, `:1` where it saw the integer 1."""
+    return kind + (":16" if divisible_16 else "") + (":1" if equal_1 else "")
 
 
 def parse_type(text: str) -> dtype:

@@ -16,6 +16,7 @@ import numpy as np
 
 from tileworkbench.errors import LaunchError, OutOfResources
 from tileworkbench.runtime.arguments import ParamBuffer, make_arg_packer, normalize_kind
+from tileworkbench.runtime.specialize import LAUNCH_REFUSALS
 
 __all__ = ["CudaKernel", "check_grid", "make_arg_packer", "normalize_kind"]
 
@@ -244,8 +245,8 @@ class CudaKernel:
     def launch_values(self, grid3: tuple, values: tuple, stream=None) -> bool:
         """The warm launch: `values` are already device addresses and scalars, in parameter order (the
         JIT's binder made them). Returns False, launching nothing, when a scalar does not fit its
-        parameter, a grid dimension is not an integer, or the driver refuses: the caller then takes
-        the checked path, which explains."""
+        parameter, a grid dimension is not an integer, or the driver refuses (`LAUNCH_REFUSALS`):
+        the caller then takes the checked path, which explains."""
         gx, gy, gz = grid3
         limit = self._max_grid
         if not (0 < gx <= limit[0] and 0 < gy <= limit[1] and 0 < gz <= limit[2]):
@@ -265,7 +266,7 @@ class CudaKernel:
                     self._function_address, gx, gy, gz, self._threads, 1, 1, self.shared, stream,
                     params.params_address, 0,
                 )  # fmt: skip
-            except Exception:
+            except LAUNCH_REFUSALS:
                 return False
         return True
 

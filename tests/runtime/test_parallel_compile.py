@@ -18,7 +18,7 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config as settings
 from tileworkbench.runtime import parallel_compile
-from tileworkbench.runtime.jit import arg_spec_key
+from tileworkbench.runtime.specialize import key_part as arg_spec_key
 
 
 @tw.jit

@@ -182,6 +182,11 @@ class Backend:
         (the workbench's access picture); None where this backend cannot (only the interpreter
         can)."""
 
+    def record_coverage(self, func, args: list, grid: tuple, names: list[str]):
+        """Run every program of `func` on `args` (copies: it writes to them) and return which
+        programs wrote each element (the workbench's coverage view); None where this backend cannot
+        (only the interpreter can)."""
+
     def missing_tools(self, stage: str) -> str | None:
         """Why this machine cannot make `stage` of this backend's kernels (the missing tool and how
         to get it); None when it can, or when no outside tool makes it."""

@@ -610,7 +610,7 @@ def _other_gpus() -> list[int]:
         return []
     from tileworkbench.backends import default_target, is_gpu
 
-    if not (is_gpu(default_target()) or default_target() == "cuda"):
+    if not is_gpu(default_target()):
         return []
     from tileworkbench.runtime.device import device_count
 

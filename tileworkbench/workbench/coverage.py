@@ -13,12 +13,15 @@ import base64
 import html
 import io
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..backends.interpreter.coverage import GridCoverage, WriteCoverage, record_coverage
+from ..backends import backend_for
 from .access_map import MAX_CELLS, grid_shape, host_copy
+
+if TYPE_CHECKING:  # the interpreter's records, reached through the registry
+    from ..backends.interpreter.coverage import GridCoverage, WriteCoverage
 
 NEVER = (0.12, 0.12, 0.12)
 TWICE = (0.85, 0.1, 0.1)
@@ -41,7 +44,7 @@ def record_launch_coverage(record: Any) -> GridCoverage:
     func = record.compiled.ir
     names = [p.name_hint for p in func.args]
     args = [host_copy(record.args[name]) for name in names]
-    return record_coverage(func, args, tuple(record.grid), names)
+    return backend_for("interpreter").record_coverage(func, args, tuple(record.grid), names)
 
 
 def _index(cover: WriteCoverage, flat: int) -> str:

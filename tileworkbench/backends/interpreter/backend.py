@@ -45,6 +45,12 @@ class InterpreterBackend(Backend):
 
         return record_program(func, args, grid, pid, names)
 
+    def record_coverage(self, func, args, grid, names):
+        """A `coverage.GridCoverage`: the programs that stored to each element of each array."""
+        from .coverage import record_coverage
+
+        return record_coverage(func, args, grid, names)
+
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or hasattr(value, "__cuda_array_interface__")
 

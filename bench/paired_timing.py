@@ -5,7 +5,7 @@ ratio of two contenders is the median of their per-repetition ratios; `do_bench`
 seconds apart drift by a few percent on an H200 (bench/results/*-s6-tensor-cores.json: the same
 kernel 0.190 ms while tuning, 0.216 ms in the rounds after).
 
-Used by bench/tensor_cores.py and tools/probe_matmul_hopper.py (needs torch on a GPU).
+Used by bench/tensor_cores.py (needs torch on a GPU).
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ GPU_KNOWN_FAILURES = {
                                  "TMA staging now lies over the rings (all four formats keep it, "
                                  "within 232448 bytes). Right on the emulator (tests/nvptx/"
                                  "test_block_scaled_tutorial_emulated.py); ptxas takes minutes on "
-                                 "its 128x256 fp32 accumulators on 4 warps (255 registers, spills); "
-                                 "tools/probe_tutorials.py runs it on the GPU",
+                                 "its 128x256 fp32 accumulators on 4 warps (255 registers, spills)",
 }
 
 

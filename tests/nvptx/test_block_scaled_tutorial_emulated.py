@@ -13,8 +13,6 @@ tutorial's own kernel at its own configs: each format fits, and mxfp4 emulated.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,8 +26,6 @@ from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import TMAFallback, flatten_descriptor
 from tileworkbench.runtime.jit import _descriptor_key, launch_parameters
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
-sys.path.insert(0, str(Path(__file__).parent.parent / "tutorials"))
 
 from block_scaled_kernel import (  # noqa: E402
     TUTORIAL_STAGES, make_inputs, tutorial_block_scaled_matmul, tutorial_blocks,

@@ -11,12 +11,9 @@ these tests skip. tools/run_triton_tutorials.py runs the same checks and prints 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
 from tutorial_checks import gpu_missing, run_tutorial
 from tutorial_loader import ENV_VAR, TUTORIALS, tutorials_dir

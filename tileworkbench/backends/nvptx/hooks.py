@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...errors import CompilationError
 from .llvm_types import I8, I32, SHARED_PTR
 
 DATA_LAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"

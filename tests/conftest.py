@@ -114,8 +114,24 @@ def _kind(t) -> str:
 
 @pytest.fixture(scope="session")
 def kernel_cache_dir(tmp_path_factory):
-    """One compile cache for the session's compiled targets (kernels recur across tests)."""
+    """One compile cache for the session's compiled targets (kernels recur across tests). Under
+    pytest-xdist every worker has a base temp folder of its own, beside the others': the cache lies
+    beside them, so a kernel one worker compiled is a hit for the rest (entries are renamed into
+    place whole, runtime/cache.py, so workers may write at once)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        path = tmp_path_factory.getbasetemp().parent / "kernel-cache"
+        path.mkdir(exist_ok=True)
+        return path
     return tmp_path_factory.mktemp("kernel-cache")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n auto --dist loadgroup`, as .ci/run runs), the browser tests share one
+    worker: each starts JupyterLab and Chromium, and two at once on a 2-core machine pass their
+    timeouts."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 @pytest.fixture(params=TARGETS)

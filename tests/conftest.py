@@ -127,15 +127,6 @@ def kernel_cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("kernel-cache")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n auto --dist loadgroup`, as .ci/run runs), the browser tests share one
-    worker: each starts JupyterLab and Chromium, and two at once on a 2-core machine pass their
-    timeouts."""
-    for item in items:
-        if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
-
-
 @pytest.fixture(params=TARGETS)
 def target(request, monkeypatch, kernel_cache_dir) -> Target:
     from tileworkbench.backends import backend_for

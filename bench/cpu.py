@@ -1,7 +1,8 @@
 """The cpu target against the interpreter, NumPy and torch (CPU) on this machine's cores: vector add,
 fused softmax, layer norm and a 512^3 fp32 matmul. Every result is checked against float64 NumPy before
 it is timed; times are the fastest of alternating rounds (the kernel, NumPy and torch in the same
-rounds). Writes bench/results/cpu-<host>-<date>.json (or --out) and prints the table.
+rounds). Writes bench/results/cpu-<cpu>.json (cpu-znver3.json; cpu-znver3-quick.json with --quick;
+or --out) and prints the table.
 
     PYTHONPATH=. python bench/cpu.py [--quick] [--seconds S] [--out FILE]
 """
@@ -21,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import kernels  # noqa: E402 - bench/kernels.py, the kernels every benchmark shares
+import result_file  # noqa: E402
 
 import tileworkbench as tw  # noqa: E402
 import tileworkbench.language as tl  # noqa: E402
@@ -159,7 +161,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller shapes (a smoke run)")
     parser.add_argument("--no-interpreter", action="store_true")
     parser.add_argument("--seconds", type=float, default=2.0, help="timing rounds per workload")
-    parser.add_argument("--out", help="the JSON file (default: results/cpu-<cpu>-<date>.json)")
+    parser.add_argument("--out", help="the JSON file (default: results/cpu-<cpu>.json)")
     args = parser.parse_args()
     try:
         import torch
@@ -196,11 +198,10 @@ def main() -> int:
     from tileworkbench.backends.cpu import codegen
 
     record["llvm_cpu"] = codegen.binding().get_host_cpu_name()
-    out_dir = Path(__file__).parent / "results"
-    out_dir.mkdir(exist_ok=True)
     quick = "-quick" if args.quick else ""
     path = Path(args.out) if args.out else \
-        out_dir / f"cpu-{record['llvm_cpu']}-{datetime.date.today()}{quick}.json"
+        result_file.default_path("cpu", f"{record['llvm_cpu']}{quick}")
+    path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(record, indent=1))
     print(f"written to {path}")
     return 0

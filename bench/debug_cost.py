@@ -1,7 +1,9 @@
 """The cost of debug mode (bounds checks on every load, store and atomic; issue 14) on the GPU: the vector
 add and the fused softmax of bench/kernels.py, compiled with and without `debug=True`, timed in one run.
 
-    PYTHONPATH=. python bench/debug_cost.py [--rounds 7] [--out bench/results/NAME.json]
+    PYTHONPATH=. python bench/debug_cost.py [--rounds 7] [--out FILE.json]
+
+(default --out: bench/results/<gpu>-debug-cost.json, h200-debug-cost.json on an H200)
 
 Needs CuPy and a GPU only (no torch, no Triton). Two measures per shape, interleaved in shuffled order
 over `--rounds` rounds (the median is reported):
@@ -32,6 +34,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import kernels  # noqa: E402
+import result_file  # noqa: E402
 
 OURS = kernels.load("tileworkbench")
 L2_BYTES = 50 * 2**20  # H200
@@ -153,8 +156,7 @@ def main() -> None:
     device = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "device": device, "rounds": options.rounds, "rows": rows}
-    out = Path(options.out) if options.out else \
-        HERE / "results" / f"h200-{datetime.date.today().isoformat()}-debug-cost.json"
+    out = Path(options.out) if options.out else result_file.default_path(device, "debug-cost")
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out}")
 

@@ -2,10 +2,10 @@
 order, each after an L2 flush, each timed by its own CUDA events), so a ratio is taken between runs
 a fraction of a millisecond apart and clock or thermal drift, which moves both alike, cancels. The
 ratio of two contenders is the median of their per-repetition ratios; `do_bench` medians taken
-seconds apart drift by a few percent on an H200 (bench/results/*-s6-tensor-cores.json: the same
-kernel 0.190 ms while tuning, 0.216 ms in the rounds after).
+seconds apart drift by a few percent on an H200 (a tensor-core run of 2026-12-01: the same kernel
+0.190 ms while tuning, 0.216 ms in the rounds after).
 
-Used by bench/tensor_cores.py and tools/probe_matmul_hopper.py (needs torch on a GPU).
+Used by bench/tensor_cores.py (needs torch on a GPU).
 """
 
 from __future__ import annotations

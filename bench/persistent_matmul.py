@@ -4,7 +4,7 @@ Triton, at 4096^3 and 8192^3 fp16, with torch (cuBLAS) for scale. Answers "do pe
 run and are they fast" (issue 11, item 3).
 
     TRITON_TUTORIALS_DIR=/path/to/python/tutorials PYTHONPATH=. python bench/persistent_matmul.py \
-        [--sizes 4096 8192] [--configs 8] [--out bench/results/persistent_matmul.json]
+        [--sizes 4096 8192] [--configs 8] [--out FILE.json]
 
 Both compilers autotune over the same subset of the tutorial's configs (`--configs` of them: the
 wgmma-sized ones first, then evenly spaced others).
@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "tutorials"))
 sys.path.insert(0, str(HERE.parent))
 
+import result_file  # noqa: E402
 from tutorial_loader import load_tutorial, tutorials_dir  # noqa: E402
 
 KERNELS = ("matmul_kernel", "matmul_kernel_persistent")
@@ -68,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--configs", type=int, default=8)
-    parser.add_argument("--out", default=str(HERE / "results" / "persistent_matmul.json"))
+    parser.add_argument("--out", help="JSON file (default results/<gpu>-persistent-matmul.json)")
     args = parser.parse_args()
     folder = tutorials_dir()
     if folder is None:
@@ -96,8 +97,10 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     result = {"gpu": torch.cuda.get_device_name(), "configs_per_kernel": args.configs, "rows": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1))
+    out = Path(args.out) if args.out else \
+        result_file.default_path(result["gpu"], "persistent-matmul")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
     wrong = [k for r in rows for k, v in r.items() if isinstance(v, dict) and "error" in v]
     sys.exit(1 if wrong else 0)
 

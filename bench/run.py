@@ -1,7 +1,9 @@
 """GPU benchmark: each kernel of bench/kernels.py compiled by tileworkbench and by Triton in one process,
 beside torch and CuPy where they have the op. Prints a table of ratios and writes JSON to bench/results/.
 
-    PYTHONPATH=. python bench/run.py [--quick] [--out bench/results/NAME.json]
+    PYTHONPATH=. python bench/run.py [--quick] [--out FILE.json]
+
+(default --out: bench/results/<gpu>-memory-bound.json, h200-memory-bound.json on an H200)
 
 Kernels are timed as CUDA graphs of one launch per buffer set (enough sets to span 4x the L2, so data
 comes from memory), replayed over tens of ms. Each round captures every contender's graph afresh and
@@ -35,6 +37,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import kernels  # noqa: E402
+import result_file  # noqa: E402
 
 import tileworkbench as tw  # noqa: E402
 
@@ -387,7 +390,8 @@ def main() -> None:
         shapes = [tuple(int(d) for d in s.split("x")) for s in args.softmax_shapes.split(",")]
     dtypes = [{"fp32": torch.float32, "fp16": torch.float16}[d] for d in args.softmax_dtypes.split(",")]
     results["errors"] = {}
-    out = Path(args.out) if args.out else HERE / "results" / f"h200-{results['date'][:10]}.json"
+    out = Path(args.out) if args.out else \
+        result_file.default_path(results["device"], "memory-bound")
     out.parent.mkdir(parents=True, exist_ok=True)
     parts = [
         ("add", "kernels", lambda: vector_add(sizes)),

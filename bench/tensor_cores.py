@@ -3,7 +3,9 @@ tf32 4096^3, fp8 e4m3 4096^3 with B K-major) and the flash-attention forward (ba
 causal and not), each compiled by tileworkbench and by Triton from the same source (bench/kernels.py),
 beside torch (cuBLAS / scaled_dot_product_attention), in one process.
 
-    PYTHONPATH=. python bench/tensor_cores.py [--quick] [--out bench/results/NAME.json]
+    PYTHONPATH=. python bench/tensor_cores.py [--quick] [--out FILE.json]
+
+(default --out: bench/results/<gpu>-tensor-cores.json, h200-tensor-cores.json on an H200)
 
 Each compiler gets its best of a few block configs (all of its configs timed together, paired, as an
 autotuner would); then ours, Triton's, torch's and Triton's again (`triton_control`, the A/A noise)
@@ -34,6 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import kernels  # noqa: E402
 import paired_timing  # noqa: E402
+import result_file  # noqa: E402
 
 import tileworkbench as tw  # noqa: E402
 
@@ -214,7 +217,8 @@ def main() -> None:
                "versions": {"triton": triton.__version__, "torch": torch.__version__,
                             "tileworkbench": tw.__version__},
                "kernels": [], "errors": {}}
-    out = Path(args.out) if args.out else HERE / "results" / f"h200-{results['date'][:10]}-tensor-cores.json"
+    out = Path(args.out) if args.out else \
+        result_file.default_path(results["device"], "tensor-cores")
     out.parent.mkdir(parents=True, exist_ok=True)
     print(f"{'workload':<10}{'shape':<22}{'dtype':<6}{'ours':>9}{'triton':>9}{'torch':>9}"
           f"{'/triton':>8}{'/torch':>8}{'A/A':>8}   (TFLOP/s; ratios are time over ours)", flush=True)

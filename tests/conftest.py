@@ -114,7 +114,16 @@ def _kind(t) -> str:
 
 @pytest.fixture(scope="session")
 def kernel_cache_dir(tmp_path_factory):
-    """One compile cache for the session's compiled targets (kernels recur across tests)."""
+    """One compile cache for the session's compiled targets (kernels recur across tests). Under
+    pytest-xdist every worker's base temp folder is named after it, inside the run's: the cache lies
+    beside them, so a kernel one worker compiled is a hit for the rest (entries are renamed into
+    place whole, runtime/cache.py, so workers may write at once). A pytest started by a test inherits
+    PYTEST_XDIST_WORKER but not the folder layout, and keeps a cache of its own."""
+    base = tmp_path_factory.getbasetemp()
+    if base.name == os.environ.get("PYTEST_XDIST_WORKER"):
+        path = base.parent / "kernel-cache"
+        path.mkdir(exist_ok=True)
+        return path
     return tmp_path_factory.mktemp("kernel-cache")
 
 

@@ -53,7 +53,7 @@ if [ "${TEST_CORE_LIMIT:-0}" != 0 ]; then
   # tutorials; never committed); counts per function and what fails
   timeout "$TEST_CORE_LIMIT" python3 tools/run_test_core.py "${TRITON_TEST_CORE:-.triton_tests/test_core.py}" \
     --mode gpu --jobs "${TEST_CORE_JOBS:-8}" --max-cases "${TEST_CORE_CASES:-10}" --json "$OUT/test_core_gpu.json" \
-    --compare bench/results/cpu-2026-12-01-s6-test-core-triton-interpreter.json > "$OUT/test_core_gpu.log" 2>&1
+    --compare bench/results/cpu-test-core-triton-interpreter.json > "$OUT/test_core_gpu.log" 2>&1
   tail -n 15 "$OUT/test_core_gpu.log"
 fi
 if [ "${FUZZ_LIMIT:-0}" != 0 ]; then

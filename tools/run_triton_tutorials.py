@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "tutorials"))
 
-from tutorial_checks import AUTOTUNE_CONFIGS_ENV, TutorialResult, gpu_missing, run_tutorial
-from tutorial_loader import ENV_VAR, TUTORIALS
+from tutorial_checks import AUTOTUNE_CONFIGS_ENV, TutorialResult, gpu_missing, run_tutorial  # noqa: E402
+from tutorial_loader import ENV_VAR, TUTORIALS  # noqa: E402
 
 
 def _row(result: TutorialResult) -> list[str]:

@@ -4,12 +4,6 @@ a session, its summary (fuzz_summary.py) goes to $FUZZ_SUMMARY when that is set.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "nvptx"))
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -240,7 +240,7 @@ def tile_programs(draw) -> Program:
     args.append(Array("out_ptr", out_dtype, poison(out_dtype, out_shape), output=True))
     args += [Array("ROWS", None, rows), Array("COLS", None, cols)]
     name = f"fuzz_tile_{next(_NAMES)}"
-    head = [f"@tw.jit",
+    head = ["@tw.jit",
             f"def {name}(x_ptr, y_ptr, out_ptr, ROWS, COLS, M: tl.constexpr, N: tl.constexpr):",
             "    pid = tl.program_id(0)",
             "    rows = tl.arange(0, M)[:, None]",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# run as a script, outside pytest (whose pythonpath in pyproject.toml lists tests/nvptx): the emulator
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "nvptx"))
 
 from fuzz_oracle import DTYPES  # noqa: E402

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 from fuzz_programs import Program
 
 from tileworkbench.config import config
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "nvptx"))
 
 
 class Unsupported(Exception):

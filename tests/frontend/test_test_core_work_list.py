@@ -230,7 +230,15 @@ def scaled_dot_kernel(a_ptr, sa_ptr, b_ptr, sb_ptr, out_ptr, M: tl.constexpr, N:
     tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
 
 
-@pytest.mark.parametrize("fa, fb", [("e2m1", "e4m3"), ("e5m2", "e2m1"), ("e4m3", "e5m2")])
+# fp4 (e2m1) operands on the cpu target compile for minutes on a 2-core CI machine (95-158 s each
+# under load, 2026-12-06: a fifth of the language suites' time); their decode in the shared LLVM
+# lowering is checked by tests/nvptx/test_dot_scaled_emulated.py, and the cpu target's dot_scaled by
+# the fp8 pair here
+_CPU_SLOW = pytest.mark.only_on("interpreter", "cuda")
+
+
+@pytest.mark.parametrize("fa, fb", [pytest.param("e2m1", "e4m3", marks=_CPU_SLOW),
+                                    pytest.param("e5m2", "e2m1", marks=_CPU_SLOW), ("e4m3", "e5m2")])
 def test_dot_scaled_upcasts_mx_operands(rng, fa, fb):
     m, n, k = 16, 16, 64
     a = rng.integers(0, 256, (m, k // 2 if fa == "e2m1" else k)).astype(np.uint8)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from canonical_kernels import add_kernel  # the tests' one vector add (tests/kernels)
 
 import tileworkbench as tw
 import tileworkbench.language as tl
@@ -28,24 +29,14 @@ def launch(fn, signature, constexprs, args, grid):
     run(compiled.ir, args, grid, list(signature))
 
 
-@tw.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
-
-
-ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+ADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"}
 
 
 def test_vector_add_through_compile():
     n = 1000
     x, y = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
     out = np.full(n, np.nan, np.float32)
-    launch(add_kernel, ADD_SIG, {"BLOCK": 256}, [x, y, out, n], (4,))
+    launch(add_kernel, ADD_SIG, {"BLOCK_SIZE": 256}, [x, y, out, n], (4,))
     np.testing.assert_allclose(out, x.astype(np.float64) + y, rtol=1e-6)
 
 
@@ -54,14 +45,14 @@ def test_vector_add_through_a_launch(dtype):
     n = 3000
     x, y = RNG.standard_normal(n).astype(dtype), RNG.standard_normal(n).astype(dtype)
     out = np.full(n, np.nan, dtype)
-    add_kernel[lambda meta: (tw.cdiv(n, meta["BLOCK"]),)](x, y, out, n, BLOCK=1024)
+    add_kernel[lambda meta: (tw.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=1024)
     np.testing.assert_allclose(
         out.astype(np.float64), x.astype(np.float64) + y, rtol=1e-3 if dtype == np.float16 else 1e-6
     )
 
 
 @tw.jit
-def unmasked_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def unmasked_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.store(out_ptr + offs, x + tl.load(y_ptr + offs))

@@ -1,5 +1,5 @@
 """Kernels that make their tensor descriptors in the kernel (`tl.make_tensor_descriptor`), shared by the
-in-kernel descriptor tests (compile, emulated, interpreter, GPU) and tools/probe_tensormap_device.py:
+in-kernel descriptor tests (compile, emulated, interpreter, GPU) and tools/ptx_snapshot.py:
 a tile copy with a scale (loads and stores, edge tiles past the shape), and a tiled matmul."""
 
 from __future__ import annotations

@@ -5,16 +5,7 @@ from __future__ import annotations
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-
-
-@tw.jit
-def add_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(z_ptr + offs, x + y, mask=mask)
+from canonical_kernels import add_kernel  # the tests' one vector add (tests/kernels)
 
 
 @tw.jit
@@ -194,7 +185,8 @@ def masked_widths_kernel(b_ptr, i8_ptr, i16_ptr, d_ptr, out_ptr, n, BLOCK: tl.co
 
 
 CASES = {
-    "add": (add_kernel, {"x_ptr": F32, "y_ptr": F32, "z_ptr": F32, "n": "i32:16"}, {"BLOCK": 1024}, 4),
+    "add": (add_kernel, {"x_ptr": F32, "y_ptr": F32, "out_ptr": F32, "n_elements": "i32:16"},
+            {"BLOCK_SIZE": 1024}, 4),
     "softmax": (softmax_kernel, {"out_ptr": F32, "in_ptr": F32, "in_stride": "i32:16",
                                  "out_stride": "i32:16", "n_cols": "i32:16"}, {"BLOCK": 1024}, 4),
     "layer_norm": (layer_norm_kernel, {"x_ptr": "*fp16:16", "y_ptr": "*fp16:16", "w_ptr": "*fp16:16",

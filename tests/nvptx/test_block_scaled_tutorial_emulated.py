@@ -14,8 +14,6 @@ tutorial's own kernel at its own configs: each format fits, and mxfp4 emulated.
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -30,8 +28,6 @@ from tileworkbench.frontend.descriptor_args import TMAFallback, flatten_descript
 from tileworkbench.runtime.binder import launch_parameters
 from tileworkbench.runtime.specialize import arg_spec, key_part
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
-sys.path.insert(0, str(Path(__file__).parent.parent / "tutorials"))
 
 from block_scaled_kernel import (  # noqa: E402
     TUTORIAL_STAGES, make_inputs, tutorial_block_scaled_matmul, tutorial_blocks,

@@ -5,14 +5,11 @@ low nibbles, then the high ones); mixed decodes e4m3 against packed e2m1."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "frontend"))
 
 from block_scaled_kernel import block_scaled_matmul, make_inputs  # noqa: E402
 

@@ -47,7 +47,7 @@ def test_vector_add_unaligned_n_falls_back_to_scalar_masks(compiled):
     fn, signature, constexprs, _ = CASES["add"]
     import tileworkbench as tw
 
-    kernel = tw.compile(fn, signature={**signature, "n": "i32"}, constexprs=constexprs, target="sm_90",
+    kernel = tw.compile(fn, signature={**signature, "n_elements": "i32"}, constexprs=constexprs, target="sm_90",
                         use_cache=False)
     ptx = kernel.asm["ptx"]
     assert not _lines(ptx, r"ld\.global\.v4")  # the mask may change inside any 4 elements

@@ -64,7 +64,7 @@ def test_axis_info_facts():
     for op in func.walk():
         for r in op.results:
             by_name[r.name_hint or id(r)] = facts.info(r)
-    assert by_name["offs"].contiguity == (1024,) and by_name["offs"].divisibility == (1024,)
+    assert by_name["offsets"].contiguity == (1024,) and by_name["offsets"].divisibility == (1024,)
     assert by_name["mask"].constancy == (16,)  # n % 16 == 0: the mask is constant in runs of 16
     x_ptr = next(op for op in func.walk() if op.name == "tt.load").ptr
     assert facts.info(x_ptr).divisibility == (16,)  # bytes

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -19,7 +17,6 @@ from mma_standin import ldmatrix_rows, stmatrix_writes
 
 import tileworkbench as tw
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import kernels  # noqa: E402
 
 MATMUL = kernels.load("tileworkbench").matmul_kernel  # tutorial 03's: fp32 acc, cast on store

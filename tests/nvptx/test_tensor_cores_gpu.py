@@ -5,8 +5,6 @@ and the flash-attention forward of bench/kernels.py, causal and not, at several 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,7 +121,6 @@ def test_batched_dot(torch):
 @pytest.mark.parametrize("head_dim,block_m,block_n,warps", [(64, 128, 64, 4), (128, 128, 64, 8),
                                                              (64, 64, 32, 4), (32, 32, 16, 1)])
 def test_attention_forward(torch, causal, head_dim, block_m, block_n, warps):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import kernels
 
     ours = kernels.load("tileworkbench")

@@ -5,8 +5,6 @@ argmax, arithmetic >> of unsigned amounts, tl.map_elementwise) run on the CPU em
 
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,6 @@ from nvptx_support import needs_ptxas, run_ptxas
 import tileworkbench as tw
 import tileworkbench.language as tl
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "frontend"))
 import test_lang_test_core_items as compat  # noqa: E402
 
 RNG = np.random.default_rng(14)

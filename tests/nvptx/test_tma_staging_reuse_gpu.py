@@ -12,7 +12,6 @@ import pytest
 from device_desc_kernels import device_desc_matmul, device_desc_persistent_matmul
 from tma_kernels import tma_matmul, tma_persistent_matmul_to_pointers
 
-import tileworkbench as tw
 from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("tma_with_cupy_scratch")]

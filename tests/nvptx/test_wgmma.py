@@ -227,10 +227,6 @@ def test_emulated_without_spare_slot_and_without_cp_async():
 def test_the_epilogue_tile_lies_over_the_rings():
     """The staged fp16 epilogue (64 KB) starts over the loop's rings, so 128x256x64 with 3 stages keeps
     its spare slot (4 x 48 KB) and one wgmma group in flight, in 192 KB."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import kernels
 
     sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from attention_kernel import attention_forward, attention_forward_masked, masked_signature, signature
@@ -19,7 +17,6 @@ from attention_kernel import attention_forward, attention_forward_masked, masked
 import tileworkbench as tw
 from tileworkbench.ir.ops.ttg import DotOperandEncoding, MmaEncoding
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import kernels  # noqa: E402
 
 REGISTER_A = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(b?f16)\.b?f16 "

@@ -5,15 +5,12 @@ set whose table has a row per config (resources or the failure) and whose result
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tileworkbench as tw
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import kernels  # noqa: E402
 
 MATMUL = kernels.load("tileworkbench").matmul_kernel

@@ -6,13 +6,10 @@ device_assert raise with its message and line, and masked kernels in bounds run 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "nvptx"))  # the shared debug kernels
 from debug_kernels import (histogram_kernel, masked_add_kernel, positive_kernel, rows_kernel,  # noqa: E402
                            shifted_copy_kernel, where)
 

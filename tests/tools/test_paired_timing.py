@@ -3,10 +3,7 @@ contenders alike leaves unchanged (a ratio of whole medians does not), and its i
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import paired_timing  # noqa: E402
 

@@ -80,7 +80,6 @@ def test_counts_on_a_stand_in(tmp_path):
 
 
 def test_compare_lists_what_the_reference_passes_and_we_do_not():
-    sys.path.insert(0, str(ROOT / "tools"))
     import run_test_core
 
     ours = {"cases": {"test_a[1]": {"outcome": "passed"}, "test_a[2]": {"outcome": "failed", "why": "E"},

@@ -3,10 +3,7 @@ STSM), and the hot loop found from a backward branch to an address (cuobjdump pr
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 
 import sass_counts  # noqa: E402
 

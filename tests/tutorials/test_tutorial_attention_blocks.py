@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
 from tutorial_checks import gpu_missing, interpreted, ran_on_gpu
 from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
@@ -116,7 +113,6 @@ def test_tutorial_attention_forward_on_the_cpu_emulator(torch, causal):
     wrong before the axis-info fix at these sizes, like on the H200."""
     import numpy as np
 
-    sys.path.insert(0, str(Path(__file__).parent.parent / "nvptx"))
     from cpu_emulator import Emulator
 
     module = _load(on_gpu=False)

@@ -4,14 +4,11 @@ and a small tutorial-shaped file of our own loaded and run end to end in the int
 from __future__ import annotations
 
 import ast
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
 from tutorial_loader import load_tutorial, rewrite_imports, select_statements
 

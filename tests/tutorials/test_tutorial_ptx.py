@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
 from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
 

@@ -6,12 +6,8 @@ test marked `gpu` skips where no GPU is visible.
 from __future__ import annotations
 
 import functools
-import os
-import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 
 def pytest_configure(config):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import tileworkbench as tw
@@ -45,9 +44,6 @@ def test_check_puzzle_passes_fails_and_explains():
 
 
 def test_builder_is_in_sync_with_the_notebook():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "notebooks"))
     import build_puzzles
 
     stored = __import__("nbformat").read(build_puzzles.OUT, as_version=4)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..backends import DEFAULT_OPTIONS, TargetOptions, backend_for
 from ..config import config
-from ..errors import CompilationError, LaunchError, OptionError, OutOfResources
+from ..errors import LaunchError, OptionError, OutOfResources
 from ..frontend import ArgSpec, generate, parse_arg
 from ..frontend.descriptor_args import NO_FALLBACK, TMAFallback
 from ..frontend.source import get_source

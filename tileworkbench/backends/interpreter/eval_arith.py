@@ -11,7 +11,6 @@ from ...ir.ops import arith
 from .dtypes import (
     F32,
     LOW_FLOATS,
-    float_math,
     make_value,
     numpy_dtype,
     rescaled,

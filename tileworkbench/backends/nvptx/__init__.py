@@ -67,7 +67,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int =
     Raises:
         CompilationError: an op the back end cannot lower (named, with its source line), or a bad arch.
     """
-    from ...errors import CompilationError, OptionError
+    from ...errors import OptionError
     from .. import TargetOptions
     from ...ir.printer import print_ir_lines
     from ...passes.axis_info import axis_info

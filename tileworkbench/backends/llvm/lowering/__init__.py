@@ -32,11 +32,12 @@ def elementwise(*classes):
     return register
 
 
-from ....ir.ops import scf as _scf
-from ....ir.ops import tt as _tt
-from . import arith, control, dot, math, memory, misc, reduce, scan, shape, shared, sort, wgmma  # noqa: F401
-from . import tma  # noqa: F401  (sm_90+ descriptor copies)
-from . import tensormap_device  # noqa: F401  (sm_90a tensor maps built in the kernel)
+# after the registries and decorators above, which the rule modules use as they are imported
+from ....ir.ops import scf as _scf  # noqa: E402
+from ....ir.ops import tt as _tt  # noqa: E402
+from . import arith, control, dot, math, memory, misc, reduce, scan, shape, shared, sort, wgmma  # noqa: E402, F401
+from . import tma  # noqa: E402, F401  (sm_90+ descriptor copies)
+from . import tensormap_device  # noqa: E402, F401  (sm_90a tensor maps built in the kernel)
 
 STRUCTURAL: dict[type, str] = {
     _scf.YieldOp: "lowered by its scf.for / scf.if / scf.while (phi incoming values)",

@@ -18,7 +18,7 @@ from nbformat.v4 import new_notebook
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from build_notebooks import SETUP, claim_check, code, md
+from build_notebooks import SETUP, claim_check, code, md  # noqa: E402
 
 NAME = "07_profiling"
 WARPS = (1, 4, 16)  # the three steps: warps per program (one program per row)

@@ -93,7 +93,7 @@ def test_record_script_ties_each_row_to_the_ptx_it_timed(tmp_path, monkeypatch):
 
     assert record_notebook_data.main(["--interpret", "--out", str(tmp_path)]) == 0
     for path in sorted(tmp_path.glob("*.json")):
-        for row in json.loads(path.read_text()).get("rows", [])  # 07: profiles, not timed rows:
+        for row in json.loads(path.read_text())["rows"]:
             entry = row["ptx"]
             assert entry["target"] == "sm_90a" and entry["kernel"].startswith("tileworkbench.")
             assert ptx_sha256(compile_entry(entry)) == entry["sha256"], (path.name, row["label"])

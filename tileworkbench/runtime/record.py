@@ -39,7 +39,9 @@ def record_launches() -> Iterator[list[LaunchRecord]]:
     try:
         yield launches
     finally:
-        ACTIVE.remove(launches)
+        # by identity: nested recorders hold equal lists (the same launches), and list.remove would
+        # take the outer one out (the profile CLI around a script that records its own launches)
+        ACTIVE[:] = [entry for entry in ACTIVE if entry is not launches]
 
 
 @contextmanager

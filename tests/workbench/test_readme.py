@@ -55,9 +55,6 @@ def test_the_tilekernel_cells_use_defined_names_and_print_no_return_value(capfd)
 def test_relative_links_lead_to_files():
     links = re.findall(r"\[[^\]\n]+\]\(((?!https?:|#)[^)\s]+)\)", README)
     assert "binder/README.md" in links
-    # docs/PERFORMANCE.md comes with the "repo" branch of this session (the README's figures moved
-    # there); once it is merged, the exception goes
-    pending = {"docs/PERFORMANCE.md"}
     for link in links:
-        assert (ROOT / link).exists() or link in pending, link
+        assert (ROOT / link).exists(), link
     assert "mybinder.org" not in README and "USER/" not in README  # no placeholder links

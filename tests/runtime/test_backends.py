@@ -55,7 +55,7 @@ _TARGET = r'"(?:interpreter|cuda|cpu|sm_\w*)"'
 # a compare with a target string, a membership test in a literal list of them, or a prefix test
 TARGET_COMPARE = re.compile(
     rf"[!=]= *{_TARGET}|{_TARGET} *[!=]=|\bin *[(\[{{][^)\]}}]*{_TARGET}|"
-    r'\.startswith\( *[(]?"(?:sm_|cuda|cpu|interp)')
+    r'\.startswith\( *[(]?"(?:sm_[0-9"]|cuda|cpu|interp)')  # not ncu metrics ("sm__pipe...")
 
 
 @pytest.mark.parametrize("line", ['if target == "cpu":', 'if "interpreter" != t:',

@@ -591,7 +591,7 @@ def _device_name(device: int | None = None) -> str:
         target = default_target()
     except Exception:
         return "here"
-    if not is_gpu(target) and target != "cuda":
+    if not is_gpu(target):
         return f"{target} (CPU)"
     if device is None:
         try:

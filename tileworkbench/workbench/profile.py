@@ -332,12 +332,13 @@ def profile_launch(report: Any) -> Profile:
     attribute the counters through the cubin the launch used. Raises NcuUnavailable with the reason."""
     import numpy as np
 
+    from ..backends import is_gpu
     from .export import reproducer
     from .sass_link import parse_sass
 
     record = getattr(report, "record", None)
     compiled = getattr(record, "compiled", None)  # what the launch ran (report.asm may be retargeted)
-    if record is None or compiled is None or not str(record.target).startswith("sm_"):
+    if record is None or compiled is None or not is_gpu(str(record.target)):
         where = getattr(record, "target", None) or "no launch"
         raise NcuUnavailable(f"the launch ran on {where}, not a GPU: no hardware counters to read")
     try:

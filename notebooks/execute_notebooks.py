@@ -32,8 +32,10 @@ ROOT = HERE.parent
 DATA = HERE / "data"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 STAMP = "tileworkbench"
-# what `show_recorded("02_fused_softmax")` or `load_recorded("03_matmul")` reads (notebooks/data/)
-_RECORD_USE = re.compile(r"""(?:show_recorded|load_recorded)\(\s*["'](\w+)["']""")
+# what `show_recorded("02_fused_softmax")`, `load_recorded("03_matmul")` or
+# `recorded_profiles("07_profiling")` reads (notebooks/data/)
+_RECORD_USE = re.compile(
+    r"""(?:show_recorded|load_recorded|recorded_profiles)\(\s*["'](\w+)["']""")
 
 
 def notebook_paths() -> list[Path]:

@@ -67,6 +67,16 @@ def test_the_stamp_sees_a_changed_cell_and_changed_data(tmp_path, monkeypatch):
     assert stored.fingerprint(nb) != before
 
 
+
+def test_the_stamp_tracks_the_recorded_profiles_a_notebook_shows(tmp_path, monkeypatch):
+    nb = nbformat.read(ROOT / "notebooks" / "07_profiling.ipynb", as_version=4)
+    assert "07_profiling.json" in [p.name for p in stored.recorded_data(nb)]
+    before = stored.fingerprint(nb)
+    data = tmp_path / "07_profiling.json"
+    data.write_text(json.dumps({"profiles": []}))
+    monkeypatch.setattr(stored, "DATA", tmp_path)
+    assert stored.fingerprint(nb) != before
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_on_cpu_and_prints_what_is_stored(path):

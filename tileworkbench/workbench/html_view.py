@@ -219,7 +219,13 @@ def _source_panel(report, uid: str) -> str:
     hint = (
         '<div class="twnote">click a line: what it became is highlighted in every stage tab</div>'
     )
-    return hint + '<pre class="twhl">' + "\n".join(rows) + "</pre>"
+    from .profile_view import hot_lines, mark_hot
+
+    marks = hot_lines(report)
+    if marks:
+        hint += ('<div class="twnote">bold behind a red bar: the hottest lines of the measured '
+                 "profile</div>")
+    return hint + '<pre class="twhl">' + mark_hot("\n".join(rows), marks) + "</pre>"
 
 
 def _passes_panel(report, uid: str, compact: bool = False) -> str:

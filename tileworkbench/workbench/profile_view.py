@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import html
 import itertools
+import re
 from typing import Any
 
-from .profile import SHOWN, Profile, check_totals
+from .profile import INSTRUCTIONS, SAMPLES, SHOWN, Profile, check_totals
 from .sass_link import PtxInstr, SassInstr, link
 
 _uids = itertools.count()
+PAD = "padding:1px 6px;white-space:nowrap"  # cells apart: "0 mio_throttle", not "0mio_throttle"
 INSTEAD = ("shown instead: the compiled stages (SASS where nvdisasm is installed), the counts from "
            "the IR and the roofline from array sizes")
 
@@ -22,7 +24,9 @@ INSTEAD = ("shown instead: the compiled stages (SASS where nvdisasm is installed
 def _si(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    # down to nano: a kernel's time reads "62.5 \u00b5s", not "6.25e-05 s"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
+                          (1e-3, "m"), (1e-6, "\u00b5"), (1e-9, "n")):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
@@ -126,18 +130,22 @@ class ProfileSection:
     def html(self) -> str:
         uid = f"twprof{next(_uids)}"
         head = "".join(f"<li>{html.escape(line)}</li>" for line in self.headline())
-        ths = "".join(f"<th>{html.escape(h)}</th>" for h in
+        ths = "".join(f'<th style="{PAD}">{html.escape(h)}</th>' for h in
                       ["line", *[h for _, h in self.columns], "top stall", "source"])
         trs = []
         for number, hot, cells, stall, text in self.rows():
             style = ' style="background:#fde2e1;font-weight:bold"' if hot else ""
-            tds = "".join(f'<td style="text-align:right">{c}</td>' for c in cells)
+            tds = "".join(f'<td style="text-align:right;{PAD}">{c}</td>' for c in cells)
             anchor = f'<a href="#{uid}-l{number}">{number}</a>' if hot and self.sass else str(number)
-            trs.append(f'<tr class="s{number}"{style}><td>{anchor}</td>{tds}'
-                       f"<td>{html.escape(stall)}</td><td><code>{html.escape(text)}</code></td></tr>")
+            trs.append(f'<tr class="s{number}"{style}><td style="{PAD}">{anchor}</td>{tds}'
+                       f'<td style="{PAD}">{html.escape(stall)}</td>'
+                       f'<td style="{PAD}"><code>{html.escape(text)}</code></td></tr>')
         table = (f'<table class="twprof" style="border-collapse:collapse;font-size:12px">'
                  f"<tr>{ths}</tr>{''.join(trs)}</table>")
-        return (f'<div id="{uid}"><ul>{head}</ul>{table}{self._roofline_html()}'
+        # the PTX or SASS row a link lands on is marked (a static page keeps <style>)
+        target = (f"<style>#{uid} div[id]:target {{background: #ffe58a; scroll-margin-top: 4em}}"
+                  "</style>")
+        return (f'<div id="{uid}">{target}<ul>{head}</ul>{table}{self._roofline_html()}'
                 f"{self._links_html(uid)}</div>")
 
     def _roofline_html(self) -> str:
@@ -168,7 +176,9 @@ class ProfileSection:
                     text = f'<a href="#{uid}-s{targets[0]}">{text}</a>'
                 ptx_rows.append(f'<div id="{uid}-p{p.index}">{text}</div>')
             sass_rows = []
-            for s in (s for s in self.sass if s.line == number):
+            # the NOPs that pad the code after EXIT never run: left out, counted
+            nops = sum(1 for s in self.sass if s.line == number and s.mnemonic == "NOP")
+            for s in (s for s in self.sass if s.line == number and s.mnemonic != "NOP"):
                 back = self.links.sass_to_ptx.get(s.index, []) if self.links else []
                 text = html.escape(f"/*{s.pc:04x}*/ {s.text}")
                 if back:
@@ -176,6 +186,8 @@ class ProfileSection:
                 count = per_pc.get(s.index, "")
                 sass_rows.append(f'<div id="{uid}-s{s.index}">{text} '
                                  f'<span style="color:#888">{count}</span></div>')
+            if nops:
+                sass_rows.append(f'<div style="color:#888">({nops} NOPs of padding left out)</div>')
             parts.append(
                 f'<h4 id="{uid}-l{number}">line {number}: '
                 f"<code>{html.escape(self.source_lines.get(number, '').strip())}</code></h4>"
@@ -190,6 +202,53 @@ class ProfileSection:
         by_pc = self.profile.by_pc
         return {s.index: f"{by_pc[s.pc][0]:.0f}, {by_pc[s.pc][1]:.0f}" for s in self.sass
                 if s.pc in by_pc}
+
+
+HOT_STYLE = "font-weight:bold;border-left:3px solid #d33"
+_SPAN = re.compile(r"<span\b[^>]*>|</span>")
+
+
+def hot_lines(report: Any) -> dict[int, str]:
+    """Line -> "hot #k: ..." for the hottest source lines of the report's measured profile (none
+    without one): the source view marks them, not only the profile table."""
+    section = next((s for s in getattr(report, "sections", []) if isinstance(s, ProfileSection)),
+                   None)
+    if section is None:
+        return {}
+    prof = section.profile
+    key = SAMPLES if prof.column_total(SAMPLES) else INSTRUCTIONS
+    total = prof.column_total(key) or 1.0
+    what = "stall samples" if key == SAMPLES else "instructions executed"
+    marks = {}
+    for rank, number in enumerate(prof.hottest(), start=1):
+        lc = prof.lines[number]
+        stall = max(((r, v) for r, v in lc.stalls.items() if r != "selected"),
+                    key=lambda kv: kv[1], default=("", 0.0))
+        marks[number] = (f"hot #{rank}: {100 * lc.get(key) / total:.0f}% of {what}"
+                         + (f", mostly {stall[0]}" if stall[1] else ""))
+    return marks
+
+
+def mark_hot(page: str, marks: dict[int, str]) -> str:
+    """The source view's HTML with each hot line's row (`<span class="twl sN">`) in bold behind a
+    red bar, its note after it; a style attribute, so JupyterLab's sanitizer keeps it."""
+    for number, note in marks.items():
+        opening = f'<span class="twl s{number}">'
+        at = page.find(opening)
+        if at < 0:
+            continue
+        # the row's own </span>: the highlighted text inside it nests spans of its own
+        depth, pos = 1, at + len(opening)
+        for tag in _SPAN.finditer(page, pos):
+            depth += -1 if tag.group(0) == "</span>" else 1
+            if depth == 0:
+                pos = tag.start()
+                break
+        tail = (f'<span class="twhotnote" style="color:#b22;font-weight:normal">  \u25c0 '
+                f"{html.escape(note)}</span>")
+        page = (page[:at] + f'<span class="twl s{number} twhot" style="{HOT_STYLE}" '
+                f'title="{html.escape(note)}">' + page[at + len(opening):pos] + tail + page[pos:])
+    return page
 
 
 def profile_section(report: Any) -> Any:

@@ -139,6 +139,11 @@ class ReportWidget:
             child.value = _html(
                 self.widgets, render_stage(text, "llvm" if stage == "llir" else stage), self.uid
             ).value
+        elif key == "source":  # the hottest lines of a measured profile marked
+            from .profile_view import hot_lines, mark_hot
+
+            page = mark_hot(stage_html(self.report, key), hot_lines(self.report))
+            child.value = _html(self.widgets, page, self.uid).value
         else:
             child.value = _html(self.widgets, stage_html(self.report, key), self.uid).value
 

@@ -145,3 +145,19 @@ def test_the_profile_view_in_chromium(report, tmp_path):
         prof.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "profile-view.png"), full_page=True)
         browser.close()
+
+
+def test_the_widgets_source_tab_marks_the_hottest_lines(report):
+    pytest.importorskip("ipywidgets")
+    from tileworkbench.workbench.widgets import build_widget
+
+    view = build_widget(report).report_widget
+    index = view.stage_index("source")
+    view.show_tab(index)
+    shown = view.tabs.children[index].value
+    for number, note in hot_lines(report).items():
+        assert f'class="twl s{number} twhot"' in shown and note in shown
+    view.show_tab(view.stage_index("ptx"))
+    ptx = view.tabs.children[view.stage_index("ptx")].value
+    store = _line("tl.store(out_ptr + offs, x + y")
+    assert f"s{store}" in ptx and "twhot" not in ptx  # linked to line 20, yet not marked

@@ -4,6 +4,10 @@ causal and not), each compiled by tileworkbench and by Triton from the same sour
 beside torch (cuBLAS / scaled_dot_product_attention), in one process.
 
     PYTHONPATH=. python bench/tensor_cores.py [--quick] [--out FILE.json]
+    PYTHONPATH=. python bench/tensor_cores.py --matmul 4104x4104x4096:fp16 --skip attention
+
+(`--matmul MxNxK:dtype`, repeatable, times those matmuls instead of the default list: a ragged N
+such as 4104 launches as `:8`, whole 16-byte fp16 rows, issue 21)
 
 (default --out: bench/results/<gpu>-tensor-cores.json, h200-tensor-cores.json on an H200)
 
@@ -201,6 +205,18 @@ def attention(head_dim: int, causal: bool, tuned: dict, z: int = 4, h: int = 32,
                    launchers, check, tuning)
 
 
+def matmul_shape(text: str) -> tuple[int, int, int, str]:
+    """`--matmul`'s "4104x4104x4096:fp16" -> (4104, 4104, 4096, "fp16")."""
+    sizes, _, dtype = text.partition(":")
+    try:
+        m, n, k = (int(size) for size in sizes.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MxNxK:dtype, e.g. 4104x4104x4096:fp16")
+    if (dtype or "fp16") not in ("fp16", "bf16", "tf32", "fp8e4m3"):
+        raise argparse.ArgumentTypeError(f"{text!r}: dtype is one of fp16, bf16, tf32, fp8e4m3")
+    return m, n, k, dtype or "fp16"
+
+
 def main() -> None:
     global SECONDS
     parser = argparse.ArgumentParser()
@@ -209,6 +225,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=SECONDS,
                         help="paired timing per workload (more repetitions, less noise)")
     parser.add_argument("--skip", default="", help="comma list: matmul,attention")
+    parser.add_argument("--matmul", action="append", default=[], type=matmul_shape,
+                        help="MxNxK:dtype (fp16, bf16, tf32, fp8e4m3), repeatable: these matmuls "
+                             "instead of the default list")
     args = parser.parse_args()
     SECONDS = args.seconds
     skip = set(filter(None, args.skip.split(",")))
@@ -224,7 +243,9 @@ def main() -> None:
           f"{'/triton':>8}{'/torch':>8}{'A/A':>8}   (TFLOP/s; ratios are time over ours)", flush=True)
     tuned: dict = {}
     jobs = []
-    if "matmul" not in skip:
+    if args.matmul:
+        jobs += [("matmul", shape) for shape in args.matmul]
+    elif "matmul" not in skip:
         jobs += [("matmul", (4096, 4096, 4096, "fp16")), ("matmul", (4096, 4096, 4096, "bf16"))]
         if not args.quick:
             jobs += [("matmul", (8192, 8192, 8192, "fp16")), ("matmul", (8192, 8192, 8192, "bf16")),

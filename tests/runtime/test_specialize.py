@@ -1,6 +1,6 @@
 """Launch specialization (runtime/specialize.py), without a GPU: launches on the stand-in GPU of
 test_warm_launch.py. Two launches that differ in one specialized property (an array's dtype or
-alignment, an integer's multiple-of-16, equal-to-1 or width, a scalar's kind, None for an array, a
+alignment, an integer's multiple-of-16, -8 or -4, equal-to-1 or width, a scalar's kind, None for an array, a
 constexpr's value or class, a descriptor's block or TMA fit, the launch options) compile separately;
 the same launch again compiles nothing and, where the warm path takes it, skips the full path. The
 full path's key and the generated binder's key are the same parts."""
@@ -49,9 +49,8 @@ def affine_kernel(x_ptr, out_ptr, n, scale, bias_ptr, BLOCK: tl.constexpr, FLAG:
 def _base_call(rng):
     x = DeviceArray(4096 * int(rng.integers(1, 999)))
     out = DeviceArray(4096 * int(rng.integers(1, 999)))
-    n = int(rng.integers(2, 1 << 16)) * 16 + int(
-        rng.integers(2, 15)
-    )  # neither 1 nor a multiple of 16
+    # odd and not 1: a multiple of none of 16, 8 and 4, nor equal to 1
+    n = int(rng.integers(2, 1 << 16)) * 16 + 2 * int(rng.integers(1, 8)) + 1
     return [x, out, n, float(rng.uniform(0.5, 2.0)), None], {"BLOCK": 64, "FLAG": 1}
 
 
@@ -68,6 +67,8 @@ CHANGES = {
         "*fp32",
     ),
     "multiple of 16": (lambda a, k: a.__setitem__(2, 1024 * 16), "n", "i32:16"),
+    "multiple of 8": (lambda a, k: a.__setitem__(2, 1024 * 16 + 8), "n", "i32:8"),
+    "multiple of 4": (lambda a, k: a.__setitem__(2, 1024 * 16 + 4), "n", "i32:4"),
     "equal to 1": (lambda a, k: a.__setitem__(2, 1), "n", "i32:1"),
     "64-bit integer": (lambda a, k: a.__setitem__(2, 2**40 + 3), "n", "i64"),
     "unsigned 64-bit integer": (lambda a, k: a.__setitem__(2, 2**63 + 5), "n", "u64"),
@@ -138,6 +139,8 @@ def test_do_not_specialize_leaves_those_properties_out(compiles, monkeypatch):
     args[2], args[0] = 1, DeviceArray(args[0].address + 4)  # equal to 1; unaligned
     assert kernel[(1,)](*args, **kwargs) is first and len(seen) == 1
     assert [seen[0][0][name] for name in ("x_ptr", "out_ptr", "n")] == ["*fp32", "*fp32:16", "i32"]
+    args[2] = 16 * 1024 + 8  # a multiple of 8 (and of 16 below): not specialized either
+    assert kernel[(1,)](*args, **kwargs) is first and len(seen) == 1
     args[2] = 16 * 1024  # a multiple of 16, and the other array's alignment still counts
     args[1] = DeviceArray(args[1].address + 8)
     assert kernel[(1,)](*args, **kwargs) is not first
@@ -200,6 +203,32 @@ def test_the_table_reads_every_argument_kind():
         "*fp16",
     )
     assert specialize.arg_spec("n", "i32:16:1").key == "i32:16:1"
+    assert [specialize.key_part(n) for n in (4104, 4100, 4098, -8)] == ["i32:8", "i32:4", "i32", "i32:8"]
+    assert specialize.key_part(2**40 + 8) == "i64:8" and specialize.key_part(2**63 + 4) == "u64:4"
+    spec = specialize.arg_spec("n", "i32:8")
+    assert (spec.divisible_16, spec.divisible_by, spec.key) == (False, 8, "i32:8")
+
+
+def test_a_ragged_size_compiles_apart_from_multiples_of_16_and_of_nothing(compiles):
+    """N = 4104 (fp16 rows of whole 16-byte chunks), 4096 and 4100 are three compiles, each with its
+    divisibility on the IR; the same N again, on the warm path, compiles nothing."""
+    seen, full_runs = compiles
+    affine_kernel.clear_cache()
+    args, kwargs = _base_call(np.random.default_rng())
+    kernels = {}
+    for n, says in ((4104, "i32:8"), (4096, "i32:16"), (4100, "i32:4"), (4098, "i32")):
+        args[2] = n
+        kernels[n] = affine_kernel[(1,)](*args, **kwargs)
+        assert seen[-1][0]["n"] == says
+        divisibility = {"i32:8": 8, "i32:16": 16, "i32:4": 4, "i32": None}[says]
+        header = kernels[n].asm["tile"].splitlines()[0]
+        attr = f"%n: i32 {{tt.divisibility = {divisibility}}}"
+        assert (attr in header) == bool(divisibility) and ("%n: i32," in header) != bool(divisibility)
+    assert len(seen) == 4 and len({id(k) for k in kernels.values()}) == 4
+    runs = len(full_runs)
+    args[2] = 4104
+    assert affine_kernel[(1,)](*args, **kwargs) is kernels[4104] and len(seen) == 4
+    assert len(full_runs) == runs
     assert specialize.normalize_grid(5, None) == (5, 1, 1)
     assert specialize.normalize_grid(lambda meta: (meta["n"], 2), {"n": 3}) == (3, 2, 1)
     with pytest.raises(LaunchError, match="1 to 3 dimensions"):

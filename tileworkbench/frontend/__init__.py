@@ -138,4 +138,8 @@ def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
 def _arg_attrs(arg: ArgSpec) -> dict:
     if arg.type == TENSOR_MAP:
         return {"tt.tensormap": 128}
-    return {"tt.divisibility": 16} if arg.divisible_16 else {}
+    if arg.divisible_16:
+        return {"tt.divisibility": 16}
+    # an integer launched as a multiple of 8 or 4: axis_info scales it by the element size of the
+    # pointer it moves, so an fp16 row stride of 8 keeps 16-byte aligned rows
+    return {"tt.divisibility": arg.divisible_by} if arg.divisible_by > 1 else {}

@@ -61,6 +61,8 @@ def _argument_code(
             "_tw_I32": spec.I32,
             "_tw_I32_16": spec.I32_16,
             "_tw_I32_ONE": spec.I32_ONE,
+            "_tw_I32_8": spec.I32_8,
+            "_tw_I32_4": spec.I32_4,
             "_tw_Tensor": torch.Tensor if torch is not None else _NoTorch,
         }
     )
@@ -78,7 +80,7 @@ def _argument_code(
             f"elif {name}.__class__ is int and -0x80000000 <= {name} <= 0x7FFFFFFF:",
             f"    _tw_v{i} = {name}",
             (f"    _tw_k{i} = _tw_I32_ONE if {name} == 1 else _tw_I32_16 if {name} & 15 == 0 "
-             "else _tw_I32"),
+             f"else _tw_I32_8 if {name} & 7 == 0 else _tw_I32_4 if {name} & 3 == 0 else _tw_I32"),
             "else:",
             f"    _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})",
         ]

@@ -2,8 +2,9 @@
 
 A kernel is compiled once per specialization of its runtime arguments: each argument's kind
 ("*fp32", "i32", "fp32", a tensor descriptor's type), whether it is a multiple of 16 (a 16-byte
-aligned address, or an integer; a descriptor: whether TMA can take it) and whether it is the integer
-1. `SPECIALIZE` maps an argument's type to the function that gives its key part, an interned string
+aligned address, or an integer; a descriptor: whether TMA can take it), for an integer not a multiple
+of 16 whether it is one of 8 or 4 (`frontend.specialize.SMALL_DIVISORS`), and whether it is the
+integer 1. `SPECIALIZE` maps an argument's type to the function that gives its key part, an interned string
 in `frontend.specialize.key_text`'s spelling ("*fp32:16", "i32:1", ...), and the value a launch
 packs (an array's device address, a scalar itself). Arrays' parts end in the family the warm
 launcher may take them as (`@torch`: torch's stream, `@cupy`: CuPy's stream) or in `@full`: arrays
@@ -31,7 +32,7 @@ from ..dtypes import BY_ARRAY_NAME
 from ..dtypes import TABLE as DTYPES
 from ..errors import ArgumentOverflowError, LaunchError
 from ..frontend.descriptor_args import descriptor_type, is_host_descriptor
-from ..frontend.specialize import ArgSpec, key_text
+from ..frontend.specialize import ArgSpec, key_text, small_divisor
 
 # Options Triton's CUDA/HIP backends take as launch keywords; accepted and ignored here (one CTA per
 # program, no AMD matrix-instruction choice), so Triton code passes them unchanged. (`maxnreg`,
@@ -88,12 +89,14 @@ def dtype_name(dtype) -> str:
 
 
 # -- the key parts ---------------------------------------------------------------------------------
-def _part(kind: str, divisible_16: bool = False, equal_1: bool = False, family: str = "") -> str:
+def _part(kind: str, divisible_16: bool = False, equal_1: bool = False, family: str = "",
+          divisible_by: int = 1) -> str:
     # interned: a string caches its hash, so a flat tuple of them hashes cheaply at every launch
-    return sys.intern(key_text(kind, divisible_16, equal_1) + family)
+    return sys.intern(key_text(kind, divisible_16, equal_1, divisible_by) + family)
 
 
 I32, I32_16, I32_ONE = _part("i32"), _part("i32", True), _part("i32", False, True)
+I32_8, I32_4 = _part("i32", divisible_by=8), _part("i32", divisible_by=4)
 I1, FP32, NONE = _part("i1"), _part("fp32"), sys.intern("None")
 TORCH, CUPY, FULL = "@torch", "@cupy", "@full"  # array families (see the module docstring)
 
@@ -129,13 +132,13 @@ def warm_key(key: tuple) -> bool:
 
 
 def without_alignment(part: str) -> str:
-    """`part` for a parameter in `do_not_specialize_on_alignment`."""
-    return part.replace(":16", "")
+    """`part` for a parameter in `do_not_specialize_on_alignment` (its multiples of 8 and 4 too)."""
+    return part.replace(":16", "").replace(":8", "").replace(":4", "")
 
 
 def without_specialization(part: str) -> str:
     """`part` for a parameter in `do_not_specialize`."""
-    return part.replace(":16", "").replace(":1", "")
+    return without_alignment(part).replace(":1", "")
 
 
 def arg_spec(name: str, part: str) -> ArgSpec:
@@ -195,10 +198,12 @@ def array_address(value) -> tuple[str, int] | None:
 # -- the table: type -> (value -> (key part, value to pack)) ---------------------------------------
 def _int(value):
     if -0x80000000 <= value <= 0x7FFFFFFF:
-        return (I32_ONE if value == 1 else I32_16 if value & 15 == 0 else I32), value
+        return (I32_ONE if value == 1 else I32_16 if value & 15 == 0 else I32_8 if value & 7 == 0
+                else I32_4 if value & 3 == 0 else I32), value
     if not -(2**63) <= value < 2**64:
         raise ArgumentOverflowError(f"the integer {value} fits in no 64-bit kind (i64 or u64)")
-    return _part("u64" if value >= 2**63 else "i64", value % 16 == 0, value == 1), value
+    small = 1 if value % 16 == 0 else small_divisor(value)
+    return _part("u64" if value >= 2**63 else "i64", value % 16 == 0, value == 1, "", small), value
 
 
 def _bool(value):

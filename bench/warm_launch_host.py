@@ -33,6 +33,7 @@ import numpy as np
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config
+from tileworkbench.launch_checks import DEFAULT_MAX_GRID
 from tileworkbench.runtime import arguments, jit, launcher
 from tileworkbench.runtime import compiler as compiler_module
 
@@ -67,7 +68,7 @@ class StandInKernel(launcher.CudaKernel):
         self, ptx, kernel_name, *, num_warps, shared, cubin=None, param_kinds=None, param_names=None
     ):
         self.name, self.num_warps, self.shared, self.device_id = kernel_name, num_warps, shared, 0
-        self._max_grid = launcher.DEFAULT_MAX_GRID
+        self._max_grid = DEFAULT_MAX_GRID
         self._function_address, self.num_regs = 1, 10
         self._threads, self._check_current = 32 * num_warps, False
         self._block = (self._threads, 1, 1)

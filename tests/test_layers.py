@@ -3,9 +3,9 @@
 few listed below, each with the reason it is still there. A new cycle or a new crossing fails;
 fix it (docs/ARCHITECTURE.md says where each thing lives) rather than adding it to a list.
 
-The layers, lowest first: `ir`, `language`, `dtypes`/`errors`/`config` -> `frontend`, `passes` ->
-`backends` (the registry, `backends/llvm` shared by the compiled backends, then each backend) ->
-`runtime` -> `workbench` -> the package root and `cli`.
+The layers, lowest first: `ir`, `language`, `dtypes`/`errors`/`config`/`launch_checks` -> `frontend`,
+`passes` -> `backends` (the registry, `backends/llvm` shared by the compiled backends, then each
+backend) -> `runtime` -> `workbench` -> the package root and `cli`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,6 @@ ALLOWED_CYCLES = [
     # the frontend's AST visitor and its call/expression/statement handlers call each other
     {"frontend.calls", "frontend.codegen", "frontend.descriptors", "frontend.expressions",
      "frontend.reductions", "frontend.statements"},
-    # issue 25 item 1 ("spec") takes jit <-> binder apart
-    {"runtime.binder", "runtime.jit"},
-    # issue 25 item 2 ("target"): the tensor-core passes ask each other which MMA a dot gets
-    {"passes.mma", "passes.wgmma"},
     # not yet taken apart: the workbench's peak measurements and the roofline that draws them
     {"workbench.hostbench", "workbench.microbench", "workbench.peaks", "workbench.roofline"},
     {"workbench.build", "workbench.report", "workbench.triton_compare"},
@@ -38,9 +34,6 @@ ALLOWED_CROSSINGS = {
     # they belong to the NVPTX backend, or to a CUDA layer below it and the runtime
     ("backends.nvptx.backend", "runtime.device"),
     ("backends.nvptx.backend", "runtime.launcher"),
-    # the grid check and the scalar argument converters both compiled backends use
-    ("backends.cpu.launch", "runtime.launcher"),
-    ("backends.cpu.launch", "runtime.arguments"),
     # the host's roofline ceilings are measured with two @jit kernels
     ("backends.cpu.peaks", ""),
     # libdevice calls the host has no LLVM for call back into the interpreter's NumPy versions

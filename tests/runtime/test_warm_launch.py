@@ -19,6 +19,7 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config
 from tileworkbench.errors import LaunchError
+from tileworkbench.launch_checks import DEFAULT_MAX_GRID
 from tileworkbench.runtime import arguments, binder, jit, launcher, specialize
 from tileworkbench.runtime import compiler as compiler_module
 
@@ -45,7 +46,7 @@ class RecordingKernel(launcher.CudaKernel):
     def __init__(self, ptx, kernel_name, *, num_warps, shared, cubin=None, param_kinds=None,
                  param_names=None):
         self.name, self.num_warps, self.shared, self.device_id = kernel_name, num_warps, shared, 0
-        self._max_grid = launcher.DEFAULT_MAX_GRID
+        self._max_grid = DEFAULT_MAX_GRID
         self._function_address, self.num_regs = 1, 10
         self._threads, self._check_current = 32 * num_warps, False
         self._block = (self._threads, 1, 1)

@@ -13,7 +13,7 @@ from ..ir.types import PointerType, TensorType
 from ..target import TargetInfo, target_pass
 from .axis_info import axis_info
 from .layouts import assign_layouts, dot_result_encoding, is_tensor
-from .mma import dot_encoding
+from .dot_layout import dot_encoding
 from .wgmma import operand_order
 
 _MEMORY = (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)

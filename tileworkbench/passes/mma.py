@@ -1,6 +1,7 @@
 """Tensor-core choice for `tt.dot`: which dots run on `mma.sync` and with which `#mma` layout.
 
-Used by `coalesce` when the target has tensor cores (`TargetInfo.tensor_cores`).
+Used by `dot_layout` (the layout `coalesce` gives a dot when the target has tensor cores) and the
+LLVM lowering of `mma.sync`.
 A dot runs on tensor cores when its input dtype has an `mma.sync` shape (fp16/bf16 m16n8k16, tf32
 m16n8k8, int8 and fp8 m16n8k32), its accumulator type fits, and M, N and K are multiples of the
 instruction's; otherwise it stays on the CUDA-core FMA path (fp64, `input_precision="ieee"` on
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.ops import tt
-from ..ir.ops.ttg import DotOperandEncoding, MmaEncoding, SharedEncoding
+from ..ir.ops.ttg import DotOperandEncoding, MmaEncoding
 from ..ir.types import element_type
 
 
@@ -75,20 +76,6 @@ def warps_per_cta(shape: tuple[int, ...], num_warps: int, chained: bool) -> tupl
     return batch + (wm, wn)
 
 
-def _feeds_dot(op: tt.DotOp, users: dict[int, list]) -> bool:
-    """Whether the dot's result reaches another dot's A operand through elementwise ops."""
-    seen, work = set(), [op.result]
-    while work:
-        v = work.pop()
-        for user in users.get(id(v), []):
-            if isinstance(user, tt.DotOp) and user.a is v:
-                return True
-            if id(user) not in seen and user.elementwise and user.results and not user.regions:
-                seen.add(id(user))
-                work.extend(user.results)
-    return False
-
-
 def fed_by_dot(op, dots: tuple = (tt.DotOp,)) -> bool:
     """Whether the dot's A operand comes from another dot's result (an op of the classes `dots`)
     through elementwise ops."""
@@ -106,54 +93,9 @@ def fed_by_dot(op, dots: tuple = (tt.DotOp,)) -> bool:
     return False
 
 
-def dot_encoding(op: tt.DotOp, num_warps: int, fp8: bool, users: dict[int, list],
-                 wgmma_orders: tuple | None = None) -> MmaEncoding | None:
-    """The `#mma` layout of `op`'s result, or None for the FMA path. `fp8`: as `mma_kind`.
-    `wgmma_orders`: the target has `wgmma` (sm_90a) and the operands arrive in these memory orders;
-    version 3 where it fits."""
-    kind = mma_kind(op, fp8)
-    if kind is None or not fits(op, kind):
-        return None
-    shape = op.result.type.shape
-    # both dots of a chain (attention: p = f(q @ k), p @ v) put every warp on M, so the first's
-    # result is the second's A operand in the same threads and needs no exchange
-    a_from_dot = fed_by_dot(op)
-    chained = _feeds_dot(op, users) or a_from_dot
-    if wgmma_orders is not None:
-        from .wgmma import wgmma_encoding
-
-        # on wgmma too, with the second dot's A (the first's result) read from registers
-        v3 = wgmma_encoding(op, num_warps, wgmma_orders, chained, a_in_registers=a_from_dot)
-        if v3 is not None:
-            return v3
-    return MmaEncoding(2, warps_per_cta(shape, num_warps, chained))
-
-
 def operand_encoding(op_idx: int, parent, element) -> DotOperandEncoding:
     """The dot-operand layout of operand `op_idx` (0: A, 1: B) of a dot whose result has `parent`."""
     if isinstance(parent, MmaEncoding):
         bits = element_type(element).bitwidth
         return DotOperandEncoding(op_idx, parent, max(1, 32 // bits))
     return DotOperandEncoding(op_idx, parent)
-
-
-def shared_for_operand(shape: tuple[int, ...], element, order: tuple[int, ...],
-                       operand=None) -> SharedEncoding:
-    """The `#shared` swizzle of an operand tile whose `order[0]` dimension is contiguous: 16-byte
-    chunks, XORed by row so that the 8 rows an `ldmatrix` (or a warp's stores) touch hit 8 different
-    bank groups, as Triton's mma v2 swizzle. A `wgmma` operand (`operand`, its `#dot_op` encoding,
-    has a version-3 parent) gets an `#nvmma_shared` layout instead (`wgmma.py`)."""
-    if operand is not None and isinstance(operand.parent, MmaEncoding) and operand.parent.version == 3:
-        from .wgmma import nvmma_for_operand
-
-        shared = nvmma_for_operand(operand.op_idx, shape, element, order, operand.parent)
-        if shared is None:  # staged in another order than the choice saw: store it K-major
-            k_major = (1, 0) if operand.op_idx == 0 else (0, 1)
-            shared = nvmma_for_operand(operand.op_idx, shape, element, k_major, operand.parent)
-        return shared
-    elem_bytes = max(1, element_type(element).bitwidth // 8)
-    row_bytes = shape[order[0]] * elem_bytes
-    vec = max(1, 16 // elem_bytes)
-    per_phase = max(1, 128 // row_bytes)
-    max_phase = max(1, min(8 // per_phase, row_bytes // 16))
-    return SharedEncoding(vec, per_phase, max_phase, tuple(order))

@@ -21,7 +21,7 @@ from ..ir.ops.ttg import (
 )
 from ..ir.types import MemDescType
 from ..ir.values import OpResult
-from .mma import shared_for_operand
+from .dot_layout import shared_for_operand
 
 
 def _staged(op) -> bool:

@@ -149,7 +149,7 @@ def wgmma(func: tt.FuncOp) -> bool:
 
 def _a_from_registers(dot: tt.DotOp) -> bool:
     """Whether the dot's A stays in registers (the `#dot_op` fragments of the register-A form): a
-    16-bit A fed by another dot's result, the same test `mma.dot_encoding` chose the layout by
+    16-bit A fed by another dot's result, the same test `dot_layout.dot_encoding` chose the layout by
     (the first dot of the chain may already be a `warp_group_dot` here). Any other A is read from
     shared memory, so that a descriptor load feeding it can still land in a TMA ring slot."""
     if element_type(dot.a.type).bitwidth != 16:

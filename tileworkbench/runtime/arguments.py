@@ -19,11 +19,8 @@ import numpy as np
 from tileworkbench.dtypes import TABLE as DTYPES
 from tileworkbench.errors import HostArrayError, LaunchError
 from tileworkbench.frontend.descriptor_args import TENSOR_MAP
+from tileworkbench.launch_checks import _BIT_KINDS, _bits_converter, _short_repr, scalar_converter
 
-# kind -> NumPy scalar type, for the kinds NumPy has natively (from the one dtype table)
-_SCALAR_TYPES: dict[str, type] = {
-    row.kind: row.numpy_dtype.type for row in DTYPES if row.numpy == row.raw_numpy
-}
 # the IR's spellings of the same kinds
 _ALIASES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16", "int1": "i1"}
 _DLPACK_GPU_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
@@ -84,65 +81,7 @@ def _make_converter(kind: str, name: str, kernel: str, device_id: int | None) ->
         return _tensor_map_converter(name, kernel)
     if kind.startswith("*"):
         return _pointer_converter(name, kernel, device_id)
-    if kind in _BIT_KINDS:
-        return _bits_converter(kind, name, kernel)
-    scalar_type = _SCALAR_TYPES.get(kind)
-    if scalar_type is None:
-        raise ValueError(f"unknown parameter kind {kind!r} for argument {name!r} of {kernel}")
-    if kind.startswith("fp"):
-        return _float_converter(scalar_type, kind, name, kernel)
-    return _int_converter(scalar_type, kind, name, kernel)
-
-
-def _int_converter(scalar_type: type, kind: str, name: str, kernel: str) -> Callable:
-    def convert(value):
-        # a float for an integer parameter would be truncated silently by NumPy; refuse it
-        if type(value) is not int and not isinstance(value, (int, np.integer, np.bool_)):
-            raise _scalar_error(value, kind, name, kernel)
-        try:
-            return scalar_type(value)
-        except (OverflowError, TypeError, ValueError):
-            raise _scalar_error(value, kind, name, kernel) from None
-
-    return convert
-
-
-def _float_converter(scalar_type: type, kind: str, name: str, kernel: str) -> Callable:
-    def convert(value):
-        try:
-            with np.errstate(over="ignore"):  # a too-large value is reported by the caller
-                return scalar_type(value)
-        except (OverflowError, TypeError, ValueError):
-            raise _scalar_error(value, kind, name, kernel) from None
-
-    return convert
-
-
-# scalar kinds NumPy has no type for: passed as the bits of their ml_dtypes value
-_BIT_KINDS = {
-    row.kind: (row.numpy, np.dtype(row.raw_numpy).type) for row in DTYPES if row.numpy != row.raw_numpy
-}
-
-
-def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
-    import ml_dtypes
-
-    from tileworkbench.dtypes import HELD_AS
-
-    type_name, bits_type = _BIT_KINDS[kind]
-    if type_name in HELD_AS:  # its bits are not those of any NumPy value
-        raise LaunchError(f"argument {name!r} of {kernel}: a {kind} scalar cannot be passed; pass a "
-                          "float32 and convert it in the kernel")
-    scalar_type = getattr(ml_dtypes, type_name)
-
-    def convert(value):
-        # CuPy only packs bfloat16 scalars with recent NumPy, and fp8 not at all: send the bits
-        try:
-            return np.asarray(value, dtype=scalar_type).view(bits_type)[()]
-        except (OverflowError, TypeError, ValueError):
-            raise _scalar_error(value, kind, name, kernel) from None
-
-    return convert
+    return scalar_converter(kind, name, kernel)
 
 
 def _tensor_map_converter(name: str, kernel: str) -> Callable:
@@ -160,17 +99,6 @@ def argument_error(error: LaunchError, name: str, value: object, kernel: str) ->
     cls = type(error) if isinstance(error, OverflowError) else LaunchError  # keep Triton's class
     return cls(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
                f"{error}")
-
-
-def _short_repr(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _scalar_error(value: object, kind: str, name: str, kernel: str) -> LaunchError:
-    return LaunchError(
-        f"argument {name!r} of {kernel} has kind {kind}; got {value!r} ({type(value).__name__})"
-    )
 
 
 def _pointer_converter(name: str, kernel: str, device_id: int | None) -> Callable:

@@ -15,13 +15,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from tileworkbench.errors import LaunchError, OutOfResources
+from tileworkbench.launch_checks import check_grid
 from tileworkbench.runtime.arguments import ParamBuffer, make_arg_packer, normalize_kind
 from tileworkbench.runtime.specialize import LAUNCH_REFUSALS
 
 __all__ = ["CudaKernel", "check_grid", "make_arg_packer", "normalize_kind"]
 
-# CUDA's grid limits for compute capability >= 3.0 (the device's own values are used when known)
-DEFAULT_MAX_GRID = (2**31 - 1, 65535, 65535)
 # dynamic shared memory above this needs the function's opt-in attribute
 DEFAULT_SHARED_LIMIT = 48 * 1024
 _FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0
@@ -29,59 +28,6 @@ _FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 _FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
 _FUNC_ATTRIBUTE_NUM_REGS = 4
 _FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-
-
-def check_grid(
-    grid: Sequence[int], kernel_name: str = "kernel", max_grid: Sequence[int] = DEFAULT_MAX_GRID
-) -> tuple[int, int, int] | None:
-    """The grid as a 3-tuple of ints, or None when a dimension is 0 (launch nothing, as Triton does).
-
-    Raises:
-        LaunchError: a dimension is negative, not an integer, or over the device's limit.
-    """
-    if (
-        type(grid) is tuple and len(grid) == 3
-    ):  # the JIT's own form: checked without unpacking twice
-        gx, gy, gz = grid
-        if (
-            type(gx) is int
-            and type(gy) is int
-            and type(gz) is int
-            and 0 < gx <= max_grid[0]
-            and 0 < gy <= max_grid[1]
-            and 0 < gz <= max_grid[2]
-        ):
-            return grid
-    if isinstance(grid, (int, np.integer)):
-        grid = (grid,)
-    size = len(grid)
-    if size == 3:
-        gx, gy, gz = grid
-    elif size == 1:
-        gx, gy, gz = grid[0], 1, 1
-    elif size == 2:
-        gx, gy, gz = grid[0], grid[1], 1
-    else:
-        raise LaunchError(f"grid of {kernel_name} must have 1 to 3 dimensions; got {tuple(grid)}")
-    if type(gx) is not int or type(gy) is not int or type(gz) is not int:
-        gx, gy, gz = (_grid_int(value, grid, kernel_name) for value in (gx, gy, gz))
-    if 0 < gx <= max_grid[0] and 0 < gy <= max_grid[1] and 0 < gz <= max_grid[2]:
-        return (gx, gy, gz)
-    if min(gx, gy, gz) < 0:
-        raise LaunchError(f"grid of {kernel_name} has a negative dimension: {(gx, gy, gz)}")
-    if min(gx, gy, gz) == 0:
-        return None
-    raise LaunchError(
-        f"grid {(gx, gy, gz)} of {kernel_name} is over the device's limit "
-        f"{tuple(max_grid)}; make the blocks larger or loop inside the kernel"
-    )
-
-
-def _grid_int(value: object, grid: Sequence[object], kernel_name: str) -> int:
-    try:
-        return int(value.__index__())  # numpy ints yes, floats no
-    except (AttributeError, TypeError):
-        raise LaunchError(f"grid of {kernel_name} must hold integers; got {tuple(grid)}") from None
 
 
 _FAULT_HINT = (

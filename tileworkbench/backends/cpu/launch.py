@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ...dtypes import BY_KIND
 from ...errors import LaunchError
+from ...launch_checks import check_grid, scalar_converter
 from . import codegen, debug
 
 _GRID_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
@@ -78,8 +79,6 @@ class CpuKernel:
 
     def launch(self, grid, args, stream=None) -> None:
         """Run every program of `grid` (1 to 3 dims) on `args` (arrays and scalars in parameter order)."""
-        from ...runtime.launcher import check_grid
-
         grid3 = check_grid(grid, self.name, _MAX_GRID)
         if grid3 is None:
             return
@@ -200,9 +199,7 @@ def _converter(kind: str, name: str, kernel: str):
         return lambda value: host_address(value, name, kernel)
     if kind == "i1":
         return lambda value: int(bool(value))
-    from ...runtime.arguments import _make_converter  # the GPU's scalar checks, shared
-
-    return _make_converter(kind, name, kernel, None)
+    return scalar_converter(kind, name, kernel)  # the GPU's scalar checks, shared
 
 
 def host_address(value, name: str, kernel: str) -> int:

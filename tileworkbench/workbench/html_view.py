@@ -219,9 +219,11 @@ def _source_panel(report, uid: str) -> str:
     hint = (
         '<div class="twnote">click a line: what it became is highlighted in every stage tab</div>'
     )
-    from .profile_view import hot_lines, mark_hot
+    from .hot_marks import mark_hot
 
-    marks = hot_lines(report)
+    # a measured profile's section names its hot lines (profile_view.ProfileSection.hot_marks)
+    marks = next((s.hot_marks() for s in getattr(report, "sections", []) if hasattr(s, "hot_marks")),
+                 {})
     if marks:
         hint += ('<div class="twnote">bold behind a red bar: the hottest lines of the measured '
                  "profile</div>")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import html
 import itertools
-import re
 from typing import Any
 
 from .profile import INSTRUCTIONS, SAMPLES, SHOWN, Profile, check_totals
+from .hot_marks import HOT_STYLE, mark_hot  # noqa: F401  (re-exported: the views and tests)
 from .sass_link import PtxInstr, SassInstr, link
 
 _uids = itertools.count()
@@ -70,6 +70,10 @@ class ProfileSection:
         self.ptx = ptx or []
         self.links = link(self.ptx, self.sass) if self.ptx and self.sass else None
         self.columns = [(c, h) for c, h in SHOWN if c in profile.columns]
+
+    def hot_marks(self) -> dict[int, str]:
+        """Line -> its "hot #k" note, for the source view (hot_marks.mark_hot)."""
+        return _hot_marks(self)
 
     # -- shared ---------------------------------------------------------------------------------------
     def headline(self) -> list[str]:
@@ -204,17 +208,15 @@ class ProfileSection:
                 if s.pc in by_pc}
 
 
-HOT_STYLE = "font-weight:bold;border-left:3px solid #d33"
-_SPAN = re.compile(r"<span\b[^>]*>|</span>")
-
-
 def hot_lines(report: Any) -> dict[int, str]:
     """Line -> "hot #k: ..." for the hottest source lines of the report's measured profile (none
     without one): the source view marks them, not only the profile table."""
     section = next((s for s in getattr(report, "sections", []) if isinstance(s, ProfileSection)),
                    None)
-    if section is None:
-        return {}
+    return {} if section is None else section.hot_marks()
+
+
+def _hot_marks(section: ProfileSection) -> dict[int, str]:
     prof = section.profile
     key = SAMPLES if prof.column_total(SAMPLES) else INSTRUCTIONS
     total = prof.column_total(key) or 1.0
@@ -227,28 +229,6 @@ def hot_lines(report: Any) -> dict[int, str]:
         marks[number] = (f"hot #{rank}: {100 * lc.get(key) / total:.0f}% of {what}"
                          + (f", mostly {stall[0]}" if stall[1] else ""))
     return marks
-
-
-def mark_hot(page: str, marks: dict[int, str]) -> str:
-    """The source view's HTML with each hot line's row (`<span class="twl sN">`) in bold behind a
-    red bar, its note after it; a style attribute, so JupyterLab's sanitizer keeps it."""
-    for number, note in marks.items():
-        opening = f'<span class="twl s{number}">'
-        at = page.find(opening)
-        if at < 0:
-            continue
-        # the row's own </span>: the highlighted text inside it nests spans of its own
-        depth, pos = 1, at + len(opening)
-        for tag in _SPAN.finditer(page, pos):
-            depth += -1 if tag.group(0) == "</span>" else 1
-            if depth == 0:
-                pos = tag.start()
-                break
-        tail = (f'<span class="twhotnote" style="color:#b22;font-weight:normal">  \u25c0 '
-                f"{html.escape(note)}</span>")
-        page = (page[:at] + f'<span class="twl s{number} twhot" style="{HOT_STYLE}" '
-                f'title="{html.escape(note)}">' + page[at + len(opening):pos] + tail + page[pos:])
-    return page
 
 
 def profile_section(report: Any) -> Any:

@@ -238,16 +238,17 @@ def test_lanes_time_every_config_once_one_at_a_time_per_device():
                 if busy.get(name):
                     overlap.append(name)
                 busy[name] = True
-            time.sleep(0.002 * costs[item] / 5)
+            time.sleep(0.005 + 0.002 * costs[item] / 5)  # longer than configs take to arrive
             with lock:
                 busy[name] = False
             return costs[item] * (1 + random.uniform(-0.001, 0.001))  # a little timing noise
 
         return parallel_compile.Lane(name, bench)
 
-    def built():  # configs arrive as their compiles finish, some late
-        for name in costs:
-            time.sleep(random.uniform(0, 0.003))
+    def built():  # configs arrive as their compiles finish: three at once, then some late
+        for number, name in enumerate(costs):
+            if number >= 3:
+                time.sleep(random.uniform(0, 0.003))
             yield name
 
     lanes = [lane(f"GPU {d}") for d in range(3)]

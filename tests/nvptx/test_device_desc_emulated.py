@@ -55,6 +55,22 @@ def test_copy_with_edge_tiles(element, block):
     assert emu.scratch_bytes == 256  # two maps of 128 bytes per program
 
 
+def test_a_row_stride_of_whole_16_byte_chunks_takes_tma():
+    """A stride of 56 fp32 (224 bytes) specializes `:8`, not `:16`: the map's byte stride is still
+    whole 16-byte chunks, so the tiles go through TMA, with the same edge handling."""
+    args = [*_copy_args("fp32")[:4], ArgSpec("stride_src", "i32", divisible_by=8),
+            ArgSpec("stride_dst", "i32", divisible_by=8), ArgSpec("factor", "fp32")]
+    emu = Emulator(device_desc_copy, args, {"BM": 32, "BN": 32}, num_warps=2, tma=True)
+    assert "@emu_tensormap_replace" in emu.text and "@emu_tma_load" in emu.text
+    rows, cols, stride = 77, 48, 56
+    x = RNG.standard_normal((rows, stride)).astype(np.float32)
+    out = np.full((rows, stride), np.nan, np.float32)
+    emu.launch((3, 2), x, out, rows, cols, stride, stride, np.float32(2.0))
+    np.testing.assert_array_equal(out[:, :cols], x[:, :cols] * np.float32(2.0))
+    assert np.isnan(out[:, cols:]).all()
+    assert emu.scratch_bytes == 256
+
+
 @pytest.mark.parametrize("padding", ["zero", "nan"])
 def test_out_of_bounds_tiles_read_the_padding(padding):
     """Tiles at negative offsets, partly and wholly past the tensor read zeros (or NaN) there. The

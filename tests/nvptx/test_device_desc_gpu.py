@@ -33,11 +33,13 @@ def _maps(compiled) -> int:
 @pytest.mark.parametrize("dtype, block, stride, cols, tma", [
     (np.float16, (64, 64), 224, 208, True), (np.float32, (32, 32), 64, 48, True),
     (np.float32, (16, 64), 64, 48, True), (np.float32, (32, 32), 48, 45, False),
-    (np.float32, (32, 32), 56, 48, False),
-], ids=["fp16", "fp32-edges", "fp32-two-boxes", "fallback-extent", "fallback-stride"])
+    (np.float32, (32, 32), 54, 48, False), (np.float32, (32, 32), 56, 48, True),
+], ids=["fp16", "fp32-edges", "fp32-two-boxes", "fallback-extent", "fallback-stride",
+        "stride-8"])
 def test_copy_with_edge_tiles(cp, dtype, block, stride, cols, tma):
-    """Maps only where the specialization proves the rules: N and the stride multiples of 16
-    elements (45 and 56 are not: the pointer lowering)."""
+    """Maps only where the specialization proves the rules: N and the row stride whole 16-byte
+    chunks (45 is not a multiple of 16 elements, 54 fp32 is 216 bytes: the pointer lowering; 56 fp32
+    specializes `:8`, 224 bytes: TMA)."""
     rows = 77
     host = RNG.standard_normal((rows, stride)).astype(dtype)
     out = cp.full((rows, stride), np.nan, dtype=dtype)

@@ -1,7 +1,8 @@
 """`--profile` on a real GPU with Nsight Compute: vector add, softmax and a tensor-core matmul run in a
 cell, profiled in a child process; the per-line sums equal ncu's kernel totals, the top stall reasons
 are named with their lines, the measured DRAM bytes agree with ncu's DRAM throughput x duration within
-10%, and the hottest line of the matmul holds its tensor-core instructions."""
+10%, the hottest line of the matmul holds its tensor-core instructions, and the attention's two dots
+(QK^T and PV) and its softmax each get their own lines' counters."""
 
 from __future__ import annotations
 
@@ -68,6 +69,39 @@ b = cp.random.standard_normal((m, m), dtype=cp.float32).astype(cp.float16)
 c = cp.full((m, m), cp.nan, cp.float16)
 mm_kernel[(m // 128, m // 128)](a, b, c, m, m, m, m, BM=128, BN=128, BK=64)
 """
+ATTENTION = HEAD + """
+@tw.jit
+def attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale,
+                D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    head = tl.program_id(1)
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    base = head * N * D
+    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :])
+    m_i = tl.full((BM,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(0, N, BN):
+        k = tl.load(k_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
+        s = tl.dot(q, tl.trans(k)) * scale
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16))
+
+H, N, D = 16, 2048, 64
+q, k, v = (cp.random.standard_normal((H, N, D), dtype=cp.float32).astype(cp.float16) for _ in range(3))
+o = cp.full((H, N, D), cp.nan, cp.float16)
+attn_kernel[(N // 128, H)](q, k, v, o, N, D ** -0.5, D=D, BM=128, BN=64, num_warps=8, num_stages=2)
+"""
+ATTENTION_REF = ("(lambda s: (cp.exp(s - s.max(-1, keepdims=True)) / cp.exp(s - s.max(-1, keepdims=True))"
+                 ".sum(-1, keepdims=True)) @ v.astype(cp.float32))(q.astype(cp.float32) @ "
+                 "k.astype(cp.float32).transpose(0, 2, 1) * D ** -0.5)")
 
 
 def _profile(tilekernel, cell, ref):
@@ -107,3 +141,17 @@ def test_matmul_profile_puts_tensor_cores_on_the_dot_line(tilekernel):
     assert prof.tensor_flops >= 0.99 * 2 * 2048 ** 3  # measured from HMMA/HGMMA counts
     on_dot = {section.sass[i].mnemonic for i in prof.lines[dot_line].sass}
     assert on_dot & {"HMMA", "HGMMA"}
+
+
+def test_attention_profile_attributes_both_dots_and_the_softmax(tilekernel):
+    report, section = _profile(tilekernel, ATTENTION, ATTENTION_REF)
+    prof = section.profile
+    lines = report.source_lines
+    dots = [n for n, t in lines.items() if "tl.dot(" in t]
+    assert len(dots) == 2
+    for line in dots:  # each dot line runs tensor-core instructions
+        on_line = {section.sass[i].mnemonic for i in prof.lines[line].sass}
+        assert on_line & {"HMMA", "HGMMA"}, (line, sorted(on_line))
+    exp_line = next(n for n, t in lines.items() if "p = tl.exp(" in t)
+    assert prof.lines[exp_line].sass, "the softmax's exp has no SASS of its own"
+    assert prof.tensor_flops >= 0.99 * 4 * 16 * 2048 * 2048 * 64  # two dots of 2*N*N*D per head

@@ -1,0 +1,137 @@
+"""Triton's tutorial-06 attention, its own source, compiled by tileworkbench (the import changed by
+tests/tutorials/tutorial_loader.py) and by Triton, forward and backward, side by side in one process:
+paired timing (bench/paired_timing.py) of ours, Triton's and Triton's again (the A/A control), after
+each compiler's gradients are checked against float64 on a small problem.
+
+    PYTHONPATH=. python bench/tutorial_attention.py [--tuned] [--out FILE.json]
+
+Without `--tuned` both run the tutorial's fixed forward config (128x64, 4 warps, 2 stages: what the
+tutorial itself picks under pytest); with it, each autotunes the tutorial's own config list. The
+backward kernels have one config in the tutorial (32x128 / 128x32, 4 warps, 5 stages). The tutorial
+file comes from TRITON_TUTORIALS_DIR or `.tutorials/` (never part of this repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+for folder in (HERE, HERE.parent / "tests" / "tutorials"):
+    sys.path.insert(0, str(folder))
+
+from paired_timing import paired_times, ratio, spread  # noqa: E402
+from result_file import default_path  # noqa: E402
+
+SHAPE = {"z": 4, "h": 32, "n": 4096}
+SCALE = 0.5
+
+
+def _tutorial_file() -> Path:
+    for folder in (os.environ.get("TRITON_TUTORIALS_DIR"), HERE.parent / ".tutorials"):
+        if folder and (Path(folder) / "06-fused-attention.py").is_file():
+            return Path(folder) / "06-fused-attention.py"
+    raise SystemExit("no 06-fused-attention.py: set TRITON_TUTORIALS_DIR to Triton's python/tutorials")
+
+
+def load_both(tuned: bool):
+    """The tutorial module compiled by each: {"tileworkbench": module, "triton": module}."""
+    from tutorial_loader import load_tutorial
+
+    if not tuned:
+        os.environ["PYTEST_VERSION"] = "bench"  # the tutorial's own switch to its one fixed config
+    path = _tutorial_file()
+    spec = importlib.util.spec_from_file_location("tutorial06_triton", path)
+    theirs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(theirs)
+    return {"tileworkbench": load_tutorial(path), "triton": theirs}
+
+
+def _inputs(z: int, h: int, n: int, d: int, dtype, seed: int):
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    q, k, v, do = (torch.randn((z, h, n, d), device="cuda", dtype=dtype, generator=gen) for _ in range(4))
+    return [t.requires_grad_() for t in (q, k, v)], do
+
+
+def check(module, d: int, causal: bool) -> dict:
+    """Relative errors of the output and the three gradients against float64 autograd (Z1 H2 N512)."""
+    import torch
+
+    (q, k, v), do = _inputs(1, 2, 512, d, torch.float16, seed=d + causal)
+    out = module.attention(q, k, v, causal, SCALE, False)
+    grads = torch.autograd.grad(out, (q, k, v), do)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    scores = q64 @ k64.transpose(-1, -2) * SCALE
+    if causal:
+        scores = scores.masked_fill(torch.ones_like(scores).triu(1).bool(), float("-inf"))
+    ref = torch.softmax(scores, -1) @ v64
+    refs = (ref, *torch.autograd.grad(ref, (q64, k64, v64), do.double()))
+    return {name: float((got.double() - want).norm() / want.norm())
+            for name, got, want in zip(("out", "dq", "dk", "dv"), (out, *grads), refs)}
+
+
+def timed(modules: dict, d: int, causal: bool) -> dict:
+    """Forward and backward milliseconds of each compiler, paired, with Triton's A/A control."""
+    import torch
+
+    (q, k, v), do = _inputs(SHAPE["z"], SHAPE["h"], SHAPE["n"], d, torch.float16, seed=1)
+    outs = {name: m.attention(q, k, v, causal, SCALE, False) for name, m in modules.items()}
+    forward = {name: (lambda m=m: m.attention(q, k, v, causal, SCALE, False)) for name, m in modules.items()}
+    backward = {name: (lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+                for name, o in outs.items()}
+    row = {}
+    flops = 4.0 * SHAPE["z"] * SHAPE["h"] * SHAPE["n"] ** 2 * d * (0.5 if causal else 1.0)
+    for phase, fns, phase_flops in (("forward", forward, flops), ("backward", backward, 2.5 * flops)):
+        fns = {**fns, "triton_control": fns["triton"]}
+        times = paired_times(fns, reps=50)
+        row[phase] = {
+            "ms": {name: sorted(t)[len(t) // 2] for name, t in times.items()},
+            "tflops": {name: phase_flops / (sorted(t)[len(t) // 2] * 1e9) for name, t in times.items()},
+            "ours_over_triton": ratio(times, "triton", "tileworkbench"),
+            "ours_over_triton_iqr": spread(times, "triton", "tileworkbench"),
+            "aa_control": ratio(times, "triton", "triton_control"),
+        }
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tuned", action="store_true", help="each autotunes the tutorial's config list")
+    parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    import torch
+
+    modules = load_both(args.tuned)
+    rows = []
+    for d in (int(x) for x in args.head_dims.split(",")):
+        for causal in (False, True):
+            row = {"head_dim": d, "causal": causal, **SHAPE}
+            try:
+                row["errors"] = {name: check(m, d, causal) for name, m in modules.items()}
+                row.update(timed(modules, d, causal))
+            except Exception as exc:  # a failing compiler is reported in the row, not fatal
+                row["failed"] = f"{type(exc).__name__}: {exc}"[:2000]
+            rows.append(row)
+            print(json.dumps({k: row.get(k) for k in ("head_dim", "causal", "failed")}
+                             | {p: {k: row[p][k] for k in ("ours_over_triton", "aa_control")}
+                                for p in ("forward", "backward") if p in row}), flush=True)
+    device = torch.cuda.get_device_name()
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "device": device, "tuned": args.tuned, "triton": __import__("triton").__version__,
+              "rows": rows}
+    out = args.out or default_path(device, "tutorial-attention" + ("-tuned" if args.tuned else ""))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

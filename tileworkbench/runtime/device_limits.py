@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .device import DeviceProperties, device_properties
+from ..cuda.device import DeviceProperties, device_properties
 
 # (major >= , dtype name) -> dense tensor-core operations (2 per FMA) per sub-core per clock
 _TENSOR_CORE_OPS = {

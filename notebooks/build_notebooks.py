@@ -18,7 +18,7 @@ SETUP = """%load_ext tileworkbench
 import numpy as np
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.cuda.device import gpu_available
+from tileworkbench.runtime.device import gpu_available
 from tileworkbench.workbench.recorded import show_recorded
 
 GPU = gpu_available()

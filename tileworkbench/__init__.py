@@ -93,9 +93,9 @@ def unload_ipython_extension(ipython) -> None:
 
 def inspect(kernel, *args, **kwargs):
     """The workbench report (stages, passes, resources) of a compiled or launched kernel."""
-    from .workbench import report
+    from .workbench.build import inspect as build_inspect
 
-    return report.inspect(kernel, *args, **kwargs)
+    return build_inspect(kernel, *args, **kwargs)
 
 
 def roofline(items, **kwargs):

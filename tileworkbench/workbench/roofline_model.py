@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..dtypes import BY_IR
+
 if TYPE_CHECKING:
     from .ceilings import Peaks
 
@@ -105,7 +107,9 @@ def ceiling_warnings(point: RooflinePoint, peaks: Peaks) -> list[str]:
 
 def compute_kind(dot_dtype: str | None) -> str:
     """The compute ceiling for a kernel whose tt.dot takes `dot_dtype` (None: no dot, plain FP32)."""
-    return {"f16": "fp16", "bf16": "bf16", "tf32": "tf32"}.get(dot_dtype or "", "fp32")
+    row = BY_IR.get(dot_dtype or "")
+    name = row.kind if row is not None else dot_dtype  # "f16" -> "fp16"; "tf32" is no table row
+    return name if name in ("fp16", "bf16", "tf32") else "fp32"
 
 
 def ceilings_source(peaks: Peaks) -> str:

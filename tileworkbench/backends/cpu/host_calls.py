@@ -14,14 +14,23 @@ import re
 
 import numpy as np
 
-from ...dtypes import BY_IR
+from ...dtypes import BY_IR, TABLE
 from ..numpy_libdevice import extern_function, lookup
 
 PREFIX = "tw_host."
-_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i8": ctypes.c_int8,
-           "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-           "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
-           "u64": ctypes.c_uint64}
+
+
+def _ctypes_type(row):
+    """The ctypes type of a table row's NumPy dtype; None where ctypes has none (fp16, bf16, fp8)
+    or the value would cross as a byte of 0 or 1 (i1)."""
+    try:
+        return np.ctypeslib.as_ctypes_type(row.numpy_dtype) if row.bits >= 8 else None
+    except NotImplementedError:
+        return None
+
+
+# IR type name -> the ctypes type its values cross the callback as (f32, f64 and the integers)
+_CTYPES = {row.ir: _ctypes_type(row) for row in TABLE if _ctypes_type(row) is not None}
 _BOUND: dict[str, object] = {}  # symbol -> its ctypes callback (kept alive for the process)
 _NAME = re.compile(r'@"?(' + re.escape(PREFIX) + r'[\w.]+?)"?\(')
 

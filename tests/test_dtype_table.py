@@ -62,7 +62,8 @@ def dtype_keyed_literals() -> set[tuple[str, str]]:
         if path == PACKAGE / "dtypes.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        parents = {id(child): node for node in ast.walk(tree)
+                   for child in ast.iter_child_nodes(node)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Dict):
                 keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]

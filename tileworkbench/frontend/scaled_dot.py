@@ -19,7 +19,8 @@ from .semantics import shape_str, unwrap
 from .shape_calls import join, permute
 
 # the fp8 formats by PTX's names (dtypes.TABLE's `mma`), and the 16-bit floats by Triton's
-_FP8 = {row.mma: core.dtype(row.triton) for row in DTYPES if row.bits == 8 and row.is_float and row.mma}
+_FP8 = {row.mma: core.dtype(row.triton) for row in DTYPES
+        if row.bits == 8 and row.is_float and row.mma}
 _FLOATS = {name: core.dtype(name) for name in ("bf16", "fp16")}
 FORMATS = ("e2m1", *_FP8, *_FLOATS)
 SCALE_GROUP = 32  # elements along K that share one scale

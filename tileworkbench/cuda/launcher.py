@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tileworkbench.cuda.arguments import ParamBuffer, make_arg_packer, normalize_kind
 from tileworkbench.errors import LaunchError, OutOfResources
 from tileworkbench.launch_checks import check_grid
-from tileworkbench.cuda.arguments import ParamBuffer, make_arg_packer, normalize_kind
 
 __all__ = ["CudaKernel", "check_grid", "make_arg_packer", "normalize_kind"]
 

@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="tiny sizes in the interpreter, no GPU (tests this script)")
     args = parser.parse_args(argv)
     global XP
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
     from tileworkbench.workbench.peaks import current_device, get_peaks
 
     if args.interpret:

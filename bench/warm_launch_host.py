@@ -34,7 +34,8 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.config import config
 from tileworkbench.launch_checks import DEFAULT_MAX_GRID
-from tileworkbench.runtime import arguments, jit, launcher
+from tileworkbench.cuda import arguments, launcher
+from tileworkbench.runtime import jit
 from tileworkbench.runtime import compiler as compiler_module
 
 _NUMBERS = [int(a) for a in sys.argv[1:] if a.isdigit()]

@@ -55,7 +55,7 @@ def reinterpret(array, dtype):
         if isinstance(array, TensorWrapper):
             array = array.base
         row = _dtype_row(name)
-        torch_name = row.torch if row is not None and row.torch else _TORCH_NAMES.get(name, name)
+        torch_name = row.torch if row is not None and row.torch else name  # dtypes.TABLE's torch
         if not hasattr(torch, torch_name):  # no torch dtype: a wrapper, as Triton's reinterpret gives
             return TensorWrapper(array, tl_dtype(name))
         return array.view(getattr(torch, torch_name))
@@ -65,11 +65,6 @@ def reinterpret(array, dtype):
     if np.dtype(array.dtype).itemsize != np_dtype.itemsize:
         raise ValueError(f"cannot reinterpret {array.dtype} as {name}: element sizes differ")
     return array.view(np_dtype)
-
-
-# tl dtype names whose torch dtype name differs from NumPy's (fp8e4b15 has neither)
-_TORCH_NAMES = {"bf16": "bfloat16", "fp8e5": "float8_e5m2", "fp8e4nv": "float8_e4m3fn",
-                "fp8e4b15": "float8e4b15"}
 
 
 def _dtype_row(name: str):
@@ -93,9 +88,9 @@ def unload_ipython_extension(ipython) -> None:
 
 def inspect(kernel, *args, **kwargs):
     """The workbench report (stages, passes, resources) of a compiled or launched kernel."""
-    from .workbench import report
+    from .workbench.build import inspect as build_inspect
 
-    return report.inspect(kernel, *args, **kwargs)
+    return build_inspect(kernel, *args, **kwargs)
 
 
 def roofline(items, **kwargs):

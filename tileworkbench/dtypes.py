@@ -28,6 +28,12 @@ class DType:
             NaN fill only).
         tensormap: PTX's `tensormap.replace ... .elemtype` code of tensor maps built in the kernel
             (frontend/device_descriptors.py), or None as for `tma`.
+        language: the `tl.` attribute a kernel names it by, where it differs from `triton`
+            ("float16" for fp16, "float8e4nv"); "" where it is `triton` itself.
+        mantissa, bias: a float's explicit mantissa bits and exponent bias (`fp_mantissa_width`,
+            `exponent_bias`), None for integers.
+        mma: PTX's name of it as a tensor-core (mma/wgmma) operand ("f16", "tf32" for fp32, "s8",
+            "e4m3"), "" where the lowering takes it as no such operand.
     """
 
     triton: str
@@ -41,6 +47,10 @@ class DType:
     slot: str
     tma: int | None = None
     tensormap: int | None = None
+    language: str = ""
+    mantissa: int | None = None
+    bias: int | None = None
+    mma: str = ""
 
     @cached_property
     def numpy_dtype(self):
@@ -63,7 +73,7 @@ HELD_AS = {"float8_e4b15": "float8_e4m3fn"}
 
 TABLE: tuple[DType, ...] = (
     DType("int1", "i1", "i1", "bool", "bool", "bool", 1, "i1", "?7x"),
-    DType("int8", "i8", "i8", "int8", "int8", "int8", 8, "i8", "b7x"),
+    DType("int8", "i8", "i8", "int8", "int8", "int8", 8, "i8", "b7x", mma="s8"),
     DType("int16", "i16", "i16", "int16", "int16", "int16", 16, "i16", "h6x"),
     DType("int32", "i32", "i32", "int32", "int32", "int32", 32, "i32", "i4x", tma=3),
     DType("int64", "i64", "i64", "int64", "int64", "int64", 64, "i64", "q", tma=5),
@@ -74,21 +84,25 @@ TABLE: tuple[DType, ...] = (
           tensormap=2),
     DType("uint64", "u64", "u64", "uint64", "uint64", "uint64", 64, "i64", "Q", tma=4, tensormap=4),
     # Triton's fp8e4b15: e4m3fn's bits with exponent bias 15 (see HELD_AS)
-    DType("fp8e4b15", "fp8e4b15", "f8e4b15", "float8_e4b15", "uint8", "", 8, "i8", "B7x"),
-    DType("fp8e4nv", "fp8e4nv", "f8e4nv", "float8_e4m3fn", "uint8", "float8_e4m3fn", 8, "i8", "B7x"),
-    DType("fp8e5", "fp8e5", "f8e5", "float8_e5m2", "uint8", "float8_e5m2", 8, "i8", "B7x"),
+    DType("fp8e4b15", "fp8e4b15", "f8e4b15", "float8_e4b15", "uint8", "", 8, "i8", "B7x",
+          language="float8e4b15", mantissa=3, bias=15),
+    DType("fp8e4nv", "fp8e4nv", "f8e4nv", "float8_e4m3fn", "uint8", "float8_e4m3fn", 8, "i8", "B7x",
+          language="float8e4nv", mantissa=3, bias=7, mma="e4m3"),
+    DType("fp8e5", "fp8e5", "f8e5", "float8_e5m2", "uint8", "float8_e5m2", 8, "i8", "B7x",
+          language="float8e5", mantissa=2, bias=15, mma="e5m2"),
     # AMD's fnuz fp8 formats (Triton's fp8e4b8, fp8e5b16): the interpreter runs them, NVPTX refuses them
-    DType("fp8e4b8", "fp8e4b8", "f8e4b8", "float8_e4m3fnuz", "uint8", "float8_e4m3fnuz", 8, "i8", "B7x"),
+    DType("fp8e4b8", "fp8e4b8", "f8e4b8", "float8_e4m3fnuz", "uint8", "float8_e4m3fnuz", 8, "i8", "B7x",
+          language="float8e4b8", mantissa=3, bias=8),
     DType("fp8e5b16", "fp8e5b16", "f8e5b16", "float8_e5m2fnuz", "uint8", "float8_e5m2fnuz", 8, "i8",
-          "B7x"),
+          "B7x", language="float8e5b16", mantissa=2, bias=16),
     DType("fp16", "fp16", "f16", "float16", "float16", "float16", 16, "half", "e6x", tma=6,
-          tensormap=6),
+          tensormap=6, language="float16", mantissa=10, bias=15, mma="f16"),
     DType("bf16", "bf16", "bf16", "bfloat16", "uint16", "bfloat16", 16, "bfloat", "H6x", tma=9,
-          tensormap=10),
+          tensormap=10, language="bfloat16", mantissa=7, bias=127, mma="bf16"),
     DType("fp32", "fp32", "f32", "float32", "float32", "float32", 32, "float", "f4x", tma=7,
-          tensormap=7),
+          tensormap=7, language="float32", mantissa=23, bias=127, mma="tf32"),
     DType("fp64", "fp64", "f64", "float64", "float64", "float64", 64, "double", "d", tma=8,
-          tensormap=9),
+          tensormap=9, language="float64", mantissa=52, bias=1023),
 )
 
 BY_TRITON = {row.triton: row for row in TABLE}
@@ -142,5 +156,8 @@ def tma_element_code(name: str, *, in_kernel: bool) -> int:
     return code
 
 
-# LLVM float type name ("half", "bfloat", "float", "double") -> bits (integer types carry theirs)
-LLVM_FLOAT_BITS = {row.llvm: row.bits for row in TABLE if not row.llvm.startswith("i")}
+# LLVM float type name ("half", "bfloat", "float", "double") -> its row (integer types and fp8's
+# bytes are "iN", which names no one row)
+BY_LLVM_FLOAT = {row.llvm: row for row in TABLE if not row.llvm.startswith("i")}
+# LLVM float type name -> bits (integer types carry theirs)
+LLVM_FLOAT_BITS = {name: row.bits for name, row in BY_LLVM_FLOAT.items()}

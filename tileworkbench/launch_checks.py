@@ -3,7 +3,7 @@
 scalar a parameter of that kind takes, or a `LaunchError` naming the argument and kernel).
 
 Below both the backends and the runtime (it imports only `dtypes` and `errors`), so the GPU's
-launcher (`runtime/launcher.py`, `runtime/arguments.py`) and the cpu backend's
+launcher (`cuda/launcher.py`, `cuda/arguments.py`) and the cpu backend's
 (`backends/cpu/launch.py`) check a launch the same way without the cpu backend importing the runtime.
 """
 

@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no test_core.py at {path}: give its path or set {ENV_VAR}")
     sys.path.insert(0, str(ROOT))
     if args.mode is None:
-        from tileworkbench.runtime.device import gpu_available
+        from tileworkbench.cuda.device import gpu_available
 
         args.mode = "gpu" if gpu_available() else "interpreter"
     if args.mode == "reference":

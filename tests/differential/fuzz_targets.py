@@ -109,7 +109,7 @@ def _has_module(name: str) -> bool:
 
 
 def _gpu() -> bool:
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     return gpu_available()
 

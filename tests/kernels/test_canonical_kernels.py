@@ -120,7 +120,7 @@ def _ptxas_arch(ptx: str) -> str:
 @pytest.mark.parametrize("name", list(CASES))
 def test_ptx_assembles(name, tmp_path, monkeypatch):
     from tileworkbench.config import config
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible: the PTX check runs in GPU mode")

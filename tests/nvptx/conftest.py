@@ -25,7 +25,7 @@ def compiled():
 def hopper_cp():
     """CuPy where the default target has TMA and wgmma (sm_90a, sm_100a); else the test skips."""
     from tileworkbench.runtime.compiler import resolve_target
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")

@@ -151,7 +151,7 @@ def test_cas_loops_emulated(dtype, op, arch, monkeypatch):
                                              ("bf16", "add", "sm_80"), ("bf16", "add", "sm_90")])
 def test_cas_loops_on_the_gpu(dtype, op, arch):
     """The PTX through CuPy on 16-bit words (sm_80 PTX is compiled for the GPU by the driver)."""
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

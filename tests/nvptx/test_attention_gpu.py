@@ -16,7 +16,7 @@ SM_SCALE = 0.5
 
 @pytest.fixture(scope="module")
 def cp():
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")
@@ -70,7 +70,7 @@ def test_attention_forward_on_gpu(cp, monkeypatch, tmp_path, block_m, block_n, n
 
 @pytest.fixture(scope="module")
 def torch(cp):
-    from tileworkbench.runtime.device import device_properties
+    from tileworkbench.cuda.device import device_properties
 
     if device_properties().major != 9:
         pytest.skip("wgmma needs a Hopper GPU (compute capability 9.0)")

@@ -103,7 +103,7 @@ def test_full_dot_assembles(arch, dtype, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_full_dot_on_the_gpu(dtype):
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

@@ -70,7 +70,7 @@ def _all_overloads_module(tmp_path):
 
 @pytest.mark.gpu
 def test_every_overload_on_the_gpu_matches_the_interpreter(tmp_path):
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

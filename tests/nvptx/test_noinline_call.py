@@ -87,7 +87,7 @@ def test_noinline_call_assembles(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["inline", "noinline"])
 def test_call_on_the_gpu(kind, monkeypatch):
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

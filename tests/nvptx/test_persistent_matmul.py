@@ -90,7 +90,7 @@ def test_emulated_persistent_matmul(programs, stages):
 def test_persistent_matmul_on_a_hopper_gpu(block, warps, stages):
     """16 programs over 8 x 5 (or 8 x 10) tiles with masked tails (2 to 5 tiles each), against
     float64."""
-    from tileworkbench.runtime.device import device_properties, gpu_available
+    from tileworkbench.cuda.device import device_properties, gpu_available
 
     if not gpu_available() or device_properties().major != 9:
         pytest.skip("needs a Hopper GPU")

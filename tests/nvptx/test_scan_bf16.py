@@ -89,7 +89,7 @@ def test_bf16_scan_assembles(tmp_path):
 @pytest.mark.parametrize("axis, reverse, prod", CASES)
 def test_bf16_scan_on_the_gpu(axis, reverse, prod):
     """The sm_90 PTX launched through CuPy on bf16 bits (CuPy has no bf16 dtype)."""
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

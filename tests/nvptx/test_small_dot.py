@@ -61,7 +61,7 @@ def test_small_dot_emulated(m, n, k):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("m, n, k", SHAPES)
 def test_small_dot_on_the_gpu(m, n, k, dtype):
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

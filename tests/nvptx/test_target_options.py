@@ -301,7 +301,7 @@ def test_default_fp_fusion_setting(default, gpu_target, monkeypatch):
 
 
 def _cupy():
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

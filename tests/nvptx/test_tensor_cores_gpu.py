@@ -16,7 +16,7 @@ RNG = np.random.default_rng(7)
 
 @pytest.fixture(scope="module")
 def torch():
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")

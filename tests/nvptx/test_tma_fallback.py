@@ -164,7 +164,7 @@ def test_launches_pass_no_tensor_map_for_what_stays_on_pointers(monkeypatch, tmp
                                                                on_pointers):
     """On the GPU, through the JIT on CuPy arrays: the launcher passes the tensor maps the compiled
     kernel takes and base, shape and strides for the rest; edge tiles, dst poisoned, float64."""
-    from tileworkbench.runtime.device import device_properties, gpu_available
+    from tileworkbench.cuda.device import device_properties, gpu_available
     from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
     if not gpu_available() or int(device_properties().arch[3:5]) < 90:

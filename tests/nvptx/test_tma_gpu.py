@@ -30,7 +30,7 @@ RNG = np.random.default_rng(91)
 
 @pytest.fixture(scope="module")
 def cp():
-    from tileworkbench.runtime.device import device_properties, gpu_available
+    from tileworkbench.cuda.device import device_properties, gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")

@@ -16,7 +16,7 @@ GPU_TOLERANCE = {**TOLERANCE, "fp8e4nv": 2e-3, "fp8e5": 2e-3}
 
 @pytest.fixture(scope="module")
 def torch():
-    from tileworkbench.runtime.device import device_properties, gpu_available
+    from tileworkbench.cuda.device import device_properties, gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")

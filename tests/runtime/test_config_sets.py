@@ -45,7 +45,7 @@ def test_the_wgmma_sized_configs_fit_an_h200(index):
 
 @pytest.mark.gpu
 def test_tuned_over_the_default_set_on_a_hopper_gpu():
-    from tileworkbench.runtime.device import device_properties, gpu_available
+    from tileworkbench.cuda.device import device_properties, gpu_available
 
     if not gpu_available() or device_properties().major != 9:
         pytest.skip("needs a Hopper GPU")

@@ -121,16 +121,17 @@ def test_gpu_arrays_are_refused_with_a_hint(on_cpu):
 
 
 def test_host_ceilings_are_measured_once_and_cached(monkeypatch, tmp_path):
-    from tileworkbench.backends.cpu import peaks
+    from tileworkbench.workbench import target_ceilings
 
     monkeypatch.setattr(config, "cache_dir", tmp_path)
-    monkeypatch.setattr(peaks, "COPY_ELEMENTS", 2**18)
-    monkeypatch.setattr(peaks, "FMA_ITERATIONS", 16)
-    first = peaks.host_ceilings()
+    monkeypatch.setattr(target_ceilings, "COPY_ELEMENTS", 2**18)
+    monkeypatch.setattr(target_ceilings, "FMA_ITERATIONS", 16)
+    first = target_ceilings.target_ceilings("cpu")
     assert first["dram"]["value"] > 1e8 and first["fp32"]["value"] > 1e8
     assert first["device"].startswith("CPU ")
-    monkeypatch.setattr(peaks, "measure", lambda: pytest.fail("measured twice"))
-    assert peaks.host_ceilings() == first
+    monkeypatch.setattr(target_ceilings, "measure", lambda *args: pytest.fail("measured twice"))
+    assert target_ceilings.target_ceilings("cpu") == first
+    assert target_ceilings.target_ceilings("interpreter") is None  # not a host target
 
 
 @tw.jit
@@ -255,17 +256,17 @@ def test_libdevice_without_a_host_version_calls_the_interpreters(on_cpu):
 
 def test_a_cpu_launch_is_timed_and_placed_against_the_hosts_measured_ceilings(on_cpu, monkeypatch):
     """The workbench's roofline for a cpu-target launch: the host's ceilings (measured once with
-    compiled kernels, backends/cpu/peaks.py; stubbed here for speed), the launch's own time, and
-    the fraction of the bound it reached."""
-    from tileworkbench.backends.cpu import peaks
+    compiled kernels, workbench/target_ceilings.py; stubbed here for speed), the launch's own time,
+    and the fraction of the bound it reached."""
     from tileworkbench.runtime.record import record_launches
+    from tileworkbench.workbench import build
     from tileworkbench.workbench.build import ReportOptions, report_for_launch
     from tileworkbench.workbench.roofline import bound_of
 
     ceilings = {"device": "CPU test host (2 cores)",
                 "dram": {"value": 20e9, "unit": "B/s", "detail": "copy"},
                 "fp32": {"value": 50e9, "unit": "FLOP/s", "detail": "fma"}}
-    monkeypatch.setattr(peaks, "host_ceilings", lambda: ceilings)
+    monkeypatch.setattr(build, "target_ceilings", lambda target: ceilings)
     rng = np.random.default_rng()
     n = 1 << 16
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tileworkbench.runtime.autotuner import Config, autotune
-from tileworkbench.runtime.device import device_properties, gpu_available
-from tileworkbench.runtime.launcher import CudaKernel
+from tileworkbench.cuda.device import device_properties, gpu_available
+from tileworkbench.cuda.launcher import CudaKernel
 
 pytestmark = [
     pytest.mark.gpu,

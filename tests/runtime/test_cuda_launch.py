@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tileworkbench.errors import LaunchError, OutOfResources
-from tileworkbench.runtime.device import device_properties, gpu_available
-from tileworkbench.runtime.launcher import CudaKernel
+from tileworkbench.cuda.device import device_properties, gpu_available
+from tileworkbench.cuda.launcher import CudaKernel
 
 from ptx_samples import ADD_KINDS, ADD_NAMES, ADD_PTX, ROTATE_PTX  # noqa: E402 (tests/runtime)
 

@@ -182,7 +182,8 @@ def test_launcher_passes_hidden_arguments_and_raises_the_record(monkeypatch):
     from cpu_emulator import Emulator
 
     from tileworkbench.frontend import ArgSpec
-    from tileworkbench.runtime import binder, debug_checks, launcher
+    from tileworkbench.cuda import launcher
+    from tileworkbench.runtime import binder, debug_checks
 
     monkeypatch.setattr(launcher, "CudaKernel", _EmulatedCuda)
     def host_buffer(checks, on_host=False):

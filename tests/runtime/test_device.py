@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from tileworkbench.errors import LaunchError
-from tileworkbench.runtime import device
-from tileworkbench.runtime.device import DeviceProperties
+from tileworkbench.cuda import device
+from tileworkbench.cuda.device import DeviceProperties
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 import tileworkbench as tw
 from tileworkbench.runtime import device_limits
-from tileworkbench.runtime.device import DeviceProperties
+from tileworkbench.cuda.device import DeviceProperties
 
 # an H200's properties as CUDA reports them (clock 1980 MHz, HBM3e 2619 MHz on a 6144-bit bus)
 H200 = DeviceProperties(0, "NVIDIA H200", 9, 0, 132, 1024, 49152, 232448, 233472, 65536, 65536,
@@ -42,7 +42,7 @@ def test_do_bench_cudagraph_times_on_the_host_without_a_gpu(monkeypatch):
 
 @pytest.mark.gpu
 def test_do_bench_cudagraph_on_the_gpu():
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tileworkbench.runtime.arguments import pointer_value
+from tileworkbench.cuda.arguments import pointer_value
 
 
 class Float8CudaTensor:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tileworkbench.errors import LaunchError
-from tileworkbench.runtime import arguments
-from tileworkbench.runtime.arguments import ParamBuffer
-from tileworkbench.runtime.launcher import check_grid, make_arg_packer, normalize_kind
+from tileworkbench.cuda import arguments
+from tileworkbench.cuda.arguments import ParamBuffer
+from tileworkbench.cuda.launcher import check_grid, make_arg_packer, normalize_kind
 
 
 class FakeDeviceArray:

@@ -21,7 +21,7 @@ from tileworkbench.frontend.tma_rules import (
     tma_box,
 )
 from tileworkbench.runtime import tensor_map as tensor_map_module
-from tileworkbench.runtime.arguments import ParamBuffer
+from tileworkbench.cuda.arguments import ParamBuffer
 from tileworkbench.runtime import specialize
 from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 

@@ -10,7 +10,7 @@ import pytest
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.errors import CompilationError, HostArrayError, LaunchError
-from tileworkbench.runtime.launcher import make_arg_packer
+from tileworkbench.cuda.launcher import make_arg_packer
 
 
 @tw.jit

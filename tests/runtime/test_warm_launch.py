@@ -20,7 +20,8 @@ import tileworkbench.language as tl
 from tileworkbench.config import config
 from tileworkbench.errors import LaunchError
 from tileworkbench.launch_checks import DEFAULT_MAX_GRID
-from tileworkbench.runtime import arguments, binder, jit, launcher, specialize
+from tileworkbench.cuda import arguments, launcher
+from tileworkbench.runtime import binder, jit, specialize
 from tileworkbench.runtime import compiler as compiler_module
 
 
@@ -439,7 +440,7 @@ def test_kernel_without_any_parameter_assembles(tmp_path):
 
 @pytest.mark.gpu
 def test_kernel_without_any_parameter_launches_on_the_gpu(monkeypatch):
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible")

@@ -593,7 +593,7 @@ def gpu_missing() -> str | None:
     """Why the GPU mode cannot run here (no CUDA torch, no GPU for tileworkbench), or None."""
     import torch
 
-    from tileworkbench.runtime.device import gpu_available
+    from tileworkbench.cuda.device import gpu_available
 
     if not torch.cuda.is_available():
         return "torch has no CUDA device (a CPU-only torch, or no GPU)"

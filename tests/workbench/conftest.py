@@ -19,7 +19,7 @@ def pytest_configure(config):
 @functools.cache
 def _gpu_visible() -> bool:
     try:
-        from tileworkbench.runtime.device import gpu_available
+        from tileworkbench.cuda.device import gpu_available
 
         return gpu_available()
     except Exception:  # noqa: BLE001 - no CuPy, no driver: no GPU

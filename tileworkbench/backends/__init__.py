@@ -72,6 +72,15 @@ class Lowered:
     global_scratch: int = 0  # bytes of global scratch per program (runtime/allocation.py)
 
 
+@dataclass(frozen=True)
+class HostDevice:
+    """The host CPU a backend's compiled kernels run on: what the workbench needs to measure its
+    roofline ceilings with kernels of that target (workbench/target_ceilings.py)."""
+
+    name: str  # e.g. "CPU znver4 x2": names the measured ceilings and their cache file
+    threads: int  # threads a launch spreads its programs over
+
+
 class Backend:
     """One family of execution targets. Subclasses set the class attributes and override the methods.
 
@@ -202,10 +211,10 @@ class Backend:
         (tensor-core math, their operand loads, async copies); empty where the backend has none."""
         return {}
 
-    def roofline_ceilings(self) -> dict | None:
-        """Measured ceilings to place this target's timed launches against ({"device": name, "dram":
-        {"value", "unit", "detail"}, "fp32": {...}}); None: the workbench's GPU peaks (GPU targets), or
-        no timed placement (the interpreter)."""
+    def host_device(self) -> HostDevice | None:
+        """The host CPU its compiled kernels run on, whose roofline ceilings the workbench measures
+        with kernels of this target; None: the workbench's GPU peaks (GPU targets), or no timed
+        placement (the interpreter)."""
         return None
 
 

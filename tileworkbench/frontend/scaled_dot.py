@@ -9,6 +9,7 @@ as in Triton."""
 
 from __future__ import annotations
 
+from ..dtypes import TABLE as DTYPES
 from ..errors import TileTypeError
 from ..language import core
 from ..language.core import tensor
@@ -17,8 +18,10 @@ from .reductions import dot
 from .semantics import shape_str, unwrap
 from .shape_calls import join, permute
 
-_FP8 = {"e4m3": core.float8e4nv, "e5m2": core.float8e5}
-_FLOATS = {"bf16": core.bfloat16, "fp16": core.float16}
+# the fp8 formats by PTX's names (dtypes.TABLE's `mma`), and the 16-bit floats by Triton's
+_FP8 = {row.mma: core.dtype(row.triton) for row in DTYPES
+        if row.bits == 8 and row.is_float and row.mma}
+_FLOATS = {name: core.dtype(name) for name in ("bf16", "fp16")}
 FORMATS = ("e2m1", *_FP8, *_FLOATS)
 SCALE_GROUP = 32  # elements along K that share one scale
 

@@ -8,24 +8,24 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..dtypes import BY_ARRAY_NAME, HELD_AS
 from ..dtypes import TABLE as DTYPES
 from ..errors import CompilationError
 
 # Triton dtype name -> Tile IR scalar type name.
 _IR_NAMES = {row.triton: row.ir for row in DTYPES}
-_ALIASES = {"i1": "int1", "bool": "int1", "float16": "fp16", "float32": "fp32", "float64": "fp64",
-            "bfloat16": "bf16", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8_e4m3fn": "fp8e4nv",
-            "float8_e5m2": "fp8e5", "float8e4b15": "fp8e4b15", "float8e4b8": "fp8e4b8",
-            "float8e5b16": "fp8e5b16", "float8_e4m3fnuz": "fp8e4b8",
-            "float8_e5m2fnuz": "fp8e5b16", "float8e4m3fn": "fp8e4nv", "half": "fp16", "float": "fp32", "double": "fp64"}
-for _n in ("8", "16", "32", "64"):
-    _ALIASES[f"i{_n}"] = f"int{_n}"
-    _ALIASES[f"u{_n}"] = f"uint{_n}"
-    _ALIASES[f"int{_n}"] = f"int{_n}"
-    _ALIASES[f"uint{_n}"] = f"uint{_n}"
-for _n in ("16", "32", "64"):
-    _ALIASES[f"f{_n}"] = f"fp{_n}"
-
+# Other names of a dtype -> Triton's: the short signature kinds ("i32", "fp16"), the `tl.`
+# attribute names ("float16", "float8e4nv"), the NumPy/ml_dtypes names of the types NumPy has
+# ("bool", "bfloat16", "float8_e4m3fn"), the IR's float spellings ("f32"), torch's "half"/"float"/
+# "double" and one more spelling of e4m3fn
+_ALIASES = {
+    **{row.kind: row.triton for row in DTYPES},
+    **{row.language: row.triton for row in DTYPES if row.language},
+    **{row.numpy: row.triton for row in DTYPES if row.numpy not in HELD_AS},
+    **{row.ir: row.triton for row in DTYPES if row.ir in ("f16", "f32", "f64")},
+    **{name: BY_ARRAY_NAME[name].triton for name in ("half", "float", "double")},
+    "float8e4m3fn": "fp8e4nv",
+}
 
 class dtype:
     """A scalar element type (`tl.float32`, `tl.int8`, ...). `tl.dtype("fp32")` names one by Triton's name."""
@@ -302,13 +302,10 @@ class block_type(dtype):
         return f"block_type({self.element_ty!r}, {list(self.shape)})"
 
 
-# float type -> (mantissa bits, exponent bias); the b15/b8/b16 fp8 types are Triton's (ml_dtypes' e4m3b11fnuz,
-# e4m3fnuz, e5m2fnuz)
-_FLOAT_FORMATS = {"fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15), "fp8e5b16": (2, 16),
-                  "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023)}
-_PUBLIC_NAMES = {"int1": "int1", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp8e4b15": "float8e4b15",
-                 "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16", "fp16": "float16",
-                 "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+# float type -> (mantissa bits, exponent bias); the b15/b8/b16 fp8 types are Triton's (ml_dtypes'
+# e4m3b11fnuz, e4m3fnuz, e5m2fnuz)
+_FLOAT_FORMATS = {row.triton: (row.mantissa, row.bias) for row in DTYPES if row.mantissa is not None}
+_PUBLIC_NAMES = {row.triton: row.language or row.triton for row in DTYPES}
 
 int1 = dtype("int1")
 int8, int16, int32, int64 = (dtype(f"int{n}") for n in (8, 16, 32, 64))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..dtypes import TABLE as DTYPES
 from ..ir.ops import tt
 from ..ir.ops.ttg import DotOperandEncoding, MmaEncoding
 from ..ir.types import element_type
@@ -30,7 +31,8 @@ class MmaKind:
         return 8 * self.k_width
 
 
-_FP8 = {"f8e4nv": "e4m3", "f8e5": "e5m2"}
+# fp8 IR types -> PTX's mma.sync operand names (dtypes.TABLE's `mma`: "e4m3", "e5m2")
+_FP8 = {row.ir: row.mma for row in DTYPES if row.bits == 8 and row.is_float and row.mma}
 
 
 def mma_kind(op: tt.DotOp, fp8: bool) -> MmaKind | None:

@@ -62,6 +62,6 @@ def launch_scratch(kernel: str, per_program: int, align: int, grid3: tuple[int, 
 def _address(buffer: Any, kernel: str) -> int:
     if hasattr(buffer, "data_ptr"):
         return int(buffer.data_ptr())
-    from .arguments import pointer_value
+    from ..cuda.arguments import pointer_value
 
     return pointer_value(buffer, "global scratch (from the allocator)", kernel)

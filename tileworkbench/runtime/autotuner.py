@@ -612,7 +612,7 @@ def _other_gpus() -> list[int]:
 
     if not is_gpu(default_target()):
         return []
-    from tileworkbench.runtime.device import device_count
+    from tileworkbench.cuda.device import device_count
 
     import cupy
 

@@ -301,7 +301,7 @@ class BoundKernel:
 
     def _scratch_address(self, grid, args: list, stream) -> int:
         """This launch's global scratch from the allocator (runtime/allocation.py): its address."""
-        from .launcher import _stream_address, torch_stream
+        from ..cuda.launcher import _stream_address, torch_stream
 
         if stream is None:
             stream = torch_stream(args)
@@ -420,7 +420,7 @@ def warm_stream(args: tuple, kwargs: dict) -> Callable | None:
         return None
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
-            from .launcher import torch_stream_getter
+            from ..cuda.launcher import torch_stream_getter
 
             return torch_stream_getter(value.device.index)
     return None

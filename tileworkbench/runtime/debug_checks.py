@@ -100,7 +100,7 @@ class DebugChecks:
     def launch(self, cuda, grid, args: Sequence[object], stream=None) -> None:
         """Launch `cuda` (a launcher.CudaKernel) with the hidden arguments, wait for it on the stream it
         ran on, and raise what it recorded."""
-        from .launcher import torch_stream
+        from ..cuda.launcher import torch_stream
 
         staged = getattr(cuda, "staged", None)  # NumPy arrays staged through the GPU (tests)
         if staged is not None:

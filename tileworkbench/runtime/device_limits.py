@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .device import DeviceProperties, device_properties
+from ..cuda.device import DeviceProperties, device_properties
+from ..dtypes import lookup
 
 # (major >= , dtype name) -> dense tensor-core operations (2 per FMA) per sub-core per clock
 _TENSOR_CORE_OPS = {
@@ -18,14 +19,14 @@ _TENSOR_CORE_OPS = {
 }
 _SIMD_OPS = {7: {"float32": 32, "float16": 64}, 8: {"float32": 32, "float16": 64, "bfloat16": 64}}
 _SUB_CORES_PER_SM = 4
-_ALIASES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16", "i8": "int8",
-            "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
 
 
 def _dtype_name(dtype: Any) -> str:
-    """"float16" for torch.float16, tl.float16, numpy.float16 or "fp16"."""
+    """"float16" for torch.float16, tl.float16, numpy.float16 or "fp16" (the NumPy name of any of a
+    dtype's names, dtypes.TABLE); tf32 runs on float32 data."""
     name = str(getattr(dtype, "name", None) or dtype).removeprefix("torch.")
-    return _ALIASES.get(name, name)
+    row = lookup("fp32" if name == "tf32" else name)
+    return row.numpy if row is not None else name
 
 
 def _ops_per_clock(table: dict[int, dict[str, int]], props: DeviceProperties, dtype: Any,

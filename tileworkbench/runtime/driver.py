@@ -58,7 +58,7 @@ class DriverUtils:
         """
         if not _on_gpu():
             return {**INTERPRETER_PROPERTIES, "multiprocessor_count": os.cpu_count() or 1}
-        from .device import device_properties
+        from ..cuda.device import device_properties
 
         props = device_properties(device)
         return {
@@ -85,7 +85,7 @@ class Driver:
     def get_current_target(self) -> GPUTarget:
         if not _on_gpu():
             return GPUTarget("interpreter", "cpu", 32)
-        from .device import device_properties
+        from ..cuda.device import device_properties
 
         props = device_properties()
         return GPUTarget("cuda", props.major * 10 + props.minor, props.warp_size)
@@ -93,7 +93,7 @@ class Driver:
     def get_current_device(self) -> int:
         if not _on_gpu():
             return 0
-        from .device import current_device
+        from ..cuda.device import current_device
 
         return current_device()
 

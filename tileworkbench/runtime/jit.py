@@ -20,7 +20,7 @@ from ..frontend import ArgSpec, constexpr_names
 from . import binder as binder_module
 from . import record as record_module
 from . import specialize as spec
-from .arguments import argument_error
+from ..cuda.arguments import argument_error
 from .binder import BoundKernel, FastLaunch
 from .compiler import CompiledKernel, compile
 from .specialize import BACKEND_OPTIONS
@@ -286,7 +286,7 @@ class JITFunction:
         if entry.pick is not None:
             values = entry.pick(values)
         if entry.scratch is not None:  # this launch's global scratch, from the allocator
-            from .launcher import _stream_address
+            from ..cuda.launcher import _stream_address
 
             try:
                 if min(grid3) <= 0:

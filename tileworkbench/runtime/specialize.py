@@ -21,13 +21,13 @@ the globals a kernel read are unchanged.
 
 from __future__ import annotations
 
-import struct
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..cuda.launcher import LAUNCH_REFUSALS  # noqa: F401  (what a warm launch refuses with)
 from ..dtypes import BY_ARRAY_NAME
 from ..dtypes import TABLE as DTYPES
 from ..errors import ArgumentOverflowError, LaunchError
@@ -55,12 +55,6 @@ BACKEND_OPTIONS = frozenset(
 # an unhashable constexpr; LaunchError, an argument no kernel takes (a list, an integer over 64
 # bits).
 KEY_MISSES = (KeyError, TypeError, LaunchError)
-# What a warm launch's packing and driver call can raise, launching nothing, where the full path
-# then explains or retries: struct.error, a scalar outside its parameter's range or of the wrong
-# type; TypeError and OverflowError, a grid dimension the driver's C binding does not take;
-# RuntimeError, the driver's refusal (CuPy's CUDADriverError is one; a new thread has no context)
-# and LaunchError, the allocator's (global scratch).
-LAUNCH_REFUSALS = (struct.error, TypeError, OverflowError, RuntimeError, LaunchError)
 
 # array dtype names (NumPy, ml_dtypes, torch, CuPy) and tl dtypes' own names (a TensorWrapper's
 # dtype)

@@ -18,7 +18,7 @@ from ..dtypes import tma_element_code
 from ..errors import LaunchError
 from ..frontend.specialize import parse_type
 from ..frontend.tma_rules import host_fits, tma_box
-from .arguments import pointer_value
+from ..cuda.arguments import pointer_value
 
 TENSOR_MAP_BYTES = 128
 _SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}  # CU_TENSOR_MAP_SWIZZLE_NONE / 32B / 64B / 128B

@@ -10,12 +10,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import backend_for, is_gpu
+from ..backends import is_gpu
 from .check import compare
 from .counts import count_launch
 from .peaks import Peak, Peaks, get_peaks
 from .report import AutotuneRow, KernelReport, base_report
 from .roofline import RooflinePoint, compute_kind
+from .target_ceilings import target_ceilings
 from .timing import bench
 
 
@@ -144,7 +145,7 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
     report.show_roofline = opts.roofline
     if counts is None or not counts.flops or not counts.bytes:
         return
-    host = None if is_gpu(report.target or None) else backend_for(report.target).roofline_ceilings()
+    host = None if is_gpu(report.target or None) else target_ceilings(report.target)
     if host is not None:  # a host target (cpu): its time against the host's measured ceilings
         report.peaks = host_peaks(host)
     else:
@@ -164,7 +165,7 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
 
 
 def host_peaks(ceilings: dict) -> Peaks:
-    """A backend's measured host ceilings (`Backend.roofline_ceilings`) as the workbench's Peaks."""
+    """A host target's measured ceilings (target_ceilings.py) as the workbench's Peaks."""
     measured = {name: Peak(name, c["value"], c["unit"], "measured", c.get("detail", ""))
                 for name, c in ceilings.items() if name != "device"}
     return Peaks(ceilings["device"], measured=measured)

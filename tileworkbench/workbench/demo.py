@@ -26,7 +26,7 @@ GPU_SIZES = {
 
 def gpu_available() -> bool:
     try:
-        from ..runtime.device import gpu_available as available
+        from ..cuda.device import gpu_available as available
 
         return bool(available())
     except Exception:  # no CuPy or no driver

@@ -98,7 +98,7 @@ import numpy as np
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.runtime.device import gpu_available
+from tileworkbench.cuda.device import gpu_available
 
 triton = tw  # kernels written against `triton.jit` / `triton.cdiv`
 if gpu_available() and os.environ.get("TILEWORKBENCH_INTERPRET", "0") in ("", "0"):

@@ -29,7 +29,7 @@ def local_gpu_arch() -> str | None:
     registry answers), or None without one."""
     try:
         from ..backends import backend_for
-        from ..runtime.device import gpu_available
+        from ..cuda.device import gpu_available
 
         return backend_for("cuda").resolve("cuda") if gpu_available() else None
     except Exception:  # noqa: BLE001 - no CuPy, no driver: there is no local GPU

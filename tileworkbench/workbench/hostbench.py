@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from .peaks import Peak
+from .ceilings import Peak
 
 DRAM_BYTES = 128 << 20
 CACHE_BYTES = 256 << 10

@@ -13,7 +13,7 @@ import statistics
 
 import numpy as np
 
-from .peaks import Peak
+from .ceilings import Peak
 
 # cudaDataType / cublasComputeType_t values from cuBLAS's headers.
 CUDA_R_16F, CUDA_R_32F, CUDA_R_16BF = 2, 0, 14

@@ -2,7 +2,8 @@
 
 A `KernelReport` is plain data built from a compiled kernel (and, when there was one, its launch). It
 shows itself three ways: a widget in Jupyter (`widgets.py`), static HTML for nbconvert and GitHub
-(`html_view.py`) and plain text for terminal IPython. `inspect()` builds one outside the magic.
+(`html_view.py`) and plain text for terminal IPython. `build.inspect()` builds one outside the
+magic.
 """
 
 from __future__ import annotations
@@ -272,10 +273,3 @@ def base_report(compiled: Any, stages: tuple[str, ...] | None = None) -> KernelR
         stages=stages,
         compiled=compiled,
     )
-
-
-def inspect(obj: Any, *args: Any, **kwargs: Any) -> KernelReport:
-    """Same as `tileworkbench.workbench.inspect` (see build.py), reachable from this module too."""
-    from .build import inspect as build_inspect
-
-    return build_inspect(obj, *args, **kwargs)

@@ -7,7 +7,7 @@ interpreter it does not bounds-check memory accesses (as the GPU does not)."""
 from __future__ import annotations
 
 from ...target import TargetInfo
-from .. import DEFAULT_OPTIONS, Backend, Lowered, register
+from .. import DEFAULT_OPTIONS, Backend, HostDevice, Lowered, register
 
 # one thread runs a program (coalesce gives it whole tensors: passes/layouts.py); no tensor cores,
 # no shared-memory room for staging or rings, no pipelining
@@ -79,10 +79,11 @@ class CpuBackend(Backend):
         md = compiled.launch_metadata
         return CpuKernel(compiled.launch_cubin, md.name, kinds, names)
 
-    def roofline_ceilings(self) -> dict:
-        from .peaks import host_ceilings
+    def host_device(self) -> HostDevice:
+        from . import codegen
+        from .launch import workers
 
-        return host_ceilings()
+        return HostDevice(f"CPU {codegen.binding().get_host_cpu_name()} x{workers()}", workers())
 
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (

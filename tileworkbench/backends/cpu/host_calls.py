@@ -1,7 +1,7 @@
 """libdevice functions the host has no native version of (no LLVM intrinsic, no C-library namesake:
 erfinv, the Bessel I functions, sinpi, mulhi, the `_rz`/`_ru`/`_rd` rounded arithmetic, ...) run as
-calls back into the interpreter's NumPy implementation (backends/interpreter/libdevice.py), one lane
-at a time: the same values as the interpreter, at Python speed (microseconds per element).
+calls back into the NumPy implementation the interpreter runs too (backends/numpy_libdevice), one
+lane at a time: the same values as the interpreter, at Python speed (microseconds per element).
 
 The call's symbol names the function and its Tile IR types, `tw_host.<symbol>.<result>.<args...>`,
 so a kernel loaded from the cache binds its callbacks from its LLVM text alone (`bind_calls_in`).
@@ -11,24 +11,33 @@ from __future__ import annotations
 
 import ctypes
 import re
-from types import SimpleNamespace
 
 import numpy as np
 
+from ...dtypes import BY_IR, TABLE
+from ..numpy_libdevice import extern_function, lookup
+
 PREFIX = "tw_host."
-_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i8": ctypes.c_int8,
-           "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-           "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
-           "u64": ctypes.c_uint64}
+
+
+def _ctypes_type(row):
+    """The ctypes type of a table row's NumPy dtype; None where ctypes has none (fp16, bf16, fp8)
+    or the value would cross as a byte of 0 or 1 (i1)."""
+    try:
+        return np.ctypeslib.as_ctypes_type(row.numpy_dtype) if row.bits >= 8 else None
+    except NotImplementedError:
+        return None
+
+
+# IR type name -> the ctypes type its values cross the callback as (f32, f64 and the integers)
+_CTYPES = {row.ir: _ctypes_type(row) for row in TABLE if _ctypes_type(row) is not None}
 _BOUND: dict[str, object] = {}  # symbol -> its ctypes callback (kept alive for the process)
 _NAME = re.compile(r'@"?(' + re.escape(PREFIX) + r'[\w.]+?)"?\(')
 
 
 def symbol_for(extern: str, result: str, args: list[str]) -> str | None:
     """The callback's symbol for libdevice's `extern` on these Tile IR types, bound and ready; None
-    when the interpreter has no implementation or a type does not cross ctypes (fp16, i1)."""
-    from ..interpreter.libdevice import lookup
-
+    when NumPy has no implementation or a type does not cross ctypes (fp16, i1)."""
     if lookup(extern) is None or any(t not in _CTYPES for t in [result, *args]):
         return None
     symbol = ".".join([PREFIX.rstrip("."), extern, result, *args])
@@ -48,8 +57,8 @@ def _bind(symbol: str) -> None:
     from . import codegen
 
     _, extern, result, *args = symbol.split(".")
-    compute = _interpreter_function(extern, result)
-    arg_dtypes = [np.dtype(_numpy_name(t)) for t in args]
+    compute = extern_function(extern, BY_IR[result].numpy_dtype)  # rounded as the interpreter does
+    arg_dtypes = [np.dtype(BY_IR[t].numpy) for t in args]
 
     def call(*raw):
         values = [np.array(v, dtype=dt)[()] for v, dt in zip(raw, arg_dtypes)]
@@ -58,18 +67,3 @@ def _bind(symbol: str) -> None:
     callback = ctypes.CFUNCTYPE(_CTYPES[result], *(_CTYPES[t] for t in args))(call)
     _BOUND[symbol] = callback
     codegen.binding().add_symbol(symbol, ctypes.cast(callback, ctypes.c_void_p).value)
-
-
-def _interpreter_function(extern: str, result: str):
-    """The interpreter's evaluation of the call (its rounding of the result type included)."""
-    from ...ir.types import ScalarType
-    from ..interpreter.eval_math import eval_extern_elementwise
-
-    op = SimpleNamespace(symbol=extern, result=SimpleNamespace(type=ScalarType(result)))
-    return eval_extern_elementwise(op, None)
-
-
-def _numpy_name(ir_name: str) -> str:
-    from ...dtypes import BY_IR
-
-    return BY_IR[ir_name].numpy

@@ -2,13 +2,14 @@
 few lines of IR for libdevice's predicates and integer helpers, and the C library's `<name>`
 otherwise (same semantics: libdevice follows C99's math library). The `fast_` variants take the
 exact path (within their error bound). What has none of these (erfinv, sinpi, mulhi, the
-`_rz`/`_ru`/`_rd` rounded arithmetic, ...) calls back into the interpreter's NumPy version, lane by
-lane (host_calls.py)."""
+`_rz`/`_ru`/`_rd` rounded arithmetic, ...) calls back into the NumPy version the interpreter runs
+too, lane by lane (host_calls.py)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 
+from ...dtypes import BY_LLVM_FLOAT
 from . import codegen
 
 _INTRINSICS = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
@@ -17,7 +18,8 @@ _INTRINSICS = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", 
                "fmin": "llvm.minnum", "fmax": "llvm.maxnum", "copysign": "llvm.copysign",
                "popc": "llvm.ctpop", "popcll": "llvm.ctpop", "brev": "llvm.bitreverse",
                "brevll": "llvm.bitreverse"}
-_FLOAT_SUFFIX = {"float": "f32", "double": "f64"}
+# LLVM float type -> the suffix of an overloaded intrinsic on it (`llvm.fabs.f32`): the IR's name
+_FLOAT_SUFFIX = {name: row.ir for name, row in BY_LLVM_FLOAT.items()}
 
 
 def _float_name(name: str, t: ir.Type) -> str:

@@ -17,23 +17,12 @@ _NUMPY = {row.ir: row.numpy_dtype for row in DTYPES}
 POINTER = np.dtype(np.int64)  # pointers are int64 virtual byte addresses
 F32 = np.dtype(np.float32)
 # Float types NumPy has no native arithmetic for: math runs in float32 and rounds back per op.
-LOW_FLOATS = frozenset(
-    np.dtype(t)
-    for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
-              ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz)
-)
-_SIGNED = {
-    1: np.dtype(np.int8),
-    2: np.dtype(np.int16),
-    4: np.dtype(np.int32),
-    8: np.dtype(np.int64),
-}
-_UNSIGNED = {
-    1: np.dtype(np.uint8),
-    2: np.dtype(np.uint16),
-    4: np.dtype(np.uint32),
-    8: np.dtype(np.uint64),
-}
+# (bf16 and the fp8 formats: the ml_dtypes types)
+LOW_FLOATS = frozenset(row.numpy_dtype for row in DTYPES
+                       if row.numpy.startswith(("bfloat", "float8")))
+# bytes -> the signed and unsigned integer dtypes of that width
+_SIGNED = {row.bits // 8: row.numpy_dtype for row in DTYPES if row.kind[0] == "i" and row.bits >= 8}
+_UNSIGNED = {row.bits // 8: row.numpy_dtype for row in DTYPES if row.kind[0] == "u"}
 
 
 def numpy_dtype(t: Type) -> np.dtype:

@@ -10,9 +10,9 @@ import numpy as np
 from ...errors import InterpreterError
 from ...ir.ops import math as math_ops
 from ...ir.ops import tt
-from .dtypes import LOW_FLOATS, numpy_dtype, typed_math, unsigned, unsigned_dtype, value_scale
-from .libdevice import lookup
-from .special import erf
+from ..numpy_libdevice import extern_function
+from ..numpy_libdevice.special import erf
+from .dtypes import numpy_dtype, typed_math, unsigned, unsigned_dtype, value_scale
 
 
 def _rsqrt(x):
@@ -94,30 +94,15 @@ def _mulhi64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a_hi * b_hi) + (hi_lo >> half) + (cross >> half)
 
 
-def _widen(value) -> np.ndarray:
-    """Float arguments as float64 (libdevice math is then rounded once); others unchanged."""
-    array = np.asarray(value)
-    if array.dtype.kind == "f" or array.dtype in LOW_FLOATS:
-        return array.astype(np.float64)
-    return array
-
-
 def eval_extern_elementwise(op, ctx):
-    """Float functions run in float64 and round to the result type; "native" ones (nextafter) run in
-    the argument type; predicates and integer functions convert their result to the result type."""
-    found = lookup(op.symbol)
-    if found is None:
+    """libdevice in NumPy (backends/numpy_libdevice), rounded to the result type."""
+    fn = extern_function(op.symbol, numpy_dtype(op.result.type))
+    if fn is None:
         raise InterpreterError(
             f"the interpreter has no implementation of the device-library function '{op.symbol}' "
             f"(kernel '{ctx.kernel}' at {ctx.where(op)}); it runs only on the GPU"
         )
-    fn, family = found
-    dtype = numpy_dtype(op.result.type)
-    if family == "exact":  # explicitly rounded: computed from the arguments' own values
-        return lambda *args: np.asarray(fn(*args)).astype(dtype)[()]
-    if family in ("float", "predicate"):
-        return lambda *args: np.asarray(fn(*map(_widen, args))).astype(dtype)[()]
-    return lambda *args: np.asarray(fn(*args)).astype(dtype)[()]
+    return fn
 
 
 # PTX the frontend itself emits for tl.extra.cuda (frontend/calls.py), and its host meaning.

@@ -18,7 +18,6 @@ class TargetHooks:
 
     triple = ""
     data_layout = ""
-    fp8_hardware_min_sm = 10**9  # fp8 conversions in hardware from this sm on (never, by default)
     tree_reductions = False  # combine a thread's registers pairwise (vector units) instead of in a chain
 
     def declare_kernel(self, lw, module: ir.Module, name: str, params: list[ir.Type]) -> ir.Function:
@@ -26,6 +25,14 @@ class TargetHooks:
 
     def annotate(self, lw) -> None:
         """Module-level facts once the kernel is lowered."""
+
+    def fp8_convert(self, lw) -> bool:
+        """fp8 <-> f16/f32 conversions in hardware (else a few lines of integer IR)."""
+        return False
+
+    def bf16_atomic_add(self, lw) -> bool:
+        """An atomic add on bf16 in one instruction (else a compare-and-swap loop)."""
+        return False
 
     def special_register(self, lw, name: str) -> ir.Value:
         """`tid.x`, `ctaid.{x,y,z}`, `nctaid.{x,y,z}`, built in the entry block."""

@@ -35,7 +35,8 @@ GLOBAL_PTR = ir.PointerType(addrspace=1)
 SHARED_PTR = ir.PointerType(addrspace=3)
 GENERIC_PTR = ir.PointerType()
 
-_BY_LLVM_NAME = {"half": F16, "bfloat": BF16, "float": F32, "double": F64, "i8": I8}
+# the llvmlite types dtypes.TABLE's `llvm` column names, by their printed names
+_BY_LLVM_NAME = {str(t): t for t in (F16, BF16, F32, F64, I8)}
 # Rows of the table that the interpreter runs but the LLVM lowering (NVPTX and cpu) does not:
 # AMD's fnuz fp8 formats, and Triton's fp8e4b15 (which Triton converts in software before sm_90
 # and refuses from sm_90 on)

@@ -39,8 +39,7 @@ class Lowering:
         self.func = func
         self.hooks = hooks
         self.target = target  # the facts the GPU passes had (tensor-core forms, stmatrix)
-        self.arch = arch
-        self.sm = int("".join(ch for ch in arch[3:] if ch.isdigit()))
+        self.arch = arch  # the backend's hooks read its facts (nvptx: the archs.ARCHS row)
         self.num_warps = num_warps
         self.axis = axis
         # float add/sub/mul may contract into FMA (Triton's enable_fp_fusion, on by default); without

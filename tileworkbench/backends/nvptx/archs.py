@@ -28,6 +28,8 @@ class Arch:
         ptx: the PTX ISA feature LLVM emits for it: the lowest with every instruction we emit there.
         wgmma: `tl.dot` may run on Hopper's warp-group MMA (needs the arch-specific "a" target).
         fp8_mma: `mma.sync` takes fp8 operands (Ada and newer).
+        fp8_convert: `cvt` converts between fp8 (e4m3, e5m2) and f16/f32 in hardware (sm_89+).
+        bf16_atomic_add: `atom.add` takes bf16 (sm_90+; before, a compare-and-swap loop).
         stmatrix: `stmatrix` exists (PTX ISA 7.8, sm_90+).
         tma: the TMA engine (`cp.async.bulk.tensor`) and thread-block clusters (sm_90+).
         tensormap_replace: PTX has `tensormap.replace`, so kernels build TMA tensor maps on the
@@ -42,6 +44,8 @@ class Arch:
     ptx: str
     wgmma: bool = False
     fp8_mma: bool = False
+    fp8_convert: bool = False
+    bf16_atomic_add: bool = False
     stmatrix: bool = False
     tma: bool = False
     tensormap_replace: bool = False
@@ -73,12 +77,13 @@ class Arch:
 
 _AMPERE = {"shared_per_block": 163 * KB, "shared_per_sm": 164 * KB}
 _CONSUMER = {"shared_per_block": 99 * KB, "shared_per_sm": 100 * KB, "threads_per_sm": 1536}
-_HOPPER_UP = {"fp8_mma": True, "stmatrix": True, "tma": True}
+_HOPPER_UP = {"fp8_mma": True, "fp8_convert": True, "bf16_atomic_add": True, "stmatrix": True,
+              "tma": True}
 
 ARCHS: dict[str, Arch] = {row.name: row for row in (
     Arch("sm_80", 80, "+ptx78", **_AMPERE),
     Arch("sm_86", 86, "+ptx78", **_CONSUMER, blocks_per_sm=16),
-    Arch("sm_89", 89, "+ptx84", fp8_mma=True, **_CONSUMER, blocks_per_sm=24),
+    Arch("sm_89", 89, "+ptx84", fp8_mma=True, fp8_convert=True, **_CONSUMER, blocks_per_sm=24),
     Arch("sm_90", 90, "+ptx84", **_HOPPER_UP),
     Arch("sm_90a", 90, "+ptx84", wgmma=True, tensormap_replace=True, **_HOPPER_UP),
     Arch("sm_100", 100, "+ptx86", **_HOPPER_UP),

@@ -25,7 +25,7 @@ class NvptxBackend(Backend):
         return ARCHS.get(target)
 
     def available(self) -> bool:
-        from ...runtime.device import gpu_available
+        from ...cuda.device import gpu_available
 
         return gpu_available()
 
@@ -36,7 +36,7 @@ class NvptxBackend(Backend):
             raise CompilationError(
                 f"target {target!r} needs a GPU; none is visible. Use target='{DEFAULT_ARCH}' "
                 "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU")
-        from ...runtime.device import device_properties
+        from ...cuda.device import device_properties
         from .archs import native_arch
 
         props = device_properties()
@@ -122,7 +122,7 @@ class NvptxBackend(Backend):
         return tools_identity()
 
     def load(self, compiled, kinds, names):
-        from ...runtime.launcher import CudaKernel
+        from ...cuda.launcher import CudaKernel
 
         md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
         kernel = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,

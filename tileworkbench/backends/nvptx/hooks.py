@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from ..llvm.hooks import TargetHooks
 from ..llvm.llvm_types import I8, I32, SHARED_PTR
+from .archs import ARCHS
 
 DATA_LAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -20,12 +21,17 @@ class NvptxHooks(TargetHooks):
 
     triple = TRIPLE
     data_layout = DATA_LAYOUT
-    fp8_hardware_min_sm = 89
 
     def declare_kernel(self, lw, module, name, params) -> ir.Function:
         function = super().declare_kernel(lw, module, name, params)
         function.calling_convention = "ptx_kernel"
         return function
+
+    def fp8_convert(self, lw) -> bool:
+        return _arch_has(lw, "fp8_convert")
+
+    def bf16_atomic_add(self, lw) -> bool:
+        return _arch_has(lw, "bf16_atomic_add")
 
     def annotate(self, lw) -> None:
         from ...ir.ops.ttg import WARP_SIZE
@@ -119,6 +125,12 @@ class NvptxHooks(TargetHooks):
         ftype = ir.FunctionType(ret, [a.type for a in args])
         asm = ir.InlineAsm(ftype, llvm_string(text), constraints, side_effect)
         return lw.builder.call(asm, args)
+
+
+def _arch_has(lw, fact: str) -> bool:
+    """A fact of the architecture's row (archs.ARCHS) the kernel is lowered for."""
+    row = ARCHS.get(lw.arch)
+    return row is not None and getattr(row, fact)
 
 
 NVPTX_HOOKS = NvptxHooks()

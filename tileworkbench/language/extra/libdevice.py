@@ -3,7 +3,7 @@
 `SIGNATURES` lists, per function, the argument types each libdevice symbol takes and its result type
 (CUDA's libdevice ABI, the same overloads as Triton's table). A call picks the overload that fits its
 arguments (frontend/math_calls.py); fp16/bf16 arguments of a float-only function are computed in fp32.
-The interpreter has a NumPy version of every symbol (backends/interpreter/libdevice.py).
+The interpreter has a NumPy version of every symbol (backends/numpy_libdevice/functions.py).
 """
 
 from __future__ import annotations

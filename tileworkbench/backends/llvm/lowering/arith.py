@@ -290,5 +290,5 @@ def _f32_to_fp8_soft(lw, x, kind: str) -> ir.Value:
 
 
 def _has_fp8_hw(lw) -> bool:
-    return lw.sm >= lw.hooks.fp8_hardware_min_sm
+    return lw.hooks.fp8_convert(lw)
 

@@ -276,8 +276,9 @@ def _float_minmax(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
 
 
 def _needs_cas_loop(lw, kind: str, t: ScalarType) -> bool:
-    """PTX has no `atom.exch.b16`, and `atom.add.bf16` needs sm_90."""
-    return (kind == "xchg" and t.bitwidth == 16) or (kind == "fadd" and t.name == "bf16" and lw.sm < 90)
+    """PTX has no `atom.exch.b16`, and `atom.add.bf16` needs sm_90 (the arch's bf16_atomic_add)."""
+    return (kind == "xchg" and t.bitwidth == 16) or (
+        kind == "fadd" and t.name == "bf16" and not lw.hooks.bf16_atomic_add(lw))
 
 
 def _cas_loop(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from ....dtypes import TABLE as DTYPES
 from ....ir.ops.ttg import LinearLayout
 from ....ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ....ir.types import MemDescType, element_type
@@ -26,8 +27,8 @@ from .mma import pack_halves, unpack_halves
 from .warp_uniform import uniform_group_origin
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # the descriptor's bits 62-63
-# operand element -> the instruction's type name
-AB_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "f8e4nv": "e4m3", "f8e5": "e5m2"}
+# operand element -> the instruction's type name (dtypes.TABLE's `mma`: "tf32" for f32, "e4m3", ...)
+AB_TYPES = {row.ir: row.mma for row in DTYPES if row.mma}
 ACC_TYPES = {"f32": "f32", "f16": "f16", "i32": "s32"}
 
 

@@ -1,17 +1,21 @@
-"""The host's roofline ceilings, measured once with cpu-target kernels and cached: DRAM bandwidth (a
-copy of arrays far larger than the caches) and the FP32 FMA rate (independent FMA chains on a register
-tile, every core busy). `CpuBackend.roofline_ceilings` hands them to the workbench."""
+"""A host target's roofline ceilings, measured once with kernels compiled for that target and
+cached: DRAM bandwidth (a copy of arrays far larger than the caches) and the FP32 FMA rate
+(independent FMA chains on a register tile, every core busy). The backend says which host it runs
+on (`Backend.host_device()`); the report places that target's timed launches against these.
+"""
 
 from __future__ import annotations
 
 import json
-import re
 import time
-from pathlib import Path
 
 import numpy as np
 
-from ...config import config
+from .. import language as tl
+from ..backends import HostDevice, backend_for
+from ..config import config
+from ..runtime.jit import jit
+from .ceilings import cache_path
 
 COPY_ELEMENTS = 2**24  # 64 MB per array: past any last-level cache
 FMA_ITERATIONS = 512
@@ -19,15 +23,12 @@ FMA_BLOCK = 256
 
 
 def _kernels():
-    import tileworkbench as tw
-    import tileworkbench.language as tl
-
-    @tw.jit
+    @jit
     def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
 
-    @tw.jit
+    @jit
     def fma_kernel(out, a, b, ITERATIONS: tl.constexpr, BLOCK: tl.constexpr):
         acc = tl.arange(0, BLOCK).to(tl.float32) * 1e-3
         for _ in range(ITERATIONS):
@@ -47,51 +48,43 @@ def _best_seconds(fn, runs: int = 5) -> float:
     return best
 
 
-def measure() -> dict[str, dict]:
-    """Run the two microbenchmarks on the cpu target; {"dram": {...}, "fp32": {...}}."""
-    from .launch import workers
-
+def measure(target: str, device: HostDevice) -> dict[str, dict]:
+    """Run the two microbenchmarks on `target`; {"dram": {...}, "fp32": {...}}."""
     copy_kernel, fma_kernel = _kernels()
     saved = config.target, config.interpret
-    config.target, config.interpret = "cpu", False
+    config.target, config.interpret = target, False
     try:
         src = np.random.default_rng(0).standard_normal(COPY_ELEMENTS, dtype=np.float32)
         dst = np.empty_like(src)
         grid = (COPY_ELEMENTS // 4096,)
         seconds = _best_seconds(lambda: copy_kernel[grid](src, dst, COPY_ELEMENTS, BLOCK=4096))
         bandwidth = 2 * src.nbytes / seconds
-        programs = workers() * 64
+        programs = device.threads * 64
         out = np.empty(programs * FMA_BLOCK, np.float32)
-        seconds = _best_seconds(lambda: fma_kernel[(programs,)](out, np.float32(0.999), np.float32(1e-3),
-                                                               ITERATIONS=FMA_ITERATIONS, BLOCK=FMA_BLOCK))
+        seconds = _best_seconds(lambda: fma_kernel[(programs,)](
+            out, np.float32(0.999), np.float32(1e-3), ITERATIONS=FMA_ITERATIONS, BLOCK=FMA_BLOCK))
         flops = 2 * FMA_ITERATIONS * FMA_BLOCK * programs / seconds
     finally:
         config.target, config.interpret = saved
-    return {"dram": {"value": bandwidth, "unit": "B/s", "detail": "cpu-target copy, 2 x 64 MB"},
-            "fp32": {"value": flops, "unit": "FLOP/s", "detail": f"cpu-target FMA chains, {workers()} threads"}}
+    copy = f"{target}-target copy, 2 x 64 MB"
+    chains = f"{target}-target FMA chains, {device.threads} threads"
+    return {"dram": {"value": bandwidth, "unit": "B/s", "detail": copy},
+            "fp32": {"value": flops, "unit": "FLOP/s", "detail": chains}}
 
 
-def device_name() -> str:
-    from . import codegen
-    from .launch import workers
-
-    return f"CPU {codegen.binding().get_host_cpu_name()} x{workers()}"
-
-
-def _cache_file() -> Path:
-    slug = re.sub(r"[^A-Za-z0-9]+", "_", device_name()).strip("_")
-    return Path(config.cache_dir) / "peaks" / f"{slug}.json"
-
-
-def host_ceilings(force: bool = False) -> dict:
-    """{"device": name, "dram": {value, unit, detail}, "fp32": {...}}: measured once, then cached."""
-    path = _cache_file()
+def target_ceilings(target: str, force: bool = False) -> dict | None:
+    """{"device": name, "dram": {value, unit, detail}, "fp32": {...}} of the host `target` runs on:
+    measured once, then cached; None where the target is not a host one (`host_device()`)."""
+    device = backend_for(target).host_device()
+    if device is None:
+        return None
+    path = cache_path(device.name)
     if not force:
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError):
             pass
-    ceilings = {"device": device_name(), **measure()}
+    ceilings = {"device": device.name, **measure(target, device)}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(ceilings, indent=1))

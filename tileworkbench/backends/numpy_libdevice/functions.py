@@ -13,7 +13,6 @@ from collections.abc import Callable
 import numpy as np
 
 from . import special_more
-from .dtypes import unsigned_dtype
 from .rounding import EXACT_FUNCTIONS
 from .special import erf, erfc, erfinv
 
@@ -132,7 +131,7 @@ def _norm(*values):
 
 def _popcount(x):
     x = np.asarray(x)
-    return np.bitwise_count(x.view(unsigned_dtype(x.dtype))).astype(np.int32)  # its own width
+    return np.bitwise_count(x.view(f"u{x.dtype.itemsize}")).astype(np.int32)  # its own width
 
 
 def _bit_reverse(bits: int) -> Callable:

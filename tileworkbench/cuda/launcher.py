@@ -9,17 +9,24 @@ without CuPy (it is imported lazily).
 from __future__ import annotations
 
 import functools
+import struct
 import sys
 from collections.abc import Sequence
 
 import numpy as np
 
+from tileworkbench.cuda.arguments import ParamBuffer, make_arg_packer, normalize_kind
 from tileworkbench.errors import LaunchError, OutOfResources
 from tileworkbench.launch_checks import check_grid
-from tileworkbench.runtime.arguments import ParamBuffer, make_arg_packer, normalize_kind
-from tileworkbench.runtime.specialize import LAUNCH_REFUSALS
 
 __all__ = ["CudaKernel", "check_grid", "make_arg_packer", "normalize_kind"]
+
+# What a warm launch's packing and driver call can raise, launching nothing, where the full path
+# then explains or retries: struct.error, a scalar outside its parameter's range or of the wrong
+# type; TypeError and OverflowError, a grid dimension the driver's C binding does not take;
+# RuntimeError, the driver's refusal (CuPy's CUDADriverError is one; a new thread has no context)
+# and LaunchError, the allocator's (global scratch).
+LAUNCH_REFUSALS = (struct.error, TypeError, OverflowError, RuntimeError, LaunchError)
 
 # dynamic shared memory above this needs the function's opt-in attribute
 DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -73,7 +80,7 @@ class CudaKernel:
         from cupy.cuda import function as cupy_function
         from cupy_backends.cuda.api import driver
 
-        from tileworkbench.runtime import device as device_module
+        from tileworkbench.cuda import device as device_module
 
         self.name = kernel_name
         self.num_warps = num_warps
@@ -248,7 +255,7 @@ class CudaKernel:
             ) from error
 
     def _check_device(self) -> None:
-        from tileworkbench.runtime.device import current_device
+        from tileworkbench.cuda.device import current_device
 
         current = current_device()
         if current != self.device_id:

@@ -16,13 +16,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tileworkbench.dtypes import BY_KIND
 from tileworkbench.dtypes import TABLE as DTYPES
 from tileworkbench.errors import HostArrayError, LaunchError
 from tileworkbench.frontend.descriptor_args import TENSOR_MAP
 from tileworkbench.launch_checks import _BIT_KINDS, _bits_converter, _short_repr, scalar_converter
 
-# the IR's spellings of the same kinds
-_ALIASES = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bf16": "bf16", "int1": "i1"}
+# the IR's spellings of the same kinds ("f32" -> "fp32"), and Triton's "int1"
+_ALIASES = {row.ir: row.kind for row in DTYPES if row.ir != row.kind} | {BY_KIND["i1"].triton: "i1"}
 _DLPACK_GPU_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 

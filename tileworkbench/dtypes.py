@@ -27,7 +27,7 @@ class DType:
             unsigned type of its width (bytes are copied as they are; float codes matter for the
             NaN fill only).
         tensormap: PTX's `tensormap.replace ... .elemtype` code of tensor maps built in the kernel
-            (frontend/device_descriptors.py), or None as for `tma`.
+            (passes/descriptors.py), or None as for `tma`.
     """
 
     triton: str

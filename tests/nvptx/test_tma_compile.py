@@ -142,7 +142,8 @@ def test_unaligned_inner_offset_keeps_the_pointer_lowering():
         assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == (1 if aligned else 0)
     assert "not provably a multiple of 16 bytes" in tw.compile(
         tma_shifted_copy, signature=descriptor_args(["src", "dst"], "fp32", [(64, 32), (64, 32)])
-        + [ArgSpec("shift", "i32")], constexprs={"BM": 64, "BN": 32}, target="sm_90a").asm["tile-gpu"]
+        + [ArgSpec("shift", "i32")], constexprs={"BM": 64, "BN": 32},
+        target="sm_90a").asm["tile-gpu"]
 
 
 def test_interpreter_and_cpu_targets_take_no_tensor_map():

@@ -54,7 +54,8 @@ def _compile(monkeypatch, limit: int | None, fn=widen_copy, signature=SIGNATURE,
 
 
 def _notes(kernel) -> list[str]:
-    return [line.strip() for line in kernel.asm["tile-gpu"].splitlines() if "ttng.tma_fallback" in line]
+    lines = kernel.asm["tile-gpu"].splitlines()
+    return [line.strip() for line in lines if "ttng.tma_fallback" in line]
 
 
 def test_a_kernel_that_fits_keeps_every_tensor_map(monkeypatch):

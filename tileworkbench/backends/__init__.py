@@ -131,7 +131,7 @@ class Backend:
 
     def has_tma(self, target: str) -> bool:
         """Whether kernels for `target` (resolved) copy descriptor tiles with the TMA engine, so host
-        tensor descriptors pass a tensor map (frontend/descriptor_args.py)."""
+        tensor descriptors pass a tensor map (passes/descriptors.py picks them)."""
         return False
 
     def builds_tensor_maps(self, target: str) -> bool:

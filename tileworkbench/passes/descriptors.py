@@ -7,7 +7,7 @@ TMA is used only where it cannot fault or write past the tensor (tma_rules.py):
 - a host descriptor (a kernel parameter) takes a tensor map where the target has TMA, the launch
   guaranteed its base, strides and innermost extent whole 16-byte chunks (`:16`), TMA can copy its
   block and any NaN padding is a float of 16 bits or more; the pass then adds the parameter
-  `<name>.tensormap` after its strides (the launch ABI `frontend/descriptor_args.expand_arg` builds);
+  `<name>.tensormap` after its strides (the launch ABI that `descriptor_args.expand_arg` builds);
 - a descriptor made in the kernel builds its map in global scratch where the target can
   (`tensormap_create`, sm_90a), it is made at the top level (a map rewritten in a loop would race
   with copies in flight), and its base, strides and innermost extent are known multiples of 16

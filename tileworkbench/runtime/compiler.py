@@ -461,7 +461,8 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
     retry = backend.has_tma(target) and _has_descriptors(func)
     kept = clone(func) if retry else None  # the backend's passes rewrite `func` in place
     compile_with = functools.partial(_compile_with, py_fn, get_source(py_fn), args, constexprs,
-                                     target, num_warps, num_stages, fp_fusion, debug, options, front)
+                                     target, num_warps, num_stages, fp_fusion, debug, options,
+                                     front)
     try:
         return compile_with(func)
     except OutOfResources as error:

@@ -177,7 +177,7 @@ class StoreOp(Op, name="tt.store"):
     eviction_policy: str = attribute("")
 
 
-# -- tensor descriptors (target-neutral; passes/descriptors.py picks TMA or pointers) ---------------
+# -- tensor descriptors (target-neutral; passes/descriptors.py picks TMA or pointers) ------------
 @dataclass(eq=False)
 class MakeTensorDescOp(Op, name="tt.make_tensor_descriptor"):
     """A descriptor (`!tt.tensordesc`) of the tensor at `base` with `shape` (elements, outermost

@@ -148,6 +148,8 @@ def _cast(builder: Builder, value: Value, to) -> Value:
     """A scalar integer as `to` (i32 or i64), as the frontend's cast does."""
     if value.type == to:
         return value
+    if value.type.bitwidth == to.bitwidth:  # u32 -> i32
+        return builder.value(arith.BitcastOp, to, operand=value)
     if value.type.bitwidth > to.bitwidth:
         return builder.value(arith.TruncIOp, to, operand=value)
     ext = arith.ExtUIOp if value.type.name.startswith("u") else arith.ExtSIOp

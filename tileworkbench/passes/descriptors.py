@@ -53,7 +53,7 @@ def lower_descriptors(func: tt.FuncOp, target: TargetInfo) -> bool:
     maps = {id(make.result): _choose(func, make, target) for make in makes}
     for op in list(func.walk()):
         if isinstance(op, (tt.DescriptorLoadOp, tt.DescriptorStoreOp)):
-            _lower_access(op, maps[id(op.desc)], target)
+            _lower_access(func, op, maps[id(op.desc)])
     for make in makes:
         make.erase()
     for cleanup in CLEANUP:
@@ -159,7 +159,8 @@ def _cast(builder: Builder, value: Value, to) -> Value:
 # -- each access -----------------------------------------------------------------------------------
 
 
-def _lower_access(op: Op, tensor_map: Value | None, target: TargetInfo) -> None:
+def _lower_access(func: tt.FuncOp, op: Op, tensor_map: Value | None) -> None:
+    """One load or store: a TMA copy through `tensor_map` where its offset allows, else pointers."""
     make = op.desc.op
     block = _block(make)
     builder = Builder(loc=op.loc)
@@ -167,8 +168,8 @@ def _lower_access(op: Op, tensor_map: Value | None, target: TargetInfo) -> None:
         if tensor_map is not None and not _inner_offset_aligned(builder, op, block):
             tensor_map = None
         if tensor_map is not None:
-            return _tma_access(builder, op, tensor_map, make)
-    _pointer_access(op, make)
+            return _tma_access(func, builder, op, tensor_map, make)
+    _pointer_access(func, op, make)
 
 
 def _inner_offset_aligned(builder: Builder, op: Op, block) -> bool:
@@ -183,21 +184,22 @@ def _inner_offset_aligned(builder: Builder, op: Op, block) -> bool:
     return False
 
 
-def _tma_access(builder: Builder, op: Op, tensor_map: Value, make: tt.MakeTensorDescOp) -> None:
+def _tma_access(func: tt.FuncOp, builder: Builder, op: Op, tensor_map: Value,
+                make: tt.MakeTensorDescOp) -> None:
     block = _block(make)
     swizzle = swizzle_bytes(block.shape, max(1, block.element.bitwidth // 8))
     offsets = [_cast(builder, o, i32) for o in op.offsets]  # TMA coordinates are signed 32-bit
     if isinstance(op, tt.DescriptorLoadOp):
         load = builder.value(ttng.TMALoadOp, op.result.type, op.result.name_hint, desc=tensor_map,
                              offsets=offsets, padding=make.padding, swizzle=swizzle)
-        _replace(op, load)
+        _replace(func, op, load)
     else:
         builder.create(ttng.TMAStoreOp, desc=tensor_map, value=op.value, offsets=offsets,
                        swizzle=swizzle)
         op.erase()
 
 
-def _pointer_access(op: Op, make: tt.MakeTensorDescOp) -> None:
+def _pointer_access(func: tt.FuncOp, op: Op, make: tt.MakeTensorDescOp) -> None:
     block = _block(make)
     # a store's value conversions came after the pointer tile in the frontend's order
     builder = Builder(loc=op.loc)
@@ -210,7 +212,7 @@ def _pointer_access(op: Op, make: tt.MakeTensorDescOp) -> None:
             other = padding_value(builder, block.element, make.padding, block.shape)
             load = builder.value(tt.LoadOp, op.result.type, op.result.name_hint, ptr=pointers,
                                  mask=mask, other=other)
-            return _replace(op, load)
+            return _replace(func, op, load)
         builder.create(tt.StoreOp, ptr=pointers, value=op.value, mask=mask)
     op.erase()
 
@@ -229,13 +231,10 @@ def _conversions_before(store: tt.DescriptorStoreOp) -> Op:
     return first
 
 
-def _replace(op: Op, new: Value) -> None:
+def _replace(func: tt.FuncOp, op: Op, new: Value) -> None:
     """Every use of `op`'s result becomes `new`; `op` goes."""
     old = op.result
-    root = op
-    while root.parent is not None and root.parent.parent_op is not None:
-        root = root.parent.parent_op
-    for user in root.walk():
+    for user in func.walk():
         if old in user.operands:
             user.replace_operand(old, new)
     op.erase()

@@ -66,8 +66,8 @@ def lower_descriptors(func: tt.FuncOp, target: TargetInfo) -> bool:
 
 def _choose(func: tt.FuncOp, make: tt.MakeTensorDescOp, target: TargetInfo) -> Value | None:
     """The tensor map `make`'s accesses copy through, or None (pointers; noted on a TMA target)."""
-    if not target.tma:
-        return None
+    if not target.tma or not (make.host or target.tensormap_create):
+        return None  # no TMA for it on this target at all: nothing to note
     reason = _host_refusal(make, target) if make.host else _device_refusal(make, target)
     builder = Builder(loc=make.loc)
     with builder.before_op(make):
@@ -105,8 +105,6 @@ def _host_tensor_map(func: tt.FuncOp, make: tt.MakeTensorDescOp) -> Value:
 
 def _device_refusal(make: tt.MakeTensorDescOp, target: TargetInfo) -> str | None:
     """Why TMA cannot take descriptor `make` made in the kernel (the module docstring), or None."""
-    if not target.tensormap_create:
-        return "the target builds no tensor maps in the kernel (tensormap.replace is sm_90a)"
     block = _block(make)
     element, nbytes = block.element, max(1, block.element.bitwidth // 8)
     if not isinstance(make.parent.parent_op, tt.FuncOp):

@@ -39,7 +39,7 @@ class Config:
     `TRITON_PRINT_AUTOTUNING`);
     `TILEWORKBENCH_TMA=0` keeps host-descriptor tiles off the TMA engine on sm_90+ (on by default:
     descriptors and accesses TMA can take are copied with `cp.async.bulk.tensor`, the rest with
-    pointers; frontend/tma_rules.py);
+    pointers; tma_rules.py, passes/descriptors.py);
     `TILEWORKBENCH_SPARE_SLOT=1` gives every wgmma k loop's cp.async rings num_stages + 1 slots
     instead of Triton's num_stages plus a barrier before each refill (to time the two;
     passes/software_pipeline.py);

@@ -27,7 +27,7 @@ class DType:
             unsigned type of its width (bytes are copied as they are; float codes matter for the
             NaN fill only).
         tensormap: PTX's `tensormap.replace ... .elemtype` code of tensor maps built in the kernel
-            (frontend/device_descriptors.py), or None as for `tma`.
+            (passes/descriptors.py), or None as for `tma`.
         language: the `tl.` attribute a kernel names it by, where it differs from `triton`
             ("float16" for fp16, "float8e4nv"); "" where it is `triton` itself.
         mantissa, bias: a float's explicit mantissa bits and exponent bias (`fp_mantissa_width`,

@@ -17,6 +17,32 @@ TensorCores = Literal["wgmma", "mma.sync", "none"]
 
 
 @dataclass(frozen=True)
+class TMAFallback:
+    """The compiler's choice to keep descriptors that TMA's rules allow on the pointer path, because
+    their rings and staged tiles do not fit in shared memory: the host descriptor parameters named
+    in `host` take no tensor map, and (`device`) descriptors made in the kernel build none.
+    `reason` is what each `ttng.tma_fallback` note says. The descriptor pass reads it from the
+    TargetInfo; the kernel's metadata keeps it (`as_dict`) for the launcher."""
+
+    host: tuple[str, ...] = ()
+    device: bool = False
+    reason: str = ""
+
+    def as_dict(self) -> dict:
+        return {"host": list(self.host), "device": self.device, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> TMAFallback:
+        """From `as_dict`'s form (a kernel's metadata); None: no fallback."""
+        if not values:
+            return NO_FALLBACK
+        return cls(tuple(values["host"]), values["device"], values["reason"])
+
+
+NO_FALLBACK = TMAFallback()
+
+
+@dataclass(frozen=True)
 class TargetInfo:
     """One compile's target: the architecture's facts and the per-compile options passes read.
 
@@ -27,7 +53,12 @@ class TargetInfo:
             "mma.sync" (sm_80+) or "none" (every dot on the FMA path).
         fp8_mma: `mma.sync` takes fp8 operands (sm_89+).
         stmatrix: `stmatrix` stores tensor-core results to shared memory (sm_90+).
-        tma: the TMA engine copies descriptor tiles (`cp.async.bulk.tensor`, sm_90+).
+        tma: descriptor tiles may be copied by the TMA engine (`cp.async.bulk.tensor`, sm_90+,
+            unless `TILEWORKBENCH_TMA=0`): host descriptors that fit take a tensor map.
+        tensormap_create: descriptors made in the kernel may build their tensor map on the device
+            (`tensormap.replace`, the sm_90a family; only with `tma`).
+        tma_fallback: descriptors TMA's rules allow but that stay on pointers, as their rings did
+            not fit in shared memory (the compiler's retry, runtime/compiler.py).
         shared_per_block: the most shared memory one block may opt in to (bytes); 0: no limit known,
             so passes that need room take none.
         shared_per_sm: shared memory per SM (bytes), for how many blocks stay resident.
@@ -44,6 +75,8 @@ class TargetInfo:
     fp8_mma: bool = False
     stmatrix: bool = False
     tma: bool = False
+    tensormap_create: bool = False
+    tma_fallback: TMAFallback = NO_FALLBACK
     shared_per_block: int = 0
     shared_per_sm: int = 0
     shared_reserved_per_block: int = 1024

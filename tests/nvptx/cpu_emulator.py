@@ -36,7 +36,7 @@ from tileworkbench.passes.axis_info import axis_info
 from tileworkbench.passes.pipeline import TILE_GPU, run_passes
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
 from tileworkbench.runtime.debug_checks import DebugChecks
-from tileworkbench.target import TargetInfo
+from tileworkbench.target import NO_FALLBACK, TargetInfo
 
 from mma_standin import MMA_FORMS as _MMA_FORMS
 from mma_standin import mma_body as _mma_body
@@ -73,19 +73,23 @@ class _Block:
 
 
 def emulated_target(num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
-                    wgmma: bool = False, shared_limit: int | None = None) -> TargetInfo:
+                    wgmma: bool = False, shared_limit: int | None = None, tma: bool = False,
+                    tma_fallback=NO_FALLBACK) -> TargetInfo:
     """The target the emulated kernel's GPU passes see: dots on mma.sync (sm_89: fp8 too, run by
     the warp-level stand-in below) or on Hopper's wgmma (sm_90a, run by wgmma_standin.py), with
     cp.async pipelining of `num_stages`; no shared-memory room known but wgmma's (an H200's block
-    unless `shared_limit`), and no per-SM figure (a spare ring slot costs no resident block)."""
+    unless `shared_limit`), and no per-SM figure (a spare ring slot costs no resident block).
+    `tma`: descriptors that fit take TMA, host maps and maps built in the kernel alike (as on
+    sm_90a), except those `tma_fallback` keeps on pointers."""
+    tma_facts = {"tma": tma, "tensormap_create": tma, "tma_fallback": tma_fallback}
     if wgmma:
         return TargetInfo("sm_90a", 90, "wgmma", fp8_mma=True, stmatrix=True,
                           shared_per_block=shared_limit if shared_limit is not None else 232448,
-                          num_warps=num_warps, num_stages=num_stages)
+                          num_warps=num_warps, num_stages=num_stages, **tma_facts)
     if tensor_cores:
         return TargetInfo("sm_89", 89, "mma.sync", fp8_mma=True, num_warps=num_warps,
-                          num_stages=num_stages)
-    return TargetInfo("sm_80", 80, "none", num_warps=num_warps, num_stages=num_stages)
+                          num_stages=num_stages, **tma_facts)
+    return TargetInfo("sm_80", 80, "none", num_warps=num_warps, num_stages=num_stages, **tma_facts)
 
 
 class Emulator:
@@ -98,12 +102,9 @@ class Emulator:
         # and descriptors made in the kernel that fit build theirs (as on sm_90a); tma_fallback: the
         # descriptors the compiler kept on pointers for shared memory (a compiled kernel's choice,
         # `TMAFallback`), which take no tensor map
-        from tileworkbench.frontend.descriptor_args import NO_FALLBACK
-
-        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug,
-                           tma=tma, device_tma=tma, fallback=tma_fallback or NO_FALLBACK)[0]
+        func = tile_opt_ir(fn.fn, _parse_signature(fn, signature), constexprs, debug=debug)[0]
         self._setup(func, num_warps, tensor_cores, num_stages, debug, wgmma, shared_limit,
-                    reflect_ftz)
+                    reflect_ftz, tma, tma_fallback or NO_FALLBACK)
 
     @classmethod
     def from_func(cls, func, num_warps: int = 4, tensor_cores: bool = False,
@@ -115,11 +116,12 @@ class Emulator:
 
     def _setup(self, func, num_warps: int, tensor_cores: bool = False, num_stages: int = 1,
                debug: bool = False, wgmma: bool = False, shared_limit: int | None = None,
-               reflect_ftz: bool = True) -> None:
+               reflect_ftz: bool = True, tma: bool = False, tma_fallback=NO_FALLBACK) -> None:
         from tileworkbench.backends.llvm.tile_gpu import check_shapes
 
         check_shapes(func)
-        target = emulated_target(num_warps, tensor_cores, num_stages, wgmma, shared_limit)
+        target = emulated_target(num_warps, tensor_cores, num_stages, wgmma, shared_limit, tma,
+                                 tma_fallback)
         run_passes(func, TILE_GPU, target=target)
         lowering = Lowering(func, "sm_80", num_warps, axis_info(func), debug=debug,
                             hooks=NVPTX_HOOKS, reflect_ftz=reflect_ftz, target=target)

@@ -106,7 +106,7 @@ def test_no_backend_leaves_an_attribute_on_the_func(target):
 
 def test_the_gpu_passes_refuse_to_run_without_a_target():
     func = _tile_opt(scale_add, SCALE_SIG, {"BLOCK": 256})
-    with pytest.raises(TypeError, match="`coalesce` reads the target"):
+    with pytest.raises(TypeError, match="`lower_descriptors` reads the target"):
         run_passes(func, TILE_GPU)
 
 

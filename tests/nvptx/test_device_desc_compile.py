@@ -97,7 +97,7 @@ def test_pointer_path_where_tma_is_not_proven(case, why, monkeypatch):
     assert "tensormap" not in kernel.asm["ptx"]
     assert kernel.metadata.global_scratch == 0
     if why is not None:
-        assert "ttng.tma_fallback" in kernel.asm["tile"] and why in kernel.asm["tile"]
+        assert "ttng.tma_fallback" in kernel.asm["tile-gpu"] and why in kernel.asm["tile-gpu"]
     if case != "sm_90":  # sm_90 still copies host descriptors with TMA; these have none
         assert "cp.async.bulk.tensor" not in kernel.asm["ptx"]
 

@@ -60,7 +60,7 @@ def test_store_at_a_ragged_inner_extent(forced):
     """The H200's stray writes: a 45-column fp32 tensor (180-byte rows) at a row stride of 48. TMA
     stores whole 16-byte chunks, so a TMA store writes columns 45..47 (the stand-in does as the
     hardware did); the rule (`host_fits`) keeps such a descriptor on the pointer path."""
-    from tileworkbench.frontend.tma_rules import host_fits
+    from tileworkbench.tma_rules import host_fits
 
     rows, cols, stride, block = 40, 45, 48, (16, 32)
     fits = host_fits(0x10000, [rows, cols], [stride, 1], 4)

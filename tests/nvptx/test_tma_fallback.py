@@ -21,7 +21,7 @@ import tileworkbench.language as tl
 from tileworkbench.backends.nvptx import archs
 from tileworkbench.errors import OutOfResources
 from tileworkbench.frontend import ArgSpec
-from tileworkbench.frontend.descriptor_args import TMAFallback
+from tileworkbench.target import TMAFallback
 from tileworkbench.runtime.binder import launch_parameters
 
 BM, BN = 32, 64
@@ -54,7 +54,8 @@ def _compile(monkeypatch, limit: int | None, fn=widen_copy, signature=SIGNATURE,
 
 
 def _notes(kernel) -> list[str]:
-    return [line.strip() for line in kernel.asm["tile-opt"].splitlines() if "ttng.tma_fallback" in line]
+    lines = kernel.asm["tile-gpu"].splitlines()
+    return [line.strip() for line in lines if "ttng.tma_fallback" in line]
 
 
 def test_a_kernel_that_fits_keeps_every_tensor_map(monkeypatch):

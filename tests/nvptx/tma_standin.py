@@ -35,7 +35,7 @@ import threading
 
 import numpy as np
 
-from tileworkbench.frontend.tma_rules import tma_box
+from tileworkbench.tma_rules import tma_box
 
 # the host tensor map's fields (our own layout; 124 of the 128 bytes)
 _MAP = np.dtype([("base", "<u8"), ("rank", "<u4"), ("element_bytes", "<u4"), ("dims", "<u8", 5),

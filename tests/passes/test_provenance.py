@@ -6,8 +6,10 @@ from __future__ import annotations
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.ir.ops import tt
+from tileworkbench.passes.descriptors import lower_descriptors
 from tileworkbench.passes.provenance import Origin, pointer_provenance
 from tileworkbench.runtime.compiler import _parse_signature, tile_opt_ir
+from tileworkbench.target import GENERIC
 
 F32 = "*fp32:16"
 
@@ -15,6 +17,7 @@ F32 = "*fp32:16"
 def access_origins(kernel, signature: dict, **constexprs) -> list[tuple[str, Origin]]:
     """(op name, origin of its pointer) of every load, store and atomic, in program order."""
     func = tile_opt_ir(kernel.fn, _parse_signature(kernel.fn, signature), constexprs)[0]
+    lower_descriptors(func, GENERIC)  # descriptors as pointer tiles, as the bounds checks see them
     provenance = pointer_provenance(func)
     memory = (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
     return [(op.name, provenance.origin(op.ptr)) for op in func.walk() if isinstance(op, memory)]

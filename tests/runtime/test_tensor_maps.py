@@ -13,7 +13,7 @@ from test_launcher_args import FakeDeviceArray
 from tileworkbench.errors import LaunchError
 from tileworkbench.frontend import ArgSpec
 from tileworkbench.frontend.descriptor_args import expand_arg, flatten_descriptor, takes_tensor_map
-from tileworkbench.frontend.tma_rules import (
+from tileworkbench.tma_rules import (
     box_fits,
     host_fits,
     inner_offset_aligned,

@@ -14,6 +14,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..target import NO_FALLBACK, TargetInfo, TMAFallback
+
 # name -> "module:attribute" of the Backend instance; imported on first use
 _BUILTIN = {
     "interpreter": "tileworkbench.backends.interpreter.backend:BACKEND",
@@ -33,10 +35,13 @@ class TargetOptions:
         reflect_ftz: libdevice's `__nvvm_reflect("__CUDA_FTZ")` is 1 and approximate fp32 math takes
             its flush-to-zero forms (`ex2.approx.ftz.f32`); Triton's `enable_reflect_ftz`, on by
             default on CUDA.
+        tma_fallback: descriptors kept off TMA as its rings did not fit in shared memory (the
+            compiler's retry picks it; no part of the cache key, as the compile decides it).
     """
 
     maxnreg: int | None = None
     reflect_ftz: bool = True
+    tma_fallback: TMAFallback = NO_FALLBACK
 
     def __post_init__(self) -> None:
         m = self.maxnreg
@@ -135,13 +140,19 @@ class Backend:
 
     def has_tma(self, target: str) -> bool:
         """Whether kernels for `target` (resolved) copy descriptor tiles with the TMA engine, so host
-        tensor descriptors pass a tensor map (frontend/descriptor_args.py)."""
+        tensor descriptors pass a tensor map (passes/descriptors.py picks them)."""
         return False
 
     def builds_tensor_maps(self, target: str) -> bool:
         """Whether kernels for `target` build TMA tensor maps on the device (`tensormap.replace`), so
         in-kernel `tl.make_tensor_descriptor` copies with TMA through the launch's global scratch."""
         return False
+
+    def target_info(self, target: str, num_warps: int = 4, num_stages: int = 1,
+                    tma_fallback: TMAFallback = NO_FALLBACK) -> TargetInfo | None:
+        """The TargetInfo the GPU passes get for `target`; None where none run (the interpreter
+        runs the `tile-opt` IR itself)."""
+        return None
 
     def arch_target(self, arch: str) -> str:
         """The target a kernel compiles for under Triton's `arch=` option or override-arch setting

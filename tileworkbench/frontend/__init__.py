@@ -9,7 +9,6 @@ from ..errors import CompilationError
 from ..ir import tt
 from ..ir.builder import Builder
 from ..ir.location import Loc
-from ..ir.ops import ttng
 from ..ir.values import Block
 from ..language import core
 from ..language.core import pointer_type, tensor
@@ -17,9 +16,8 @@ from ..language.descriptor import tensor_descriptor
 # imported to register the builtins
 from . import calls, descriptors, math_calls, reductions, scaled_dot, shape_calls  # noqa: F401
 from .codegen import CodeGenerator
-from .descriptor_args import (
-    NO_FALLBACK, TENSOR_MAP, TMAFallback, expand_arg, parse_descriptor_type, tensor_map_refusal,
-)
+from .descriptor_args import expand_arg, parse_descriptor_type
+from .descriptors import make_descriptor_op
 from .source import get_source
 from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 
@@ -27,14 +25,12 @@ __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
 def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
-             num_warps: int = 4, debug: bool = False, tma: bool = False,
-             device_tma: bool = False, fallback: TMAFallback = NO_FALLBACK) -> tt.FuncOp:
+             num_warps: int = 4, debug: bool = False) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
     be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads;
-    `tl.device_assert` makes a `tt.assert` only when `debug`; `tma`: the target has the TMA engine, so
-    host descriptors that fit it take a tensor map (descriptor_args.py); `device_tma`: the target also
-    builds tensor maps in the kernel, for `tl.make_tensor_descriptor` (device_descriptors.py);
-    `fallback`: descriptors the compiler keeps off TMA where its shared memory does not fit."""
+    `tl.device_assert` makes a `tt.assert` only when `debug`. The IR is target-neutral: host
+    descriptors are their base, shape and strides (descriptor_args.py) and a
+    `tt.make_tensor_descriptor` of them; passes/descriptors.py picks TMA or pointers."""
     source = get_source(fn)
     params = inspect.signature(fn).parameters
     by_name = {a.name: a for a in args}
@@ -42,19 +38,19 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     if unknown:
         raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
                                f"parameters are {', '.join(params)}")
-    # a host descriptor is several parameters (and a tensor map where it takes one)
-    flat = [part for a in args for part in expand_arg(a, tma, fallback)]
+    # a host descriptor is several parameters (its tensor map, if any, is the descriptor pass's)
+    flat = [part for a in args for part in expand_arg(a)]
     types = [_param_type(a.type) for a in flat]
     func = tt.FuncOp(sym_name=fn.__name__, arg_attrs=tuple(_arg_attrs(a) for a in flat))
     ir_types = [_param_ir_type(fn, a, t) for a, t in zip(flat, types)]
     func.body.add_block(Block(ir_types, [a.name for a in flat]))
     func.loc = Loc(source.display_file, source.first_line + source.tree.lineno - 1, 0)
     scope: dict[str, Any] = {}
-    tma_args = [a.name for a in flat if a.type == TENSOR_MAP]
     block_args = iter(zip(func.body.block.args, types))
+    builder = Builder(func.body.block, func.loc)
     for name, param in params.items():
         if name in by_name and parse_descriptor_type(by_name[name].type) is not None:
-            scope[name] = _descriptor_param(by_name[name], block_args, tma_args)
+            scope[name] = _descriptor_param(builder, by_name[name], block_args)
         elif name in by_name:
             arg, ty = next(block_args)
             if ty.is_ptr() and _is_const_annotation(param.annotation):  # `ptr: tl.const`: read-only
@@ -67,12 +63,7 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
         else:
             raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
                                    "signature (a runtime argument) or in constexprs")
-    builder = Builder(func.body.block)
-    if tma:
-        _note_pointer_descriptors(builder, args, func.loc, fallback)
-    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug,
-                              device_tma=tma and device_tma,
-                              device_tma_refusal=fallback.reason if fallback.device else None)
+    generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug)
     generator.constexpr_names = {name for name in params if name not in by_name}
     try:
         generator.visit_body(source.tree.body)
@@ -88,38 +79,20 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     return func
 
 
-def _note_pointer_descriptors(builder: Builder, args: list[ArgSpec], loc: Loc,
-                              fallback: TMAFallback) -> None:
-    """On a TMA target, a `ttng.tma_fallback` for each host descriptor that takes no tensor map,
-    saying why (its accesses are pointer loads and stores)."""
-    builder.loc = loc
-    for arg in args:
-        if parse_descriptor_type(arg.type) is None:
-            continue
-        reason = tensor_map_refusal(arg)
-        if reason is None and arg.name in fallback.host:
-            reason = fallback.reason
-        if reason is not None:
-            builder.create(ttng.TMAFallbackOp, reason=f"descriptor {arg.name}: {reason}")
-
-
-def _descriptor_param(arg: ArgSpec, block_args, tma_args: list[str]) -> tensor_descriptor:
-    """A host descriptor parameter as a `tl.tensor_descriptor` of its block arguments."""
+def _descriptor_param(builder: Builder, arg: ArgSpec, block_args) -> tensor_descriptor:
+    """A host descriptor parameter as a `tl.tensor_descriptor` of its block arguments, made by a
+    `tt.make_tensor_descriptor` at the kernel's start."""
     _, block, padding = parse_descriptor_type(arg.type)
     parts = [tensor(value, ty) for value, ty in (next(block_args) for _ in range(2 * len(block)))]
     rank = len(block)
-    tensormap = None
-    if tma_args and tma_args[0] == f"{arg.name}.{TENSOR_MAP}":
-        tensormap = tensor(*next(block_args))
-        tma_args.pop(0)
-    return tensor_descriptor(parts[0], parts[1 : rank + 1], [*parts[rank + 1 :], 1], block, padding,
-                             tensormap)
+    base, shape, strides = parts[0], parts[1 : rank + 1], parts[rank + 1 :]
+    handle = make_descriptor_op(builder, base, shape, strides, block, padding, host=arg.name)
+    return tensor_descriptor(base, shape, [*strides, 1], block, padding, handle)
 
 
 def _param_type(text: str):
-    """The language type of a runtime parameter; a tensor map is an opaque `!tt.ptr<i8>` (it is passed
-    by value, `.param .align 64 .b8 [128]`, which the arg attribute `tt.tensormap` tells the back end)."""
-    return pointer_type(core.int8) if text == TENSOR_MAP else parse_type(text)
+    """The language type of a runtime parameter."""
+    return parse_type(text)
 
 
 def _is_const_annotation(annotation) -> bool:
@@ -136,8 +109,6 @@ def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
 
 
 def _arg_attrs(arg: ArgSpec) -> dict:
-    if arg.type == TENSOR_MAP:
-        return {"tt.tensormap": 128}
     if arg.divisible_16:
         return {"tt.divisibility": 16}
     # an integer launched as a multiple of 8 or 4: axis_info scales it by the element size of the

@@ -37,13 +37,8 @@ ALLOWED_PY_BUILTINS = {
 class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
     def __init__(self, source: FunctionSource, builder: Builder, scope: dict[str, Any], kernel_name: str,
                  call_site: Loc | None = None, depth: int = 0, num_warps: int = 4,
-                 debug: bool = False, device_tma: bool = False,
-                 device_tma_refusal: str | None = None):
+                 debug: bool = False):
         self.source = source
-        # the target builds TMA tensor maps in the kernel (device_descriptors.py), except where the
-        # compiler refused them (TMA's shared memory did not fit: this says why, in a note)
-        self.device_tma = device_tma
-        self.device_tma_refusal = device_tma_refusal
         self.num_warps = num_warps  # the launch's, for tl.extra.cuda.num_warps()
         self.debug = debug  # debug mode: `tl.device_assert` and `assert` compile to checks (as Triton)
         # inside tl.map_elementwise: a runtime `if` on a tile runs both branches and selects per element

@@ -8,19 +8,21 @@ frontend rebuilds a `tl.tensor_descriptor` from them; the runtime flattens the h
 On targets with TMA (sm_90+), a descriptor whose launch guaranteed the TMA rules (`:16` here means
 a 16-byte aligned base, strides and innermost extent, `tma_rules.host_fits`) and whose block TMA
 can copy (`tma_rules.box_fits`) gets one more parameter, `<name>.tensormap`: the 128-byte
-CUtensorMap the launcher encodes, passed by value (`runtime/tensor_map.py`). Where TMA's rings do
-not fit in shared memory, the compiler keeps some of those descriptors on pointers after all
-(`TMAFallback`, runtime/compiler.py): they get no tensor map, and the launch passes none.
+CUtensorMap the launcher encodes, passed by value (`runtime/tensor_map.py`). The frontend leaves it
+out; the descriptor pass (passes/descriptors.py) adds it where it picks TMA, by the same rule
+(`tma_rules.host_refusal`). Where TMA's rings do not fit in shared memory, the compiler keeps some
+of those descriptors on pointers after all (`target.TMAFallback`, runtime/compiler.py): they get no
+tensor map, and the launch passes none.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CompilationError, LaunchError
+from ..target import NO_FALLBACK, TMAFallback
+from ..tma_rules import host_refusal
 from .specialize import ArgSpec, parse_type
-from .tma_rules import box_fits
 
 PREFIX = "tensordesc<"
 TENSOR_MAP = "tensormap"  # the kind of a tensor map parameter (128 bytes, by value)
@@ -42,31 +44,6 @@ def parse_descriptor_type(text: str) -> tuple[str, tuple[int, ...], str] | None:
         raise CompilationError(
             f"bad tensor descriptor type {text!r}: expected e.g. 'tensordesc<fp16,64x64,zero>'"
         ) from None
-
-
-@dataclass(frozen=True)
-class TMAFallback:
-    """The compiler's choice to keep descriptors that TMA's rules allow on the pointer path, because
-    their rings and staged tiles do not fit in shared memory: the host descriptor parameters named
-    in `host` take no tensor map, and (`device`) descriptors made in the kernel build none.
-    `reason` is what each `ttng.tma_fallback` note says."""
-
-    host: tuple[str, ...] = ()
-    device: bool = False
-    reason: str = ""
-
-    def as_dict(self) -> dict:
-        return {"host": list(self.host), "device": self.device, "reason": self.reason}
-
-    @classmethod
-    def from_dict(cls, values: dict | None) -> TMAFallback:
-        """From `as_dict`'s form (a kernel's metadata); None: no fallback."""
-        if not values:
-            return NO_FALLBACK
-        return cls(tuple(values["host"]), values["device"], values["reason"])
-
-
-NO_FALLBACK = TMAFallback()
 
 
 def expand_arg(arg: ArgSpec, tma: bool = False,
@@ -102,15 +79,8 @@ def tensor_map_refusal(arg: ArgSpec) -> str | None:
     """Why descriptor parameter `arg` cannot take TMA on a target that has it, or None."""
     element, block, padding = parse_descriptor_type(arg.type)
     dtype = parse_type(element)
-    if padding == "nan" and (not dtype.is_floating() or dtype.primitive_bitwidth < 16):
-        return "TMA fills NaN for 16- to 64-bit floats only"
-    if not arg.divisible_16:
-        return ("the launch's base, strides or innermost extent are not whole 16-byte chunks "
-                "(tma_rules.host_fits)")
-    if not box_fits(block, max(1, dtype.primitive_bitwidth // 8)):
-        return (f"TMA cannot copy a {'x'.join(map(str, block))} block of {element} (rank 2, at "
-                "most 256 per dimension, rows of whole 16-byte chunks)")
-    return None
+    return host_refusal(block, element, dtype.is_floating(), dtype.primitive_bitwidth, padding,
+                        arg.divisible_16)
 
 
 def is_host_descriptor(value: Any) -> bool:

@@ -1,8 +1,9 @@
 """Tensor descriptors in the frontend: `tl.make_tensor_descriptor` builds a compile-time
-`tensor_descriptor` (IR values for base, shape and strides; a constant block shape), and its `load` /
-`store` / `atomic_add` lower to a tile of pointers with a bounds mask, the semantics of a TMA copy:
-positions outside the shape read as the padding value and are never written. On sm_90a, descriptors
-that fit TMA build their tensor map in the kernel instead (device_descriptors.py).
+`tensor_descriptor` (IR values for base, shape and strides; a constant block shape) around a
+target-neutral `tt.make_tensor_descriptor`, and its `load` / `store` become `tt.descriptor_load` /
+`tt.descriptor_store`. Whether they copy by TMA or through masked pointer tiles is decided later,
+by the target (passes/descriptors.py). `atomic_add` and block pointers lower to pointer tiles here:
+positions outside the shape read as the padding value and are never written.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import ast
 
 from ..errors import TileTypeError
+from ..ir.ops import tt
+from ..ir.types import TensorDescType
 from ..language import core
 from ..language.core import tensor
 from ..language.descriptor import block_pointer, tensor_descriptor
 from .calls import BUILTIN_IMPLS, check_shape, impl
-from .device_descriptors import device_tensormap
 from .semantics import unwrap
-from .tma_calls import takes_tma, tma_load, tma_store
 
 
 def _as_list(value, what: str) -> list:
@@ -35,6 +36,15 @@ def _scalar_int(cg, value, what: str):
     if isinstance(value, bool) or not isinstance(value, int):
         raise TileTypeError(f"{what} must be an integer, got {value!r}")
     return value
+
+
+def make_descriptor_op(builder, base: tensor, shape: list, strides: list, block, padding: str,
+                       host: str = ""):
+    """The `tt.make_tensor_descriptor` of a descriptor (`strides`: all but the innermost, 1)."""
+    block_ir = core.block_type(base.dtype.element_ty, tuple(block)).to_ir()
+    return builder.value(tt.MakeTensorDescOp, TensorDescType(block_ir), host or None,
+                         base=base.handle, shape=[s.handle for s in shape],
+                         strides=[s.handle for s in strides], padding=padding, host=host)
 
 
 @impl("make_tensor_descriptor")
@@ -67,23 +77,27 @@ def make_tensor_descriptor(cg, base, shape, strides, block_shape, padding_option
         raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
     shape = [_scalar_int(cg, s, "each dimension of a descriptor's shape") for s in shape]
     strides = [_scalar_int(cg, s, "each stride of a descriptor") for s in strides]
-    desc = tensor_descriptor(base, shape, strides, block, padding)
-    desc.tensormap = device_tensormap(cg, desc)  # TMA through a map built in the kernel, where it fits
-    return desc
+    handle = make_descriptor_op(cg.sem.builder, base, [cg.sem.to_tensor(s) for s in shape],
+                                [cg.sem.to_tensor(s) for s in strides[:-1]], block, padding)
+    return tensor_descriptor(base, shape, strides, block, padding, handle)
 
 
-def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tensor]:
-    """The tile of pointers of a descriptor's block at `offsets`, and its in-bounds mask."""
+def _checked_offsets(cg, desc, offsets) -> list:
+    """A descriptor access's offsets as given (Python ints or scalar integer tensors), checked."""
     if not isinstance(desc, tensor_descriptor):
         raise TileTypeError(f"expected a tensor descriptor, got {type(desc).__name__}")
     offsets = _as_list(offsets, "offsets")
     rank = len(desc.block_shape)
     if len(offsets) != rank:
         raise TileTypeError(f"a descriptor of rank {rank} needs {rank} offsets, got {len(offsets)}")
-    offsets = [_scalar_int(cg, offset, "each offset") for offset in offsets]
-    return _block_tile(
-        cg, desc.base, desc.shape, desc.strides, offsets, desc.block_shape, range(rank)
-    )
+    return [_scalar_int(cg, offset, "each offset") for offset in offsets]
+
+
+def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tensor]:
+    """The tile of pointers of a descriptor's block at `offsets`, and its in-bounds mask."""
+    offsets = _checked_offsets(cg, desc, offsets)
+    return _block_tile(cg, desc.base, desc.shape, desc.strides, offsets, desc.block_shape,
+                       range(len(desc.block_shape)))
 
 
 def _block_tile(
@@ -111,43 +125,33 @@ def _block_tile(
     return cg.sem.broadcast_to(pointers, block_shape), mask
 
 
-def _tma_offsets(cg, desc, offsets) -> list | None:
-    """The checked offsets of a descriptor access that goes through TMA (tma_calls.py), else None."""
-    if not isinstance(desc, tensor_descriptor) or desc.tensormap is None:
-        return None
-    checked = [_scalar_int(cg, offset, "each offset") for offset in _as_list(offsets, "offsets")]
-    if len(checked) != len(desc.block_shape) or not takes_tma(cg, desc, checked):
-        return None
-    return checked
-
-
 @impl("descriptor_load")
 def descriptor_load(cg, desc, offsets):
     desc = unwrap(desc)
-    tma_offsets = _tma_offsets(cg, desc, offsets)
-    if tma_offsets is not None:
-        return tma_load(cg, desc, tma_offsets)
-    pointers, mask = _block_pointers(cg, desc, offsets)
-    other = float("nan") if desc.padding == "nan" else 0
-    if other != 0 and not desc.dtype.is_floating():
+    offsets = _checked_offsets(cg, desc, offsets)
+    if desc.padding == "nan" and not desc.dtype.is_floating():
         raise TileTypeError("padding 'nan' needs a floating-point descriptor")
-    return cg.sem.load(pointers, mask, other)
+    handles = [cg.sem.to_tensor(offset).handle for offset in offsets]
+    return cg.sem.make(tt.DescriptorLoadOp, desc.block_type, desc=desc.handle, offsets=handles)
 
 
 @impl("descriptor_store")
 def descriptor_store(cg, desc, offsets, value):
     desc = unwrap(desc)
-    tma_offsets = _tma_offsets(cg, desc, offsets)
-    pointers, mask = (None, None) if tma_offsets is not None else _block_pointers(cg, desc, offsets)
+    offsets = _checked_offsets(cg, desc, offsets)
     value = cg.sem.to_tensor(unwrap(value))
     if value.shape and tuple(value.shape) != tuple(desc.block_shape):
         raise TileTypeError(
             f"a descriptor store takes a tile of its block shape {list(desc.block_shape)}, "
             f"got {list(value.shape)}"
         )
-    if tma_offsets is not None:
-        return tma_store(cg, desc, tma_offsets, value)
-    cg.sem.store(pointers, value, mask)
+    ops = cg.sem.builder.block.ops
+    before = len(ops)
+    value = cg.sem.broadcast_to(cg.sem.cast(value, desc.dtype), tuple(desc.block_shape))
+    converts = len(ops) - before
+    handles = [cg.sem.to_tensor(offset).handle for offset in offsets]
+    cg.sem.builder.create(tt.DescriptorStoreOp, desc=desc.handle, value=value.handle,
+                          offsets=handles, converts=converts)
 
 
 @impl("descriptor_atomic_add")

@@ -370,8 +370,7 @@ class ExpressionsMixin:
         source = get_source(fn)
         call_site = self.loc(node) if node is not None else self.builder.loc
         child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
-                              self.num_warps, debug=self.debug, device_tma=self.device_tma,
-                              device_tma_refusal=self.device_tma_refusal)
+                              self.num_warps, debug=self.debug)
         child.elementwise = elementwise or self.elementwise
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")

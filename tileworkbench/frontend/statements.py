@@ -409,7 +409,6 @@ class StatementsMixin:
         self.scope = dict(self.scope)
         self.bind_block_args(names, inits, body.args[1:])
         iv = tensor(body.args[0], lb.dtype)
-        self.builder.loop_bounds[id(body.args[0])] = (start.handle, stride.handle)
         with self.builder.at_end(body):
             if negative:
                 iv = self.sem.sub(lb, self.sem.mul(iv, self.sem.neg(step)))

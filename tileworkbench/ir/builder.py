@@ -20,9 +20,6 @@ class Builder:
         self.block = block
         self.before: Op | None = None
         self.loc = loc
-        # (lower, step) by id of the induction variable of each loop whose body is being built (its
-        # scf.for comes after the body); the frontend's alignment facts read them (tma_calls.py)
-        self.loop_bounds: dict[int, tuple[Value, Value]] = {}
 
     def create(self, cls: type[OpT], result_types: list[Type] = (), name: str | None = None,
                **fields) -> OpT:

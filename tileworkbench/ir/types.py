@@ -137,7 +137,23 @@ class MemDescType:
         return f"!ttg.memdesc<{dims}x{self.element}{enc}, mutable>"
 
 
-Type = ScalarType | PointerType | TensorType | MemDescType
+@dataclass(frozen=True)
+class TensorDescType:
+    """A tensor descriptor (`!tt.tensordesc<tensor<64x64xf16>>`): a global tensor's base, shape and
+    strides with the block that its loads and stores move. Target-neutral: passes/descriptors.py
+    turns it into a TMA tensor map or pointer tiles."""
+
+    block: TensorType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+    def __str__(self) -> str:
+        return f"!tt.tensordesc<{self.block}>"
+
+
+Type = ScalarType | PointerType | TensorType | MemDescType | TensorDescType
 
 i1, i8, i16, i32, i64 = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64"))
 u8, u16, u32, u64 = (ScalarType(n) for n in ("u8", "u16", "u32", "u64"))

@@ -48,6 +48,14 @@ class Block:
         self.args.append(arg)
         return arg
 
+    def insert_arg(self, index: int, type: Type, name: str | None = None) -> BlockArgument:
+        """A new argument at `index`; those after it move up one."""
+        arg = BlockArgument(type, self, index, name)
+        self.args.insert(index, arg)
+        for i, other in enumerate(self.args):
+            other.index = i
+        return arg
+
     def append(self, op: Op) -> Op:
         op.parent = self
         self.ops.append(op)

@@ -1,9 +1,10 @@
 """Tensor descriptors (Triton's `tl.make_tensor_descriptor` / `tl.tensor_descriptor`) and block pointers
 (`tl.make_block_ptr` / `tl.advance`): a global tensor's base, shape and strides plus the block shape that
-a load or store moves. Both lower to masked pointer tiles (frontend/descriptors.py); with TMA on, host
-descriptors that fit copy their tiles with TMA on sm_90+ (frontend/tma_calls.py), and descriptors made in
-the kernel on sm_90a too, through a tensor map the kernel builds in scratch memory from
-`set_allocator` (frontend/device_descriptors.py).
+a load or store moves. Block pointers lower to masked pointer tiles (frontend/descriptors.py);
+descriptors to target-neutral `tt.descriptor_*` ops, which the descriptor pass
+(passes/descriptors.py) makes TMA copies where the target and the alignment allow (host descriptors
+on sm_90+, descriptors made in the kernel on sm_90a through a tensor map built in scratch memory
+from `set_allocator`), and masked pointer tiles otherwise.
 """
 
 from __future__ import annotations
@@ -30,16 +31,15 @@ class tensor_descriptor:
 
     def __init__(
         self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str,
-        tensormap=None,
+        handle=None,
     ):
         self.base = base
         self.shape = list(shape)
         self.strides = list(strides)
         self.block_shape = tuple(block_shape)
         self.padding = padding
-        # its CUtensorMap where loads and stores use TMA: a host descriptor's parameter (sm_90+),
-        # or the address of the map built in the kernel (sm_90a)
-        self.tensormap = tensormap
+        # the `!tt.tensordesc` value its loads and stores take (`tt.make_tensor_descriptor`)
+        self.handle = handle
 
     @property
     def dtype(self) -> dtype:

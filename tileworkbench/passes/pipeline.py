@@ -19,6 +19,7 @@ from .coalesce import coalesce
 from .combine import combine_broadcast_mul_reduce, combine_dot_add
 from .cse import cse
 from .dce import dce
+from .descriptors import lower_descriptors
 from .licm import licm
 from .prefetch_tiles import prefetch_next_tile
 from .remove_layout_conversions import remove_layout_conversions
@@ -52,6 +53,9 @@ TILE_OPT: list[Pass] = [  # tile -> tile-opt
 ]
 
 TILE_GPU: list[Pass] = [
+    # descriptors become TMA copies or pointer tiles as the target allows (its TargetInfo, and the
+    # compiler's shared-memory fallback) first: every pass after it sees `ttng` ops or pointers.
+    lower_descriptors,
     # TMA loads read transposed tiles themselves (before layouts: the fold changes result shapes).
     fold_tma_transpose,
     # sum(a[:, :, None] * b[None], axis=1) -> dot(a, b), then acc + dot(a, b) -> dot(a, b, acc)

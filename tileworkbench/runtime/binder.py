@@ -25,12 +25,12 @@ from typing import Callable
 from ..backends import backend_for
 from ..frontend import ArgSpec
 from ..frontend.descriptor_args import (
-    TMAFallback,
     expand_arg,
     flatten_descriptor,
     has_tensor_map,
     parse_descriptor_type,
 )
+from ..target import TMAFallback
 from . import specialize as spec
 from .tensor_map import tensor_map
 

@@ -14,7 +14,7 @@ import math
 import threading
 import types
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,10 +22,12 @@ from ..backends import DEFAULT_OPTIONS, TargetOptions, backend_for
 from ..config import config
 from ..errors import LaunchError, OptionError, OutOfResources
 from ..frontend import ArgSpec, generate, parse_arg
-from ..frontend.descriptor_args import NO_FALLBACK, TMAFallback
 from ..frontend.source import get_source
 from ..ir import print_ir_lines
+from ..ir.clone import clone
+from ..ir.ops import tt
 from ..language import core
+from ..target import NO_FALLBACK, TMAFallback
 from .stage_texts import StageTexts, ttgir_module
 
 CACHE_FORMAT = 5  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
@@ -61,7 +63,7 @@ class KernelMetadata:
     global_scratch_align: int = 128
     # the compiler kept descriptors that TMA's rules allow on pointers, as TMA's rings did not fit in
     # shared memory: {"host": [parameter names, passed with no tensor map], "device": bool,
-    # "reason": str} (frontend/descriptor_args.TMAFallback); None: no such choice
+    # "reason": str} (target.TMAFallback); None: no such choice
     tma_fallback: dict | None = None
 
     def as_dict(self) -> dict:
@@ -184,7 +186,8 @@ class CompiledKernel:
 
     @property
     def ir(self):
-        """The `tile-opt` IR (rebuilt on demand for kernels loaded from the cache)."""
+        """The `tile-opt` IR, target-neutral (descriptors as `tt.descriptor_*` ops; the interpreter
+        runs them as pointer tiles); rebuilt on demand where the backend's passes rewrote it."""
         if self._ir is None and self._regenerate is not None:
             self._ir = self._regenerate()
         return self._ir
@@ -421,53 +424,72 @@ def _store(key: str, kernel: CompiledKernel) -> None:
 
 
 def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
-                debug: bool = False, tma: bool = False, device_tma: bool = False,
-                fallback: TMAFallback = NO_FALLBACK):
-    """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt lines).
-    `tma`: the target copies descriptor tiles with TMA (`Backend.has_tma`); `device_tma`: it also
-    builds tensor maps in the kernel (`Backend.builds_tensor_maps`); `fallback`: the descriptors kept
-    off TMA because its shared memory did not fit (`_compile_fitting`)."""
+                debug: bool = False):
+    """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt
+    lines). Target-neutral: which descriptors take TMA is the GPU passes' choice."""
     from ..passes.pipeline import TILE_OPT, run_passes
 
-    func = generate(py_fn, args, constexprs, num_warps, debug=debug, tma=tma, device_tma=device_tma,
-                    fallback=fallback)
+    func = generate(py_fn, args, constexprs, num_warps, debug=debug)
     tile_lines = print_ir_lines(func, locs=True)
     passes = [("tile", "\n".join(t for t, _ in tile_lines) + "\n")]
     passes += run_passes(func, TILE_OPT)
     return func, passes, tile_lines, print_ir_lines(func, locs=True)
 
 
+def chosen_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], md: KernelMetadata):
+    """The `tile-opt` IR with the target's descriptor choices made (TMA ops, `*.tensormap`
+    parameters, `ttng.tma_fallback` notes): what `CompiledKernel.ir` shows of a compiled backend's
+    kernel, whose own IR the GPU passes rewrote."""
+    from ..passes.descriptors import lower_descriptors
+    from ..passes.pipeline import run_passes
+
+    func = tile_opt_ir(py_fn, args, constexprs, md.num_warps, md.debug)[0]
+    target = backend_for(md.target).target_info(md.target, md.num_warps, md.num_stages,
+                                                TMAFallback.from_dict(md.tma_fallback))
+    if target is not None:
+        run_passes(func, [lower_descriptors], target=target)
+    return func
+
+
 def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion,
                    debug: bool = False, options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
-    source = get_source(py_fn)
+    """The frontend and TILE_OPT once; then the backend, and where TMA's rings do not fit in shared
+    memory, the backend again on copies of the `tile-opt` IR with descriptors kept off TMA."""
     backend = backend_for(target)
-    tma = backend.has_tma(target)
-    device_tma = backend.builds_tensor_maps(target)
-    compile_with = functools.partial(_compile_with, py_fn, source, args, constexprs, target,
-                                     num_warps, num_stages, fp_fusion, debug, tma, device_tma,
-                                     options)
+    front = tile_opt_ir(py_fn, args, constexprs, num_warps, debug)
+    func = front[0]
+    retry = backend.has_tma(target) and _has_descriptors(func)
+    kept = clone(func) if retry else None  # the backend's passes rewrite `func` in place
+    compile_with = functools.partial(_compile_with, py_fn, get_source(py_fn), args, constexprs,
+                                     target, num_warps, num_stages, fp_fusion, debug, options,
+                                     front)
     try:
-        return compile_with()
+        return compile_with(func)
     except OutOfResources as error:
-        if not (tma and _short_of_shared_memory(error)):
+        if not (retry and _short_of_shared_memory(error)):
             raise
-        return _compile_fitting(compile_with, args, device_tma, error)
+        return _compile_fitting(compile_with, kept, args, backend.builds_tensor_maps(target), error)
+
+
+def _has_descriptors(func: tt.FuncOp) -> bool:
+    return any(isinstance(op, tt.MakeTensorDescOp) for op in func.walk())
 
 
 def _short_of_shared_memory(error: OutOfResources) -> bool:
     return "shared memory" in error.name
 
 
-def _compile_fitting(compile_with: Callable, args: list[ArgSpec], device_tma: bool,
+def _compile_fitting(compile_with: Callable, kept: tt.FuncOp, args: list[ArgSpec], device_tma: bool,
                      error: OutOfResources) -> CompiledKernel:
     """TMA's rings and staged tiles did not fit in shared memory (the pointer path stages less):
-    compile again with descriptors kept off TMA (`_fallbacks`), the fewest first, until the kernel
-    fits. The IR notes each descriptor kept off (`ttng.tma_fallback`) and the metadata names them,
-    so launches pass no tensor map for them. Where nothing fits, the last plan's OutOfResources
-    (which names the kernel, its shared buffers and their lines) is raised."""
+    run the backend again on a copy of the `tile-opt` IR with descriptors kept off TMA
+    (`_fallbacks`, which the descriptor pass reads from the TargetInfo), the fewest first, until
+    the kernel fits. The IR notes each descriptor kept off (`ttng.tma_fallback`) and the metadata
+    names them, so launches pass no tensor map for them. Where nothing fits, the last plan's
+    OutOfResources (which names the kernel, its shared buffers and their lines) is raised."""
     for fallback in _fallbacks(args, device_tma, error):
         try:
-            return compile_with(fallback=fallback)
+            return compile_with(clone(kept), fallback=fallback)
         except OutOfResources as again:
             if not _short_of_shared_memory(again):
                 raise
@@ -500,11 +522,12 @@ def _block_bytes(arg: ArgSpec) -> int:
 
 
 def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
-                  tma: bool, device_tma: bool,
-                  options: TargetOptions = DEFAULT_OPTIONS,
+                  options: TargetOptions, front: tuple, func,
                   fallback: TMAFallback = NO_FALLBACK) -> CompiledKernel:
-    func, passes, tile_lines, opt_lines = tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma,
-                                                      device_tma, fallback)
+    """The backend's stages from `func` (the `tile-opt` IR or a copy of it; `front`: what
+    `tile_opt_ir` gave), with `fallback` handed to the descriptor pass."""
+    _, front_passes, tile_lines, opt_lines = front
+    passes = list(front_passes)
     asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
     line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
                 "tile": _line_map(func, [loc for _, loc in tile_lines]),
@@ -519,7 +542,8 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
     ir = func
     binary = None
     backend = backend_for(target)
-    result = backend.lower(func, target, num_warps, num_stages, fp_fusion, debug, options)
+    result = backend.lower(func, target, num_warps, num_stages, fp_fusion, debug,
+                           replace(options, tma_fallback=fallback))
     if result is not None:
         ir = None  # the backend's passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
         passes += result.passes
@@ -534,7 +558,7 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
         binary = result.binary
 
     def regenerate():
-        return tile_opt_ir(py_fn, args, constexprs, num_warps, debug, tma, device_tma, fallback)[0]
+        return chosen_ir(py_fn, args, constexprs, metadata)
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
                             regenerate=regenerate)
@@ -582,12 +606,9 @@ def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> Compiled
     metadata.cache_hit = True
     cubin = entry.get("kernel.cubin")
     backend = backend_for(metadata.target)
-    fallback = TMAFallback.from_dict(metadata.tma_fallback)
 
-    def regenerate():  # the IR the kernel was compiled from (TMA's choices as they were made)
-        target = metadata.target
-        return tile_opt_ir(py_fn, args, constexprs, metadata.num_warps, debug,
-                           backend.has_tma(target), backend.builds_tensor_maps(target), fallback)[0]
+    def regenerate():  # the IR the kernel was compiled from, TMA's choices as they were made
+        return chosen_ir(py_fn, args, constexprs, metadata)
 
     kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
     backend.finish_cached(kernel)

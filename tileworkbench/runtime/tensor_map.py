@@ -17,7 +17,7 @@ from typing import Any
 from ..dtypes import tma_element_code
 from ..errors import LaunchError
 from ..frontend.specialize import parse_type
-from ..frontend.tma_rules import host_fits, tma_box
+from ..tma_rules import host_fits, tma_box
 from ..cuda.arguments import pointer_value
 
 TENSOR_MAP_BYTES = 128

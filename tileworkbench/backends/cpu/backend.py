@@ -22,6 +22,9 @@ class CpuBackend(Backend):
     # suites that compile hundreds of small kernels turn them off)
     vectorize = True
 
+    def target_info(self, target, num_warps=4, num_stages=1, tma_fallback=None):
+        return TARGET
+
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
               options=DEFAULT_OPTIONS) -> Lowered:
         from ...ir.printer import print_ir_lines

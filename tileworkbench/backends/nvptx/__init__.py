@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ...ir.ops import tt
 from ..llvm.tile_gpu import check_shapes, run_gpu_passes
+from ...target import NO_FALLBACK, TMAFallback
 from .archs import DEFAULT_ARCH
 
 
@@ -41,7 +42,8 @@ class NvptxResult:
 def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int = 4,
                   num_stages: int = 3,
                   enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False,
-                  maxnreg: int | None = None, reflect_ftz: bool = True) -> NvptxResult:
+                  maxnreg: int | None = None, reflect_ftz: bool = True,
+                  tma_fallback: TMAFallback = NO_FALLBACK) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
@@ -60,6 +62,8 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int =
         reflect_ftz: libdevice's `__nvvm_reflect("__CUDA_FTZ")` answers 1 and `exp2` on fp32 takes
             `ex2.approx.ftz.f32` (Triton's `enable_reflect_ftz`, on by default); False keeps
             subnormals (`ex2.approx.f32`, libdevice's non-ftz paths).
+        tma_fallback: descriptors kept off TMA because its shared memory did not fit (the
+            compiler's retry; passes/descriptors.py reads it from the TargetInfo).
 
     Returns:
         An NvptxResult with every stage's text, the cubin, resources and the source-line maps.
@@ -86,7 +90,7 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int =
     check_shapes(func)
     # tensor cores (mma.sync, wgmma for fitting dots), shared memory per block (room for a spare
     # ring slot, staged epilogues) and per SM (whether the spare slot costs a resident block)
-    target = row.target_info(num_warps, num_stages)
+    target = row.target_info(num_warps, num_stages, tma_fallback)
     passes = run_gpu_passes(func, target)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"

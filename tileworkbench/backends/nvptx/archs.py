@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import CompilationError
-from ...target import TargetInfo
+from ...config import config
+from ...target import NO_FALLBACK, TargetInfo, TMAFallback
 
 KB = 1024
 
@@ -64,12 +65,15 @@ class Arch:
         """LLVM's NVPTX cpu name (the PTX target)."""
         return self.name
 
-    def target_info(self, num_warps: int = 4, num_stages: int = 1) -> TargetInfo:
+    def target_info(self, num_warps: int = 4, num_stages: int = 1,
+                    tma_fallback: TMAFallback = NO_FALLBACK) -> TargetInfo:
         """What the GPU passes and the lowering know of this architecture, with the compile's
-        options."""
+        options (`TILEWORKBENCH_TMA=0` turns TMA off; `tma_fallback`: the compiler's retry)."""
+        tma = self.tma and config.tma
         return TargetInfo(
             name=self.name, sm=self.sm, tensor_cores="wgmma" if self.wgmma else "mma.sync",
-            fp8_mma=self.fp8_mma, stmatrix=self.stmatrix, tma=self.tma,
+            fp8_mma=self.fp8_mma, stmatrix=self.stmatrix, tma=tma,
+            tensormap_create=tma and self.tensormap_replace, tma_fallback=tma_fallback,
             shared_per_block=self.shared_per_block, shared_per_sm=self.shared_per_sm,
             shared_reserved_per_block=self.shared_reserved_per_block, warp_size=self.warp_size,
             num_warps=num_warps, num_stages=num_stages)

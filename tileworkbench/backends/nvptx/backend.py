@@ -4,6 +4,7 @@ of `archs.ARCHS` (the one table of them); stages up to PTX and SASS; launches th
 from __future__ import annotations
 
 from ...errors import CompilationError
+from ...target import NO_FALLBACK
 from .. import DEFAULT_OPTIONS, Backend, Lowered, register
 from .archs import ARCHS, DEFAULT_ARCH, Arch
 
@@ -92,13 +93,17 @@ class NvptxBackend(Backend):
         """TMA targets whose PTX has `tensormap.replace`: the sm_90a family (sm_90a, sm_100a)."""
         return self.has_tma(target) and ARCHS[target].tensormap_replace
 
+    def target_info(self, target, num_warps=4, num_stages=1, tma_fallback=NO_FALLBACK):
+        return ARCHS[target].target_info(num_warps, num_stages, tma_fallback)
+
     def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
               options=DEFAULT_OPTIONS) -> Lowered:
         from . import compile_nvptx
 
         result = compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
                                enable_fp_fusion=fp_fusion, assemble=False, debug=debug,
-                               maxnreg=options.maxnreg, reflect_ftz=options.reflect_ftz)
+                               maxnreg=options.maxnreg, reflect_ftz=options.reflect_ftz,
+                               tma_fallback=options.tma_fallback)
         return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
                                             "ptx": result.ptx},
                        result.passes, result.line_maps, result.shared, result.static_shared,

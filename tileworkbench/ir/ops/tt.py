@@ -24,6 +24,13 @@ class FuncOp(Op, name="tt.func"):
     def args(self):
         return self.body.block.args
 
+    def insert_arg(self, index: int, type, name: str, attrs: dict):
+        """A new parameter at `index` with its arg attributes (passes/descriptors.py adds the
+        tensor maps of host descriptors that take TMA)."""
+        attrs_list = list(self.arg_attrs) + [{}] * (len(self.args) - len(self.arg_attrs))
+        self.arg_attrs = tuple(attrs_list[:index] + [attrs] + attrs_list[index:])
+        return self.body.block.insert_arg(index, type, name)
+
 
 @dataclass(eq=False)
 class ReturnOp(Op, name="tt.return", terminator=True): ...
@@ -168,6 +175,43 @@ class StoreOp(Op, name="tt.store"):
     mask: Value | None = operand(optional=True)
     cache_modifier: str = attribute("")
     eviction_policy: str = attribute("")
+
+
+# -- tensor descriptors (target-neutral; passes/descriptors.py picks TMA or pointers) ------------
+@dataclass(eq=False)
+class MakeTensorDescOp(Op, name="tt.make_tensor_descriptor"):
+    """A descriptor (`!tt.tensordesc`) of the tensor at `base` with `shape` (elements, outermost
+    first) and `strides` (every dimension but the innermost, whose stride is 1). `host` names the
+    kernel parameter it came from (a host descriptor), or is "" (`tl.make_tensor_descriptor`). Not
+    pure: licm must not hoist one made in a loop (its tensor map would be rewritten in flight)."""
+
+    base: Value = operand()
+    shape: list[Value] = operands()
+    strides: list[Value] = operands()
+    padding: str = attribute("zero")
+    host: str = attribute("")
+
+
+@dataclass(eq=False)
+class DescriptorLoadOp(Op, name="tt.descriptor_load"):
+    """The block at `offsets` (scalar integers, outermost first) of descriptor `desc`'s tensor;
+    positions outside its shape read as the padding (zero or NaN)."""
+
+    desc: Value = operand()
+    offsets: list[Value] = operands()
+
+
+@dataclass(eq=False)
+class DescriptorStoreOp(Op, name="tt.descriptor_store"):
+    """Writes `value` (a tile of the block type) as the block at `offsets`; positions outside the
+    tensor's shape are not written. `converts`: how many ops right before it made `value` of the
+    block type (the frontend's cast and broadcast): a pointer form builds its tile before them, in
+    the order `tl.store` has."""
+
+    desc: Value = operand()
+    value: Value = operand()
+    offsets: list[Value] = operands()
+    converts: int = attribute(0)
 
 
 RMW_KINDS = ("add", "fadd", "max", "umax", "min", "umin", "fmax", "fmin", "and", "or", "xor", "xchg")

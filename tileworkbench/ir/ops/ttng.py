@@ -1,9 +1,9 @@
 """The `ttng` dialect (Triton's TritonNvidiaGPU): tensor-descriptor copies by the TMA engine of sm_90+.
 
-The frontend makes these for host descriptors that passed a tensor map (frontend/tma_calls.py) and for
-descriptors made in the kernel whose tensor map the kernel builds in global scratch
-(`ttng.global_scratch` + `ttng.tensormap_create`, frontend/device_descriptors.py); every other
-descriptor access is plain pointer loads and stores. The NVPTX lowering
+The descriptor pass (passes/descriptors.py) makes these from the target-neutral `tt.descriptor_*`
+ops, for host descriptors that take a tensor map and for descriptors made in the kernel whose tensor
+map the kernel builds in global scratch (`ttng.global_scratch` + `ttng.tensormap_create`); every
+other descriptor access becomes plain pointer loads and stores. The NVPTX lowering
 (`lowering/tma.py`) moves the box through a shared tile swizzled as `swizzle` says, completing on an
 mbarrier (loads) or a bulk group (stores).
 """
@@ -90,7 +90,7 @@ class TMAWaitOp(Op, name="ttng.tma_wait"):
     trans: bool = attribute(False)
 
 
-# -- tensor maps built in the kernel (frontend/device_descriptors.py, lowering/tensormap_device.py) ------
+# -- tensor maps built in the kernel (passes/descriptors.py, lowering/tensormap_device.py) --------
 
 
 @dataclass(eq=False)

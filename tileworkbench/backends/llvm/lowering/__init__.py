@@ -47,6 +47,12 @@ STRUCTURAL: dict[type, str] = {
     _tt.FuncOp: "the kernel itself (lower.Lowering)",
 }
 
+# target-neutral descriptor ops: the descriptor pass (first in TILE_GPU) turns every one into TMA
+# copies or pointer tiles, so none reaches the lowering
+_BY_DESCRIPTOR_PASS = "lowered by passes/descriptors.py before the LLVM lowering (TMA or pointers)"
+UNSUPPORTED.update({cls: _BY_DESCRIPTOR_PASS for cls in (
+    _tt.MakeTensorDescOp, _tt.DescriptorLoadOp, _tt.DescriptorStoreOp)})
+
 PARTIAL: dict[type, str] = {
     _tt.AtomicRMWOp: "8/16-bit integer atomics; fmax/fmin on f16/bf16",
     _tt.DotOp: "runs on CUDA cores (FMA) only; tf32/fp8 precisions compute in full fp32",

@@ -1,5 +1,5 @@
 """Tensor maps built in the kernel (sm_90a): `ttng.global_scratch` and `ttng.tensormap_create`, the TMA
-side of `tl.make_tensor_descriptor` (frontend/device_descriptors.py).
+side of `tl.make_tensor_descriptor` (passes/descriptors.py).
 
 Global scratch: a kernel with `ttng.global_scratch` ops takes one more parameter after its own (before
 debug mode's), a `ptr addrspace(1)` to the launch's scratch, which the launcher gets from the

@@ -29,7 +29,7 @@ from llvmlite import ir
 from ....ir.ops import ttng
 from ....ir.ops.ttg import DotOperandEncoding, MmaEncoding, NvmmaSharedEncoding
 from ....ir.types import MemDescType
-from ....frontend.tma_rules import tma_box
+from ....tma_rules import tma_box
 from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..values import TVal

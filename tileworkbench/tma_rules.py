@@ -1,7 +1,8 @@
 """What the TMA engine (`cp.async.bulk.tensor`, sm_90+) can take, from the CUDA driver API's rules
-for `cuTensorMapEncodeTiled`, the PTX ISA and what the H200 showed: the one place the frontend
-(which descriptor accesses lower to TMA), the runtime (encoding the tensor map), the back end (the
-copies of one box) and the tests read them. Anything outside these rules keeps the pointer
+for `cuTensorMapEncodeTiled`, the PTX ISA and what the H200 showed: the one place the descriptor
+pass (passes/descriptors.py: which descriptors and accesses lower to TMA), the runtime (encoding the
+tensor map, which parameters a launch passes), the back end (the copies of one box) and the tests
+read them. Anything outside these rules keeps the pointer
 lowering of descriptors, so TMA is never asked for something it would fault on or write past.
 """
 
@@ -70,3 +71,31 @@ def inner_offset_aligned(multiple: int, element_bytes: int) -> bool:
     16-byte chunk: TMA traps (cudaErrorIllegalInstruction on the H200) on one that does not."""
     return multiple * element_bytes % CHUNK == 0
 
+
+
+def nan_refusal(padding: str, is_float: bool, bits: int) -> str | None:
+    """Why TMA cannot fill the padding of a block of this element type, or None."""
+    if padding == "nan" and (not is_float or bits < 16):
+        return "TMA fills NaN for 16- to 64-bit floats only"
+    return None
+
+
+def box_refusal(block_shape: Sequence[int], element: str, bits: int) -> str | None:
+    """Why TMA cannot copy a block of `block_shape` elements of `element` (`bits` wide), or None."""
+    if box_fits(block_shape, max(1, bits // 8)):
+        return None
+    return (f"TMA cannot copy a {'x'.join(map(str, block_shape))} block of {element} (rank 2, at "
+            "most 256 per dimension, rows of whole 16-byte chunks)")
+
+
+def host_refusal(block_shape: Sequence[int], element: str, is_float: bool, bits: int,
+                 padding: str, aligned: bool) -> str | None:
+    """Why a host descriptor parameter cannot take a tensor map on a target with TMA, or None:
+    `aligned` is its launch's `:16` (base, strides and innermost extent whole 16-byte chunks,
+    `host_fits`). The runtime (which parameters a launch passes) and the descriptor pass (which
+    descriptors lower to TMA) both ask this."""
+    reason = nan_refusal(padding, is_float, bits)
+    if reason is None and not aligned:
+        reason = ("the launch's base, strides or innermost extent are not whole 16-byte chunks "
+                  "(tma_rules.host_fits)")
+    return reason or box_refusal(block_shape, element, bits)

@@ -1,0 +1,114 @@
+"""The pointer form of a descriptor block: the tile of pointers to the block at some offsets and
+its in-bounds mask, built as Tile IR ops. The descriptor pass (descriptors.py) writes descriptor
+loads and stores that do not take TMA this way, op for op as the frontend once wrote them (int64
+positions, so large tensors do not wrap), so the IR after cleanup is what it always was.
+"""
+
+from __future__ import annotations
+
+from ..ir.builder import Builder
+from ..ir.ops import arith, tt
+from ..ir.types import PointerType, ScalarType, TensorType, f32, i1, i32, i64
+from ..ir.values import Value
+
+BlockTile = tuple[Value, Value]  # (pointers, mask), both of the block's shape
+
+
+def block_tile(builder: Builder, base: Value, shape: list[Value], strides: list[Value],
+               offsets: list[Value], block_shape: tuple[int, ...]) -> BlockTile:
+    """Pointers to the block of `block_shape` at `offsets` in the tensor at `base` (`strides`:
+    every dimension's but the innermost, which is 1), and the mask of positions inside `shape`."""
+    rank = len(block_shape)
+    strides = [*strides, builder.value(arith.ConstantOp, i32, value=1)]
+    pointers, mask = base, None
+    for axis, (offset, size) in enumerate(zip(offsets, block_shape)):
+        position = _position(builder, axis, size, rank)
+        position = _binary(builder, arith.AddIOp, position, offset)
+        zero = builder.value(arith.ConstantOp, i32, value=0)
+        lower = _compare(builder, "sge", position, zero)
+        inside = _binary(builder, arith.AndIOp, lower, _compare(builder, "slt", position,
+                                                                shape[axis]))
+        mask = inside if mask is None else _binary(builder, arith.AndIOp, mask, inside)
+        pointers = _add_pointer(builder, pointers, _binary(builder, arith.MulIOp, position,
+                                                           strides[axis]))
+    return _broadcast(builder, pointers, block_shape), _broadcast(builder, mask, block_shape)
+
+
+def padding_value(builder: Builder, element: ScalarType, padding: str, shape) -> Value:
+    """The tile a masked load reads outside the tensor: zeros, or NaNs (`padding` "nan"); an int32
+    0 or float32 NaN cast to the element type, as the frontend's `other` was (fp8 has no constants
+    of its own in the lowering)."""
+    source = f32 if padding == "nan" else i32
+    scalar = builder.value(arith.ConstantOp, source, value=float("nan") if padding == "nan" else 0)
+    if element != source:
+        scalar = builder.value(_cast_op(source, element), element, operand=scalar)
+    return builder.value(tt.SplatOp, TensorType(tuple(shape), element), operand=scalar)
+
+
+def _cast_op(source: ScalarType, element: ScalarType):
+    if source.is_float:
+        return arith.ExtFOp if element.bitwidth > source.bitwidth else arith.TruncFOp
+    if element.is_float:
+        return arith.SIToFPOp
+    if element.bitwidth == source.bitwidth:  # u32
+        return arith.BitcastOp
+    if element.bitwidth > source.bitwidth:
+        return arith.ExtSIOp
+    return arith.TruncIOp
+
+
+def _position(builder: Builder, axis: int, size: int, rank: int) -> Value:
+    """0..size-1 along `axis` of a rank-`rank` tile of ones elsewhere, as int64."""
+    position = builder.value(tt.MakeRangeOp, TensorType((size,), i32), start=0, end=size)
+    shape = [size]
+    for other in range(rank):
+        if other != axis:
+            shape.insert(other, 1)
+            position = builder.value(tt.ExpandDimsOp, _like(shape, i32), src=position, axis=other)
+    return builder.value(arith.ExtSIOp, _like(shape, i64), operand=position)
+
+
+def _like(shape, element) -> TensorType:
+    return TensorType(tuple(shape), element)
+
+
+def _as_i64_tile(builder: Builder, value: Value, shape) -> Value:
+    """A scalar integer widened to int64 and splatted to `shape` (the frontend's promotion)."""
+    if value.type != i64:
+        ext = arith.ExtUIOp if value.type.name.startswith("u") else arith.ExtSIOp
+        value = builder.value(ext, i64, operand=value)
+    return builder.value(tt.SplatOp, _like(shape, i64), operand=value)
+
+
+def _binary(builder: Builder, cls, lhs: Value, rhs: Value) -> Value:
+    """`lhs <op> rhs` with a scalar right side splatted and unequal shapes broadcast."""
+    if not isinstance(rhs.type, TensorType):
+        rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
+    lhs, rhs = _broadcast_pair(builder, lhs, rhs)
+    return builder.value(cls, lhs.type, lhs=lhs, rhs=rhs)
+
+
+def _compare(builder: Builder, predicate: str, lhs: Value, rhs: Value) -> Value:
+    rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
+    return builder.value(arith.CmpIOp, _like(lhs.type.shape, i1), predicate=predicate, lhs=lhs,
+                         rhs=rhs)
+
+
+def _add_pointer(builder: Builder, pointers: Value, offsets: Value) -> Value:
+    if not isinstance(pointers.type, TensorType):
+        pointers = builder.value(tt.SplatOp, _like(offsets.type.shape, pointers.type),
+                                 operand=pointers)
+    pointers, offsets = _broadcast_pair(builder, pointers, offsets)
+    return builder.value(tt.AddPtrOp, pointers.type, ptr=pointers, offset=offsets)
+
+
+def _broadcast_pair(builder: Builder, lhs: Value, rhs: Value) -> tuple[Value, Value]:
+    shape = tuple(max(a, b) for a, b in zip(lhs.type.shape, rhs.type.shape))
+    return _broadcast(builder, lhs, shape), _broadcast(builder, rhs, shape)
+
+
+def _broadcast(builder: Builder, value: Value | None, shape) -> Value | None:
+    if value is None or tuple(value.type.shape) == tuple(shape):
+        return value
+    element: ScalarType | PointerType = value.type.element
+    return builder.value(tt.BroadcastOp, _like(shape, element), operand=value)

@@ -4,11 +4,15 @@ devices as soon as each is built.
 Our frontend and passes are Python, so threads would only overlap LLVM and ptxas: parallelism comes
 from processes. Each config becomes a `CompileJob` of plain data (where the kernel lives, the
 arguments as stand-ins that carry only what specialization reads: dtype, address alignment, shape;
-the launch options; the settings that reach the cache key). A worker (a spawned process: never a
-fork after CUDA is initialised, and the compiler never initialises CUDA in it, as it compiles for
-the architecture the parent resolved) imports the kernel's module, compiles through to the cubin
-with `JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain
-files; the parent's own compile of that config is then a cache hit. Workers of an outside engine (a
+the launch options; the settings that reach the cache key). A worker (forked by a forkserver that
+preloaded the compiler, runtime/compile_pool.py: never a fork of the parent, which may have
+initialised CUDA, and the compiler never initialises CUDA in it, as it compiles for the
+architecture the parent resolved) imports the kernel's module, compiles through to the cubin with
+`JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain files;
+the parent's own compile of that config is then a cache hit (the tuner records the seconds it took
+as `load_s`). A worker forgets what it compiled for earlier jobs, so an in-memory hit never keeps
+an entry out of the cache a later job names. While the pool starts, the parent compiles a few
+configs itself. Workers of an outside engine (a
 `concurrent.futures.Executor`, or a Dask `distributed.Client`, e.g. over dask-cuda's
 `LocalCUDACluster`) compile into a private cache and return the entry's files, which the parent puts
 into its cache, so no shared file system is needed.
@@ -27,8 +31,6 @@ config up to the CPU count; 0 or 1 compiles in the parent, one config after anot
 from __future__ import annotations
 
 import concurrent.futures as futures
-import contextlib
-import multiprocessing
 import os
 import queue
 import shutil
@@ -47,6 +49,7 @@ import numpy as np
 
 from ..config import config as settings
 from ..errors import TileworkbenchError
+from . import compile_pool
 
 _HOST = socket.gethostname()
 _MAX_POOL_RESTARTS = 3
@@ -306,6 +309,7 @@ def run_job(job: dict) -> dict:
             if folder not in sys.path:
                 sys.path.insert(0, folder)
         kernel = _find(job)
+        _forget_compiled(kernel)
         args = [decode_value(a) for a in job["args"]]
         kwargs = {k: decode_value(v) for k, v in job["kwargs"].items()}
         kwargs.pop("arch", None)  # resolved into the target already
@@ -365,6 +369,18 @@ def _find(job: dict) -> Any:
     return kernel
 
 
+def _forget_compiled(kernel: Any) -> None:
+    """Drop what this worker compiled for `kernel` in an earlier job: a reused worker must leave
+    every config in the cache the job names (the cache folder may have changed since), and an
+    in-memory hit would leave nothing there."""
+    seen = set()
+    while kernel is not None and id(kernel) not in seen:
+        seen.add(id(kernel))
+        if callable(getattr(kernel, "clear_cache", None)):
+            kernel.clear_cache()
+        kernel = getattr(kernel, "fn", None)
+
+
 def _finish(compiled: Any) -> None:
     """Wait for ptxas and for the cache entry: the entry is written by a callback on the
     assembler's thread after ptxas, which a waiter on the result can outrun; shutting the pool
@@ -406,42 +422,9 @@ def worker_count(n_jobs: int) -> int:
     return max(0, min(int(chosen), n_jobs))
 
 
-_POOL: dict[str, Any] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _local_pool(workers: int, fresh: bool = False) -> futures.ProcessPoolExecutor:
-    """The shared pool of spawned compile processes (kept between tunes: each spawn costs an
-    import of tileworkbench), grown when more workers are asked for, replaced when broken."""
-    with _POOL_LOCK:
-        pool = _POOL.get("pool")
-        if pool is not None and (fresh or _POOL.get("workers", 0) < workers):
-            pool.shutdown(wait=False, cancel_futures=True)
-            pool = None
-        if pool is None:
-            context = multiprocessing.get_context("spawn")
-            pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                               initializer=_start_worker)
-            _POOL.update(pool=pool, workers=workers)
-        return pool
-
-
-def _start_worker() -> None:
-    """A local compile process yields the CPU to the parent, which times configs meanwhile: a
-    launch that waits for a core would stretch the time between its CUDA events."""
-    try:
-        os.nice(5)
-    except OSError:
-        pass
-
-
-def shutdown_pool() -> None:
-    """Stop the local compile processes (they are started again when needed)."""
-    with _POOL_LOCK:
-        pool = _POOL.pop("pool", None)
-        _POOL.pop("workers", None)
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+def shutdown_pool(forkserver: bool = False) -> None:
+    """Stop the local compile processes (they are started again when needed; runtime/compile_pool.py)."""
+    compile_pool.shutdown(forkserver)
 
 
 def _engine(executor: Any) -> Any:
@@ -493,32 +476,14 @@ def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
             yield Built(label, fallback=f"{type(error).__name__}: {error}")
 
 
-@contextlib.contextmanager
-def _main_hidden() -> Iterator[None]:
-    """While workers start: the parent's `__main__` without its file and spec, so a spawned worker
-    does not run the parent's script (multiprocessing would, to rebuild `__main__`); a kernel that
-    lives there is imported by `_find` from its file instead, and only from a guarded script."""
-    main = sys.modules.get("__main__")
-    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
-             if main is not None and name in main.__dict__}
-    try:
-        for name in saved:
-            if name == "__file__":
-                del main.__file__
-            else:
-                main.__spec__ = None
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(main, name, value)
-
-
 def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
-    pool = _local_pool(workers)
+    target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
+    yield from _while_starting(left, workers, target)
+    pool = compile_pool.pool(workers, target=target)
     deaths = 0
     while left:
-        with _main_hidden():  # ProcessPoolExecutor starts its processes in submit
+        with compile_pool.main_hidden():  # a fresh pool starts its processes in submit
             pending = {pool.submit(run_job, job.as_dict()): label for label, job in left.items()}
         broken = False
         finished = 0
@@ -541,9 +506,25 @@ def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
             if deaths > _MAX_POOL_RESTARTS or not finished:
                 for label in left:
                     yield Built(label, fallback="the compile workers died; compiled here")
-                _local_pool(workers, fresh=True)
+                compile_pool.pool(workers, fresh=True, target=target)
                 return
-            pool = _local_pool(workers, fresh=True)
+            pool = compile_pool.pool(workers, fresh=True, target=target)
+
+
+def _while_starting(left: dict[str, CompileJob], workers: int, target: str | None
+                    ) -> Iterator[Built]:
+    """While the pool starts (on a background thread), hand configs to this process, which
+    compiles and times each as it is handed one (one lane: no more than it can do before the
+    workers are up); at most a quarter of them."""
+    if compile_pool.ready(workers):
+        return
+    compile_pool.prestart(workers, target)
+    for _ in range(len(left) // 4):
+        if compile_pool.ready(workers):
+            return
+        label = next(iter(left))
+        del left[label]
+        yield Built(label, fallback="compiled here while the compile workers started")
 
 
 def _built(result: dict) -> Built:

@@ -1,0 +1,100 @@
+"""What a compile worker pays once, paid once in the forkserver that forks the workers
+(runtime/compile_pool.py): the compiler's imports, llvmlite's targets, libdevice, and one small
+compile through the frontend, the passes and the back end, whose lazily imported modules and
+caches every forked worker then inherits.
+
+`multiprocessing`'s forkserver imports this module before it forks any worker. The target to warm
+up is the parent's (TILEWORKBENCH_PRELOAD_TARGET, set while the forkserver starts); nothing here
+touches CUDA, and no thread is left running (a fork copies only the forking thread).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+TARGET_VARIABLE = "TILEWORKBENCH_PRELOAD_TARGET"
+WARMED: dict[str, float] = {}  # target -> seconds the warm-up took (read by tests and the bench)
+
+
+@tw.jit
+def _warm_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """Loads, a dot, exp2 and a row reduction: the lowering paths autotuned kernels take."""
+    rows = tl.arange(0, BLOCK)
+    offsets = rows[:, None] * BLOCK + rows[None, :]
+    mask = offsets < n
+    a = tl.load(a_ptr + offsets, mask=mask, other=0.0)
+    b = tl.load(b_ptr + offsets, mask=mask, other=0.0)
+    scores = tl.dot(a, b)
+    weights = tl.exp2(scores - tl.max(scores, axis=1)[:, None])
+    tl.store(out_ptr + offsets, (weights / tl.sum(weights, axis=1)[:, None]).to(tl.float16),
+             mask=mask)
+
+
+def warm_up(target: str) -> float:
+    """Compile `_warm_kernel` for `target` once, outside the on-disk cache; seconds it took.
+
+    Errors are swallowed: a worker that could not warm up still compiles, only more slowly."""
+    begin = time.perf_counter()
+    try:
+        _load_libraries(target)
+        compiled = tw.compile(_warm_kernel, "a_ptr=*fp16,b_ptr=*fp16,out_ptr=*fp16,n=i32",
+                              {"BLOCK": 16}, target=target, use_cache=False)
+        _wait(compiled)
+    except Exception:  # a missing ptxas or libdevice: the first real compile reports it
+        pass
+    WARMED[target] = time.perf_counter() - begin
+    return WARMED[target]
+
+
+def _load_libraries(target: str) -> None:
+    from tileworkbench.backends import is_gpu
+
+    if is_gpu(target):
+        from tileworkbench.backends.nvptx import codegen
+
+        codegen._binding()
+        if codegen.find_libdevice() is not None:
+            codegen._libdevice_bitcode()
+    else:
+        from tileworkbench.backends.cpu import codegen
+
+        codegen.binding()
+
+
+def _wait(compiled) -> None:
+    """ptxas runs on a thread pool; wait for it and stop the pool, so the forkserver forks with
+    no thread but its own."""
+    from tileworkbench.runtime import compiler
+
+    wait = getattr(compiled, "_wait", None)
+    if wait is not None:
+        wait()
+    while compiler._ASSEMBLER:
+        compiler._ASSEMBLER.pop().shutdown(wait=True)
+
+
+def ready() -> dict:
+    """A worker's first task: its pid and what its forkserver warmed up."""
+    return {"pid": os.getpid(), "warmed": dict(WARMED)}
+
+
+def _preload() -> None:
+    target = os.environ.get(TARGET_VARIABLE)
+    if not target:
+        return
+    from tileworkbench.config import config
+
+    saved = config.cache_dir
+    config.cache_dir = type(saved)(tempfile.gettempdir()) / "tileworkbench-preload-unused"
+    try:
+        warm_up(target)
+    finally:
+        config.cache_dir = saved
+
+
+_preload()

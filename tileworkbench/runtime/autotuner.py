@@ -160,6 +160,7 @@ class Autotuner(KernelInterface):
         self.timings: dict[tuple, dict[Config, float]] = {}  # per key
         self.best_config: Config | None = None
         self.bench_time_s = 0.0
+        self.phase_seconds: dict[str, Any] = {}
 
     # -- the key and the configs to try -------------------------------------------------------
 
@@ -235,14 +236,14 @@ class Autotuner(KernelInterface):
         return ms, launched[-1] if launched else None
 
     def _do_bench(self, kernel_call: Callable[[], None], screen: bool = False):
-        if screen:
-            return screening.screen_bench(kernel_call)
         if self.user_do_bench is not None:
             return self.user_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
         from tileworkbench.runtime.testing import do_bench
 
         warmup = 25 if self.warmup is None else self.warmup
         rep = 100 if self.rep is None else self.rep
+        if screen:
+            return screening.screen_bench(kernel_call, warmup, rep)
         return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=(0.5, 0.2, 0.8))
 
     def _tune(self, args: tuple, named_args: dict[str, Any], grid, kwargs) -> Config:
@@ -261,8 +262,13 @@ class Autotuner(KernelInterface):
                 ((config, item, phase) for config, item in built), lanes, _handed_back)
             for (config, item, _), lane, outcome in done:
                 self.last_results[config] = self._result(item, lane, outcome, phase)
+            built_at = time.perf_counter()
             if screen:
                 self._time_finalists(lanes, {item[0]: item[1] for item, _, _ in done})
+        # wall seconds of the tune's two parts: compiling and timing (or screening) as configs
+        # are built, then timing the screen's finalists
+        self.phase_seconds = {"built": built_at - begin, "finalists": time.perf_counter() - built_at,
+                              "screened": screen}
         timings = {config: self.last_results[config].get("ms", float("inf")) for config in configs}
         self.configs_timings = {
             config: result.get("ms", result.get("screen_ms", float("inf")))

@@ -122,20 +122,23 @@ def _ready() -> dict:
 
 @contextlib.contextmanager
 def _preload_target(target: str | None) -> Iterator[None]:
-    from .worker_preload import TARGET_VARIABLE
+    """The forkserver's environment: the target to warm up, and the heavy modules to import that
+    this process has imported (worker_preload.py)."""
+    from .worker_preload import HEAVY_MODULES, MODULES_VARIABLE, TARGET_VARIABLE
 
-    if target is None:
-        yield
-        return
-    saved = os.environ.get(TARGET_VARIABLE)
-    os.environ[TARGET_VARIABLE] = target
+    values = {MODULES_VARIABLE: ",".join(m for m in HEAVY_MODULES if m in sys.modules)}
+    if target is not None:
+        values[TARGET_VARIABLE] = target
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop(TARGET_VARIABLE, None)
-        else:
-            os.environ[TARGET_VARIABLE] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def start_worker() -> None:

@@ -39,12 +39,13 @@ def finalists(screen_ms: Mapping[Item, float], k: int, margin: float = MARGIN) -
     return chosen[:max(MAX_FINALISTS, k)]
 
 
-def screen_bench(kernel_call: Callable[[], None]) -> Any:
-    """A short `do_bench` of `kernel_call`: (median, 20%, 80%) in ms."""
+def screen_bench(kernel_call: Callable[[], None], warmup: float, rep: float) -> Any:
+    """A short `do_bench` of `kernel_call` (no longer than the full one's `warmup` and `rep`):
+    (median, 20%, 80%) in ms."""
     from .testing import do_bench
 
-    return do_bench(kernel_call, warmup=SCREEN_WARMUP_MS, rep=SCREEN_REP_MS,
-                    quantiles=(0.5, 0.2, 0.8))
+    return do_bench(kernel_call, warmup=min(SCREEN_WARMUP_MS, warmup),
+                    rep=min(SCREEN_REP_MS, rep), quantiles=(0.5, 0.2, 0.8))
 
 
 @dataclass

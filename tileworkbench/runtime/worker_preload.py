@@ -4,8 +4,11 @@ compile through the frontend, the passes and the back end, whose lazily imported
 caches every forked worker then inherits.
 
 `multiprocessing`'s forkserver imports this module before it forks any worker. The target to warm
-up is the parent's (TILEWORKBENCH_PRELOAD_TARGET, set while the forkserver starts); nothing here
-touches CUDA, and no thread is left running (a fork copies only the forking thread).
+up is the parent's (TILEWORKBENCH_PRELOAD_TARGET, set while the forkserver starts), and so are the
+heavy libraries a kernel's module may import (TILEWORKBENCH_PRELOAD_MODULES: those of
+`HEAVY_MODULES` the parent has imported; tutorial 06 imports torch, ~1-3 s per worker otherwise);
+nothing here touches CUDA (importing torch does not), and no thread is left running (a fork copies
+only the forking thread).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import tileworkbench as tw
 import tileworkbench.language as tl
 
 TARGET_VARIABLE = "TILEWORKBENCH_PRELOAD_TARGET"
+MODULES_VARIABLE = "TILEWORKBENCH_PRELOAD_MODULES"
+HEAVY_MODULES = ("torch",)
 WARMED: dict[str, float] = {}  # target -> seconds the warm-up took (read by tests and the bench)
 
 
@@ -84,6 +89,13 @@ def ready() -> dict:
 
 
 def _preload() -> None:
+    import importlib
+
+    for name in filter(None, os.environ.get(MODULES_VARIABLE, "").split(",")):
+        try:
+            importlib.import_module(name)
+        except Exception:  # the worker imports it again when a kernel needs it, and reports
+            pass
     target = os.environ.get(TARGET_VARIABLE)
     if not target:
         return

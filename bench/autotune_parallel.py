@@ -362,7 +362,7 @@ def pool_starts(target: str, configs: list) -> dict:
                     raise RuntimeError(f"the worker did not build it: {built[0]}")
                 compiles.append(built[0].seconds)
             out[method] = {"pool_start_s": started, "first_compile_s": compiles[0],
-                           "second_compile_s": compiles[1]}
+                           "second_compile_s": compiles[1], **_all_at_once(target, configs)}
             shutil.rmtree(config.cache_dir, ignore_errors=True)
         config.cache_dir = Path(tempfile.mkdtemp(prefix="tw-pool-bench-"))
         config.target = target
@@ -378,10 +378,30 @@ def pool_starts(target: str, configs: list) -> dict:
     finally:
         config.cache_dir, config.compile_start, config.target = saved
         compile_pool.shutdown(forkserver=True)
-    print(f"pool starts ({target}): " + "; ".join(
-        f"{k}: " + ", ".join(f"{n} {v:.2f}" for n, v in d.items()) for k, d in out.items()),
-        flush=True)
+    print(f"pool starts ({target}): {json.dumps(out)}", flush=True)
     return out
+
+
+def _all_at_once(target: str, configs: list) -> dict:
+    """A pool of one worker per core (up to 16) started afresh (the forkserver kept), then as many
+    configs built at once, one per worker: the start, the wall time and the mean compile."""
+    compile_pool.shutdown()
+    workers = min(os.cpu_count() or 1, 16, len(configs))
+    begin = time.perf_counter()
+    compile_pool.pool(workers, target=target)
+    started = time.perf_counter() - begin
+    saved, config.cache_dir = config.cache_dir, Path(tempfile.mkdtemp(prefix="tw-pool-bench-"))
+    try:  # an empty cache: the two configs built before are built again
+        jobs = {str(i): _matmul_job(str(i), target, c) for i, c in enumerate(configs[:workers])}
+        begin = time.perf_counter()
+        built = list(parallel_compile.build(jobs, workers=workers))
+        wall = time.perf_counter() - begin
+    finally:
+        shutil.rmtree(config.cache_dir, ignore_errors=True)
+        config.cache_dir = saved
+    seconds = [b.seconds for b in built if b.seconds is not None and b.fallback is None]
+    return {"all_at_once": {"workers": workers, "pool_start_s": started, "build_wall_s": wall,
+                            "mean_compile_s": sum(seconds) / max(1, len(seconds))}}
 
 
 def _matmul_stand_ins(size: int = 4096) -> tuple:

@@ -29,7 +29,52 @@ from ..config import config as settings
 
 PRELOAD = "tileworkbench.runtime.worker_preload"
 
-_POOL: dict[str, Any] = {}  # pool, workers, method, started_s (seconds its start took), pids
+class WorkerPool:
+    """Compile processes, each in an executor of its own (a `ProcessPoolExecutor` of one
+    process): a process that dies breaks only its executor, so only the config it was compiling
+    is lost; `replace(slot)` puts a fresh process in its place."""
+
+    def __init__(self, context: Any):
+        self.context = context
+        self.slots: list[futures.ProcessPoolExecutor] = []
+
+    def grow(self, workers: int) -> None:
+        """At least `workers` processes, every one started and ready."""
+        fresh = [self._executor() for _ in range(workers - len(self.slots))]
+        with main_hidden():  # an executor starts its process in its first submit
+            waiting = [executor.submit(_ready) for executor in fresh]
+        for future in waiting:
+            future.result()
+        self.slots += fresh
+
+    def submit(self, slot: int, fn: Any, *args: Any) -> futures.Future:
+        """Run fn(*args) in process `slot` (a dead process there is replaced first)."""
+        for _ in range(2):
+            try:
+                with main_hidden():
+                    return self.slots[slot].submit(fn, *args)
+            except futures.process.BrokenProcessPool:  # it died while idle
+                self.replace(slot)
+        raise futures.process.BrokenProcessPool(f"compile worker {slot} cannot start")
+
+    def replace(self, slot: int) -> None:
+        self.slots[slot].shutdown(wait=False, cancel_futures=True)
+        self.slots[slot] = self._executor()
+
+    def pids(self) -> list[int]:
+        return sorted(pid for executor in self.slots for pid in (executor._processes or {}))
+
+    def shutdown(self) -> None:
+        for executor in self.slots:
+            executor.shutdown(wait=True, cancel_futures=True)
+        self.slots = []
+
+    def _executor(self) -> futures.ProcessPoolExecutor:
+        return futures.ProcessPoolExecutor(max_workers=1, mp_context=self.context,
+                                           initializer=start_worker)
+
+
+_POOL: dict[str, Any] = {}  # pool, method, started_s (seconds its last start took)
 _LOCK = threading.Lock()
 _STARTING: list[threading.Thread] = []
 
@@ -42,18 +87,29 @@ def start_method() -> str:
     return method
 
 
-def pool(workers: int, fresh: bool = False, target: str | None = None
-         ) -> futures.ProcessPoolExecutor:
-    """The shared pool with at least `workers` processes (a start under way is waited for), made
-    anew when `fresh` (it broke) or when more workers are asked for than it has."""
+def pool(workers: int, target: str | None = None) -> WorkerPool:
+    """The shared pool, grown to at least `workers` processes, all started (a start under way
+    on another thread is waited for). `target` is what the forkserver warms up for, when this
+    starts it."""
     with _LOCK:
         current = _POOL.get("pool")
-        if current is not None and (fresh or _POOL["workers"] < workers):
-            current.shutdown(wait=False, cancel_futures=True)
-            _POOL.clear()
+        method = start_method()
+        if current is not None and _POOL["method"] != method:
+            current.shutdown()
             current = None
         if current is None:
-            current = _start(workers, target)
+            context = multiprocessing.get_context(method)
+            if method == "forkserver":
+                context.set_forkserver_preload([PRELOAD])
+            current = WorkerPool(context)
+            _POOL.update(pool=current, method=method)
+        if len(current.slots) < workers:
+            begin = time.perf_counter()
+            # the forkserver starts with the first process, with the target to warm up in its
+            # environment and the parent's script out of its sight
+            with _preload_target(target):
+                current.grow(workers)
+            _POOL["started_s"] = time.perf_counter() - begin
         return current
 
 
@@ -61,7 +117,8 @@ def ready(workers: int) -> bool:
     """Whether a pool of at least `workers` processes is up (no start under way)."""
     if any(thread.is_alive() for thread in _STARTING):
         return False
-    return _POOL.get("pool") is not None and _POOL.get("workers", 0) >= workers
+    current = _POOL.get("pool")
+    return current is not None and len(current.slots) >= workers
 
 
 def prestart(workers: int | None = None, target: str | None = None) -> threading.Thread:
@@ -93,25 +150,11 @@ def _default_target() -> str | None:
 
 def info() -> dict[str, Any]:
     """How the current pool was started: method, workers, started_s, pids (empty: no pool)."""
-    return {k: v for k, v in _POOL.items() if k != "pool"}
-
-
-def _start(workers: int, target: str | None) -> futures.ProcessPoolExecutor:
-    begin = time.perf_counter()
-    method = start_method()
-    context = multiprocessing.get_context(method)
-    if method == "forkserver":
-        context.set_forkserver_preload([PRELOAD])
-    # the forkserver and the workers start in the first submit, with the target to warm up in
-    # their environment and the parent's script out of their sight
-    with main_hidden(), _preload_target(target):
-        executor = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                               initializer=start_worker)
-        waiting = [executor.submit(_ready) for _ in range(workers)]
-    pids = sorted({f.result()["pid"] for f in waiting})
-    _POOL.update(pool=executor, workers=workers, method=method, pids=pids,
-                 started_s=time.perf_counter() - begin)
-    return executor
+    current = _POOL.get("pool")
+    if current is None:
+        return {}
+    return {"method": _POOL["method"], "workers": len(current.slots),
+            "started_s": _POOL.get("started_s"), "pids": current.pids()}
 
 
 def _ready() -> dict:
@@ -156,10 +199,10 @@ def shutdown(forkserver: bool = False) -> None:
     for thread in list(_STARTING):
         thread.join()
     with _LOCK:
-        executor = _POOL.pop("pool", None)
+        current = _POOL.pop("pool", None)
         _POOL.clear()
-    if executor is not None:
-        executor.shutdown(wait=True, cancel_futures=True)
+    if current is not None:
+        current.shutdown()
     if forkserver:
         from multiprocessing import forkserver as server
 

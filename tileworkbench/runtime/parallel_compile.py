@@ -20,9 +20,9 @@ into its cache, so no shared file system is needed.
 A config whose kernel cannot be found by a worker (defined in a notebook cell, or an argument
 with no stand-in) is compiled by the parent as before. A compile error or out-of-resources error
 in a worker is reported for its config as a sequential tune reports it. A local worker that dies
-breaks its pool: the configs not yet built are resubmitted to a fresh pool (the dead worker's
-config among them); a Dask worker that dies has its task rescheduled by Dask. Either way the
-config's `attempts` and notes say so.
+loses only the config it was compiling: a fresh process takes its place and tries it again
+(runtime/compile_pool.py gives each process an executor of its own); a Dask worker that dies has
+its task rescheduled by Dask. Either way the config's `attempts` and notes say so.
 
 `TILEWORKBENCH_COMPILE_WORKERS` (config.compile_workers) sets the local worker count: unset, one per
 config up to the CPU count; 0 or 1 compiles in the parent, one config after another.
@@ -30,6 +30,7 @@ config up to the CPU count; 0 or 1 compiles in the parent, one config after anot
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as futures
 import os
 import queue
@@ -52,7 +53,7 @@ from ..errors import TileworkbenchError
 from . import compile_pool
 
 _HOST = socket.gethostname()
-_MAX_POOL_RESTARTS = 3
+_MAX_DEATHS = 2  # a config whose worker dies more often is reported as failed
 
 
 class NotShippable(Exception):
@@ -480,35 +481,68 @@ def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
     target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
     yield from _while_starting(left, workers, target)
+    if not left:
+        return
     pool = compile_pool.pool(workers, target=target)
-    deaths = 0
-    while left:
-        with compile_pool.main_hidden():  # a fresh pool starts its processes in submit
-            pending = {pool.submit(run_job, job.as_dict()): label for label, job in left.items()}
-        broken = False
-        finished = 0
-        for future in futures.as_completed(list(pending)):
-            label = pending[future]
-            try:
-                result = future.result()
-            except futures.process.BrokenProcessPool:
-                broken = True
-                continue
-            finished += 1
-            left.pop(label, None)
-            built = _built(result)
-            if deaths:
-                built.notes.append(f"resubmitted after {deaths} compile worker death(s)")
-            yield built
-        if broken:
-            deaths += 1
-            # a pool that dies before building anything will not do better next time
-            if deaths > _MAX_POOL_RESTARTS or not finished:
-                for label in left:
-                    yield Built(label, fallback="the compile workers died; compiled here")
-                compile_pool.pool(workers, fresh=True, target=target)
-                return
-            pool = compile_pool.pool(workers, fresh=True, target=target)
+    done: queue.Queue = queue.Queue()
+    # a thread of its own hands each process its next config as soon as it is free, while the
+    # caller times what was built
+    threading.Thread(target=_dispatch, args=(pool, left, min(workers, len(left)), done),
+                     name="tileworkbench-compile-dispatch", daemon=True).start()
+    for _ in range(len(left)):
+        yield done.get()
+
+
+def _dispatch(pool: compile_pool.WorkerPool, jobs: dict[str, CompileJob], workers: int,
+              done: queue.Queue) -> None:
+    """Run `jobs` on the first `workers` processes of `pool`, putting each config's Built on
+    `done` (exactly one per job). A process that dies costs only the config it was compiling:
+    a fresh process takes its place and the config is tried again, up to _MAX_DEATHS times."""
+    waiting = collections.deque(jobs)
+    running: dict[futures.Future, tuple[str, int]] = {}
+    deaths: collections.Counter = collections.Counter()
+
+    def start(slot: int) -> None:
+        label = waiting.popleft()
+        try:
+            running[pool.submit(slot, run_job, jobs[label].as_dict())] = (label, slot)
+        except Exception as error:  # no process would start: the parent compiles it
+            done.put(Built(label, fallback=f"{type(error).__name__}: {error}"))
+
+    for slot in range(workers):
+        if waiting:
+            start(slot)
+    while running:
+        finished, _ = futures.wait(list(running), return_when=futures.FIRST_COMPLETED)
+        for future in finished:
+            label, slot = running.pop(future)
+            built = _outcome(future, label, deaths)
+            if built is None:  # its process died: a fresh one tries it again, first
+                pool.replace(slot)
+                waiting.appendleft(label)
+            else:
+                done.put(built)
+            if waiting:
+                start(slot)
+
+
+def _outcome(future: futures.Future, label: str, deaths: collections.Counter) -> Built | None:
+    """The Built of a finished job, or None where its process died and it is to be retried."""
+    try:
+        result = future.result()
+    except futures.process.BrokenProcessPool:
+        deaths[label] += 1
+        if deaths[label] <= _MAX_DEATHS:
+            return None
+        # a config that kills the compiler each time would kill this process too
+        return Built(label, error=f"CompileWorkerDied: its compile worker died {deaths[label]} "
+                                  "times compiling it")
+    except Exception as error:
+        return Built(label, fallback=f"{type(error).__name__}: {error}")
+    built = _built(result)
+    if deaths[label]:
+        built.notes.append(f"resubmitted after {deaths[label]} compile worker death(s)")
+    return built
 
 
 def _while_starting(left: dict[str, CompileJob], workers: int, target: str | None

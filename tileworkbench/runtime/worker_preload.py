@@ -44,16 +44,43 @@ def warm_up(target: str) -> float:
     """Compile `_warm_kernel` for `target` once, outside the on-disk cache; seconds it took.
 
     Errors are swallowed: a worker that could not warm up still compiles, only more slowly."""
+    from tileworkbench.backends import is_gpu
+
     begin = time.perf_counter()
     try:
         _load_libraries(target)
+        # 64: wgmma's tiles on sm_90a (the path autotuned GPU kernels take); the cpu target's
+        # one-thread layout takes seconds at 64
+        block = 64 if is_gpu(target) else 16
         compiled = tw.compile(_warm_kernel, "a_ptr=*fp16,b_ptr=*fp16,out_ptr=*fp16,n=i32",
-                              {"BLOCK": 16}, target=target, use_cache=False)
+                              {"BLOCK": block}, target=target, use_cache=False)
         _wait(compiled)
     except Exception:  # a missing ptxas or libdevice: the first real compile reports it
         pass
     WARMED[target] = time.perf_counter() - begin
     return WARMED[target]
+
+
+def _import_compiler() -> None:
+    """Every module the compiler may import lazily (frontend, passes, back ends, runtime), so that
+    no worker imports one in its first compile; the workbench (IPython, plots) is left out."""
+    import importlib
+    import pkgutil
+
+    for package in ("language", "ir", "frontend", "passes", "backends", "runtime"):
+        root = importlib.import_module(f"tileworkbench.{package}")
+        for found in pkgutil.walk_packages(root.__path__, f"{root.__name__}."):
+            if found.name == __name__:
+                continue
+            try:
+                importlib.import_module(found.name)
+            except Exception:  # an optional dependency missing: that module is not needed
+                pass
+    for name in ("tileworkbench.tools.tensor_descriptor",):
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
 
 
 def _load_libraries(target: str) -> None:
@@ -96,6 +123,7 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception:  # the worker imports it again when a kernel needs it, and reports
             pass
+    _import_compiler()
     target = os.environ.get(TARGET_VARIABLE)
     if not target:
         return

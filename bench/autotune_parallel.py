@@ -82,11 +82,12 @@ MODES = ("sequential", "parallel", "screen", "screen-cold")
 
 @dataclass
 class Prepared:
-    """A workload's inputs, made: `launch()` launches once (tuning first when cold) and waits for
-    the device; `error()` is the last output's relative error against float64."""
+    """A workload's inputs, made: `launch()` launches once (tuning first when cold), `sync()` waits
+    for the device; `error()` is the last output's relative error against float64."""
 
     launch: Callable[[], None]
     error: Callable[[], float]
+    sync: Callable[[], None] = lambda: None
 
 
 def _reset(tuner) -> None:
@@ -136,10 +137,9 @@ def tutorial_attention(head_dim: int, causal: bool):
         def launch():
             # warp_specialize off: host descriptors
             out["o"] = module.attention(q, k, v, causal, 0.5, False)
-            torch.cuda.synchronize()
 
         return Prepared(launch, lambda: _relative_error(
-            out["o"], _attention_reference(q, k, v, causal, 0.5)))
+            out["o"], _attention_reference(q, k, v, causal, 0.5)), torch.cuda.synchronize)
 
     return module._attn_fwd, setup
 
@@ -156,10 +156,9 @@ def bench_attention(head_dim: int, causal: bool):
         def launch():
             attention_tuned[grid](q, k, v, out, 0.5, n * head_dim, head_dim, n,
                                   HEAD_DIM=head_dim, CAUSAL=causal)
-            torch.cuda.synchronize()
 
         return Prepared(launch, lambda: _relative_error(
-            out, _attention_reference(q, k, v, causal, 0.5)))
+            out, _attention_reference(q, k, v, causal, 0.5)), torch.cuda.synchronize)
 
     return attention_tuned, setup
 
@@ -195,9 +194,9 @@ def gpu_matmul():
 
         def launch():
             matmul_tuned[grid](*args)
-            torch.cuda.synchronize()
 
-        return Prepared(launch, lambda: _relative_error(c, a[:256].double() @ b.double()))
+        return Prepared(launch, lambda: _relative_error(c, a[:256].double() @ b.double()),
+                        torch.cuda.synchronize)
 
     return matmul_tuned, setup
 
@@ -235,6 +234,7 @@ def cold_tune(tuner, setup, mode: str) -> dict:
     """Tune from an empty cache in `mode`; the first call's seconds, the choice and every
     config's outcome."""
     prepared = setup()  # the inputs are made before the clock starts
+    prepared.sync()
     cache = Path(tempfile.mkdtemp(prefix="tw-autotune-bench-"))
     values = {"cache_dir": cache, **_mode_settings(mode)}
     saved = {name: getattr(config, name) for name in values}
@@ -249,6 +249,7 @@ def cold_tune(tuner, setup, mode: str) -> dict:
     try:
         begin = time.perf_counter()
         prepared.launch()
+        prepared.sync()
         seconds = time.perf_counter() - begin
     finally:
         for name, value in saved.items():
@@ -291,6 +292,7 @@ def retime(tuner, setup, choices: list, warmup: float, rep: float) -> list[float
 
     prepared = setup()
     prepared.launch()  # a key to pin (the tune's; cached)
+    prepared.sync()
     keys = list(tuner.cache) or [None]
     times = []
     for choice in choices:

@@ -202,6 +202,7 @@ def test_gpu_configs_build_in_workers_with_no_gpu_and_the_parent_finds_them(monk
     named = dict(zip(tuner.arg_names, args))
     jobs = tuner._jobs(args, named, {"WIDTH": 64}, configs)
     try:
+        compile_pool.pool(2, target="sm_90a")  # up first: else this process builds one itself
         built = list(parallel_compile.build({str(i): jobs[c] for i, c in enumerate(configs)}))
     finally:
         parallel_compile.shutdown_pool()

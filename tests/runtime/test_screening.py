@@ -254,3 +254,27 @@ def test_a_reused_worker_fills_a_new_cache_folder(monkeypatch, tmp_path):
             assert len(KernelCache().keys()) == 1, folder
     finally:
         compile_pool.shutdown()
+
+
+def test_workers_file_entries_under_the_parents_compiler_fingerprint(monkeypatch, tmp_path):
+    """A worker whose compiler sources hash otherwise (edited after this process read them) still
+    files its build where this process looks for it."""
+    from tileworkbench.runtime import compiler
+    from tileworkbench.runtime.cache import KernelCache
+
+    monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(compiler, "_COMPILER_HASH", "0" * 64)  # as if read before an edit
+    try:
+        built = list(parallel_compile.build({"0": _job("cpu")}, workers=1))
+        assert built[0].error is None and built[0].fallback is None, built
+        x = np.zeros((3, 50), np.float32)
+        out = np.full_like(x, np.nan)
+        before = set(KernelCache().keys())
+        monkeypatch.setattr(settings, "target", "cpu")
+        monkeypatch.setattr(settings, "interpret", False)
+        scaled_sum.clear_cache()
+        compiled = scaled_sum.run(x, out, 50, np.float32(0.5), grid=(1,), warmup=True,
+                                  BLOCK=64, num_warps=2)
+        assert compiled.metadata.cache_hit and set(KernelCache().keys()) == before
+    finally:
+        compile_pool.shutdown()

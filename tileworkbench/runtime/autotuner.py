@@ -9,7 +9,11 @@ and where (compile and bench seconds; the process, host or GPU), for the workben
 `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints that table and the choice after each tuning.
 
 The configs compile in worker processes (or an outside engine's workers: `executor=`) and each is
-timed as soon as it is built, one config per GPU at a time (runtime/parallel_compile.py).
+timed as soon as it is built, one config per GPU at a time (runtime/parallel_compile.py). That
+timing is a short screen by default; once every config is built, the screen's finalists are timed
+with the full do_bench and the choice is made among them (runtime/screening.py;
+TILEWORKBENCH_AUTOTUNE_SCREEN=0 times every config in full). With TILEWORKBENCH_COMPILE_WORKERS=0
+the tuner is the sequential one: compile, time in full, next.
 """
 
 from __future__ import annotations

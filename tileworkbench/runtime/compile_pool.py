@@ -217,16 +217,20 @@ def main_hidden() -> Iterator[None]:
     (or the forkserver) does not run the parent's script (multiprocessing would, to rebuild
     `__main__`); a kernel that lives there is imported by parallel_compile from its file instead,
     and only from a guarded script."""
-    main = sys.modules.get("__main__")
-    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
-             if main is not None and name in main.__dict__}
-    try:
-        for name in saved:
-            if name == "__file__":
-                del main.__file__
-            else:
-                main.__spec__ = None
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(main, name, value)
+    with _MAIN_LOCK:  # threads that start workers at once (a prestart, the dispatcher) take turns
+        main = sys.modules.get("__main__")
+        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
+                 if main is not None and name in main.__dict__}
+        try:
+            for name in saved:
+                if name == "__file__":
+                    del main.__file__
+                else:
+                    main.__spec__ = None
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(main, name, value)
+
+
+_MAIN_LOCK = threading.RLock()

@@ -11,8 +11,8 @@ architecture the parent resolved) imports the kernel's module, compiles through 
 `JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain files;
 the parent's own compile of that config is then a cache hit (the tuner records the seconds it took
 as `load_s`). A worker forgets what it compiled for earlier jobs, so an in-memory hit never keeps
-an entry out of the cache a later job names. While the pool starts, the parent compiles a few
-configs itself. Workers of an outside engine (a
+an entry out of the cache a later job names. While the pool starts, the parent compiles
+configs itself (up to half of them). Workers of an outside engine (a
 `concurrent.futures.Executor`, or a Dask `distributed.Client`, e.g. over dask-cuda's
 `LocalCUDACluster`) compile into a private cache and return the entry's files, which the parent puts
 into its cache, so no shared file system is needed.
@@ -209,6 +209,9 @@ class CompileJob:
     ship_files: bool = False  # compile into a private cache and return the entry (outside engines)
     marker_dir: str | None = None  # where attempts leave a mark, to count retries
     sys_path: list = field(default_factory=list)  # the parent's, for a pool started before a change
+    # the parent's compiler fingerprint (in the cache key): a worker whose compiler sources were
+    # read at another time (edited since) still files the entry under the key the parent looks up
+    fingerprint: str | None = None
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -306,6 +309,10 @@ def run_job(job: dict) -> dict:
             values["cache_dir"] = private
         for name, value in values.items():
             setattr(settings, name, Path(value) if name == "cache_dir" else value)
+        if job.get("fingerprint"):
+            from . import compiler
+
+            compiler._COMPILER_HASH = job["fingerprint"]
         for folder in reversed(job.get("sys_path") or []):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
@@ -454,7 +461,10 @@ def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int
     if own_markers:
         marker_dir = tempfile.mkdtemp(prefix="tileworkbench-attempts-")
     try:
+        from .compiler import compiler_fingerprint
+
         for job in remote.values():
+            job.fingerprint = compiler_fingerprint()
             job.marker_dir = marker_dir
             job.sys_path = list(sys.path)
             job.ship_files = executor is not None
@@ -549,11 +559,12 @@ def _while_starting(left: dict[str, CompileJob], workers: int, target: str | Non
                     ) -> Iterator[Built]:
     """While the pool starts (on a background thread), hand configs to this process, which
     compiles and times each as it is handed one (one lane: no more than it can do before the
-    workers are up); at most a quarter of them."""
+    workers are up; once they are, the rest go to them). At most half of them: with several
+    lanes, which take configs as fast as they come, the workers keep the other half."""
     if compile_pool.ready(workers):
         return
     compile_pool.prestart(workers, target)
-    for _ in range(len(left) // 4):
+    for _ in range(len(left) // 2):
         if compile_pool.ready(workers):
             return
         label = next(iter(left))

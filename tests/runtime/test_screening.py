@@ -278,3 +278,20 @@ def test_workers_file_entries_under_the_parents_compiler_fingerprint(monkeypatch
         assert compiled.metadata.cache_hit and set(KernelCache().keys()) == before
     finally:
         compile_pool.shutdown()
+
+
+def test_the_prestart_setting_starts_workers_when_autotune_decorates(monkeypatch):
+    monkeypatch.setattr(settings, "compile_prestart", True)
+    monkeypatch.setattr(settings, "compile_workers", 2)
+    monkeypatch.setattr(settings, "target", "cpu")
+    monkeypatch.setattr(settings, "interpret", False)
+    compile_pool.shutdown()
+    try:
+        tw.autotune(configs=CONFIGS, key=["n_cols"])(scaled_sum)
+        starting = [thread for thread in compile_pool._STARTING if thread.is_alive()]
+        assert starting or compile_pool.ready(2)  # started on a background thread
+        for thread in starting:
+            thread.join(timeout=300)
+        assert compile_pool.ready(2) and compile_pool.info()["workers"] == 2
+    finally:
+        compile_pool.shutdown()

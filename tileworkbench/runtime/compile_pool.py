@@ -29,6 +29,7 @@ from ..config import config as settings
 
 PRELOAD = "tileworkbench.runtime.worker_preload"
 
+
 class WorkerPool:
     """Compile processes, each in an executor of its own (a `ProcessPoolExecutor` of one
     process): a process that dies breaks only its executor, so only the config it was compiling

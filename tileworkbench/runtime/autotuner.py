@@ -557,7 +557,7 @@ def autotune(
         if settings.compile_prestart and executor is None:
             from tileworkbench.runtime import compile_pool
 
-            compile_pool.prestart()
+            compile_pool.prestart(target=_default_target)
         return Autotuner(
             fn,
             _arg_names(fn),
@@ -582,6 +582,14 @@ def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[
         return Heuristics(fn, _arg_names(fn), values)
 
     return decorator
+
+
+def _default_target() -> str | None:
+    """The target a launch with no options compiles for (what prestarted workers warm up for)."""
+    try:
+        return parallel_compile.launch_target({})
+    except Exception:  # no target resolves yet: the workers warm up nothing
+        return None
 
 
 def _arg_names(fn) -> list[str]:

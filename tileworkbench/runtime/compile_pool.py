@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..config import config as settings
@@ -122,14 +122,17 @@ def ready(workers: int) -> bool:
     return current is not None and len(current.slots) >= workers
 
 
-def prestart(workers: int | None = None, target: str | None = None) -> threading.Thread:
+def prestart(workers: int | None = None,
+             target: str | Callable[[], str] | None = None) -> threading.Thread:
     """Start the pool (and its forkserver, which preloads the compiler) on a background thread;
-    `pool()` waits for it. `workers` defaults to the CPU count (settings.compile_workers)."""
+    `pool()` waits for it. `workers` defaults to the CPU count (settings.compile_workers);
+    `target` (or a function that resolves it, called on that thread) is what the forkserver warms
+    up for."""
     count = workers or settings.compile_workers or os.cpu_count() or 1
 
     def start() -> None:
         try:
-            pool(count, target=target or _default_target())
+            pool(count, target=target() if callable(target) else target)
         except Exception:  # the tune that needs the pool starts it again and reports the error
             pass
 
@@ -137,16 +140,6 @@ def prestart(workers: int | None = None, target: str | None = None) -> threading
     _STARTING[:] = [t for t in _STARTING if t.is_alive()] + [thread]
     thread.start()
     return thread
-
-
-def _default_target() -> str | None:
-    """The target a launch with no options compiles for (what the workers warm up for)."""
-    from .parallel_compile import launch_target
-
-    try:
-        return launch_target({})
-    except Exception:
-        return None
 
 
 def info() -> dict[str, Any]:

@@ -17,8 +17,9 @@ import os
 import tempfile
 import time
 
-import tileworkbench as tw
-import tileworkbench.language as tl
+from .. import language as tl
+from .compiler import compile as compile_kernel
+from .jit import jit
 
 TARGET_VARIABLE = "TILEWORKBENCH_PRELOAD_TARGET"
 MODULES_VARIABLE = "TILEWORKBENCH_PRELOAD_MODULES"
@@ -26,16 +27,17 @@ HEAVY_MODULES = ("torch",)
 WARMED: dict[str, float] = {}  # target -> seconds the warm-up took (read by tests and the bench)
 
 
-@tw.jit
+@jit
 def _warm_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    """Loads, a dot, exp2 and a row reduction: the lowering paths autotuned kernels take."""
+    """Loads, a dot, exp2, erf (libdevice on GPU targets) and row reductions: the lowering paths
+    autotuned kernels take, and the libraries they load."""
     rows = tl.arange(0, BLOCK)
     offsets = rows[:, None] * BLOCK + rows[None, :]
     mask = offsets < n
     a = tl.load(a_ptr + offsets, mask=mask, other=0.0)
     b = tl.load(b_ptr + offsets, mask=mask, other=0.0)
     scores = tl.dot(a, b)
-    weights = tl.exp2(scores - tl.max(scores, axis=1)[:, None])
+    weights = tl.exp2(scores - tl.max(scores, axis=1)[:, None]) + tl.math.erf(scores)
     tl.store(out_ptr + offsets, (weights / tl.sum(weights, axis=1)[:, None]).to(tl.float16),
              mask=mask)
 
@@ -44,15 +46,14 @@ def warm_up(target: str) -> float:
     """Compile `_warm_kernel` for `target` once, outside the on-disk cache; seconds it took.
 
     Errors are swallowed: a worker that could not warm up still compiles, only more slowly."""
-    from tileworkbench.backends import is_gpu
+    from ..backends import is_gpu
 
     begin = time.perf_counter()
     try:
-        _load_libraries(target)
         # 64: wgmma's tiles on sm_90a (the path autotuned GPU kernels take); the cpu target's
         # one-thread layout takes seconds at 64
         block = 64 if is_gpu(target) else 16
-        compiled = tw.compile(_warm_kernel, "a_ptr=*fp16,b_ptr=*fp16,out_ptr=*fp16,n=i32",
+        compiled = compile_kernel(_warm_kernel, "a_ptr=*fp16,b_ptr=*fp16,out_ptr=*fp16,n=i32",
                               {"BLOCK": block}, target=target, use_cache=False)
         _wait(compiled)
     except Exception:  # a missing ptxas or libdevice: the first real compile reports it
@@ -83,25 +84,10 @@ def _import_compiler() -> None:
             pass
 
 
-def _load_libraries(target: str) -> None:
-    from tileworkbench.backends import is_gpu
-
-    if is_gpu(target):
-        from tileworkbench.backends.nvptx import codegen
-
-        codegen._binding()
-        if codegen.find_libdevice() is not None:
-            codegen._libdevice_bitcode()
-    else:
-        from tileworkbench.backends.cpu import codegen
-
-        codegen.binding()
-
-
 def _wait(compiled) -> None:
     """ptxas runs on a thread pool; wait for it and stop the pool, so the forkserver forks with
     no thread but its own."""
-    from tileworkbench.runtime import compiler
+    from . import compiler
 
     wait = getattr(compiled, "_wait", None)
     if wait is not None:
@@ -127,7 +113,7 @@ def _preload() -> None:
     target = os.environ.get(TARGET_VARIABLE)
     if not target:
         return
-    from tileworkbench.config import config
+    from ..config import config
 
     saved = config.cache_dir
     config.cache_dir = type(saved)(tempfile.gettempdir()) / "tileworkbench-preload-unused"

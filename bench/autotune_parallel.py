@@ -20,7 +20,8 @@ default), each with the pool of workers already up (it is kept between tunes; it
 The modes run in a rotating order. The first call (which tunes, then launches) is timed to a device
 synchronize; its output is checked against float64 (poisoned with NaN first). Then every mode's
 choice is timed again with the same do_bench (warmup 25, rep 100, median), the sequential choice
-twice, first and last (its ratio is the A/A figure: what timing noise alone gives). Per mode: the
+twice, first and last (its ratio is the A/A figure: what timing noise alone gives), in 3 rounds over
+the list (each entry's median of its rounds). Per mode: the
 wall seconds, the ratio to sequential, the wall split (built: compiling and timing as configs
 arrive; finalists), the per-config sums of compile, load, screen and bench seconds, and the choice's
 re-timed ms over the sequential choice's.
@@ -285,22 +286,27 @@ def _start_pool() -> float:
     return time.perf_counter() - begin
 
 
-def retime(tuner, setup, choices: list, warmup: float, rep: float) -> list[float]:
+def retime(tuner, setup, choices: list, warmup: float, rep: float, rounds: int = 3
+           ) -> list[float]:
     """Each config of `choices` launched by the tuner (pinned as its choice for every key) and
-    timed with the same do_bench: median ms, one timing per entry, in order."""
+    timed with the same do_bench (its median), `rounds` times over the list in turn: the median
+    of each entry's rounds, in order."""
+    import statistics
+
     from tileworkbench.runtime.testing import do_bench
 
     prepared = setup()
     prepared.launch()  # a key to pin (the tune's; cached)
     prepared.sync()
     keys = list(tuner.cache) or [None]
-    times = []
-    for choice in choices:
-        for key in keys:
-            tuner.cache[key] = choice
-        times.append(float(do_bench(prepared.launch, warmup=warmup, rep=rep,
-                                     quantiles=(0.5,))))
-    return times
+    times: list[list[float]] = [[] for _ in choices]
+    for _ in range(rounds):
+        for index, choice in enumerate(choices):
+            for key in keys:
+                tuner.cache[key] = choice
+            times[index].append(float(do_bench(prepared.launch, warmup=warmup, rep=rep,
+                                               quantiles=(0.5,))))
+    return [statistics.median(entry) for entry in times]
 
 
 def compare(name: str, make, order: tuple[str, ...], warmup: float, rep: float) -> dict:

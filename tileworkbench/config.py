@@ -54,6 +54,15 @@ class Config:
     `TILEWORKBENCH_COMPILE_WORKERS` is how many processes compile an autotuner's or a sweep's
     configs (unset: one per config up to the CPU count; 0 or 1: one after another in this
     process; runtime/parallel_compile.py);
+    `TILEWORKBENCH_COMPILE_START` is how compile processes start: "forkserver" (default: forked by a
+    server that preloaded the compiler) or "spawn" (runtime/compile_pool.py);
+    `TILEWORKBENCH_COMPILE_PRESTART=1` starts them when `tw.autotune` decorates a kernel, not when
+    its first tune begins;
+    `TILEWORKBENCH_AUTOTUNE_SCREEN=0` times every config in full; by default a tune whose configs
+    compile in workers screens each config with a short timing as it is built and times only the
+    finalists in full (runtime/screening.py);
+    `TILEWORKBENCH_AUTOTUNE_FINALISTS` is how many configs screening keeps (default 3, and any
+    within 5% of the best screen time);
     `TILEWORKBENCH_AUTOTUNE_GPUS` is how many GPUs of this host time an autotuner's configs at once,
     one config per GPU at a time (default 1; 0: every visible GPU)."""
 
@@ -76,6 +85,12 @@ class Config:
     compile_workers: int | None = field(
         default_factory=lambda: _count("TILEWORKBENCH_COMPILE_WORKERS", None))
     autotune_gpus: int = field(default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_GPUS", 1))
+    compile_start: str | None = field(
+        default_factory=lambda: os.environ.get("TILEWORKBENCH_COMPILE_START") or None)
+    compile_prestart: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_COMPILE_PRESTART"))
+    autotune_screen: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_AUTOTUNE_SCREEN"))
+    autotune_finalists: int = field(
+        default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_FINALISTS", 3))
 
 
 config = Config()

@@ -22,6 +22,15 @@ def host_timing(monkeypatch):
     monkeypatch.setattr(testing, "_gpu_timing", lambda: False)
 
 
+@pytest.fixture(autouse=True)
+def full_timing(monkeypatch):
+    """These tests time every config in full, as the sequential tuner does (screening has its
+    own tests: test_screening.py)."""
+    from tileworkbench.config import config as settings
+
+    monkeypatch.setattr(settings, "autotune_screen", False)
+
+
 class FakeJIT:
     """The interface of runtime/jit.py's JITFunction: run(*args, grid, warmup, **kwargs)."""
 

@@ -130,10 +130,14 @@ def test_autotune_table_rows():
                           "where": {"compiled": "pid 4711@node2", "timed": "GPU 1"}},
             "BLOCK=4096": {"error": "out of resource: shared memory"},
             "BLOCK=8": {"pruned": "early_config_prune"},
+            "BLOCK=32": {"screen_ms": 0.9, "screen_s": 0.03, "load_s": 0.01, "finalist": False},
         }
     )
     assert [r.config for r in rows[:2]] == ["BLOCK=128", "BLOCK=64"] and rows[0].status == "best"
-    assert {r.status for r in rows[2:]} == {"failed", "pruned"}
+    screened = rows[2]  # screened out (not a finalist): after the timed configs, before failures
+    assert screened.status == "screened" and "screen 0.9 ms" in screened.reason
+    assert screened.cost() == "load 0.01 s, screen 0.03 s"
+    assert {r.status for r in rows[3:]} == {"failed", "pruned"}
     assert rows[0].cost() == "compile 1.25 s, bench 0.50 s" and rows[1].cost() == ""
     assert rows[0].where == "compiled pid 4711@node2, timed GPU 1, attempt 2"
     from tileworkbench.workbench.html_view import autotune_html

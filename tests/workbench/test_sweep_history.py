@@ -202,13 +202,15 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def test_sweep_configs_after_the_first_compile_in_workers(tilekernel, tmp_path, monkeypatch):
     from tileworkbench.config import config
-    from tileworkbench.runtime import parallel_compile
+    from tileworkbench.runtime import compile_pool, parallel_compile
 
     (tmp_path / "sweep_kernels.py").write_text(KERNEL_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))  # where a worker imports the kernel from
     monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
     monkeypatch.setattr(config, "compile_workers", 2)
     parallel_compile.shutdown_pool()  # workers started now see the kernel's folder on sys.path
+    # started before the sweep: else the sweep compiles configs itself while they start
+    compile_pool.pool(2, target="cpu")
     defined_here = "@tw.jit" + cell().split("@tw.jit")[1].split("rng =")[0]
     imported = cell().replace(defined_here, "from sweep_kernels import add_kernel\n")
     assert "def add_kernel" not in imported

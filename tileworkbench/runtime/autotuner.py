@@ -9,7 +9,11 @@ and where (compile and bench seconds; the process, host or GPU), for the workben
 `TILEWORKBENCH_PRINT_AUTOTUNING=1` prints that table and the choice after each tuning.
 
 The configs compile in worker processes (or an outside engine's workers: `executor=`) and each is
-timed as soon as it is built, one config per GPU at a time (runtime/parallel_compile.py).
+timed as soon as it is built, one config per GPU at a time (runtime/parallel_compile.py). That
+timing is a short screen by default; once every config is built, the screen's finalists are timed
+with the full do_bench and the choice is made among them (runtime/screening.py;
+TILEWORKBENCH_AUTOTUNE_SCREEN=0 times every config in full). With TILEWORKBENCH_COMPILE_WORKERS=0
+the tuner is the sequential one: compile, time in full, next.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from tileworkbench.config import config as settings
 from tileworkbench.errors import TileworkbenchError
-from tileworkbench.runtime import parallel_compile, record
+from tileworkbench.runtime import parallel_compile, record, screening
 
 
 class Config:
@@ -160,6 +164,7 @@ class Autotuner(KernelInterface):
         self.timings: dict[tuple, dict[Config, float]] = {}  # per key
         self.best_config: Config | None = None
         self.bench_time_s = 0.0
+        self.phase_seconds: dict[str, Any] = {}
 
     # -- the key and the configs to try -------------------------------------------------------
 
@@ -210,7 +215,8 @@ class Autotuner(KernelInterface):
     # -- timing --------------------------------------------------------------------------------
 
     def _bench(
-        self, args: tuple, named_args: dict[str, Any], config: Config, grid, kwargs: dict[str, Any]
+        self, args: tuple, named_args: dict[str, Any], config: Config, grid, kwargs: dict[str, Any],
+        screen: bool = False,
     ) -> tuple[float, Any]:
         """The config's time in ms and the compiled kernel it launched."""
         conflicts = sorted(set(kwargs) & set(config.kwargs))
@@ -230,16 +236,18 @@ class Autotuner(KernelInterface):
             launched.append(self.fn.run(*args, grid=grid, warmup=False, **options))
             del launched[:-1]
 
-        ms = _first(self._do_bench(kernel_call))
+        ms = _first(self._do_bench(kernel_call, screen))
         return ms, launched[-1] if launched else None
 
-    def _do_bench(self, kernel_call: Callable[[], None]):
+    def _do_bench(self, kernel_call: Callable[[], None], screen: bool = False):
         if self.user_do_bench is not None:
             return self.user_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
         from tileworkbench.runtime.testing import do_bench
 
         warmup = 25 if self.warmup is None else self.warmup
         rep = 100 if self.rep is None else self.rep
+        if screen:
+            return screening.screen_bench(kernel_call, warmup, rep)
         return do_bench(kernel_call, warmup=warmup, rep=rep, quantiles=(0.5, 0.2, 0.8))
 
     def _tune(self, args: tuple, named_args: dict[str, Any], grid, kwargs) -> Config:
@@ -250,38 +258,25 @@ class Autotuner(KernelInterface):
             self.last_results[config] = {}
         saved = self._save_values(named_args)
         lanes = self._lanes(args, named_args, grid, kwargs, saved)
-
-        def failed(item, error: BaseException):
-            return error  # a lane's thread hands its error back; raised or reported below
-
+        screen = self._screens(configs)
+        phase = "screen" if screen else "full"
         with record.paused():  # the workbench records the real launch, not the timing runs
+            built = self._built(args, named_args, grid, kwargs, configs)
             done = parallel_compile.time_on_lanes(
-                self._built(args, named_args, grid, kwargs, configs), lanes, failed)
-        timings: dict[Config, float] = {}
-        for (config, built), lane, outcome in done:
-            if isinstance(outcome, BaseException) and not isinstance(outcome, TileworkbenchError):
-                raise outcome
-            result: dict[str, Any] = {}
-            if isinstance(outcome, TileworkbenchError):  # compile error, out of resources, ...
-                kind = getattr(outcome, "kind", None) or type(outcome).__name__
-                result["error"] = f"{kind}: {outcome}"
-            else:
-                ms, compiled, compile_s, bench_s = outcome
-                result.update(ms=ms, **resources(compiled))
-                result["bench_s"] = bench_s
-                if built.fallback is not None:
-                    result["compile_s"] = compile_s
-            if built.seconds is not None and built.fallback is None:
-                result["compile_s"] = built.seconds
-            timed = None if "error" in result else lane
-            result["where"] = {"compiled": built.where, "timed": timed}
-            if built.notes:
-                result["notes"] = list(built.notes)
-            self.last_results[config] = result
-        for config in configs:
-            result = self.last_results[config]
-            timings[config] = result.get("ms", float("inf"))
-        self.configs_timings = timings
+                ((config, item, phase) for config, item in built), lanes, _handed_back)
+            for (config, item, _), lane, outcome in done:
+                self.last_results[config] = self._result(item, lane, outcome, phase)
+            built_at = time.perf_counter()
+            if screen:
+                self._time_finalists(lanes, {item[0]: item[1] for item, _, _ in done})
+        # wall seconds of the tune's two parts: compiling and timing (or screening) as configs
+        # are built, then timing the screen's finalists
+        self.phase_seconds = {"built": built_at - begin, "finalists": time.perf_counter() - built_at,
+                              "screened": screen}
+        timings = {config: self.last_results[config].get("ms", float("inf")) for config in configs}
+        self.configs_timings = {
+            config: result.get("ms", result.get("screen_ms", float("inf")))
+            for config, result in self.last_results.items() if config in timings}
         self.bench_time_s = time.perf_counter() - begin
         usable = [config for config, ms in timings.items() if ms != float("inf")]
         if not usable:
@@ -290,6 +285,61 @@ class Autotuner(KernelInterface):
         if settings.print_autotuning:
             print(self._tuning_summary(named_args, best), flush=True)
         return best
+
+    def _screens(self, configs: list[Config]) -> bool:
+        """Whether this tune screens (runtime/screening.py): the parallel tuner's default (configs
+        compile in workers), with Triton's do_bench (a user's do_bench times every config)."""
+        parallel = self.executor is not None or parallel_compile.worker_count(len(configs)) > 1
+        return (settings.autotune_screen and parallel and self.user_do_bench is None
+                and screening.screens(len(configs), settings.autotune_finalists))
+
+    def _result(self, built, lane: str, outcome, phase: str) -> dict[str, Any]:
+        """A config's `last_results` entry from its lane's outcome: (ms, compiled, compile or
+        load seconds, timing seconds), or the TileworkbenchError that stopped it."""
+        if isinstance(outcome, BaseException) and not isinstance(outcome, TileworkbenchError):
+            raise outcome
+        result: dict[str, Any] = {}
+        if isinstance(outcome, TileworkbenchError):  # compile error, out of resources, ...
+            kind = getattr(outcome, "kind", None) or type(outcome).__name__
+            result["error"] = f"{kind}: {outcome}"
+        else:
+            ms, compiled, compile_s, bench_s = outcome
+            if phase == "screen":
+                result.update(screen_ms=ms, **resources(compiled), screen_s=bench_s)
+            else:
+                result.update(ms=ms, **resources(compiled), bench_s=bench_s)
+            if built.fallback is not None:
+                result["compile_s"] = compile_s
+            else:  # built by a worker: this process loaded it from the cache
+                result["load_s"] = compile_s
+                hit = getattr(getattr(compiled, "metadata", None), "cache_hit", True)
+                if not hit and phase != "final":
+                    built.notes.append("compiled again here: the worker's build was not found")
+        if built.seconds is not None and built.fallback is None:
+            result["compile_s"] = built.seconds
+        timed = None if "error" in result else lane
+        result["where"] = {"compiled": built.where, "timed": timed}
+        if built.notes:
+            result["notes"] = list(built.notes)
+        return result
+
+    def _time_finalists(self, lanes: list, built: dict[Config, Any]) -> None:
+        """Time the screen's finalists in full, on the lanes; the choice is made among them."""
+        screen_ms = {config: result["screen_ms"] for config, result in self.last_results.items()
+                     if "screen_ms" in result}
+        chosen = screening.finalists(screen_ms, settings.autotune_finalists)
+        for config in screen_ms:
+            self.last_results[config]["finalist"] = config in chosen
+        done = parallel_compile.time_on_lanes(
+            ((config, built[config], "final") for config in chosen), lanes, _handed_back)
+        for (config, item, _), lane, outcome in done:
+            final = self._result(item, lane, outcome, "final")
+            result = self.last_results[config]
+            if "error" in final:
+                result["error"] = final["error"]
+                continue
+            result.update(ms=final["ms"], bench_s=final["bench_s"])
+            result["where"]["timed"] = lane
 
     def _built(self, args: tuple, named_args: dict[str, Any], grid, kwargs, configs: list[Config]):
         """(config, parallel_compile.Built) as each config is compiled: in worker processes (or
@@ -346,11 +396,11 @@ class Autotuner(KernelInterface):
         asked for, each with its own copy of the arguments."""
 
         def bench_here(item):
-            config, built = item
+            config, built, phase = item
             if isinstance(built.error, TileworkbenchError):
                 raise built.error
             try:
-                return self._bench_timed(args, named_args, config, grid, kwargs)
+                return self._bench_timed(args, named_args, config, grid, kwargs, phase)
             finally:
                 self._restore_values(named_args, saved)
 
@@ -368,19 +418,21 @@ class Autotuner(KernelInterface):
         saved = self._save_values(named)
 
         def bench_there(item):
-            config, built = item
+            config, built, phase = item
             if isinstance(built.error, TileworkbenchError):
                 raise built.error
             with _device_context(device):
                 try:
-                    return self._bench_timed(copied, named, config, grid, copied_kwargs)
+                    return self._bench_timed(copied, named, config, grid, copied_kwargs, phase)
                 finally:
                     self._restore_values(named, saved)
 
         return parallel_compile.Lane(_device_name(device), bench_there)
 
-    def _bench_timed(self, args: tuple, named_args, config: Config, grid, kwargs):
-        """(ms, compiled, seconds to compile or load it here, seconds to time it)."""
+    def _bench_timed(self, args: tuple, named_args, config: Config, grid, kwargs,
+                     phase: str = "full"):
+        """(ms, compiled, seconds to compile or load it here, seconds to time it); `phase`:
+        "screen" (a short timing), "full" or "final" (do_bench's settings)."""
         begin = time.perf_counter()
         options = {**kwargs, **config.all_kwargs()}
         if not (set(kwargs) & set(config.kwargs)):  # _bench explains a conflict
@@ -388,7 +440,7 @@ class Autotuner(KernelInterface):
                 config.pre_hook({**named_args, **options})
             self.fn.run(*args, grid=grid, warmup=True, **options)
         compiled_at = time.perf_counter()
-        ms, compiled = self._bench(args, named_args, config, grid, kwargs)
+        ms, compiled = self._bench(args, named_args, config, grid, kwargs, phase == "screen")
         return ms, compiled, compiled_at - begin, time.perf_counter() - compiled_at
 
     def _tuning_summary(self, named_args: dict[str, Any], best: Config) -> str:
@@ -399,7 +451,10 @@ class Autotuner(KernelInterface):
             f"best config selected: {best};"
         ]
         for config, result in self.last_results.items():
-            if "ms" in result:
+            if "ms" not in result and "screen_ms" in result:
+                lines.append(f"  {config}: screen {result['screen_ms']:.4g} ms (not a finalist)"
+                             f"{_cost(result)}")
+            elif "ms" in result:
                 used = ", ".join(
                     f"{name} {result[name]}" for name in ("regs", "spills", "shared")
                     if result.get(name) is not None
@@ -499,6 +554,10 @@ def autotune(
     """
 
     def decorator(fn) -> Autotuner:
+        if settings.compile_prestart and executor is None:
+            from tileworkbench.runtime import compile_pool
+
+            compile_pool.prestart(target=_default_target)
         return Autotuner(
             fn,
             _arg_names(fn),
@@ -523,6 +582,14 @@ def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[
         return Heuristics(fn, _arg_names(fn), values)
 
     return decorator
+
+
+def _default_target() -> str | None:
+    """The target a launch with no options compiles for (what prestarted workers warm up for)."""
+    try:
+        return parallel_compile.launch_target({})
+    except Exception:  # no target resolves yet: the workers warm up nothing
+        return None
 
 
 def _arg_names(fn) -> list[str]:
@@ -560,15 +627,15 @@ def resources(compiled: Any) -> dict[str, Any]:
 
 
 def _cost(result: dict[str, Any]) -> str:
-    """"; compile 1.2 s (pid 4711), bench 0.3 s (GPU 0)": what a config cost and where it ran."""
-    where = result.get("where") or {}
-    parts = []
-    if result.get("compile_s") is not None:
-        parts.append(f"compile {result['compile_s']:.2f} s ({where.get('compiled') or 'here'})")
-    if result.get("bench_s") is not None:
-        parts.append(f"bench {result['bench_s']:.2f} s ({where.get('timed') or 'here'})")
-    parts += result.get("notes") or []
+    """"; compile 1.2 s (pid 4711), screen 0.03 s, bench 0.3 s (GPU 0)": what a config cost and
+    where it ran (screening.BuildStats)."""
+    parts = screening.BuildStats.from_result(result).parts()
     return "; " + ", ".join(parts) if parts else ""
+
+
+def _handed_back(item, error: BaseException):
+    """A lane's error, handed back to the tune (raised there, or reported for its config)."""
+    return error
 
 
 class _WorkerError(TileworkbenchError):

@@ -4,11 +4,15 @@ devices as soon as each is built.
 Our frontend and passes are Python, so threads would only overlap LLVM and ptxas: parallelism comes
 from processes. Each config becomes a `CompileJob` of plain data (where the kernel lives, the
 arguments as stand-ins that carry only what specialization reads: dtype, address alignment, shape;
-the launch options; the settings that reach the cache key). A worker (a spawned process: never a
-fork after CUDA is initialised, and the compiler never initialises CUDA in it, as it compiles for
-the architecture the parent resolved) imports the kernel's module, compiles through to the cubin
-with `JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain
-files; the parent's own compile of that config is then a cache hit. Workers of an outside engine (a
+the launch options; the settings that reach the cache key). A worker (forked by a forkserver that
+preloaded the compiler, runtime/compile_pool.py: never a fork of the parent, which may have
+initialised CUDA, and the compiler never initialises CUDA in it, as it compiles for the
+architecture the parent resolved) imports the kernel's module, compiles through to the cubin with
+`JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain files;
+the parent's own compile of that config is then a cache hit (the tuner records the seconds it took
+as `load_s`). A worker forgets what it compiled for earlier jobs, so an in-memory hit never keeps
+an entry out of the cache a later job names. While the pool starts, the parent compiles
+configs itself (up to half of them). Workers of an outside engine (a
 `concurrent.futures.Executor`, or a Dask `distributed.Client`, e.g. over dask-cuda's
 `LocalCUDACluster`) compile into a private cache and return the entry's files, which the parent puts
 into its cache, so no shared file system is needed.
@@ -16,9 +20,9 @@ into its cache, so no shared file system is needed.
 A config whose kernel cannot be found by a worker (defined in a notebook cell, or an argument
 with no stand-in) is compiled by the parent as before. A compile error or out-of-resources error
 in a worker is reported for its config as a sequential tune reports it. A local worker that dies
-breaks its pool: the configs not yet built are resubmitted to a fresh pool (the dead worker's
-config among them); a Dask worker that dies has its task rescheduled by Dask. Either way the
-config's `attempts` and notes say so.
+loses only the config it was compiling: a fresh process takes its place and tries it again
+(runtime/compile_pool.py gives each process an executor of its own); a Dask worker that dies has
+its task rescheduled by Dask. Either way the config's `attempts` and notes say so.
 
 `TILEWORKBENCH_COMPILE_WORKERS` (config.compile_workers) sets the local worker count: unset, one per
 config up to the CPU count; 0 or 1 compiles in the parent, one config after another.
@@ -26,9 +30,8 @@ config up to the CPU count; 0 or 1 compiles in the parent, one config after anot
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as futures
-import contextlib
-import multiprocessing
 import os
 import queue
 import shutil
@@ -47,9 +50,10 @@ import numpy as np
 
 from ..config import config as settings
 from ..errors import TileworkbenchError
+from . import compile_pool
 
 _HOST = socket.gethostname()
-_MAX_POOL_RESTARTS = 3
+_MAX_DEATHS = 2  # a config whose worker dies more often is reported as failed
 
 
 class NotShippable(Exception):
@@ -205,6 +209,9 @@ class CompileJob:
     ship_files: bool = False  # compile into a private cache and return the entry (outside engines)
     marker_dir: str | None = None  # where attempts leave a mark, to count retries
     sys_path: list = field(default_factory=list)  # the parent's, for a pool started before a change
+    # the parent's compiler fingerprint (in the cache key): a worker whose compiler sources were
+    # read at another time (edited since) still files the entry under the key the parent looks up
+    fingerprint: str | None = None
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -302,10 +309,15 @@ def run_job(job: dict) -> dict:
             values["cache_dir"] = private
         for name, value in values.items():
             setattr(settings, name, Path(value) if name == "cache_dir" else value)
+        if job.get("fingerprint"):
+            from . import compiler
+
+            compiler._COMPILER_HASH = job["fingerprint"]
         for folder in reversed(job.get("sys_path") or []):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
         kernel = _find(job)
+        _forget_compiled(kernel)
         args = [decode_value(a) for a in job["args"]]
         kwargs = {k: decode_value(v) for k, v in job["kwargs"].items()}
         kwargs.pop("arch", None)  # resolved into the target already
@@ -365,6 +377,18 @@ def _find(job: dict) -> Any:
     return kernel
 
 
+def _forget_compiled(kernel: Any) -> None:
+    """Drop what this worker compiled for `kernel` in an earlier job: a reused worker must leave
+    every config in the cache the job names (the cache folder may have changed since), and an
+    in-memory hit would leave nothing there."""
+    seen = set()
+    while kernel is not None and id(kernel) not in seen:
+        seen.add(id(kernel))
+        if callable(getattr(kernel, "clear_cache", None)):
+            kernel.clear_cache()
+        kernel = getattr(kernel, "fn", None)
+
+
 def _finish(compiled: Any) -> None:
     """Wait for ptxas and for the cache entry: the entry is written by a callback on the
     assembler's thread after ptxas, which a waiter on the result can outrun; shutting the pool
@@ -406,42 +430,9 @@ def worker_count(n_jobs: int) -> int:
     return max(0, min(int(chosen), n_jobs))
 
 
-_POOL: dict[str, Any] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _local_pool(workers: int, fresh: bool = False) -> futures.ProcessPoolExecutor:
-    """The shared pool of spawned compile processes (kept between tunes: each spawn costs an
-    import of tileworkbench), grown when more workers are asked for, replaced when broken."""
-    with _POOL_LOCK:
-        pool = _POOL.get("pool")
-        if pool is not None and (fresh or _POOL.get("workers", 0) < workers):
-            pool.shutdown(wait=False, cancel_futures=True)
-            pool = None
-        if pool is None:
-            context = multiprocessing.get_context("spawn")
-            pool = futures.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                               initializer=_start_worker)
-            _POOL.update(pool=pool, workers=workers)
-        return pool
-
-
-def _start_worker() -> None:
-    """A local compile process yields the CPU to the parent, which times configs meanwhile: a
-    launch that waits for a core would stretch the time between its CUDA events."""
-    try:
-        os.nice(5)
-    except OSError:
-        pass
-
-
-def shutdown_pool() -> None:
-    """Stop the local compile processes (they are started again when needed)."""
-    with _POOL_LOCK:
-        pool = _POOL.pop("pool", None)
-        _POOL.pop("workers", None)
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+def shutdown_pool(forkserver: bool = False) -> None:
+    """Stop the local compile processes (they are started again when needed; runtime/compile_pool.py)."""
+    compile_pool.shutdown(forkserver)
 
 
 def _engine(executor: Any) -> Any:
@@ -470,7 +461,10 @@ def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int
     if own_markers:
         marker_dir = tempfile.mkdtemp(prefix="tileworkbench-attempts-")
     try:
+        from .compiler import compiler_fingerprint
+
         for job in remote.values():
+            job.fingerprint = compiler_fingerprint()
             job.marker_dir = marker_dir
             job.sys_path = list(sys.path)
             job.ship_files = executor is not None
@@ -493,57 +487,89 @@ def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
             yield Built(label, fallback=f"{type(error).__name__}: {error}")
 
 
-@contextlib.contextmanager
-def _main_hidden() -> Iterator[None]:
-    """While workers start: the parent's `__main__` without its file and spec, so a spawned worker
-    does not run the parent's script (multiprocessing would, to rebuild `__main__`); a kernel that
-    lives there is imported by `_find` from its file instead, and only from a guarded script."""
-    main = sys.modules.get("__main__")
-    saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
-             if main is not None and name in main.__dict__}
-    try:
-        for name in saved:
-            if name == "__file__":
-                del main.__file__
-            else:
-                main.__spec__ = None
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(main, name, value)
-
-
 def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
-    pool = _local_pool(workers)
+    target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
-    deaths = 0
-    while left:
-        with _main_hidden():  # ProcessPoolExecutor starts its processes in submit
-            pending = {pool.submit(run_job, job.as_dict()): label for label, job in left.items()}
-        broken = False
-        finished = 0
-        for future in futures.as_completed(list(pending)):
-            label = pending[future]
-            try:
-                result = future.result()
-            except futures.process.BrokenProcessPool:
-                broken = True
-                continue
-            finished += 1
-            left.pop(label, None)
-            built = _built(result)
-            if deaths:
-                built.notes.append(f"resubmitted after {deaths} compile worker death(s)")
-            yield built
-        if broken:
-            deaths += 1
-            # a pool that dies before building anything will not do better next time
-            if deaths > _MAX_POOL_RESTARTS or not finished:
-                for label in left:
-                    yield Built(label, fallback="the compile workers died; compiled here")
-                _local_pool(workers, fresh=True)
-                return
-            pool = _local_pool(workers, fresh=True)
+    yield from _while_starting(left, workers, target)
+    if not left:
+        return
+    pool = compile_pool.pool(workers, target=target)
+    done: queue.Queue = queue.Queue()
+    # a thread of its own hands each process its next config as soon as it is free, while the
+    # caller times what was built
+    threading.Thread(target=_dispatch, args=(pool, left, min(workers, len(left)), done),
+                     name="tileworkbench-compile-dispatch", daemon=True).start()
+    for _ in range(len(left)):
+        yield done.get()
+
+
+def _dispatch(pool: compile_pool.WorkerPool, jobs: dict[str, CompileJob], workers: int,
+              done: queue.Queue) -> None:
+    """Run `jobs` on the first `workers` processes of `pool`, putting each config's Built on
+    `done` (exactly one per job). A process that dies costs only the config it was compiling:
+    a fresh process takes its place and the config is tried again, up to _MAX_DEATHS times."""
+    waiting = collections.deque(jobs)
+    running: dict[futures.Future, tuple[str, int]] = {}
+    deaths: collections.Counter = collections.Counter()
+
+    def start(slot: int) -> None:
+        label = waiting.popleft()
+        try:
+            running[pool.submit(slot, run_job, jobs[label].as_dict())] = (label, slot)
+        except Exception as error:  # no process would start: the parent compiles it
+            done.put(Built(label, fallback=f"{type(error).__name__}: {error}"))
+
+    for slot in range(workers):
+        if waiting:
+            start(slot)
+    while running:
+        finished, _ = futures.wait(list(running), return_when=futures.FIRST_COMPLETED)
+        for future in finished:
+            label, slot = running.pop(future)
+            built = _outcome(future, label, deaths)
+            if built is None:  # its process died: a fresh one tries it again, first
+                pool.replace(slot)
+                waiting.appendleft(label)
+            else:
+                done.put(built)
+            if waiting:
+                start(slot)
+
+
+def _outcome(future: futures.Future, label: str, deaths: collections.Counter) -> Built | None:
+    """The Built of a finished job, or None where its process died and it is to be retried."""
+    try:
+        result = future.result()
+    except futures.process.BrokenProcessPool:
+        deaths[label] += 1
+        if deaths[label] <= _MAX_DEATHS:
+            return None
+        # a config that kills the compiler each time would kill this process too
+        return Built(label, error=f"CompileWorkerDied: its compile worker died {deaths[label]} "
+                                  "times compiling it")
+    except Exception as error:
+        return Built(label, fallback=f"{type(error).__name__}: {error}")
+    built = _built(result)
+    if deaths[label]:
+        built.notes.append(f"resubmitted after {deaths[label]} compile worker death(s)")
+    return built
+
+
+def _while_starting(left: dict[str, CompileJob], workers: int, target: str | None
+                    ) -> Iterator[Built]:
+    """While the pool starts (on a background thread), hand configs to this process, which
+    compiles and times each as it is handed one (one lane: no more than it can do before the
+    workers are up; once they are, the rest go to them). At most half of them: with several
+    lanes, which take configs as fast as they come, the workers keep the other half."""
+    if compile_pool.ready(workers):
+        return
+    compile_pool.prestart(workers, target)
+    for _ in range(len(left) // 2):
+        if compile_pool.ready(workers):
+            return
+        label = next(iter(left))
+        del left[label]
+        yield Built(label, fallback="compiled here while the compile workers started")
 
 
 def _built(result: dict) -> Built:

@@ -202,17 +202,24 @@ def autotune_rows(results: dict | None) -> list[AutotuneRow] | None:
                 str(config), float(result["ms"]), regs=result.get("regs"),
                 spills=result.get("spills"), shared=result.get("shared"),
             )
+        elif "screen_ms" in result and "error" not in result:  # screened out: not a finalist
+            row = AutotuneRow(
+                str(config), None, "screened", f"screen {result['screen_ms']:.4g} ms, not a finalist",
+                regs=result.get("regs"), spills=result.get("spills"), shared=result.get("shared"),
+            )
         elif "pruned" in result:
             row = AutotuneRow(str(config), None, "pruned", str(result["pruned"]))
         else:
             row = AutotuneRow(str(config), None, "failed", str(result.get("error", "?")))
-        # what the config cost and where it ran (runtime/parallel_compile.py)
-        row.compile_s, row.bench_s = result.get("compile_s"), result.get("bench_s")
+        # what the config cost and where it ran (runtime/parallel_compile.py, screening.py)
+        for name in ("compile_s", "bench_s", "load_s", "screen_s", "screen_ms"):
+            setattr(row, name, result.get(name))
         where = result.get("where") or {}
         places = [f"{what} {where[what]}" for what in ("compiled", "timed") if where.get(what)]
         row.where = ", ".join(places + list(result.get("notes") or []))
         rows.append(row)
-    rows.sort(key=lambda r: (r.ms is None, r.ms or 0.0))
+    # the finalists (or every config timed in full) by time, then the screened-out by screen time
+    rows.sort(key=lambda r: (r.ms is None, r.screen_ms is None, r.ms or r.screen_ms or 0.0))
     if rows and rows[0].ms is not None:
         rows[0].status = "best"
     return rows

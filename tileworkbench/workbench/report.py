@@ -28,22 +28,25 @@ class AutotuneRow:
 
     config: str
     ms: float | None = None
-    status: str = "ok"  # "ok", "best", "failed", "pruned"
+    status: str = "ok"  # "ok", "best", "screened" (not a finalist: runtime/screening.py), "failed", "pruned"
     reason: str = ""
     regs: int | None = None  # per thread, GPU kernels (None: unknown, e.g. no ptxas)
     spills: int | None = None
     shared: int | None = None  # bytes per program
     compile_s: float | None = None  # seconds to compile it (in a worker process, or here)
-    bench_s: float | None = None  # seconds to time it
+    bench_s: float | None = None  # seconds to time it in full
+    load_s: float | None = None  # seconds this process took to load a worker's build
+    screen_s: float | None = None  # seconds its screen (a short timing) took
+    screen_ms: float | None = None  # its screen time
     where: str = ""  # "compiled pid 4711, timed GPU 0": the process, host or GPU it ran on
 
     def cost(self) -> str:
-        """"compile 1.2 s, bench 0.3 s" (the parts known), or ""."""
+        """"compile 1.2 s, load 0.01 s, screen 0.03 s, bench 0.3 s" (the parts known), or ""."""
         parts = []
-        if self.compile_s is not None:
-            parts.append(f"compile {self.compile_s:.2f} s")
-        if self.bench_s is not None:
-            parts.append(f"bench {self.bench_s:.2f} s")
+        for name in ("compile", "load", "screen", "bench"):
+            seconds = getattr(self, f"{name}_s")
+            if seconds is not None:
+                parts.append(f"{name} {seconds:.2f} s")
         return ", ".join(parts)
 
     def resources(self) -> str:

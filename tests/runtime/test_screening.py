@@ -1,0 +1,297 @@
+"""Screening in the parallel autotuner (runtime/screening.py) and its warm compile workers
+(runtime/compile_pool.py, worker_preload.py): the choice against full timing with injected
+timings, a real screened tune on the cpu target, a worker killed mid-tune, workers forked from the
+preloaded forkserver building what the parent builds, and the stats in the printed table."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.config import config as settings
+from tileworkbench.runtime import compile_pool, parallel_compile, screening, testing
+
+
+@tw.jit
+def scaled_sum(x_ptr, out_ptr, n_cols, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + row * n_cols + cols, x * scale + tl.sum(x, axis=0), mask=mask)
+
+
+CONFIGS = [tw.Config({"BLOCK": block}, num_warps=warps)
+           for block in (64, 128, 256) for warps in (1, 2, 4)]
+
+
+def _rows(n_rows=3, n_cols=50):
+    x = np.random.default_rng().standard_normal((n_rows, n_cols)).astype(np.float32)
+    return x, np.full_like(x, np.nan)  # poisoned: a row the kernel skips stays NaN
+
+
+def _check(out, x, scale):
+    x64 = x.astype(np.float64)
+    expected = x64 * scale + x64.sum(axis=1, keepdims=True)
+    error = np.abs(out - expected).max() / np.abs(expected).max()
+    assert error < 1e-5, error
+
+
+@pytest.fixture
+def cpu_target(monkeypatch, tmp_path):
+    """The cpu target with an empty cache and two compile workers, already started."""
+    monkeypatch.setattr(settings, "target", "cpu")
+    monkeypatch.setattr(settings, "interpret", False)
+    monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(settings, "compile_workers", 2)
+    monkeypatch.setattr(settings, "autotune_screen", True)
+    monkeypatch.setattr(settings, "autotune_finalists", 3)
+    compile_pool.pool(2, target="cpu")
+    yield
+    parallel_compile.shutdown_pool()
+
+
+# -- finalists ---------------------------------------------------------------------------------
+
+
+def test_finalists_are_the_best_k_and_any_within_the_margin():
+    screen = {"a": 1.0, "b": 1.5, "c": 1.04, "d": 2.0, "e": 1.2, "f": 1.01}
+    assert screening.finalists(screen, 3) == ["a", "f", "c"]
+    assert screening.finalists(screen, 2) == ["a", "f", "c"]  # c is within 5% of a
+    assert screening.finalists(screen, 1, margin=0.0) == ["a"]
+    assert screening.finalists({}, 3) == []
+    assert not screening.screens(3, 3) and screening.screens(4, 3)
+
+
+# -- the choice, with injected timings -----------------------------------------------------------
+
+
+class TimedJIT:
+    """A jit function stand-in whose configs "take" COST[BLOCK, num_warps] ms; launches compute
+    the real result with NumPy, so the chosen config's output is checked."""
+
+    def __init__(self):
+        self.fn = scaled_sum.fn
+        self.arg_names = ["x_ptr", "out_ptr", "n_cols", "scale"]
+        self.last = None
+
+    def run(self, x, out, n_cols, scale, grid, warmup=False, **options):
+        if warmup:
+            return None
+        self.last = (options["BLOCK"], options["num_warps"])
+        if options["BLOCK"] >= n_cols:
+            out[...] = x * scale + x.astype(np.float64).sum(axis=1, keepdims=True)
+        return None
+
+
+COST = {(64, 1): 3.0, (64, 2): 2.9, (64, 4): 3.1, (128, 1): 1.3, (128, 2): 1.0, (128, 4): 1.2,
+        (256, 1): 1.4, (256, 2): 2.0, (256, 4): 1.9}
+
+
+def _stub_timer(monkeypatch, jit, noise):
+    """do_bench replaced: it runs the call once and returns that config's cost, give or take
+    `noise` in a screen (a short timing is noisier), exactly in a full timing."""
+    calls = []
+    rng = np.random.default_rng(5)
+
+    def do_bench(kernel_call, warmup=25, rep=100, quantiles=None, **_):
+        kernel_call()
+        screen = rep <= screening.SCREEN_REP_MS
+        calls.append(("screen" if screen else "full", jit.last))
+        ms = COST[jit.last] * (1 + (rng.uniform(-noise, noise) if screen else 0.0))
+        return [ms, ms, ms] if quantiles else ms
+
+    monkeypatch.setattr(testing, "do_bench", do_bench)
+    return calls
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_screening_chooses_as_full_timing_does(monkeypatch, screen):
+    monkeypatch.setattr(settings, "compile_workers", 2)  # the parallel tuner (it screens)
+    monkeypatch.setattr(settings, "autotune_screen", screen)
+    monkeypatch.setattr(settings, "autotune_finalists", 3)
+    jit = TimedJIT()
+    calls = _stub_timer(monkeypatch, jit, noise=0.03)
+    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"])(jit)
+    x, out = _rows(n_cols=100)
+    tuned[(x.shape[0],)](x, out, x.shape[1], 0.5)
+    _check(out, x, 0.5)
+    assert tuned.best_config == tw.Config({"BLOCK": 128}, num_warps=2)
+    results = tuned.last_results
+    if not screen:
+        assert [kind for kind, _ in calls] == ["full"] * len(CONFIGS)
+        assert all("ms" in r and "screen_ms" not in r for r in results.values())
+        return
+    screens = [config for kind, config in calls if kind == "screen"]
+    finals = [config for kind, config in calls if kind == "full"]
+    assert sorted(screens) == sorted(COST)  # every config screened once
+    assert set(finals) == {(128, 2), (128, 4), (128, 1)}  # only the finalists in full
+    for config, result in results.items():
+        assert result["screen_ms"] > 0 and result["finalist"] == ("ms" in result), result
+    assert tuned.phase_seconds["screened"] is True
+
+
+def test_a_users_do_bench_times_every_config_in_full(monkeypatch):
+    monkeypatch.setattr(settings, "compile_workers", 2)
+    jit = TimedJIT()
+    seen = []
+
+    def bench(kernel_call, quantiles):
+        kernel_call()
+        seen.append(jit.last)
+        return [COST[jit.last]] * 3
+
+    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], do_bench=bench)(jit)
+    x, out = _rows(n_cols=100)
+    tuned[(x.shape[0],)](x, out, x.shape[1], 2.0)
+    _check(out, x, 2.0)
+    assert sorted(seen) == sorted(COST)
+    assert all("screen_ms" not in r for r in tuned.last_results.values())
+
+
+# -- real tunes on the cpu target ----------------------------------------------------------------
+
+
+def test_a_screened_tune_on_the_cpu_target(cpu_target, monkeypatch, capsys):
+    monkeypatch.setattr(settings, "print_autotuning", True)
+    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=4)(scaled_sum)
+    x, out = _rows(n_cols=60)
+    tuned[(x.shape[0],)](x, out, x.shape[1], -1.25)
+    _check(out, x, -1.25)
+    results = tuned.last_results
+    finalists = [c for c, r in results.items() if r.get("finalist")]
+    assert 3 <= len(finalists) <= screening.MAX_FINALISTS
+    assert tuned.best_config in finalists
+    for config, result in results.items():
+        assert result["screen_ms"] > 0 and result["screen_s"] > 0, result
+        assert result["where"]["timed"] == "cpu (CPU)", result
+        if result["where"]["compiled"].startswith("pid "):  # built by a worker, loaded here
+            assert result["compile_s"] > 0 and result["load_s"] >= 0, result
+    assert any(r["where"]["compiled"].startswith("pid ") for r in results.values())
+    printed = capsys.readouterr().out
+    assert "best config selected" in printed and "(not a finalist)" in printed
+    assert "screen " in printed and "compile " in printed and "(pid " in printed
+    assert "bench " in printed and "(cpu (CPU))" in printed
+
+
+def test_a_worker_killed_mid_tune_loses_only_its_config(cpu_target, monkeypatch):
+    real = screening.screen_bench
+    killed = []
+
+    def screen_and_kill(kernel_call, warmup, rep):
+        if not killed:  # the first config is built; the workers are on the next ones
+            killed.append(compile_pool._POOL["pool"].pids()[0])
+            os.kill(killed[0], signal.SIGKILL)
+        return real(kernel_call, warmup, rep)
+
+    monkeypatch.setattr(screening, "screen_bench", screen_and_kill)
+    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=4)(scaled_sum)
+    x, out = _rows(n_cols=40)
+    tuned[(x.shape[0],)](x, out, x.shape[1], 3.0)
+    _check(out, x, 3.0)
+    results = tuned.last_results
+    assert killed and all("error" not in r and r["screen_ms"] > 0 for r in results.values())
+    # only the config the dead worker was compiling is built again
+    retried = [r for r in results.values() if "worker death" in " ".join(r.get("notes", []))]
+    assert len(retried) == 1 and retried[0]["where"]["compiled"] != f"pid {killed[0]}", results
+
+
+# -- workers from the preloaded forkserver ---------------------------------------------------------
+
+
+def _job(target: str) -> parallel_compile.CompileJob:
+    encode = parallel_compile.encode_value
+    x = parallel_compile.ArrayStandIn("float32", 1 << 20, (3, 50), (50, 1))
+    out = parallel_compile.ArrayStandIn("float32", 2 << 20, (3, 50), (50, 1))
+    return parallel_compile.CompileJob(
+        "0", *parallel_compile.locate(scaled_sum), args=[encode(v) for v in (x, out, 50, 0.5)],
+        kwargs={"BLOCK": encode(64), "num_warps": encode(2)},
+        settings=parallel_compile.worker_settings(target))
+
+
+@pytest.mark.parametrize("target", ["cpu", "sm_90a"])
+def test_preloaded_workers_build_what_the_parent_builds(monkeypatch, tmp_path, target):
+    from tileworkbench.runtime.cache import KernelCache
+
+    monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(settings, "compile_start", "forkserver")
+    compile_pool.shutdown(forkserver=True)  # a forkserver that preloads for this target
+    try:
+        compile_pool.pool(1, target=target)
+        assert compile_pool.info()["method"] == "forkserver"
+        warmed = compile_pool._POOL["pool"].submit(0, compile_pool._ready).result()["warmed"]
+        assert target in warmed, warmed  # the forkserver compiled for it before forking
+        built = list(parallel_compile.build({"0": _job(target)}, workers=1))
+        assert built[0].error is None and built[0].fallback is None, built
+        assert built[0].where.startswith("pid ")
+        (key,) = KernelCache().keys()
+        worker_asm = json.loads(KernelCache().get(key)["asm.json"])
+        signature = "x_ptr=*fp32:16,out_ptr=*fp32:16,n_cols=i32,scale=fp32"
+        parent = tw.compile(scaled_sum, signature, {"BLOCK": 64}, target=target, num_warps=2,
+                            use_cache=False)
+        stage = "ptx" if target.startswith("sm_") else "llvm"
+        assert worker_asm[stage] == parent.asm[stage]
+    finally:
+        compile_pool.shutdown(forkserver=True)
+
+
+def test_a_reused_worker_fills_a_new_cache_folder(monkeypatch, tmp_path):
+    """A worker that compiled a config for one cache folder compiles it again for another (an
+    in-memory hit would leave the new folder empty, and the parent would compile it again)."""
+    from tileworkbench.runtime.cache import KernelCache
+
+    try:
+        for folder in ("one", "two"):
+            monkeypatch.setattr(settings, "cache_dir", tmp_path / folder)
+            built = list(parallel_compile.build({"0": _job("cpu")}, workers=1))
+            assert built[0].fallback is None, built
+            assert len(KernelCache().keys()) == 1, folder
+    finally:
+        compile_pool.shutdown()
+
+
+def test_workers_file_entries_under_the_parents_compiler_fingerprint(monkeypatch, tmp_path):
+    """A worker whose compiler sources hash otherwise (edited after this process read them) still
+    files its build where this process looks for it."""
+    from tileworkbench.runtime import compiler
+    from tileworkbench.runtime.cache import KernelCache
+
+    monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(compiler, "_COMPILER_HASH", "0" * 64)  # as if read before an edit
+    try:
+        built = list(parallel_compile.build({"0": _job("cpu")}, workers=1))
+        assert built[0].error is None and built[0].fallback is None, built
+        x = np.zeros((3, 50), np.float32)
+        out = np.full_like(x, np.nan)
+        before = set(KernelCache().keys())
+        monkeypatch.setattr(settings, "target", "cpu")
+        monkeypatch.setattr(settings, "interpret", False)
+        scaled_sum.clear_cache()
+        compiled = scaled_sum.run(x, out, 50, np.float32(0.5), grid=(1,), warmup=True,
+                                  BLOCK=64, num_warps=2)
+        assert compiled.metadata.cache_hit and set(KernelCache().keys()) == before
+    finally:
+        compile_pool.shutdown()
+
+
+def test_the_prestart_setting_starts_workers_when_autotune_decorates(monkeypatch):
+    monkeypatch.setattr(settings, "compile_prestart", True)
+    monkeypatch.setattr(settings, "compile_workers", 2)
+    monkeypatch.setattr(settings, "target", "cpu")
+    monkeypatch.setattr(settings, "interpret", False)
+    compile_pool.shutdown()
+    try:
+        tw.autotune(configs=CONFIGS, key=["n_cols"])(scaled_sum)
+        starting = [thread for thread in compile_pool._STARTING if thread.is_alive()]
+        assert starting or compile_pool.ready(2)  # started on a background thread
+        for thread in starting:
+            thread.join(timeout=300)
+        assert compile_pool.ready(2) and compile_pool.info()["workers"] == 2
+    finally:
+        compile_pool.shutdown()

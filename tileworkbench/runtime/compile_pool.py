@@ -1,0 +1,230 @@
+"""The local pool of compile processes that runtime/parallel_compile.py hands configs to, kept
+between tunes and warm before configs arrive.
+
+Workers are forked by a `forkserver` that imported runtime/worker_preload.py first (the compiler,
+llvmlite's targets, libdevice, one small compile), so a worker's first compile costs what a warm
+compile costs in the parent, where a spawned worker would first pay its imports and warm-up (~3 s
+on the H100 host). A fork from the forkserver, never from the parent: the parent may have
+initialised CUDA. `TILEWORKBENCH_COMPILE_START=spawn` goes back to spawned workers.
+
+`prestart()` starts the pool on a background thread (a tune calls it as it begins; with
+`TILEWORKBENCH_COMPILE_PRESTART=1`, `tw.autotune` calls it when it decorates a kernel), and `pool()`
+waits for a start under way. `ready()` says whether the pool is up without waiting, so a tune can
+compile configs itself while the workers start.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import contextlib
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..config import config as settings
+
+PRELOAD = "tileworkbench.runtime.worker_preload"
+
+
+class WorkerPool:
+    """Compile processes, each in an executor of its own (a `ProcessPoolExecutor` of one
+    process): a process that dies breaks only its executor, so only the config it was compiling
+    is lost; `replace(slot)` puts a fresh process in its place."""
+
+    def __init__(self, context: Any):
+        self.context = context
+        self.slots: list[futures.ProcessPoolExecutor] = []
+
+    def grow(self, workers: int) -> None:
+        """At least `workers` processes, every one started and ready."""
+        fresh = [self._executor() for _ in range(workers - len(self.slots))]
+        with main_hidden():  # an executor starts its process in its first submit
+            waiting = [executor.submit(_ready) for executor in fresh]
+        for future in waiting:
+            future.result()
+        self.slots += fresh
+
+    def submit(self, slot: int, fn: Any, *args: Any) -> futures.Future:
+        """Run fn(*args) in process `slot` (a dead process there is replaced first)."""
+        for _ in range(2):
+            try:
+                with main_hidden():
+                    return self.slots[slot].submit(fn, *args)
+            except futures.process.BrokenProcessPool:  # it died while idle
+                self.replace(slot)
+        raise futures.process.BrokenProcessPool(f"compile worker {slot} cannot start")
+
+    def replace(self, slot: int) -> None:
+        self.slots[slot].shutdown(wait=False, cancel_futures=True)
+        self.slots[slot] = self._executor()
+
+    def pids(self) -> list[int]:
+        return sorted(pid for executor in self.slots for pid in (executor._processes or {}))
+
+    def shutdown(self) -> None:
+        for executor in self.slots:
+            executor.shutdown(wait=True, cancel_futures=True)
+        self.slots = []
+
+    def _executor(self) -> futures.ProcessPoolExecutor:
+        return futures.ProcessPoolExecutor(max_workers=1, mp_context=self.context,
+                                           initializer=start_worker)
+
+
+_POOL: dict[str, Any] = {}  # pool, method, started_s (seconds its last start took)
+_LOCK = threading.Lock()
+_STARTING: list[threading.Thread] = []
+
+
+def start_method() -> str:
+    """"forkserver" (the default, where the platform has it) or "spawn" (settings.compile_start)."""
+    method = settings.compile_start or "forkserver"
+    if method not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    return method
+
+
+def pool(workers: int, target: str | None = None) -> WorkerPool:
+    """The shared pool, grown to at least `workers` processes, all started (a start under way
+    on another thread is waited for). `target` is what the forkserver warms up for, when this
+    starts it."""
+    with _LOCK:
+        current = _POOL.get("pool")
+        method = start_method()
+        if current is not None and _POOL["method"] != method:
+            current.shutdown()
+            current = None
+        if current is None:
+            context = multiprocessing.get_context(method)
+            if method == "forkserver":
+                context.set_forkserver_preload([PRELOAD])
+            current = WorkerPool(context)
+            _POOL.update(pool=current, method=method)
+        if len(current.slots) < workers:
+            begin = time.perf_counter()
+            # the forkserver starts with the first process, with the target to warm up in its
+            # environment and the parent's script out of its sight
+            with _preload_target(target):
+                current.grow(workers)
+            _POOL["started_s"] = time.perf_counter() - begin
+        return current
+
+
+def ready(workers: int) -> bool:
+    """Whether a pool of at least `workers` processes is up (no start under way)."""
+    if any(thread.is_alive() for thread in _STARTING):
+        return False
+    current = _POOL.get("pool")
+    return current is not None and len(current.slots) >= workers
+
+
+def prestart(workers: int | None = None,
+             target: str | Callable[[], str] | None = None) -> threading.Thread:
+    """Start the pool (and its forkserver, which preloads the compiler) on a background thread;
+    `pool()` waits for it. `workers` defaults to the CPU count (settings.compile_workers);
+    `target` (or a function that resolves it, called on that thread) is what the forkserver warms
+    up for."""
+    count = workers or settings.compile_workers or os.cpu_count() or 1
+
+    def start() -> None:
+        try:
+            pool(count, target=target() if callable(target) else target)
+        except Exception:  # the tune that needs the pool starts it again and reports the error
+            pass
+
+    thread = threading.Thread(target=start, name="tileworkbench-compile-pool", daemon=True)
+    _STARTING[:] = [t for t in _STARTING if t.is_alive()] + [thread]
+    thread.start()
+    return thread
+
+
+def info() -> dict[str, Any]:
+    """How the current pool was started: method, workers, started_s, pids (empty: no pool)."""
+    current = _POOL.get("pool")
+    if current is None:
+        return {}
+    return {"method": _POOL["method"], "workers": len(current.slots),
+            "started_s": _POOL.get("started_s"), "pids": current.pids()}
+
+
+def _ready() -> dict:
+    from . import worker_preload
+
+    return worker_preload.ready()
+
+
+@contextlib.contextmanager
+def _preload_target(target: str | None) -> Iterator[None]:
+    """The forkserver's environment: the target to warm up, and the heavy modules to import that
+    this process has imported (worker_preload.py)."""
+    from .worker_preload import HEAVY_MODULES, MODULES_VARIABLE, TARGET_VARIABLE
+
+    values = {MODULES_VARIABLE: ",".join(m for m in HEAVY_MODULES if m in sys.modules)}
+    if target is not None:
+        values[TARGET_VARIABLE] = target
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def start_worker() -> None:
+    """A local compile process yields the CPU to the parent, which times configs meanwhile: a
+    launch that waits for a core would stretch the time between its CUDA events."""
+    try:
+        os.nice(5)
+    except OSError:
+        pass
+
+
+def shutdown(forkserver: bool = False) -> None:
+    """Stop the local compile processes (they are started again when needed); with `forkserver`,
+    its forkserver too, so the next start preloads again (what a cold start costs)."""
+    for thread in list(_STARTING):
+        thread.join()
+    with _LOCK:
+        current = _POOL.pop("pool", None)
+        _POOL.clear()
+    if current is not None:
+        current.shutdown()
+    if forkserver:
+        from multiprocessing import forkserver as server
+
+        stop = getattr(server._forkserver, "_stop", None)
+        if stop is not None:
+            stop()
+
+
+@contextlib.contextmanager
+def main_hidden() -> Iterator[None]:
+    """While workers start: the parent's `__main__` without its file and spec, so a spawned worker
+    (or the forkserver) does not run the parent's script (multiprocessing would, to rebuild
+    `__main__`); a kernel that lives there is imported by parallel_compile from its file instead,
+    and only from a guarded script."""
+    with _MAIN_LOCK:  # threads that start workers at once (a prestart, the dispatcher) take turns
+        main = sys.modules.get("__main__")
+        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
+                 if main is not None and name in main.__dict__}
+        try:
+            for name in saved:
+                if name == "__file__":
+                    del main.__file__
+                else:
+                    main.__spec__ = None
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(main, name, value)
+
+
+_MAIN_LOCK = threading.RLock()

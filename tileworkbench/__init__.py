@@ -1,10 +1,10 @@
 """tileworkbench: a tile-language GPU compiler in Python (Triton's language) inside a Jupyter workbench.
 
-    import tileworkbench as tw
-    import tileworkbench.language as tl
+import tileworkbench as tw
+import tileworkbench.language as tl
 
-    @tw.jit
-    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+@tw.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
 """
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ __version__ = "0.1.0"
 
 from . import language  # noqa: F401
 from .errors import (  # noqa: F401
-    ArgumentBindingError, CompilationError, CompileTimeAssertionFailure, DeviceAssertionError,
-    InterpreterError, LaunchError, OutOfBoundsError, OutOfResources, TileTypeError,
-    TileworkbenchError, TritonError,
+    ArgumentBindingError,
+    CompilationError,
+    CompileTimeAssertionFailure,
+    DeviceAssertionError,
+    InterpreterError,
+    LaunchError,
+    OutOfBoundsError,
+    OutOfResources,
+    TileTypeError,
+    TileworkbenchError,
+    TritonError,
 )
 from .language.core import constexpr  # noqa: F401
 from .runtime.autotuner import Config, autotune, heuristics  # noqa: F401
@@ -56,7 +64,9 @@ def reinterpret(array, dtype):
             array = array.base
         row = _dtype_row(name)
         torch_name = row.torch if row is not None and row.torch else name  # dtypes.TABLE's torch
-        if not hasattr(torch, torch_name):  # no torch dtype: a wrapper, as Triton's reinterpret gives
+        if not hasattr(
+            torch, torch_name
+        ):  # no torch dtype: a wrapper, as Triton's reinterpret gives
             return TensorWrapper(array, tl_dtype(name))
         return array.view(getattr(torch, torch_name))
     from .dtypes import numpy_dtype_of

@@ -22,7 +22,18 @@ import sys
 from typing import Any
 
 DEFAULT_LAB_DIR = "tileworkbench-notebooks"  # workbench/lab.py's DEFAULT_DIR, without importing it
-STAGE_CHOICES = ("source", "tile", "tile-opt", "tile-gpu", "llvm", "ptx", "sass", "asm", "all", "passes")
+STAGE_CHOICES = (
+    "source",
+    "tile",
+    "tile-opt",
+    "tile-gpu",
+    "llvm",
+    "ptx",
+    "sass",
+    "asm",
+    "all",
+    "passes",
+)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -93,8 +104,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
     kernel = load_kernel(args.kernel)
     try:
         compiled = compile_kernel(
-            kernel, args.signature, args.constexprs, args.target, args.num_warps, args.num_stages,
-            fp_fusion=not args.no_fp_fusion, debug=args.debug, maxnreg=args.maxnreg,
+            kernel,
+            args.signature,
+            args.constexprs,
+            args.target,
+            args.num_warps,
+            args.num_stages,
+            fp_fusion=not args.no_fp_fusion,
+            debug=args.debug,
+            maxnreg=args.maxnreg,
             reflect_ftz=not args.no_reflect_ftz,
         )
     except (TileworkbenchError, ValueError) as exc:
@@ -133,16 +151,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     defaults = {"formatter_class": DefaultsHelpFormatter}
     lab = sub.add_parser(
-        "lab", help="copy the teaching notebooks to a folder of yours and open JupyterLab there",
+        "lab",
+        help="copy the teaching notebooks to a folder of yours and open JupyterLab there",
         **defaults,
     )
-    lab.add_argument("--dir", default=DEFAULT_LAB_DIR,
-                     help="the folder for your copies (edited copies are never overwritten)")
+    lab.add_argument(
+        "--dir",
+        default=DEFAULT_LAB_DIR,
+        help="the folder for your copies (edited copies are never overwritten)",
+    )
     lab.add_argument("--no-browser", action="store_true", help="start JupyterLab without a browser")
-    lab.add_argument("--dry-run", action="store_true",
-                     help="copy the notebooks and print the JupyterLab command, do not start it")
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER,
-                     help="after `--`: options for JupyterLab itself, e.g. -- --port 8899")
+    lab.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="copy the notebooks and print the JupyterLab command, do not start it",
+    )
+    lab.add_argument(
+        "jupyter_args",
+        nargs=argparse.REMAINDER,
+        help="after `--`: options for JupyterLab itself, e.g. -- --port 8899",
+    )
     lab.set_defaults(func=cmd_lab)
     comp = sub.add_parser(
         "compile", help="compile a kernel and print a stage (no GPU needed)", **defaults
@@ -150,23 +178,45 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("kernel", help="FILE.py::kernel_name")
     comp.add_argument("--signature", "-s", required=True, help='e.g. "x_ptr=*fp32,n=i32"')
     comp.add_argument("--constexprs", "-c", default=None, help="e.g. BLOCK=1024,NUM=2")
-    comp.add_argument("--stage", default="ptx", choices=STAGE_CHOICES,
-                      help="the stage to print (`all`: every stage, `passes`: the IR after each; `asm`: "
-                           "the cpu target's host assembly)")
+    comp.add_argument(
+        "--stage",
+        default="ptx",
+        choices=STAGE_CHOICES,
+        help="the stage to print (`all`: every stage, `passes`: the IR after each; `asm`: "
+        "the cpu target's host assembly)",
+    )
     comp.add_argument("--target", "-t", default="sm_90", help="sm_80, sm_90, ..., cpu, interpreter")
-    comp.add_argument("--num-warps", type=int, default=None,
-                      help="warps per program (default: the target's, 4 on GPUs)")
-    comp.add_argument("--num-stages", type=int, default=None,
-                      help="software-pipelining stages (default: 3)")
-    comp.add_argument("--no-fp-fusion", action="store_true",
-                      help="keep float a*b+c as two rounded ops (Triton's enable_fp_fusion=False)")
-    comp.add_argument("--maxnreg", type=int, default=None,
-                      help="at most this many registers per thread (`.maxnreg` on the kernel entry)")
-    comp.add_argument("--no-reflect-ftz", action="store_true",
-                      help="keep subnormals in approximate math and libdevice (Triton's "
-                      "enable_reflect_ftz=False)")
-    comp.add_argument("--debug", action="store_true",
-                      help="debug mode: bounds-check every load, store and atomic; compile device asserts")
+    comp.add_argument(
+        "--num-warps",
+        type=int,
+        default=None,
+        help="warps per program (default: the target's, 4 on GPUs)",
+    )
+    comp.add_argument(
+        "--num-stages", type=int, default=None, help="software-pipelining stages (default: 3)"
+    )
+    comp.add_argument(
+        "--no-fp-fusion",
+        action="store_true",
+        help="keep float a*b+c as two rounded ops (Triton's enable_fp_fusion=False)",
+    )
+    comp.add_argument(
+        "--maxnreg",
+        type=int,
+        default=None,
+        help="at most this many registers per thread (`.maxnreg` on the kernel entry)",
+    )
+    comp.add_argument(
+        "--no-reflect-ftz",
+        action="store_true",
+        help="keep subnormals in approximate math and libdevice (Triton's "
+        "enable_reflect_ftz=False)",
+    )
+    comp.add_argument(
+        "--debug",
+        action="store_true",
+        help="debug mode: bounds-check every load, store and atomic; compile device asserts",
+    )
     comp.set_defaults(func=cmd_compile)
     demo = sub.add_parser("demo", help="run, check and report the showcase kernels", **defaults)
     demo.add_argument("--out", default="tileworkbench-demo.html", help="the HTML report to write")

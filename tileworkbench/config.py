@@ -67,9 +67,14 @@ class Config:
     one config per GPU at a time (default 1; 0: every visible GPU)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
-    target: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None)
-    cache_dir: Path = field(default_factory=lambda: Path(
-        os.environ.get("TILEWORKBENCH_CACHE_DIR") or Path.home() / ".cache" / "tileworkbench"))
+    target: str | None = field(
+        default_factory=lambda: os.environ.get("TILEWORKBENCH_TARGET") or None
+    )
+    cache_dir: Path = field(
+        default_factory=lambda: Path(
+            os.environ.get("TILEWORKBENCH_CACHE_DIR") or Path.home() / ".cache" / "tileworkbench"
+        )
+    )
     debug_frontend: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG_FRONTEND"))
     libdevice: str | None = field(default_factory=lambda: os.environ.get("TILEWORKBENCH_LIBDEVICE"))
     debug: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_DEBUG"))
@@ -77,20 +82,30 @@ class Config:
     tma: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_TMA"))
     spare_slot: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_SPARE_SLOT"))
     chained_wgmma_in_flight: bool = field(
-        default_factory=lambda: _flag_on("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT"))
-    override_arch: str | None = field(default_factory=lambda: os.environ.get(
-        "TILEWORKBENCH_OVERRIDE_ARCH") or os.environ.get("TRITON_OVERRIDE_ARCH") or None)
+        default_factory=lambda: _flag_on("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT")
+    )
+    override_arch: str | None = field(
+        default_factory=lambda: (
+            os.environ.get("TILEWORKBENCH_OVERRIDE_ARCH")
+            or os.environ.get("TRITON_OVERRIDE_ARCH")
+            or None
+        )
+    )
     default_fp_fusion: bool = field(
-        default_factory=lambda: _flag_on("TILEWORKBENCH_DEFAULT_FP_FUSION"))
+        default_factory=lambda: _flag_on("TILEWORKBENCH_DEFAULT_FP_FUSION")
+    )
     compile_workers: int | None = field(
-        default_factory=lambda: _count("TILEWORKBENCH_COMPILE_WORKERS", None))
+        default_factory=lambda: _count("TILEWORKBENCH_COMPILE_WORKERS", None)
+    )
     autotune_gpus: int = field(default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_GPUS", 1))
     compile_start: str | None = field(
-        default_factory=lambda: os.environ.get("TILEWORKBENCH_COMPILE_START") or None)
+        default_factory=lambda: os.environ.get("TILEWORKBENCH_COMPILE_START") or None
+    )
     compile_prestart: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_COMPILE_PRESTART"))
     autotune_screen: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_AUTOTUNE_SCREEN"))
     autotune_finalists: int = field(
-        default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_FINALISTS", 3))
+        default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_FINALISTS", 3)
+    )
 
 
 config = Config()

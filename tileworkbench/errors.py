@@ -51,8 +51,10 @@ class OutOfResources(TileworkbenchError):
 
     def __init__(self, required: int, limit: int, name: str):
         self.required, self.limit, self.name = required, limit, name
-        super().__init__(f"out of resource: {name}, required {required}, hardware limit {limit}. "
-                         "Reduce block sizes or num_stages.")
+        super().__init__(
+            f"out of resource: {name}, required {required}, hardware limit {limit}. "
+            "Reduce block sizes or num_stages."
+        )
 
 
 class InterpreterError(TileworkbenchError):
@@ -89,8 +91,17 @@ class ArgumentBindingError(LaunchError, TypeError):
 
 # The words of a bad access: the interpreter's (backends/interpreter/memory.py) and, for the same
 # access, a debug-mode launch's (runtime/debug_checks.py); here so neither imports the other.
-def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, described: str,
-                          offset: int, dtype, elements: int, pid: tuple) -> str:
+def out_of_bounds_message(
+    kind: str,
+    kernel: str,
+    where: str,
+    name: str,
+    described: str,
+    offset: int,
+    dtype,
+    elements: int,
+    pid: tuple,
+) -> str:
     """An out-of-bounds access, in the interpreter's words (which debug-mode launches repeat)."""
     return (
         f"out-of-bounds {kind} in kernel '{kernel}' at {where}\n"
@@ -100,8 +111,16 @@ def out_of_bounds_message(kind: str, kernel: str, where: str, name: str, describ
     )
 
 
-def misaligned_message(kind: str, kernel: str, where: str, name: str, described: str,
-                       byte_offset: int, dtype, pid: tuple) -> str:
+def misaligned_message(
+    kind: str,
+    kernel: str,
+    where: str,
+    name: str,
+    described: str,
+    byte_offset: int,
+    dtype,
+    pid: tuple,
+) -> str:
     """A misaligned access, in the interpreter's words (which debug-mode launches repeat)."""
     return (
         f"misaligned {kind} in kernel '{kernel}' at {where}\n"

@@ -19,6 +19,7 @@ from tileworkbench.errors import LaunchError
 # CUDA's grid limits for compute capability >= 3.0 (the device's own values are used when known)
 DEFAULT_MAX_GRID = (2**31 - 1, 65535, 65535)
 
+
 def check_grid(
     grid: Sequence[int], kernel_name: str = "kernel", max_grid: Sequence[int] = DEFAULT_MAX_GRID
 ) -> tuple[int, int, int] | None:
@@ -122,7 +123,9 @@ def _float_converter(scalar_type: type, kind: str, name: str, kernel: str) -> Ca
 
 # scalar kinds NumPy has no type for: passed as the bits of their ml_dtypes value
 _BIT_KINDS = {
-    row.kind: (row.numpy, np.dtype(row.raw_numpy).type) for row in DTYPES if row.numpy != row.raw_numpy
+    row.kind: (row.numpy, np.dtype(row.raw_numpy).type)
+    for row in DTYPES
+    if row.numpy != row.raw_numpy
 }
 
 
@@ -133,8 +136,10 @@ def _bits_converter(kind: str, name: str, kernel: str) -> Callable:
 
     type_name, bits_type = _BIT_KINDS[kind]
     if type_name in HELD_AS:  # its bits are not those of any NumPy value
-        raise LaunchError(f"argument {name!r} of {kernel}: a {kind} scalar cannot be passed; pass a "
-                          "float32 and convert it in the kernel")
+        raise LaunchError(
+            f"argument {name!r} of {kernel}: a {kind} scalar cannot be passed; pass a "
+            "float32 and convert it in the kernel"
+        )
     scalar_type = getattr(ml_dtypes, type_name)
 
     def convert(value):

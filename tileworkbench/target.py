@@ -87,8 +87,9 @@ class TargetInfo:
 
     def __post_init__(self) -> None:
         if self.tensor_cores not in ("wgmma", "mma.sync", "none"):
-            raise ValueError(f"tensor_cores must be 'wgmma', 'mma.sync' or 'none', not "
-                             f"{self.tensor_cores!r}")
+            raise ValueError(
+                f"tensor_cores must be 'wgmma', 'mma.sync' or 'none', not {self.tensor_cores!r}"
+            )
 
     @property
     def has_tensor_cores(self) -> bool:

@@ -2,6 +2,12 @@
 
 from .runtime.testing import *  # noqa: F401,F403
 from .runtime.testing import (  # noqa: F401
-    Benchmark, assert_close, do_bench, do_bench_cudagraph, get_dram_gbps, get_max_simd_tflops,
-    get_max_tensorcore_tflops, perf_report,
+    Benchmark,
+    assert_close,
+    do_bench,
+    do_bench_cudagraph,
+    get_dram_gbps,
+    get_max_simd_tflops,
+    get_max_tensorcore_tflops,
+    perf_report,
 )

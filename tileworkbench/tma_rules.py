@@ -52,7 +52,9 @@ def swizzle_bytes(block_shape: Sequence[int], element_bytes: int) -> int:
     return tma_box(block_shape, element_bytes)[1]
 
 
-def host_fits(address: int, shape: Sequence[int], strides: Sequence[int], element_bytes: int) -> bool:
+def host_fits(
+    address: int, shape: Sequence[int], strides: Sequence[int], element_bytes: int
+) -> bool:
     """Whether a host descriptor's tensor can be described to TMA: a 16-byte aligned base, each
     dimension below 2^32 elements, every stride but the last (1) a multiple of 16 bytes below 2^40,
     and an innermost extent of whole 16-byte chunks: TMA stores write whole chunks, so a 45-column
@@ -62,15 +64,16 @@ def host_fits(address: int, shape: Sequence[int], strides: Sequence[int], elemen
         return False
     if not all(1 <= int(s) < MAX_DIM for s in shape) or int(shape[-1]) * element_bytes % CHUNK:
         return False
-    return all(int(s) * element_bytes % CHUNK == 0 and 0 < int(s) * element_bytes < MAX_STRIDE
-               for s in strides[:-1])
+    return all(
+        int(s) * element_bytes % CHUNK == 0 and 0 < int(s) * element_bytes < MAX_STRIDE
+        for s in strides[:-1]
+    )
 
 
 def inner_offset_aligned(multiple: int, element_bytes: int) -> bool:
     """Whether an innermost box coordinate known to be a multiple of `multiple` elements starts on a
     16-byte chunk: TMA traps (cudaErrorIllegalInstruction on the H200) on one that does not."""
     return multiple * element_bytes % CHUNK == 0
-
 
 
 def nan_refusal(padding: str, is_float: bool, bits: int) -> str | None:
@@ -84,18 +87,23 @@ def box_refusal(block_shape: Sequence[int], element: str, bits: int) -> str | No
     """Why TMA cannot copy a block of `block_shape` elements of `element` (`bits` wide), or None."""
     if box_fits(block_shape, max(1, bits // 8)):
         return None
-    return (f"TMA cannot copy a {'x'.join(map(str, block_shape))} block of {element} (rank 2, at "
-            "most 256 per dimension, rows of whole 16-byte chunks)")
+    return (
+        f"TMA cannot copy a {'x'.join(map(str, block_shape))} block of {element} (rank 2, at "
+        "most 256 per dimension, rows of whole 16-byte chunks)"
+    )
 
 
-def host_refusal(block_shape: Sequence[int], element: str, is_float: bool, bits: int,
-                 padding: str, aligned: bool) -> str | None:
+def host_refusal(
+    block_shape: Sequence[int], element: str, is_float: bool, bits: int, padding: str, aligned: bool
+) -> str | None:
     """Why a host descriptor parameter cannot take a tensor map on a target with TMA, or None:
     `aligned` is its launch's `:16` (base, strides and innermost extent whole 16-byte chunks,
     `host_fits`). The runtime (which parameters a launch passes) and the descriptor pass (which
     descriptors lower to TMA) both ask this."""
     reason = nan_refusal(padding, is_float, bits)
     if reason is None and not aligned:
-        reason = ("the launch's base, strides or innermost extent are not whole 16-byte chunks "
-                  "(tma_rules.host_fits)")
+        reason = (
+            "the launch's base, strides or innermost extent are not whole 16-byte chunks "
+            "(tma_rules.host_fits)"
+        )
     return reason or box_refusal(block_shape, element, bits)

@@ -49,13 +49,15 @@ class TargetOptions:
             from ..errors import OptionError
 
             # PTX: at most 255 registers a thread (ptxas raises a smaller cap to what the ABI needs)
-            raise OptionError(f"maxnreg must be an integer from 1 to 255 (registers per thread), "
-                              f"got {m!r}")
+            raise OptionError(
+                f"maxnreg must be an integer from 1 to 255 (registers per thread), got {m!r}"
+            )
 
     def key(self) -> tuple:
         """What the cache keys add for these options (nothing for the defaults)."""
-        return ((("maxnreg", self.maxnreg),) if self.maxnreg is not None else ()) + \
-            (() if self.reflect_ftz else ("no-reflect-ftz",))
+        return ((("maxnreg", self.maxnreg),) if self.maxnreg is not None else ()) + (
+            () if self.reflect_ftz else ("no-reflect-ftz",)
+        )
 
 
 DEFAULT_OPTIONS = TargetOptions()
@@ -71,9 +73,13 @@ class Lowered:
     line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     shared: int = 0  # dynamic shared memory a launch asks for, in bytes
     static_shared: int = 0
-    binary: bytes | None = None  # what launches load, where made at compile time (cpu: an object file)
+    binary: bytes | None = (
+        None  # what launches load, where made at compile time (cpu: an object file)
+    )
     debug_checks: dict | None = None  # debug mode: the checked accesses and hidden parameters
-    shared_plan: list[dict] = field(default_factory=list)  # each shared-memory region (nvptx/inventory.py)
+    shared_plan: list[dict] = field(
+        default_factory=list
+    )  # each shared-memory region (nvptx/inventory.py)
     global_scratch: int = 0  # bytes of global scratch per program (runtime/allocation.py)
 
 
@@ -148,8 +154,13 @@ class Backend:
         in-kernel `tl.make_tensor_descriptor` copies with TMA through the launch's global scratch."""
         return False
 
-    def target_info(self, target: str, num_warps: int = 4, num_stages: int = 1,
-                    tma_fallback: TMAFallback = NO_FALLBACK) -> TargetInfo | None:
+    def target_info(
+        self,
+        target: str,
+        num_warps: int = 4,
+        num_stages: int = 1,
+        tma_fallback: TMAFallback = NO_FALLBACK,
+    ) -> TargetInfo | None:
         """The TargetInfo the GPU passes get for `target`; None where none run (the interpreter
         runs the `tile-opt` IR itself)."""
         return None
@@ -172,8 +183,16 @@ class Backend:
         None where Triton has none."""
         return None
 
-    def lower(self, func, target: str, num_warps: int, num_stages: int, fp_fusion: bool,
-              debug: bool = False, options: TargetOptions = DEFAULT_OPTIONS) -> Lowered | None:
+    def lower(
+        self,
+        func,
+        target: str,
+        num_warps: int,
+        num_stages: int,
+        fp_fusion: bool,
+        debug: bool = False,
+        options: TargetOptions = DEFAULT_OPTIONS,
+    ) -> Lowered | None:
         """Lower `tile-opt` IR `func` (changed in place) past `tile-opt`; None: run the IR as it is.
         `debug`: compile bounds checks (backends that have them); `options`: the TargetOptions this
         backend reads."""

@@ -88,8 +88,9 @@ def _make_converter(kind: str, name: str, kernel: str, device_id: int | None) ->
 def _tensor_map_converter(name: str, kernel: str) -> Callable:
     def convert(value):
         if not isinstance(value, bytes) or len(value) != 128:
-            raise LaunchError(f"argument {name!r} of {kernel} is a 128-byte CUtensorMap; got "
-                              f"{_short_repr(value)}")
+            raise LaunchError(
+                f"argument {name!r} of {kernel} is a 128-byte CUtensorMap; got {_short_repr(value)}"
+            )
         return value
 
     return convert
@@ -98,8 +99,9 @@ def _tensor_map_converter(name: str, kernel: str) -> Callable:
 def argument_error(error: LaunchError, name: str, value: object, kernel: str) -> LaunchError:
     """`error` (raised for one argument's value) restated with the parameter it was given for."""
     cls = type(error) if isinstance(error, OverflowError) else LaunchError  # keep Triton's class
-    return cls(f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): "
-               f"{error}")
+    return cls(
+        f"argument {name!r} of {kernel} (got {type(value).__name__} {_short_repr(value)}): {error}"
+    )
 
 
 def _pointer_converter(name: str, kernel: str, device_id: int | None) -> Callable:
@@ -364,5 +366,7 @@ class ParamBuffer:
         if not self.kinds:
             return ()
         slots = ctypes.cast(params_address, ctypes.POINTER(ctypes.c_void_p))
-        return tuple(struct.unpack("<" + code, ctypes.string_at(slots[i], struct.calcsize(code)))[0]
-                     for i, code in enumerate(self._codes))
+        return tuple(
+            struct.unpack("<" + code, ctypes.string_at(slots[i], struct.calcsize(code)))[0]
+            for i, code in enumerate(self._codes)
+        )

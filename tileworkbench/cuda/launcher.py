@@ -188,8 +188,14 @@ class CudaKernel:
         """What a generated launcher (binder.make_launcher) needs to launch this kernel itself: the
         driver's launch call, the function handle, threads per block, dynamic shared memory, the grid
         limit and the parameter buffer. Only for kernels `fast_launch_ok` accepts."""
-        return (self._launch_kernel, self._function_address, self._threads, self.shared, self._max_grid,
-                self._params)
+        return (
+            self._launch_kernel,
+            self._function_address,
+            self._threads,
+            self.shared,
+            self._max_grid,
+            self._params,
+        )
 
     def current_stream_address(self) -> int:
         """CuPy's current stream, as a raw handle (where launches on CuPy arrays go)."""

@@ -13,6 +13,7 @@ from ..ir.values import Block
 from ..language import core
 from ..language.core import pointer_type, tensor
 from ..language.descriptor import tensor_descriptor
+
 # imported to register the builtins
 from . import calls, descriptors, math_calls, reductions, scaled_dot, shape_calls  # noqa: F401
 from .codegen import CodeGenerator
@@ -24,8 +25,13 @@ from .specialize import ArgSpec, constexpr_names, parse_arg, parse_type
 __all__ = ["ArgSpec", "generate", "parse_arg", "parse_type", "constexpr_names"]
 
 
-def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
-             num_warps: int = 4, debug: bool = False) -> tt.FuncOp:
+def generate(
+    fn: Callable,
+    args: list[ArgSpec],
+    constexprs: dict[str, Any],
+    num_warps: int = 4,
+    debug: bool = False,
+) -> tt.FuncOp:
     """Lower `fn` to a `tt.func`. `args` lists the runtime parameters in order; every other parameter must
     be in `constexprs` or have a default. `num_warps` is what `tl.extra.cuda.num_warps()` reads;
     `tl.device_assert` makes a `tt.assert` only when `debug`. The IR is target-neutral: host
@@ -36,8 +42,10 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
     by_name = {a.name: a for a in args}
     unknown = [n for n in list(by_name) + list(constexprs) if n not in params]
     if unknown:
-        raise CompilationError(f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
-                               f"parameters are {', '.join(params)}")
+        raise CompilationError(
+            f"{fn.__name__} has no parameter named {', '.join(map(repr, unknown))}; its "
+            f"parameters are {', '.join(params)}"
+        )
     # a host descriptor is several parameters (its tensor map, if any, is the descriptor pass's)
     flat = [part for a in args for part in expand_arg(a)]
     types = [_param_type(a.type) for a in flat]
@@ -61,8 +69,10 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
         elif param.default is not inspect.Parameter.empty:
             scope[name] = param.default
         else:
-            raise CompilationError(f"{fn.__name__}: parameter {name!r} has no value: give it in the "
-                                   "signature (a runtime argument) or in constexprs")
+            raise CompilationError(
+                f"{fn.__name__}: parameter {name!r} has no value: give it in the "
+                "signature (a runtime argument) or in constexprs"
+            )
     generator = CodeGenerator(source, builder, scope, fn.__name__, num_warps=num_warps, debug=debug)
     generator.constexpr_names = {name for name in params if name not in by_name}
     try:
@@ -72,8 +82,10 @@ def generate(fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any],
         raise exc.with_traceback(None) from exc.__cause__
     returned = generator.scope.get("__return__")
     if returned is not None:
-        raise CompilationError(f"kernel {fn.__name__} returns a value; kernels write results with tl.store",
-                               loc=func.loc)
+        raise CompilationError(
+            f"kernel {fn.__name__} returns a value; kernels write results with tl.store",
+            loc=func.loc,
+        )
     builder.loc = func.loc
     builder.create(tt.ReturnOp)
     return func
@@ -96,8 +108,10 @@ def _param_type(text: str):
 
 
 def _is_const_annotation(annotation) -> bool:
-    return annotation is core.const or (isinstance(annotation, str) and annotation.replace(" ", "")
-                                         in ("tl.const", "const", "triton.language.const"))
+    return annotation is core.const or (
+        isinstance(annotation, str)
+        and annotation.replace(" ", "") in ("tl.const", "const", "triton.language.const")
+    )
 
 
 def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
@@ -105,7 +119,9 @@ def _param_ir_type(fn: Callable, arg: ArgSpec, ty):
     try:
         return ty.to_ir()
     except CompilationError as exc:
-        raise CompilationError(f"{fn.__name__}: argument {arg.name!r}: {exc}", hint=exc.hint) from None
+        raise CompilationError(
+            f"{fn.__name__}: argument {arg.name!r}: {exc}", hint=exc.hint
+        ) from None
 
 
 def _arg_attrs(arg: ArgSpec) -> dict:

@@ -36,8 +36,10 @@ def impl(name: str):
 def constexpr_int(value, what: str) -> int:
     value = unwrap(value)
     if isinstance(value, tensor):
-        raise TileTypeError(f"{what} must be a tl.constexpr, but it is only known at run time",
-                            hint="annotate the kernel parameter with `: tl.constexpr`")
+        raise TileTypeError(
+            f"{what} must be a tl.constexpr, but it is only known at run time",
+            hint="annotate the kernel parameter with `: tl.constexpr`",
+        )
     if isinstance(value, bool) or not isinstance(value, int):
         raise TileTypeError(f"{what} must be an integer, got {value!r}")
     return value
@@ -51,12 +53,16 @@ def check_shape(shape, what: str = "tile shape") -> tuple[int, ...]:
     numel = 1
     for d in dims:
         if d <= 0 or d & (d - 1):
-            raise TileTypeError(f"{what} {shape_str(dims)} has a dimension that is not a power of two",
-                                hint="round the block size up with tw.next_power_of_2 (triton.next_power_of_2) and mask the tail")
+            raise TileTypeError(
+                f"{what} {shape_str(dims)} has a dimension that is not a power of two",
+                hint="round the block size up with tw.next_power_of_2 (triton.next_power_of_2) and mask the tail",
+            )
         numel *= d
     if numel > MAX_TILE_NUMEL:
-        raise TileTypeError(f"{what} {shape_str(dims)} has {numel} elements, more than the "
-                            f"{MAX_TILE_NUMEL} a tile may hold")
+        raise TileTypeError(
+            f"{what} {shape_str(dims)} has {numel} elements, more than the "
+            f"{MAX_TILE_NUMEL} a tile may hold"
+        )
     return dims
 
 
@@ -108,8 +114,10 @@ def arange(cg, start, end):
         raise TileTypeError(f"arange({start}, {end}) is empty: end must be greater than start")
     size = end - start
     if size & (size - 1):
-        raise TileTypeError(f"arange's range must be a power of 2, got {size} (from {start} to {end})",
-                            hint="use the next power of two, tw.next_power_of_2(n), and mask the tail")
+        raise TileTypeError(
+            f"arange's range must be a power of 2, got {size} (from {start} to {end})",
+            hint="use the next power of two, tw.next_power_of_2(n), and mask the tail",
+        )
     if start < -(2**31) or end > 2**31:
         raise TileTypeError("arange's bounds must fit in int32")
     return cg.sem.make(tt.MakeRangeOp, block_type(core.int32, (size,)), start=start, end=end)
@@ -147,8 +155,10 @@ def item(cg, input):
 
     x = cg.sem.to_tensor(input)
     if x.numel != 1:
-        raise TileTypeError(f"x.item() needs a tile with one element, got shape {shape_str(x.shape)}",
-                            hint="reduce it first, e.g. tl.sum(x) or tl.max(x)")
+        raise TileTypeError(
+            f"x.item() needs a tile with one element, got shape {shape_str(x.shape)}",
+            hint="reduce it first, e.g. tl.sum(x) or tl.max(x)",
+        )
     return unsplat(cg, x)
 
 
@@ -177,17 +187,21 @@ def map_elementwise(cg, scalar_fn, *args, pack=1):
         shape = cg.sem.broadcast_shape(shape, t.shape)
     tiles = [cg.sem.broadcast_to(t, shape) for t in tiles]
     if pack < 1 or pack & (pack - 1) or (pack > 1 and (not shape or shape[-1] % pack)):
-        raise TileTypeError(f"tl.map_elementwise: pack={pack} must be a power of two dividing the last "
-                            f"dimension {shape_str(shape)}")
+        raise TileTypeError(
+            f"tl.map_elementwise: pack={pack} must be a power of two dividing the last "
+            f"dimension {shape_str(shape)}"
+        )
     parts = [piece for t in tiles for piece in _unpack(cg, t, pack)]
     result = cg.inline(fn, parts, {}, None, elementwise=True)
     results = list(result) if isinstance(result, tuple) else [result]
     part_shape = shape[:-1] + (shape[-1] // pack,) if pack > 1 else shape
     results = [cg.sem.broadcast_to(cg.sem.to_tensor(unwrap(r)), part_shape) for r in results]
     if len(results) % pack:
-        raise TileTypeError(f"tl.map_elementwise: {fn.__name__} returned {len(results)} values, not a "
-                            f"multiple of pack={pack}")
-    outs = [_pack(cg, results[i:i + pack]) for i in range(0, len(results), pack)]
+        raise TileTypeError(
+            f"tl.map_elementwise: {fn.__name__} returned {len(results)} values, not a "
+            f"multiple of pack={pack}"
+        )
+    outs = [_pack(cg, results[i : i + pack]) for i in range(0, len(results), pack)]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -229,17 +243,34 @@ def where(cg, condition, x, y):
 
 
 @impl("load")
-def load(cg, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
-         eviction_policy="", volatile=False):
+def load(
+    cg,
+    pointer,
+    mask=None,
+    other=None,
+    boundary_check=(),
+    padding_option="",
+    cache_modifier="",
+    eviction_policy="",
+    volatile=False,
+):
     if isinstance(unwrap(pointer), block_pointer):
         from .descriptors import block_load
 
         return block_load(cg, unwrap(pointer), boundary_check, padding_option)
     if unwrap(boundary_check):
-        raise TileTypeError("boundary_check applies to block pointers (tl.make_block_ptr) only",
-                            hint="pass a mask with a tile of pointers")
-    return cg.sem.load(pointer, unwrap(mask), unwrap(other), unwrap(cache_modifier),
-                       unwrap(eviction_policy), unwrap(volatile))
+        raise TileTypeError(
+            "boundary_check applies to block pointers (tl.make_block_ptr) only",
+            hint="pass a mask with a tile of pointers",
+        )
+    return cg.sem.load(
+        pointer,
+        unwrap(mask),
+        unwrap(other),
+        unwrap(cache_modifier),
+        unwrap(eviction_policy),
+        unwrap(volatile),
+    )
 
 
 @impl("store")
@@ -249,8 +280,10 @@ def store(cg, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
 
         return block_store(cg, unwrap(pointer), value, boundary_check)
     if unwrap(boundary_check):
-        raise TileTypeError("boundary_check applies to block pointers (tl.make_block_ptr) only",
-                            hint="pass a mask with a tile of pointers")
+        raise TileTypeError(
+            "boundary_check applies to block pointers (tl.make_block_ptr) only",
+            hint="pass a mask with a tile of pointers",
+        )
     cg.sem.store(pointer, value, unwrap(mask), unwrap(cache_modifier), unwrap(eviction_policy))
 
 
@@ -268,13 +301,19 @@ def _atomic_prep(cg, pointer, val, mask, sem, scope, what):
     if not pointer.dtype.is_ptr():
         raise TileTypeError(f"{what} needs a pointer, got {pointer.dtype}")
     if pointer.dtype.const:
-        raise TileTypeError(f"Cannot store to a constant pointer: {what} through a tl.const parameter")
+        raise TileTypeError(
+            f"Cannot store to a constant pointer: {what} through a tl.const parameter"
+        )
     elem = pointer.dtype.element_ty
     # Triton's rules (and the NVPTX back end has no 8/16-bit integer read-modify-write atomics)
     if what == "atomic_cas" and elem.primitive_bitwidth not in (16, 32, 64):
-        raise TileTypeError(f"atomic_cas only supports elements with width {{16, 32, 64}}, not {elem}")
+        raise TileTypeError(
+            f"atomic_cas only supports elements with width {{16, 32, 64}}, not {elem}"
+        )
     if what != "atomic_cas" and elem.is_int() and elem.int_bitwidth < 32:
-        raise TileTypeError(f"{what} does not support {elem}", hint="use a 32- or 64-bit integer array")
+        raise TileTypeError(
+            f"{what} does not support {elem}", hint="use a 32- or 64-bit integer array"
+        )
     val = cg.sem.cast(cg.sem.to_tensor(unwrap(val)), elem)
     shape = cg.sem.broadcast_shape(pointer.shape, val.shape)
     mask = unwrap(mask)
@@ -288,12 +327,22 @@ def _atomic_prep(cg, pointer, val, mask, sem, scope, what):
 
 def _atomic(name: str, int_kind: str | None, uint_kind: str | None, float_kind: str | None):
     def fn(cg, pointer, val, mask=None, sem=None, scope=None):
-        pointer, val, mask, sem, scope, elem = _atomic_prep(cg, pointer, val, mask, sem, scope, name)
+        pointer, val, mask, sem, scope, elem = _atomic_prep(
+            cg, pointer, val, mask, sem, scope, name
+        )
         kind = float_kind if elem.is_floating() else int_kind if elem.is_int_signed() else uint_kind
         if kind is None or elem.is_fp8() or (elem.is_floating() and elem.primitive_bitwidth < 16):
             raise TileTypeError(f"tl.{name} does not support {elem}")
-        return cg.sem.make(tt.AtomicRMWOp, val.type, kind=kind, ptr=pointer.handle, val=val.handle,
-                           mask=mask, sem=sem, scope=scope)
+        return cg.sem.make(
+            tt.AtomicRMWOp,
+            val.type,
+            kind=kind,
+            ptr=pointer.handle,
+            val=val.handle,
+            mask=mask,
+            sem=sem,
+            scope=scope,
+        )
 
     impl(name)(fn)
 
@@ -309,10 +358,19 @@ _atomic("atomic_xchg", "xchg", "xchg", "xchg")
 
 @impl("atomic_cas")
 def atomic_cas(cg, pointer, cmp, val, sem=None, scope=None):
-    pointer, val, _, sem, scope, elem = _atomic_prep(cg, pointer, val, None, sem, scope, "atomic_cas")
+    pointer, val, _, sem, scope, elem = _atomic_prep(
+        cg, pointer, val, None, sem, scope, "atomic_cas"
+    )
     cmp = cg.sem.broadcast_to(cg.sem.cast(cg.sem.to_tensor(unwrap(cmp)), elem), val.shape)
-    return cg.sem.make(tt.AtomicCASOp, val.type, ptr=pointer.handle, cmp=cmp.handle, val=val.handle,
-                       sem=sem, scope=scope)
+    return cg.sem.make(
+        tt.AtomicCASOp,
+        val.type,
+        ptr=pointer.handle,
+        cmp=cmp.handle,
+        val=val.handle,
+        sem=sem,
+        scope=scope,
+    )
 
 
 # -- debugging, hints and inline asm ---------------------------------------------------------------------
@@ -322,21 +380,32 @@ def atomic_cas(cg, pointer, cmp, val, sem=None, scope=None):
 def static_assert(cg, cond, msg=""):
     cond = unwrap(cond)
     if isinstance(cond, tensor):
-        raise TileTypeError("tl.static_assert needs a compile-time condition", hint="use tl.device_assert")
+        raise TileTypeError(
+            "tl.static_assert needs a compile-time condition", hint="use tl.device_assert"
+        )
     if not cond:
         raise CompileTimeAssertionFailure(f"static_assert failed: {unwrap(msg)}")
 
 
 @impl("static_print")
 def static_print(cg, *values, sep=" ", end="\n", file=None, flush=False):
-    print(*[repr(v) if isinstance(v, tensor) else unwrap(v) for v in values], sep=sep, end=end, flush=True)
+    print(
+        *[repr(v) if isinstance(v, tensor) else unwrap(v) for v in values],
+        sep=sep,
+        end=end,
+        flush=True,
+    )
 
 
 @impl("device_print")
 def device_print(cg, prefix, *args, hex=False):
     tensors = [cg.sem.to_tensor(unwrap(a)) for a in args]
-    cg.builder.create(tt.PrintOp, args=[t.handle for t in tensors], prefix=str(unwrap(prefix)),
-                      hex=bool(unwrap(hex)))
+    cg.builder.create(
+        tt.PrintOp,
+        args=[t.handle for t in tensors],
+        prefix=str(unwrap(prefix)),
+        hex=bool(unwrap(hex)),
+    )
 
 
 @impl("device_assert")
@@ -350,7 +419,9 @@ def device_assert(cg, cond, msg="", mask=None):
         return  # as Triton: a run-time assert costs nothing unless the kernel is compiled with debug
     cond = cg.sem.cast(cond, core.int1)
     if unwrap(mask) is not None:
-        cond = cg.sem.logical("or", cond, cg.sem.not_(cg.sem.cast(cg.sem.to_tensor(unwrap(mask)), core.int1)))
+        cond = cg.sem.logical(
+            "or", cond, cg.sem.not_(cg.sem.cast(cg.sem.to_tensor(unwrap(mask)), core.int1))
+        )
     cg.builder.create(tt.AssertOp, condition=cond.handle, message=str(unwrap(msg)))
 
 
@@ -367,7 +438,9 @@ def _hint(field: str):
         values = tuple(constexpr_int(v, f"{field} value") for v in values)
         rank = max(1, len(input.shape))
         if len(values) != rank:
-            raise TileTypeError(f"expected {rank} hint value(s) for a tile of rank {rank}, got {len(values)}")
+            raise TileTypeError(
+                f"expected {rank} hint value(s) for a tile of rank {rank}, got {len(values)}"
+            )
         hinted = cg.sem.make(tt.HintOp, input.type, src=input.handle, **{field: values})
         if _defined_in(input.handle, cg.builder.block):
             # Triton marks the value itself, so `tl.multiple_of(x, 16)` as a statement hints every
@@ -411,9 +484,15 @@ def inline_asm_elementwise(cg, asm, constraints, args, dtype, is_pure, pack):
     many = isinstance(dtypes, (tuple, list))
     outs = [as_dtype(d) for d in (dtypes if many else [dtypes])]
     types = [block_type(d, shape) if shape else d for d in outs]
-    op = cg.builder.create(tt.ElementwiseInlineAsmOp, [t.to_ir() for t in types], asm_string=str(unwrap(asm)),
-                           constraints=str(unwrap(constraints)), args=[t.handle for t in tensors],
-                           pure=bool(unwrap(is_pure)), packed_element=int(unwrap(pack)))
+    op = cg.builder.create(
+        tt.ElementwiseInlineAsmOp,
+        [t.to_ir() for t in types],
+        asm_string=str(unwrap(asm)),
+        constraints=str(unwrap(constraints)),
+        args=[t.handle for t in tensors],
+        pure=bool(unwrap(is_pure)),
+        packed_element=int(unwrap(pack)),
+    )
     results = tuple(tensor(r, t) for r, t in zip(op.results, types))
     return results if many else results[0]
 
@@ -480,7 +559,9 @@ def python_builtin(cg, fn, args, kwargs) -> tuple[bool, Any]:
             print(*values, flush=True)
         return True, None
     if fn is py.isinstance:
-        return True, isinstance(values[0], tuple(values[1]) if isinstance(values[1], list) else values[1])
+        return True, isinstance(
+            values[0], tuple(values[1]) if isinstance(values[1], list) else values[1]
+        )
     if fn is py.hasattr and values and isinstance(values[0], tensor):
         from .expressions import TENSOR_ATTRIBUTES, TENSOR_METHODS
 
@@ -493,8 +574,12 @@ def python_builtin(cg, fn, args, kwargs) -> tuple[bool, Any]:
         return True, BUILTIN_IMPLS["abs"](cg, values[0])
     if getattr(fn, "__module__", None) == "builtins" and not has_tensor:
         return True, fn(*values, **{k: unwrap(v) for k, v in kwargs.items()})
-    if getattr(fn, "__module__", None) == "builtins" and has_tensor and fn in (py.int, py.float, py.bool):
-        raise TileTypeError(f"{fn.__name__}() of a runtime value", hint="use .to(tl.int32) / .to(tl.float32)")
+    if (
+        getattr(fn, "__module__", None) == "builtins"
+        and has_tensor
+        and fn in (py.int, py.float, py.bool)
+    ):
+        raise TileTypeError(
+            f"{fn.__name__}() of a runtime value", hint="use .to(tl.int32) / .to(tl.float32)"
+        )
     return False, None
-
-

@@ -28,19 +28,57 @@ MAX_INLINE_DEPTH = 64
 
 # Python builtins a kernel may use (on constexprs, or lowered specially in expressions.py).
 ALLOWED_PY_BUILTINS = {
-    "range", "min", "max", "len", "int", "float", "bool", "isinstance", "print", "abs", "getattr",
-    "hasattr", "tuple", "list", "zip", "enumerate", "type", "repr", "str", "None", "True", "False",
-    "ValueError", "TypeError", "AssertionError", "RuntimeError", "round", "sum", "all", "any", "reversed",
+    "range",
+    "min",
+    "max",
+    "len",
+    "int",
+    "float",
+    "bool",
+    "isinstance",
+    "print",
+    "abs",
+    "getattr",
+    "hasattr",
+    "tuple",
+    "list",
+    "zip",
+    "enumerate",
+    "type",
+    "repr",
+    "str",
+    "None",
+    "True",
+    "False",
+    "ValueError",
+    "TypeError",
+    "AssertionError",
+    "RuntimeError",
+    "round",
+    "sum",
+    "all",
+    "any",
+    "reversed",
 }
 
 
 class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
-    def __init__(self, source: FunctionSource, builder: Builder, scope: dict[str, Any], kernel_name: str,
-                 call_site: Loc | None = None, depth: int = 0, num_warps: int = 4,
-                 debug: bool = False):
+    def __init__(
+        self,
+        source: FunctionSource,
+        builder: Builder,
+        scope: dict[str, Any],
+        kernel_name: str,
+        call_site: Loc | None = None,
+        depth: int = 0,
+        num_warps: int = 4,
+        debug: bool = False,
+    ):
         self.source = source
         self.num_warps = num_warps  # the launch's, for tl.extra.cuda.num_warps()
-        self.debug = debug  # debug mode: `tl.device_assert` and `assert` compile to checks (as Triton)
+        self.debug = (
+            debug  # debug mode: `tl.device_assert` and `assert` compile to checks (as Triton)
+        )
         # inside tl.map_elementwise: a runtime `if` on a tile runs both branches and selects per element
         self.elementwise = False
         self.builder = builder
@@ -97,8 +135,10 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
         with self.at(node):
             method = getattr(self, "visit_" + type(node).__name__, None)
             if method is None:
-                raise self.error(f"Python syntax `{type(node).__name__}` is not supported in a kernel",
-                                 hint=_UNSUPPORTED_HINTS.get(type(node).__name__))
+                raise self.error(
+                    f"Python syntax `{type(node).__name__}` is not supported in a kernel",
+                    hint=_UNSUPPORTED_HINTS.get(type(node).__name__),
+                )
             return method(node)
 
     def generic_visit(self, node: ast.AST) -> Any:
@@ -109,9 +149,11 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
         if name in self.scope:
             return self.scope[name]
         if name in self.branch_only:
-            raise self.error(f"`{name}` is assigned in only one branch of the `if` at line "
-                             f"{self.branch_only[name]}, so it is undefined here",
-                             hint=f"assign `{name}` before the `if` or in both branches")
+            raise self.error(
+                f"`{name}` is assigned in only one branch of the `if` at line "
+                f"{self.branch_only[name]}, so it is undefined here",
+                hint=f"assign `{name}` before the `if` or in both branches",
+            )
         if name in self.closure:
             return self._global_value(name, self.closure[name])
         if name in self.source.globals:
@@ -124,16 +166,24 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, ast.NodeVisitor):
         if is_global_allowed(value):
             return value.value if isinstance(value, core.constexpr) else value
         if inspect.isfunction(value):
-            raise self.error(f"cannot call the plain Python function `{name}` from a kernel",
-                             hint=f"decorate `{name}` with @tw.jit to make it a device function")
+            raise self.error(
+                f"cannot call the plain Python function `{name}` from a kernel",
+                hint=f"decorate `{name}` with @tw.jit to make it a device function",
+            )
         raise self.error(
             f"cannot access global variable `{name}` (a {type(value).__name__}) from a kernel: only "
             "constexpr globals, dtypes, modules and @jit functions can be read",
-            hint=f"define it as `{name} = tl.constexpr({value!r})`" if isinstance(value, (int, float, bool))
-            else "pass it as a kernel argument")
+            hint=f"define it as `{name} = tl.constexpr({value!r})`"
+            if isinstance(value, (int, float, bool))
+            else "pass it as a kernel argument",
+        )
 
     def set_name(self, name: str, value: Any) -> None:
-        if isinstance(value, core.tensor) and value.handle.name_hint is None and not name.startswith("_"):
+        if (
+            isinstance(value, core.tensor)
+            and value.handle.name_hint is None
+            and not name.startswith("_")
+        ):
             value.handle.name_hint = name
         self.scope[name] = value
         self.branch_only.pop(name, None)

@@ -46,8 +46,9 @@ def parse_descriptor_type(text: str) -> tuple[str, tuple[int, ...], str] | None:
         ) from None
 
 
-def expand_arg(arg: ArgSpec, tma: bool = False,
-               fallback: TMAFallback = NO_FALLBACK) -> list[ArgSpec]:
+def expand_arg(
+    arg: ArgSpec, tma: bool = False, fallback: TMAFallback = NO_FALLBACK
+) -> list[ArgSpec]:
     """The runtime parameters one kernel parameter becomes: itself, or a descriptor's parts (with
     its tensor map last where `has_tensor_map`; `tma`: the target has TMA)."""
     parsed = parse_descriptor_type(arg.type)
@@ -79,8 +80,9 @@ def tensor_map_refusal(arg: ArgSpec) -> str | None:
     """Why descriptor parameter `arg` cannot take TMA on a target that has it, or None."""
     element, block, padding = parse_descriptor_type(arg.type)
     dtype = parse_type(element)
-    return host_refusal(block, element, dtype.is_floating(), dtype.primitive_bitwidth, padding,
-                        arg.divisible_16)
+    return host_refusal(
+        block, element, dtype.is_floating(), dtype.primitive_bitwidth, padding, arg.divisible_16
+    )
 
 
 def is_host_descriptor(value: Any) -> bool:

@@ -38,13 +38,21 @@ def _scalar_int(cg, value, what: str):
     return value
 
 
-def make_descriptor_op(builder, base: tensor, shape: list, strides: list, block, padding: str,
-                       host: str = ""):
+def make_descriptor_op(
+    builder, base: tensor, shape: list, strides: list, block, padding: str, host: str = ""
+):
     """The `tt.make_tensor_descriptor` of a descriptor (`strides`: all but the innermost, 1)."""
     block_ir = core.block_type(base.dtype.element_ty, tuple(block)).to_ir()
-    return builder.value(tt.MakeTensorDescOp, TensorDescType(block_ir), host or None,
-                         base=base.handle, shape=[s.handle for s in shape],
-                         strides=[s.handle for s in strides], padding=padding, host=host)
+    return builder.value(
+        tt.MakeTensorDescOp,
+        TensorDescType(block_ir),
+        host or None,
+        base=base.handle,
+        shape=[s.handle for s in shape],
+        strides=[s.handle for s in strides],
+        padding=padding,
+        host=host,
+    )
 
 
 @impl("make_tensor_descriptor")
@@ -71,14 +79,21 @@ def make_tensor_descriptor(cg, base, shape, strides, block_shape, padding_option
         raise TileTypeError(
             "Descriptor block shape must have at least 16 bytes in the last dimension, but got "
             f"{block[-1]} * {elem_bytes} = {block[-1] * elem_bytes} bytes",
-            hint=f"make the last block dimension at least {-(-16 // max(elem_bytes, 1))}")
+            hint=f"make the last block dimension at least {-(-16 // max(elem_bytes, 1))}",
+        )
     padding = unwrap(padding_option)
     if padding not in ("zero", "nan"):
         raise TileTypeError(f"padding_option must be 'zero' or 'nan', got {padding!r}")
     shape = [_scalar_int(cg, s, "each dimension of a descriptor's shape") for s in shape]
     strides = [_scalar_int(cg, s, "each stride of a descriptor") for s in strides]
-    handle = make_descriptor_op(cg.sem.builder, base, [cg.sem.to_tensor(s) for s in shape],
-                                [cg.sem.to_tensor(s) for s in strides[:-1]], block, padding)
+    handle = make_descriptor_op(
+        cg.sem.builder,
+        base,
+        [cg.sem.to_tensor(s) for s in shape],
+        [cg.sem.to_tensor(s) for s in strides[:-1]],
+        block,
+        padding,
+    )
     return tensor_descriptor(base, shape, strides, block, padding, handle)
 
 
@@ -96,8 +111,15 @@ def _checked_offsets(cg, desc, offsets) -> list:
 def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tensor]:
     """The tile of pointers of a descriptor's block at `offsets`, and its in-bounds mask."""
     offsets = _checked_offsets(cg, desc, offsets)
-    return _block_tile(cg, desc.base, desc.shape, desc.strides, offsets, desc.block_shape,
-                       range(len(desc.block_shape)))
+    return _block_tile(
+        cg,
+        desc.base,
+        desc.shape,
+        desc.strides,
+        offsets,
+        desc.block_shape,
+        range(len(desc.block_shape)),
+    )
 
 
 def _block_tile(
@@ -150,8 +172,13 @@ def descriptor_store(cg, desc, offsets, value):
     value = cg.sem.broadcast_to(cg.sem.cast(value, desc.dtype), tuple(desc.block_shape))
     converts = len(ops) - before
     handles = [cg.sem.to_tensor(offset).handle for offset in offsets]
-    cg.sem.builder.create(tt.DescriptorStoreOp, desc=desc.handle, value=value.handle,
-                          offsets=handles, converts=converts)
+    cg.sem.builder.create(
+        tt.DescriptorStoreOp,
+        desc=desc.handle,
+        value=value.handle,
+        offsets=handles,
+        converts=converts,
+    )
 
 
 @impl("descriptor_atomic_add")
@@ -216,8 +243,15 @@ def _checked_axes(pointer: block_pointer, boundary_check) -> tuple[int, ...]:
 
 
 def _block_pointer_tile(cg, pointer: block_pointer, checked) -> tuple[tensor, tensor | None]:
-    return _block_tile(cg, pointer.base, pointer.shape, pointer.strides, pointer.offsets,
-                       pointer.block_shape, checked)
+    return _block_tile(
+        cg,
+        pointer.base,
+        pointer.shape,
+        pointer.strides,
+        pointer.offsets,
+        pointer.block_shape,
+        checked,
+    )
 
 
 def block_load(cg, pointer: block_pointer, boundary_check, padding_option) -> tensor:

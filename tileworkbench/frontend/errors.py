@@ -13,7 +13,9 @@ def source_line(loc: Loc) -> str:
     return linecache.getline(loc.file, loc.line).rstrip("\n")
 
 
-def format_diagnostic(loc: Loc, message: str, hint: str | None = None, kernel: str | None = None) -> str:
+def format_diagnostic(
+    loc: Loc, message: str, hint: str | None = None, kernel: str | None = None
+) -> str:
     """`file:line:col: error: message`, the line, carets under the span, call chain and hint."""
     lines = [f"{loc}: error: {message}"]
     text = source_line(loc)
@@ -39,7 +41,8 @@ def located(error: CompilationError, loc: Loc, kernel: str | None) -> Compilatio
     """A copy of `error` (which has no place yet) with the place and carets filled in."""
     message = error.args[0] if error.args else str(error)
     new = type(error).__new__(type(error))
-    CompilationError.__init__(new, format_diagnostic(loc, message, error.hint, kernel), loc=loc,
-                              hint=error.hint)
+    CompilationError.__init__(
+        new, format_diagnostic(loc, message, error.hint, kernel), loc=loc, hint=error.hint
+    )
     new.plain_message = message
     return new

@@ -15,36 +15,105 @@ from ..language.core import tensor
 from .semantics import is_number, unwrap
 
 _PY_BINOPS = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-    ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
 }
 _SEM_BINOPS = {
-    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
-    ast.Mod: "mod", ast.BitAnd: "and_", ast.BitOr: "or_", ast.BitXor: "xor", ast.LShift: "shl",
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "truediv",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.BitAnd: "and_",
+    ast.BitOr: "or_",
+    ast.BitXor: "xor",
+    ast.LShift: "shl",
     ast.RShift: "shr",
 }
 _CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-_PY_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_PY_CMP = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 
 # Tensor methods that are builtins called with the tensor first (x.sum(0) == tl.sum(x, 0)).
 TENSOR_METHODS = {
-    "to": "cast", "sum": "sum", "max": "max", "min": "min", "argmax": "argmax", "argmin": "argmin",
-    "reshape": "reshape", "view": "view", "ravel": "ravel", "trans": "trans", "permute": "permute",
-    "expand_dims": "expand_dims", "broadcast_to": "broadcast_to", "split": "split", "join": "join",
-    "cumsum": "cumsum", "cumprod": "cumprod", "reduce": "reduce", "associative_scan": "associative_scan",
-    "xor_sum": "xor_sum", "reduce_or": "reduce_or", "sort": "sort", "flip": "flip", "exp": "exp",
-    "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "abs": "abs", "cos": "cos", "sin": "sin",
-    "sigmoid": "sigmoid", "softmax": "softmax", "floor": "floor", "ceil": "ceil", "erf": "erf",
-    "rsqrt": "rsqrt", "squeeze": "squeeze", "unsqueeze": "unsqueeze", "gather": "gather",
-    "histogram": "histogram", "topk": "topk", "cast": "cast", "item": "item", "store": "store",
-    "atomic_add": "atomic_add", "atomic_max": "atomic_max", "atomic_min": "atomic_min",
-    "atomic_and": "atomic_and", "atomic_or": "atomic_or", "atomic_xor": "atomic_xor",
-    "atomic_xchg": "atomic_xchg", "atomic_cas": "atomic_cas",
-    "logical_and": "logical_and", "logical_or": "logical_or", "cdiv": "cdiv", "sqrt_rn": "sqrt_rn",
+    "to": "cast",
+    "sum": "sum",
+    "max": "max",
+    "min": "min",
+    "argmax": "argmax",
+    "argmin": "argmin",
+    "reshape": "reshape",
+    "view": "view",
+    "ravel": "ravel",
+    "trans": "trans",
+    "permute": "permute",
+    "expand_dims": "expand_dims",
+    "broadcast_to": "broadcast_to",
+    "split": "split",
+    "join": "join",
+    "cumsum": "cumsum",
+    "cumprod": "cumprod",
+    "reduce": "reduce",
+    "associative_scan": "associative_scan",
+    "xor_sum": "xor_sum",
+    "reduce_or": "reduce_or",
+    "sort": "sort",
+    "flip": "flip",
+    "exp": "exp",
+    "exp2": "exp2",
+    "log": "log",
+    "log2": "log2",
+    "sqrt": "sqrt",
+    "abs": "abs",
+    "cos": "cos",
+    "sin": "sin",
+    "sigmoid": "sigmoid",
+    "softmax": "softmax",
+    "floor": "floor",
+    "ceil": "ceil",
+    "erf": "erf",
+    "rsqrt": "rsqrt",
+    "squeeze": "squeeze",
+    "unsqueeze": "unsqueeze",
+    "gather": "gather",
+    "histogram": "histogram",
+    "topk": "topk",
+    "cast": "cast",
+    "item": "item",
+    "store": "store",
+    "atomic_add": "atomic_add",
+    "atomic_max": "atomic_max",
+    "atomic_min": "atomic_min",
+    "atomic_and": "atomic_and",
+    "atomic_or": "atomic_or",
+    "atomic_xor": "atomic_xor",
+    "atomic_xchg": "atomic_xchg",
+    "atomic_cas": "atomic_cas",
+    "logical_and": "logical_and",
+    "logical_or": "logical_or",
+    "cdiv": "cdiv",
+    "sqrt_rn": "sqrt_rn",
     "advance": "advance",
 }
 
@@ -100,8 +169,10 @@ class ExpressionsMixin:
             else:
                 inner = self.visit(value.value)
                 if isinstance(inner, tensor):
-                    raise self.error("f-strings can only format compile-time values",
-                                     hint="use tl.device_print(prefix, value) for runtime values")
+                    raise self.error(
+                        "f-strings can only format compile-time values",
+                        hint="use tl.device_print(prefix, value) for runtime values",
+                    )
                 spec = self.visit(value.format_spec) if value.format_spec else ""
                 parts.append(format(unwrap(inner), spec))
         return "".join(parts)
@@ -112,9 +183,15 @@ class ExpressionsMixin:
         name = node.attr
         if isinstance(base, tensor):
             return self.tensor_attribute(base, name)
-        if name == "type" and isinstance(node.value, ast.Name) and node.value.id in self.constexpr_names:
+        if (
+            name == "type"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in self.constexpr_names
+        ):
             return core.constexpr_type(base)
-        methods = getattr(type(base), "__tile_methods__", None)  # e.g. a tensor descriptor's load/store
+        methods = getattr(
+            type(base), "__tile_methods__", None
+        )  # e.g. a tensor descriptor's load/store
         if methods and name in methods:
             return BoundMethod(base, methods[name])
         try:
@@ -128,8 +205,10 @@ class ExpressionsMixin:
                 # `n.to(tl.int64)` where the launch specialized n == 1 into a constant: Triton fails
                 # here (its issue #2939); the number becomes a scalar tensor instead.
                 return BoundMethod(self.sem.to_tensor(base), TENSOR_METHODS[name])
-            raise self.error(f"{type(base).__name__} has no attribute `{name}`",
-                             hint=missing_attribute_hint(base, name)) from None
+            raise self.error(
+                f"{type(base).__name__} has no attribute `{name}`",
+                hint=missing_attribute_hint(base, name),
+            ) from None
 
     def tensor_attribute(self, value: tensor, name: str) -> Any:
         if name == "dtype":
@@ -158,7 +237,9 @@ class ExpressionsMixin:
                 raise self.error(f"operator {op_type.__name__} is not supported")
             return _PY_BINOPS[op_type](left, right)
         if op_type is ast.Pow:
-            raise self.error("`**` is not supported on tensors", hint="use libdevice.pow(x, y) or x * x")
+            raise self.error(
+                "`**` is not supported on tensors", hint="use libdevice.pow(x, y) or x * x"
+            )
         if op_type is ast.MatMult:
             return self.call_builtin("dot", [left, right], {})
         if op_type not in _SEM_BINOPS:
@@ -168,8 +249,12 @@ class ExpressionsMixin:
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         operand = unwrap(self.visit(node.operand))
         if not isinstance(operand, tensor):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                    ast.Invert: operator.invert}[type(node.op)](operand)
+            return {
+                ast.USub: operator.neg,
+                ast.UAdd: operator.pos,
+                ast.Not: operator.not_,
+                ast.Invert: operator.invert,
+            }[type(node.op)](operand)
         if isinstance(node.op, ast.USub):
             return self.sem.neg(operand)
         if isinstance(node.op, ast.UAdd):
@@ -192,7 +277,7 @@ class ExpressionsMixin:
         if op_type in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
             if isinstance(left, tensor) or isinstance(right, tensor):
                 if op_type in (ast.Is, ast.IsNot) and (left is None or right is None):
-                    return (op_type is ast.IsNot)
+                    return op_type is ast.IsNot
                 raise self.error("`is`/`in` compare compile-time values only")
             return _PY_CMP[op_type](left, right)
         if not isinstance(left, tensor) and not isinstance(right, tensor):
@@ -229,25 +314,41 @@ class ExpressionsMixin:
             with self.builder.at_end(block):
                 values.append(unwrap(self.visit(branch)))
             blocks.append(block)
-        if values[0] is None and values[1] is None:  # `tl.store(...) if c else tl.store(...)`: effects only
+        if (
+            values[0] is None and values[1] is None
+        ):  # `tl.store(...) if c else tl.store(...)`: effects only
             for block in blocks:
                 with self.builder.at_end(block):
                     self.builder.create(scf.YieldOp, values=[])
-            self.builder.create(scf.IfOp, [], condition=condition.handle,
-                                then_region=Region([blocks[0]]), else_region=Region([blocks[1]]))
+            self.builder.create(
+                scf.IfOp,
+                [],
+                condition=condition.handle,
+                then_region=Region([blocks[0]]),
+                else_region=Region([blocks[1]]),
+            )
             return None
         if values[0] is None or values[1] is None:
-            raise self.error("one side of the if-expression has no value (a tl.store?) and the other has one",
-                             hint="give both sides a value, or write an if statement")
+            raise self.error(
+                "one side of the if-expression has no value (a tl.store?) and the other has one",
+                hint="give both sides a value, or write an if statement",
+            )
         values = [self._branch_tensor(block, value) for block, value in zip(blocks, values)]
         a, b = values
         if a.type != b.type:
-            raise self.error(f"the two sides of the if-expression differ: {a.type!r} and {b.type!r}")
+            raise self.error(
+                f"the two sides of the if-expression differ: {a.type!r} and {b.type!r}"
+            )
         for block, value in zip(blocks, values):
             with self.builder.at_end(block):
                 self.builder.create(scf.YieldOp, values=[value.handle])
-        op = self.builder.create(scf.IfOp, [a.handle.type], condition=condition.handle,
-                                 then_region=Region([blocks[0]]), else_region=Region([blocks[1]]))
+        op = self.builder.create(
+            scf.IfOp,
+            [a.handle.type],
+            condition=condition.handle,
+            then_region=Region([blocks[0]]),
+            else_region=Region([blocks[1]]),
+        )
         return tensor(op.result, a.type)
 
     def _branch_tensor(self, block: Block, value: Any) -> tensor:
@@ -265,7 +366,9 @@ class ExpressionsMixin:
         return self.index_tensor(base, index if isinstance(index, tuple) else (index,))
 
     def visit_Slice(self, node: ast.Slice) -> slice:
-        parts = [self.visit(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        parts = [
+            self.visit(p) if p is not None else None for p in (node.lower, node.upper, node.step)
+        ]
         return slice(*parts)
 
     def index_tensor(self, value: tensor, index: tuple) -> tensor:
@@ -278,9 +381,11 @@ class ExpressionsMixin:
             elif isinstance(item, slice) and item == slice(None, None, None):
                 dim += 1
             else:
-                raise self.error(f"unsupported tensor index: {item!r}; tiles can only be indexed with `:` "
-                                 "and `None`",
-                                 hint="load the element you need with tl.load, or use tl.where / tl.sum")
+                raise self.error(
+                    f"unsupported tensor index: {item!r}; tiles can only be indexed with `:` "
+                    "and `None`",
+                    hint="load the element you need with tl.load, or use tl.where / tl.sum",
+                )
         return value  # trailing dimensions not mentioned are kept, as in NumPy
 
     # -- calls -----------------------------------------------------------------------------------------------
@@ -305,7 +410,9 @@ class ExpressionsMixin:
         if isinstance(fn, BoundMethod):
             from ..language import standard
 
-            method = getattr(standard, fn.builtin, None)  # x.sigmoid(), x.softmax(): language functions
+            method = getattr(
+                standard, fn.builtin, None
+            )  # x.sigmoid(), x.softmax(): language functions
             if getattr(method, "__tile_language_function__", False):
                 return self.inline(method, [fn.value, *args], kwargs, node)
             return self.call_builtin(fn.builtin, [fn.value, *args], kwargs)
@@ -321,7 +428,9 @@ class ExpressionsMixin:
         if fn in (core.range, core.static_range, range):
             if fn is core.static_range:
                 return core.static_range(*[unwrap(a) for a in args], **kwargs)
-            return core.range(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+            return core.range(
+                *[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()}
+            )
         if isinstance(fn, core.dtype):
             raise self.error(f"a dtype is not callable; use x.to({fn!r})")
         from .calls import python_builtin
@@ -332,8 +441,10 @@ class ExpressionsMixin:
         if _compile_time_callable(fn) and not any(isinstance(unwrap(a), tensor) for a in args):
             return fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
         name = getattr(fn, "__name__", repr(fn))
-        raise self.error(f"cannot call the plain Python function `{name}` from a kernel",
-                         hint=f"decorate `{name}` with @tw.jit to make it a device function")
+        raise self.error(
+            f"cannot call the plain Python function `{name}` from a kernel",
+            hint=f"decorate `{name}` with @tw.jit to make it a device function",
+        )
 
     def call_builtin(self, name: str, args: list, kwargs: dict) -> Any:
         from .calls import BUILTIN_IMPLS
@@ -346,31 +457,45 @@ class ExpressionsMixin:
         except TypeError as exc:
             params = list(impl.signature.parameters.values())[1:]  # without the code generator
             shown = impl.signature.replace(parameters=params)
-            raise self.error(f"wrong arguments for tl.{name}: {exc}",
-                             hint=f"the signature is tl.{name}{shown}") from None
+            raise self.error(
+                f"wrong arguments for tl.{name}: {exc}", hint=f"the signature is tl.{name}{shown}"
+            ) from None
         bound.apply_defaults()
         return impl(*bound.args, **bound.kwargs)
 
-    def inline(self, fn, args: list, kwargs: dict, node: ast.AST | None,
-               elementwise: bool = False) -> Any:
+    def inline(
+        self, fn, args: list, kwargs: dict, node: ast.AST | None, elementwise: bool = False
+    ) -> Any:
         from .codegen import MAX_INLINE_DEPTH, CodeGenerator
         from .source import get_source
 
         if self.depth >= MAX_INLINE_DEPTH:
-            raise self.error(f"@jit calls nest deeper than {MAX_INLINE_DEPTH}: is `{fn.__name__}` recursive?",
-                             hint="kernels cannot recurse; write a loop")
+            raise self.error(
+                f"@jit calls nest deeper than {MAX_INLINE_DEPTH}: is `{fn.__name__}` recursive?",
+                hint="kernels cannot recurse; write a loop",
+            )
         signature = inspect.signature(fn)
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise self.error(f"wrong arguments for `{fn.__name__}`: {exc}",
-                             hint=f"the signature is {fn.__name__}{signature}") from None
+            raise self.error(
+                f"wrong arguments for `{fn.__name__}`: {exc}",
+                hint=f"the signature is {fn.__name__}{signature}",
+            ) from None
         bound.apply_defaults()
         scope = {name: unwrap(value) for name, value in bound.arguments.items()}
         source = get_source(fn)
         call_site = self.loc(node) if node is not None else self.builder.loc
-        child = CodeGenerator(source, self.builder, scope, self.kernel_name, call_site, self.depth + 1,
-                              self.num_warps, debug=self.debug)
+        child = CodeGenerator(
+            source,
+            self.builder,
+            scope,
+            self.kernel_name,
+            call_site,
+            self.depth + 1,
+            self.num_warps,
+            debug=self.debug,
+        )
         child.elementwise = elementwise or self.elementwise
         child.visit_body(source.tree.body)
         return child.scope.get("__return__")

@@ -22,8 +22,10 @@ from .semantics import is_number, unwrap
 def _float_input(cg, x, what: str) -> tensor:
     x = cg.sem.to_tensor(x)
     if not x.dtype.is_floating():
-        raise TileTypeError(f"tl.{what} needs a floating-point input, got {x.dtype}",
-                            hint="convert first with .to(tl.float32)")
+        raise TileTypeError(
+            f"tl.{what} needs a floating-point input, got {x.dtype}",
+            hint="convert first with .to(tl.float32)",
+        )
     return x
 
 
@@ -35,10 +37,20 @@ def _unary_math(name: str, cls):
     impl(name)(fn)
 
 
-for _name, _cls in (("exp", math.ExpOp), ("exp2", math.Exp2Op), ("log", math.LogOp),
-                    ("log2", math.Log2Op), ("sqrt", math.SqrtOp), ("sqrt_rn", tt.PreciseSqrtOp),
-                    ("rsqrt", math.RsqrtOp), ("sin", math.SinOp), ("cos", math.CosOp),
-                    ("floor", math.FloorOp), ("ceil", math.CeilOp), ("erf", math.ErfOp)):
+for _name, _cls in (
+    ("exp", math.ExpOp),
+    ("exp2", math.Exp2Op),
+    ("log", math.LogOp),
+    ("log2", math.Log2Op),
+    ("sqrt", math.SqrtOp),
+    ("sqrt_rn", tt.PreciseSqrtOp),
+    ("rsqrt", math.RsqrtOp),
+    ("sin", math.SinOp),
+    ("cos", math.CosOp),
+    ("floor", math.FloorOp),
+    ("ceil", math.CeilOp),
+    ("erf", math.ErfOp),
+):
     _unary_math(_name, _cls)
 
 
@@ -90,8 +102,14 @@ def clamp(cg, x, min, max, propagate_nan=0):
     xt = cg.sem.to_tensor(unwrap(x))
     if xt.dtype.is_floating():
         x, lo, hi = _float_operands(cg, [x, min, max], "clamp")
-        return cg.sem.make(tt.ClampFOp, x.type, x=x.handle, lo=lo.handle, hi=hi.handle,
-                           propagate_nan=bool(unwrap(propagate_nan)))
+        return cg.sem.make(
+            tt.ClampFOp,
+            x.type,
+            x=x.handle,
+            lo=lo.handle,
+            hi=hi.handle,
+            propagate_nan=bool(unwrap(propagate_nan)),
+        )
     return cg.sem.minmax("min", cg.sem.minmax("max", x, min), max)
 
 
@@ -128,18 +146,26 @@ def _libdevice(name: str):
         shape = ()
         for t in tensors:
             shape = cg.sem.broadcast_shape(shape, t.shape)
-        operands = [cg.sem.broadcast_to(cg.sem.cast(t, core.dtype(ty)), shape)
-                    for t, ty in zip(tensors, types.split(","))]
+        operands = [
+            cg.sem.broadcast_to(cg.sem.cast(t, core.dtype(ty)), shape)
+            for t, ty in zip(tensors, types.split(","))
+        ]
         out_dt = core.dtype(result)
         out = block_type(out_dt, shape) if shape else out_dt
-        value = cg.sem.make(tt.ExternElementwiseOp, out, symbol=symbol, args=[t.handle for t in operands])
+        value = cg.sem.make(
+            tt.ExternElementwiseOp, out, symbol=symbol, args=[t.handle for t in operands]
+        )
         # fp16/bf16 arguments were computed in fp32: a float result goes back to their type
-        return cg.sem.cast(value, widened) if widened is not None and out_dt.is_floating() else value
+        return (
+            cg.sem.cast(value, widened) if widened is not None and out_dt.is_floating() else value
+        )
 
     impl(f"libdevice.{name}")(fn)
 
 
-def _pick_overload(name: str, values: list, tensors: list[tensor]) -> tuple[tuple[str, str, str], Any]:
+def _pick_overload(
+    name: str, values: list, tensors: list[tensor]
+) -> tuple[tuple[str, str, str], Any]:
     """The overload of libdevice `name` that fits the arguments: exact types first, then Python numbers
     and narrow integers converted, fp16/bf16/fp8 computed in fp32, then the arguments' common type (as
     Triton's arithmetic promotion). Returns (overload, the low float type widened to fp32 or None)."""
@@ -162,9 +188,11 @@ def _pick_overload(name: str, values: list, tensors: list[tensor]) -> tuple[tupl
         if all(core.dtype(ty) == common for ty in overload[0].split(",")):
             return overload, low
     accepted = "; ".join(f"({types})" for types, _, _ in overloads)
-    raise TileTypeError(f"libdevice.{name} has no version for arguments of type "
-                        f"({', '.join(str(d) for d in have)}); it takes {accepted}",
-                        hint="cast the arguments with .to(...)")
+    raise TileTypeError(
+        f"libdevice.{name} has no version for arguments of type "
+        f"({', '.join(str(d) for d in have)}); it takes {accepted}",
+        hint="cast the arguments with .to(...)",
+    )
 
 
 def _converts(value, have: core.dtype, want: core.dtype) -> bool:
@@ -175,9 +203,14 @@ def _converts(value, have: core.dtype, want: core.dtype) -> bool:
         return want.is_floating() or (want.is_int() and not isinstance(value, float))
     if have.is_floating():
         return want.is_fp32() and have.primitive_bitwidth < 32
-    if have.is_int() and want.is_int():  # int8/int16/bool widen to the 32-bit type of their signedness
-        return have.int_bitwidth < 32 and want.int_bitwidth == 32 and (
-            have.is_int_signed() == want.is_int_signed() or have.is_int1())
+    if (
+        have.is_int() and want.is_int()
+    ):  # int8/int16/bool widen to the 32-bit type of their signedness
+        return (
+            have.int_bitwidth < 32
+            and want.int_bitwidth == 32
+            and (have.is_int_signed() == want.is_int_signed() or have.is_int1())
+        )
     return False
 
 
@@ -198,5 +231,10 @@ def extern_elementwise(cg, lib_name, lib_path, args, arg_type_symbol_dict, is_pu
         shape = cg.sem.broadcast_shape(shape, t.shape)
     tensors = [cg.sem.broadcast_to(t, shape) for t in tensors]
     out = block_type(ret, shape) if shape else ret
-    return cg.sem.make(tt.ExternElementwiseOp, out, symbol=symbol, args=[t.handle for t in tensors],
-                       pure=bool(unwrap(is_pure)))
+    return cg.sem.make(
+        tt.ExternElementwiseOp,
+        out,
+        symbol=symbol,
+        args=[t.handle for t in tensors],
+        pure=bool(unwrap(is_pure)),
+    )

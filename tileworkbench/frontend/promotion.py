@@ -34,7 +34,9 @@ def python_scalar_dtype(value) -> dtype:
         if magnitude in (0.0, float("inf")) or math.isnan(value) or fits_fp32:
             return core.float32
         return core.float64
-    raise TileTypeError(f"{type(value).__name__} value {value!r} cannot be used as a number in a kernel")
+    raise TileTypeError(
+        f"{type(value).__name__} value {value!r} cannot be used as a number in a kernel"
+    )
 
 
 def integer_promote(a: dtype, b: dtype) -> dtype:
@@ -45,7 +47,9 @@ def integer_promote(a: dtype, b: dtype) -> dtype:
     return unsigned if unsigned.int_bitwidth >= signed.int_bitwidth else signed
 
 
-def computation_type(a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool) -> dtype:
+def computation_type(
+    a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
+) -> dtype:
     """The dtype in which `a <op> b` is computed."""
     if a_is_scalar != b_is_scalar:
         scalar, tensor = (a, b) if a_is_scalar else (b, a)
@@ -71,5 +75,6 @@ def computation_type(a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, d
         raise TileTypeError(
             f"Cannot use /, // or % with {a!r} and {b!r} because they have different signedness "
             "(Triton's wording): the result is unlikely to be useful",
-            hint="cast one side with .to(...) so both are signed or both unsigned")
+            hint="cast one side with .to(...) so both are signed or both unsigned",
+        )
     return integer_promote(a, b)

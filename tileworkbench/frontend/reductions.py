@@ -39,17 +39,21 @@ def _prepare(cg, inputs: list[tensor], axis) -> tuple[list[tensor], int]:
 def _combine_block(cg, op, inputs: list[tensor], combine: Combine, ret_cls) -> None:
     scalars = [x.dtype for x in inputs]
     block = Block([t.to_ir() for t in scalars] * 2)
-    lhs = [tensor(a, t) for a, t in zip(block.args[:len(inputs)], scalars)]
-    rhs = [tensor(a, t) for a, t in zip(block.args[len(inputs):], scalars)]
+    lhs = [tensor(a, t) for a, t in zip(block.args[: len(inputs)], scalars)]
+    rhs = [tensor(a, t) for a, t in zip(block.args[len(inputs) :], scalars)]
     with cg.builder.at_end(block):
         results = combine(cg, lhs, rhs)
         if len(results) != len(inputs):
-            raise TileTypeError(f"the combine function returned {len(results)} value(s), expected {len(inputs)}")
+            raise TileTypeError(
+                f"the combine function returned {len(results)} value(s), expected {len(inputs)}"
+            )
         results = [cg.sem.to_tensor(r) for r in results]
         for r, t in zip(results, scalars):
             if r.type != t:
-                raise TileTypeError(f"the combine function returned {r.type!r} where {t!r} was expected",
-                                    hint="cast the combined value back to the input dtype")
+                raise TileTypeError(
+                    f"the combine function returned {r.type!r} where {t!r} was expected",
+                    hint="cast the combined value back to the input dtype",
+                )
         cg.builder.create(ret_cls, values=[r.handle for r in results])
     op.regions[0].add_block(block)
 
@@ -59,16 +63,19 @@ def build_reduce(cg, inputs: list[tensor], axis, combine: Combine, keep_dims=Fal
     rank = len(cg.sem.to_tensor(inputs[0]).shape)
     inputs, axis = _prepare(cg, inputs, axis)
     shape = inputs[0].shape
-    out_shape = shape[:axis] + shape[axis + 1:]
+    out_shape = shape[:axis] + shape[axis + 1 :]
     out_types = [block_type(x.dtype, out_shape) if out_shape else x.dtype for x in inputs]
-    op = cg.builder.create(tt.ReduceOp, [t.to_ir() for t in out_types], axis=axis,
-                           srcs=[x.handle for x in inputs])
+    op = cg.builder.create(
+        tt.ReduceOp, [t.to_ir() for t in out_types], axis=axis, srcs=[x.handle for x in inputs]
+    )
     _combine_block(cg, op, inputs, combine, tt.ReduceReturnOp)
     results = [tensor(r, t) for r, t in zip(op.results, out_types)]
     if unwrap(keep_dims):
         # axis=None with keep_dims: a 1 x ... x 1 tile of the input's rank, as Triton
-        results = [cg.sem.reshape(r, (1,) * rank) if all_axes else cg.sem.expand_dims(r, axis)
-                   for r in results]
+        results = [
+            cg.sem.reshape(r, (1,) * rank) if all_axes else cg.sem.expand_dims(r, axis)
+            for r in results
+        ]
     return results
 
 
@@ -78,8 +85,10 @@ def unsplat(cg, x: tensor) -> tensor:
     if not x.shape:
         return x
     if x.numel != 1:
-        raise TileTypeError(f"expected a tile with one element, got shape {shape_str(x.shape)}",
-                            hint="reduce it first, e.g. tl.sum(x) or tl.max(x)")
+        raise TileTypeError(
+            f"expected a tile with one element, got shape {shape_str(x.shape)}",
+            hint="reduce it first, e.g. tl.sum(x) or tl.max(x)",
+        )
     return build_reduce(cg, [cg.sem.reshape(x, (1,))], 0, lambda cg, lhs, rhs: [lhs[0]])[0]
 
 
@@ -88,8 +97,13 @@ def build_scan(cg, inputs: list[tensor], axis, combine: Combine, reverse=False) 
     if not inputs[0].shape:
         raise TileTypeError("cannot scan a scalar")
     axis = normalize_axis(axis, len(inputs[0].shape))
-    op = cg.builder.create(tt.ScanOp, [x.handle.type for x in inputs], axis=axis,
-                           srcs=[x.handle for x in inputs], reverse=bool(unwrap(reverse)))
+    op = cg.builder.create(
+        tt.ScanOp,
+        [x.handle.type for x in inputs],
+        axis=axis,
+        srcs=[x.handle for x in inputs],
+        reverse=bool(unwrap(reverse)),
+    )
     _combine_block(cg, op, inputs, combine, tt.ScanReturnOp)
     return [tensor(r, x.type) for r, x in zip(op.results, inputs)]
 
@@ -178,7 +192,14 @@ def _index_tile(cg, input: tensor, axis) -> tuple[tensor, tensor, int]:
 
 
 def _minmax(which: str):
-    def fn(cg, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    def fn(
+        cg,
+        input,
+        axis=None,
+        return_indices=False,
+        return_indices_tie_break_left=True,
+        keep_dims=False,
+    ):
         input = cg.sem.to_tensor(input)
         if input.dtype.is_bf16():  # Triton promotes bf16 first, with or without indices
             input = cg.sem.cast(input, core.float32)
@@ -187,7 +208,9 @@ def _minmax(which: str):
             combine = _arg_combine(which, bool(unwrap(return_indices_tie_break_left)))
             value, idx = build_reduce(cg, [input, index], axis, combine, keep_dims)
             return value, idx
-        if input.dtype.primitive_bitwidth < 32:  # as Triton: narrow floats to fp32, narrow ints to int32
+        if (
+            input.dtype.primitive_bitwidth < 32
+        ):  # as Triton: narrow floats to fp32, narrow ints to int32
             input = cg.sem.cast(input, core.float32 if input.dtype.is_floating() else core.int32)
         return build_reduce(cg, [input], axis, _minmax_combine(which), keep_dims)[0]
 
@@ -258,19 +281,40 @@ _DOT_INPUTS = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp16", "bf16", "fp32", "fp64", "
 
 
 @impl("dot")
-def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
-        out_dtype=core.float32):
+def dot(
+    cg,
+    input,
+    other,
+    acc=None,
+    input_precision=None,
+    allow_tf32=None,
+    max_num_imprecise_acc=None,
+    out_dtype=core.float32,
+):
     a, b = cg.sem.to_tensor(input), cg.sem.to_tensor(other)
     rank = len(a.shape)
     if rank > 3 and len(b.shape) == rank and a.shape[:-2] == b.shape[:-2]:
-        return _batched_dot(cg, a, b, unwrap(acc), dict(
-            input_precision=input_precision, allow_tf32=allow_tf32,
-            max_num_imprecise_acc=max_num_imprecise_acc, out_dtype=out_dtype))
+        return _batched_dot(
+            cg,
+            a,
+            b,
+            unwrap(acc),
+            dict(
+                input_precision=input_precision,
+                allow_tf32=allow_tf32,
+                max_num_imprecise_acc=max_num_imprecise_acc,
+                out_dtype=out_dtype,
+            ),
+        )
     if rank not in (2, 3) or len(b.shape) != rank:
-        raise TileTypeError(f"tl.dot needs two 2-D (or batched 3-D) tiles, got shapes {a.shape} and {b.shape}")
+        raise TileTypeError(
+            f"tl.dot needs two 2-D (or batched 3-D) tiles, got shapes {a.shape} and {b.shape}"
+        )
     if a.shape[-1] != b.shape[-2] or (rank == 3 and a.shape[0] != b.shape[0]):
-        raise TileTypeError(f"tl.dot shapes do not match: {a.shape} @ {b.shape} (inner dimensions differ)",
-                            hint="the first tile is M x K and the second K x N")
+        raise TileTypeError(
+            f"tl.dot shapes do not match: {a.shape} @ {b.shape} (inner dimensions differ)",
+            hint="the first tile is M x K and the second K x N",
+        )
     # No minimum size: the interpreter and the CUDA-core (FMA) lowering take any power-of-two shape, as
     # Triton's interpreter does (Triton's GPU back ends want 16 or more for their tensor-core paths).
     if a.dtype.name not in _DOT_INPUTS or b.dtype.name not in _DOT_INPUTS:
@@ -279,8 +323,10 @@ def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
         if a.dtype.is_fp8() and b.dtype.is_fp8():
             pass
         else:
-            raise TileTypeError(f"tl.dot needs operands of one dtype, got {a.dtype} and {b.dtype}",
-                                hint="cast one side with .to(...)")
+            raise TileTypeError(
+                f"tl.dot needs operands of one dtype, got {a.dtype} and {b.dtype}",
+                hint="cast one side with .to(...)",
+            )
     if unwrap(input_precision) in _BF16_TERMS and a.dtype.is_fp32() and b.dtype.is_fp32():
         return _bf16_split_dot(cg, a, b, unwrap(acc), unwrap(input_precision))
     precision = _precision(a, unwrap(input_precision), unwrap(allow_tf32))
@@ -298,8 +344,15 @@ def dot(cg, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
         if acc.shape != shape:
             raise TileTypeError(f"tl.dot's acc has shape {acc.shape}, the product has {shape}")
     mnia = unwrap(max_num_imprecise_acc) or 0
-    return cg.sem.make(tt.DotOp, acc.type, a=a.handle, b=b.handle, c=acc.handle, input_precision=precision,
-                       max_num_imprecise_acc=constexpr_int(mnia, "max_num_imprecise_acc"))
+    return cg.sem.make(
+        tt.DotOp,
+        acc.type,
+        a=a.handle,
+        b=b.handle,
+        c=acc.handle,
+        input_precision=precision,
+        max_num_imprecise_acc=constexpr_int(mnia, "max_num_imprecise_acc"),
+    )
 
 
 def _batched_dot(cg, a: tensor, b: tensor, acc, options: dict) -> tensor:
@@ -320,8 +373,10 @@ def _batched_dot(cg, a: tensor, b: tensor, acc, options: dict) -> tensor:
 
 # Triton's fp32 emulations on bf16 tensor cores: each fp32 operand split into bf16 parts (x = x0 + x1
 # [+ x2]); the products of part pairs (i, j) with i + j below the number of parts, smallest first
-_BF16_TERMS = {"bf16x3": (2, [(1, 0), (0, 1), (0, 0)]),
-               "bf16x6": (3, [(2, 0), (1, 1), (0, 2), (1, 0), (0, 1), (0, 0)])}
+_BF16_TERMS = {
+    "bf16x3": (2, [(1, 0), (0, 1), (0, 0)]),
+    "bf16x6": (3, [(2, 0), (1, 1), (0, 2), (1, 0), (0, 1), (0, 0)]),
+}
 
 
 def _bf16_split_dot(cg, a: tensor, b: tensor, acc, precision: str) -> tensor:
@@ -353,6 +408,8 @@ def _precision(a: tensor, input_precision, allow_tf32) -> str:
     if input_precision in _BF16_TERMS:  # on fp32 tiles: _bf16_split_dot; others are exact already
         input_precision = "ieee"
     if input_precision not in ("ieee", "tf32", "tf32x3"):
-        raise TileTypeError("input_precision must be 'ieee', 'tf32', 'tf32x3', 'bf16x3' or 'bf16x6', "
-                            f"got {input_precision!r}")
+        raise TileTypeError(
+            "input_precision must be 'ieee', 'tf32', 'tf32x3', 'bf16x3' or 'bf16x6', "
+            f"got {input_precision!r}"
+        )
     return input_precision if a.dtype.is_fp32() else "ieee"

@@ -19,16 +19,29 @@ from .semantics import shape_str, unwrap
 from .shape_calls import join, permute
 
 # the fp8 formats by PTX's names (dtypes.TABLE's `mma`), and the 16-bit floats by Triton's
-_FP8 = {row.mma: core.dtype(row.triton) for row in DTYPES
-        if row.bits == 8 and row.is_float and row.mma}
+_FP8 = {
+    row.mma: core.dtype(row.triton) for row in DTYPES if row.bits == 8 and row.is_float and row.mma
+}
 _FLOATS = {name: core.dtype(name) for name in ("bf16", "fp16")}
 FORMATS = ("e2m1", *_FP8, *_FLOATS)
 SCALE_GROUP = 32  # elements along K that share one scale
 
 
 @impl("dot_scaled")
-def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
-               fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dtype=core.float32):
+def dot_scaled(
+    cg,
+    lhs,
+    lhs_scale,
+    lhs_format,
+    rhs,
+    rhs_scale,
+    rhs_format,
+    acc=None,
+    fast_math=False,
+    lhs_k_pack=True,
+    rhs_k_pack=True,
+    out_dtype=core.float32,
+):
     lhs_format, rhs_format = unwrap(lhs_format), unwrap(rhs_format)
     if not unwrap(lhs_k_pack) or not unwrap(rhs_k_pack):
         raise TileTypeError("tl.dot_scaled packs fp4 along K only (lhs_k_pack=rhs_k_pack=True)")
@@ -40,11 +53,17 @@ def dot_scaled(cg, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=N
     if lhs_format == rhs_format == "e2m1":
         # K in another order on both sides (the low nibbles, then the high ones) gives the same sum:
         # two dots of K/2, with no interleaving of the nibbles (it moves data on the GPU)
-        pairs = zip(_e2m1_halves(cg, lhs, unwrap(lhs_scale), "lhs"),
-                    _e2m1_halves(cg, rhs_t, unwrap(rhs_scale), "rhs"))
+        pairs = zip(
+            _e2m1_halves(cg, lhs, unwrap(lhs_scale), "lhs"),
+            _e2m1_halves(cg, rhs_t, unwrap(rhs_scale), "rhs"),
+        )
     else:
-        pairs = [(_upcast(cg, lhs, unwrap(lhs_scale), lhs_format, what="lhs"),
-                  _upcast(cg, rhs_t, unwrap(rhs_scale), rhs_format, what="rhs"))]
+        pairs = [
+            (
+                _upcast(cg, lhs, unwrap(lhs_scale), lhs_format, what="lhs"),
+                _upcast(cg, rhs_t, unwrap(rhs_scale), rhs_format, what="rhs"),
+            )
+        ]
     # test_core's test_scaled_dot reads an f16/bf16 mma in the PTX, as Triton's decomposition emits
     compute = core.float16 if "fp16" in (lhs_format, rhs_format) else core.bfloat16
     result = unwrap(acc)
@@ -67,8 +86,10 @@ def _e2m1_halves(cg, x: tensor, scale, what: str) -> list[tensor]:
     """Packed e2m1 operand `x` (rows x K/2 bytes) as two float32 tiles, scaled: its elements 0, 2,
     4, ... (the low nibbles) and 1, 3, 5, ... (the high ones)."""
     if len(x.shape) != 2 or x.dtype != core.uint8:
-        raise TileTypeError(f"tl.dot_scaled: {what} in e2m1 must be a 2-D uint8 tile of packed "
-                            f"pairs, got {x.dtype} {shape_str(x.shape)}")
+        raise TileTypeError(
+            f"tl.dot_scaled: {what} in e2m1 must be a 2-D uint8 tile of packed "
+            f"pairs, got {x.dtype} {shape_str(x.shape)}"
+        )
     sem = cg.sem
     halves = [_e2m1_numbers(cg, sem.and_(x, 0xF)), _e2m1_numbers(cg, sem.shr(x, 4))]
     if scale is None:
@@ -80,23 +101,27 @@ def _e2m1_halves(cg, x: tensor, scale, what: str) -> list[tensor]:
 
 def _transpose(cg, x: tensor, what: str) -> tensor:
     if len(x.shape) != 2:
-        raise TileTypeError(f"tl.dot_scaled needs 2-D operands, got {what} of shape "
-                            f"{shape_str(x.shape)}")
+        raise TileTypeError(
+            f"tl.dot_scaled needs 2-D operands, got {what} of shape {shape_str(x.shape)}"
+        )
     return permute(cg, x, 1, 0)
 
 
 def _upcast(cg, x: tensor, scale, fmt: str, what: str) -> tensor:
     """Operand `x` (rows x K: M x K for lhs, N x K for rhs) in `fmt` as float32 numbers, scaled."""
     if fmt not in FORMATS:
-        raise TileTypeError(f"tl.dot_scaled: {what}_format must be one of {', '.join(FORMATS)}, "
-                            f"got {fmt!r}")
+        raise TileTypeError(
+            f"tl.dot_scaled: {what}_format must be one of {', '.join(FORMATS)}, got {fmt!r}"
+        )
     if len(x.shape) != 2:
-        raise TileTypeError(f"tl.dot_scaled needs 2-D operands, got {what} of shape "
-                            f"{shape_str(x.shape)}")
+        raise TileTypeError(
+            f"tl.dot_scaled needs 2-D operands, got {what} of shape {shape_str(x.shape)}"
+        )
     if fmt == "e2m1":
         if x.dtype != core.uint8:
-            raise TileTypeError(f"tl.dot_scaled: {what} in e2m1 must be a uint8 tile of packed "
-                                f"pairs, got {x.dtype}")
+            raise TileTypeError(
+                f"tl.dot_scaled: {what} in e2m1 must be a uint8 tile of packed pairs, got {x.dtype}"
+            )
         numbers = _unpack_e2m1(cg, x)
     else:
         numbers = cg.sem.cast(_as_format(cg, x, fmt, what), core.float32)
@@ -113,8 +138,10 @@ def _as_format(cg, x: tensor, fmt: str, what: str) -> tensor:
         return x
     bits = core.uint8 if fmt in _FP8 else core.uint16
     if x.dtype != bits:
-        raise TileTypeError(f"tl.dot_scaled: {what} in {fmt} must be a {dtype} tile or a {bits} "
-                            f"tile of its bits, got {x.dtype}")
+        raise TileTypeError(
+            f"tl.dot_scaled: {what} in {fmt} must be a {dtype} tile or a {bits} "
+            f"tile of its bits, got {x.dtype}"
+        )
     return cg.sem.cast(x, dtype, bitcast=True)
 
 
@@ -133,15 +160,18 @@ def _e2m1_numbers(cg, nibble: tensor) -> tensor:
     sem = cg.sem
     exponent = sem.and_(sem.shr(nibble, 1), 3)
     half_mantissa = sem.mul(sem.cast(sem.and_(nibble, 1), core.float32), 0.5)
-    power = sem.where(sem.compare("==", exponent, 1), 1.0,
-                      sem.where(sem.compare("==", exponent, 2), 2.0, 4.0))
-    magnitude = sem.where(sem.compare("==", exponent, 0), half_mantissa,
-                          sem.mul(sem.add(half_mantissa, 1.0), power))
+    power = sem.where(
+        sem.compare("==", exponent, 1), 1.0, sem.where(sem.compare("==", exponent, 2), 2.0, 4.0)
+    )
+    magnitude = sem.where(
+        sem.compare("==", exponent, 0), half_mantissa, sem.mul(sem.add(half_mantissa, 1.0), power)
+    )
     return sem.where(sem.compare("!=", sem.and_(nibble, 8), 0), sem.neg(magnitude), magnitude)
 
 
-def _scale_factors(cg, scale: tensor, shape: tuple[int, int], what: str,
-                   halves: bool = False) -> tensor:
+def _scale_factors(
+    cg, scale: tensor, shape: tuple[int, int], what: str, halves: bool = False
+) -> tensor:
     """Scales (rows x K/group: e8m0 uint8, 255 is NaN, or float8e4nv values) as one factor per
     element of the rows x K operand (the group is K over the scale's columns, as Triton deduces
     it); `halves`: per element of one of `_e2m1_halves` (rows x K/2; element p is 2p or 2p + 1)."""
@@ -149,18 +179,23 @@ def _scale_factors(cg, scale: tensor, shape: tuple[int, int], what: str,
     rows, k = shape
     columns = scale.shape[-1] if scale.shape and k % scale.shape[-1] == 0 else k // SCALE_GROUP
     if scale.dtype not in (core.uint8, core.float8e4nv) or scale.shape != (rows, columns):
-        raise TileTypeError(f"tl.dot_scaled: {what}_scale must be a uint8 tile of shape "
-                            f"({rows}, {columns}) (e8m0; or float8e4nv, nvfp4's), got "
-                            f"{scale.dtype} {shape_str(scale.shape)}")
+        raise TileTypeError(
+            f"tl.dot_scaled: {what}_scale must be a uint8 tile of shape "
+            f"({rows}, {columns}) (e8m0; or float8e4nv, nvfp4's), got "
+            f"{scale.dtype} {shape_str(scale.shape)}"
+        )
     group = k // columns // (2 if halves else 1)
     if group < 1:
-        raise TileTypeError(f"tl.dot_scaled: {what}_scale has more columns ({columns}) than "
-                            f"pairs of e2m1 values along K ({k // 2})")
+        raise TileTypeError(
+            f"tl.dot_scaled: {what}_scale has more columns ({columns}) than "
+            f"pairs of e2m1 values along K ({k // 2})"
+        )
     # the scales are spread to rows x K as they are (bytes) and decoded after (see _unpack_e2m1)
     grouped = sem.broadcast_to(sem.expand_dims(scale, 2), (rows, columns, group))
     spread = sem.reshape(grouped, (rows, columns * group))
     if scale.dtype == core.float8e4nv:
         return sem.cast(spread, core.float32)
     bits = sem.shl(sem.cast(spread, core.uint32), 23)
-    return sem.where(sem.compare("==", spread, 255), float("nan"),
-                     sem.cast(bits, core.float32, bitcast=True))
+    return sem.where(
+        sem.compare("==", spread, 255), float("nan"), sem.cast(bits, core.float32, bitcast=True)
+    )

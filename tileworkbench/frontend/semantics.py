@@ -33,14 +33,25 @@ def unwrap(x):
 def check_scalar_range(value, common: dtype) -> None:
     """A Python int computed in an integer dtype must fit it (Triton's rule): `x_i8 * 200` or
     `x_u32 - (-1)` would otherwise wrap silently."""
-    if isinstance(value, bool) or not isinstance(value, int) or not common.is_int() or common.is_int1():
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not common.is_int()
+        or common.is_int1()
+    ):
         return
     bits = common.int_bitwidth
-    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if common.is_int_signed() else (0, (1 << bits) - 1)
+    low, high = (
+        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        if common.is_int_signed()
+        else (0, (1 << bits) - 1)
+    )
     if not low <= value <= high:
-        raise TileTypeError(f"the constant {value} is out of range for {common} ({low} to {high}), the dtype "
-                            "this operation computes in",
-                            hint="convert the tile first, e.g. x.to(tl.int64), or change the constant")
+        raise TileTypeError(
+            f"the constant {value} is out of range for {common} ({low} to {high}), the dtype "
+            "this operation computes in",
+            hint="convert the tile first, e.g. x.to(tl.int64), or change the constant",
+        )
 
 
 def shape_str(shape) -> str:
@@ -96,11 +107,15 @@ class Semantics:
         for s in shape:
             numel *= s
         if numel != x.numel:
-            raise TileTypeError(f"cannot reshape a tile of shape {shape_str(x.shape)} to {shape_str(shape)}: "
-                                f"{x.numel} elements vs {numel}")
+            raise TileTypeError(
+                f"cannot reshape a tile of shape {shape_str(x.shape)} to {shape_str(shape)}: "
+                f"{x.numel} elements vs {numel}"
+            )
         if not shape:
             return self.make(tt.ReshapeOp, x.dtype, src=x.handle)
-        return self.make(tt.ReshapeOp, block_type(x.dtype, shape), src=x.handle, allow_reorder=can_reorder)
+        return self.make(
+            tt.ReshapeOp, block_type(x.dtype, shape), src=x.handle, allow_reorder=can_reorder
+        )
 
     def broadcast_to(self, x: tensor, shape: tuple[int, ...]) -> tensor:
         shape = tuple(shape)
@@ -109,12 +124,16 @@ class Semantics:
         if not x.shape:
             return self.splat(x, shape)
         if len(x.shape) > len(shape):
-            raise TileTypeError(f"cannot broadcast shape {shape_str(x.shape)} to {shape_str(shape)}")
+            raise TileTypeError(
+                f"cannot broadcast shape {shape_str(x.shape)} to {shape_str(shape)}"
+            )
         if len(x.shape) < len(shape):
             x = self.reshape(x, (1,) * (len(shape) - len(x.shape)) + x.shape)
         for have, want in zip(x.shape, shape):
             if have != want and have != 1:
-                raise TileTypeError(f"cannot broadcast shape {shape_str(x.shape)} to {shape_str(shape)}")
+                raise TileTypeError(
+                    f"cannot broadcast shape {shape_str(x.shape)} to {shape_str(shape)}"
+                )
         if x.shape == shape:
             return x
         return self.make(tt.BroadcastOp, block_type(x.dtype, shape), operand=x.handle)
@@ -131,7 +150,8 @@ class Semantics:
             if x != y and 1 not in (x, y):
                 raise TileTypeError(
                     f"shapes {shape_str(a)} and {shape_str(b)} do not broadcast",
-                    hint="index one side with [:, None] or [None, :], or make the block sizes equal")
+                    hint="index one side with [:, None] or [None, :], or make the block sizes equal",
+                )
             out.append(max(x, y))
         return tuple(out)
 
@@ -142,7 +162,9 @@ class Semantics:
     def expand_dims(self, x: tensor, axis: int) -> tensor:
         rank = len(x.shape) + 1
         if not -rank <= axis < rank:
-            raise TileTypeError(f"expand_dims axis {axis} is out of range for a result of rank {rank}")
+            raise TileTypeError(
+                f"expand_dims axis {axis} is out of range for a result of rank {rank}"
+            )
         axis %= rank
         if not x.shape:
             return self.splat(x, (1,))
@@ -193,8 +215,10 @@ class Semantics:
         if src.is_ptr() and dst.is_ptr():
             return self.make(tt.PtrBitcastOp, out, operand=x.handle)
         if src.is_ptr() or dst.is_ptr() or src.primitive_bitwidth != dst.primitive_bitwidth:
-            raise TileTypeError(f"cannot bitcast {src} to {dst}: bit widths differ "
-                                f"({src.primitive_bitwidth} vs {dst.primitive_bitwidth})")
+            raise TileTypeError(
+                f"cannot bitcast {src} to {dst}: bit widths differ "
+                f"({src.primitive_bitwidth} vs {dst.primitive_bitwidth})"
+            )
         return self.make(arith.BitcastOp, out, operand=x.handle)
 
     def _pointer_cast(self, x: tensor, src: dtype, dst: dtype, out: dtype) -> tensor:
@@ -217,7 +241,9 @@ class Semantics:
         ta, tb = self.to_tensor(a), self.to_tensor(b)
         if ta.dtype.is_ptr() or tb.dtype.is_ptr():
             if not allow_ptr:
-                raise TileTypeError(f"this operator is not defined for pointers ({ta.dtype}, {tb.dtype})")
+                raise TileTypeError(
+                    f"this operator is not defined for pointers ({ta.dtype}, {tb.dtype})"
+                )
             return (*self.broadcast_pair(ta, tb), None)
         common = computation_type(ta.dtype, a_scalar, tb.dtype, b_scalar, div_or_mod)
         check_scalar_range(a, common)
@@ -247,7 +273,9 @@ class Semantics:
         a, b, common = self._operands(a, b, allow_ptr=True)
         if common is None:
             if b.dtype.is_ptr():
-                raise TileTypeError("subtracting pointers is not supported; subtract offsets instead")
+                raise TileTypeError(
+                    "subtracting pointers is not supported; subtract offsets instead"
+                )
             return self._addptr(a, self.neg(b))
         return self._build(arith.SubFOp if common.is_floating() else arith.SubIOp, a, b)
 
@@ -264,8 +292,10 @@ class Semantics:
     def floordiv(self, a, b) -> tensor:
         a, b, common = self._operands(a, b, div_or_mod=True)
         if not common.is_int():
-            raise TileTypeError(f"`//` is only defined for integers, not {common}",
-                                hint="use tl.floor(x / y) for floats")
+            raise TileTypeError(
+                f"`//` is only defined for integers, not {common}",
+                hint="use tl.floor(x / y) for floats",
+            )
         return self._build(arith.DivSIOp if common.is_int_signed() else arith.DivUIOp, a, b)
 
     def mod(self, a, b) -> tensor:
@@ -277,11 +307,15 @@ class Semantics:
     def _bitwise_operands(self, a, b, what: str):
         ta, tb = self.to_tensor(unwrap(a)), self.to_tensor(unwrap(b))
         for t in (ta, tb):
-            if not t.dtype.is_int():  # Triton's wording first: code matches on "invalid operands of type"
-                raise TileTypeError(f"invalid operands of type {ta.type!r} and {tb.type!r}: `{what}` needs "
-                                    f"integer operands, got {t.dtype}",
-                                    hint="bitwise operators take integers; use .to(tl.int32, bitcast=True) to "
-                                         "work on a float's bits")
+            if (
+                not t.dtype.is_int()
+            ):  # Triton's wording first: code matches on "invalid operands of type"
+                raise TileTypeError(
+                    f"invalid operands of type {ta.type!r} and {tb.type!r}: `{what}` needs "
+                    f"integer operands, got {t.dtype}",
+                    hint="bitwise operators take integers; use .to(tl.int32, bitcast=True) to "
+                    "work on a float's bits",
+                )
         # Triton promotes as for arithmetic: a Python int meeting an int1 tile makes an int32 result.
         a_scalar, b_scalar = is_number(unwrap(a)), is_number(unwrap(b))
         common = computation_type(ta.dtype, a_scalar, tb.dtype, b_scalar, False)
@@ -319,13 +353,18 @@ class Semantics:
         a, b, common = self._operands(a, b)
         out = self.with_scalar(a, core.int1)
         if common.is_floating():
-            return self.make(arith.CmpFOp, out, predicate=_FLOAT_PRED[op], lhs=a.handle, rhs=b.handle)
+            return self.make(
+                arith.CmpFOp, out, predicate=_FLOAT_PRED[op], lhs=a.handle, rhs=b.handle
+            )
         table = _SINT_PRED if common.is_int_signed() else _UINT_PRED
         return self.make(arith.CmpIOp, out, predicate=table[op], lhs=a.handle, rhs=b.handle)
 
     def logical(self, op: str, a, b) -> tensor:
         """`and` / `or` on runtime values: both sides become int1 first."""
-        ta, tb = self.cast(self.to_tensor(unwrap(a)), core.int1), self.cast(self.to_tensor(unwrap(b)), core.int1)
+        ta, tb = (
+            self.cast(self.to_tensor(unwrap(a)), core.int1),
+            self.cast(self.to_tensor(unwrap(b)), core.int1),
+        )
         ta, tb = self.broadcast_pair(ta, tb)
         return self._build(arith.AndIOp if op == "and" else arith.OrIOp, ta, tb)
 
@@ -362,8 +401,13 @@ class Semantics:
             tx, ty = self.cast(tx, common), self.cast(ty, common)
         shape = self.broadcast_shape(self.broadcast_shape(condition.shape, tx.shape), ty.shape)
         condition, tx, ty = (self.broadcast_to(v, shape) for v in (condition, tx, ty))
-        return self.make(arith.SelectOp, tx.type, condition=condition.handle, true_value=tx.handle,
-                         false_value=ty.handle)
+        return self.make(
+            arith.SelectOp,
+            tx.type,
+            condition=condition.handle,
+            true_value=tx.handle,
+            false_value=ty.handle,
+        )
 
     def minmax(self, which: str, a, b, propagate_nan: int = 0) -> tensor:
         a, b, common = self._operands(a, b)
@@ -379,20 +423,25 @@ class Semantics:
         return self._build(cls, a, b)
 
     # -- memory -------------------------------------------------------------------------------------------
-    def load(self, ptr, mask=None, other=None, cache_modifier="", eviction_policy="",
-             volatile=False) -> tensor:
+    def load(
+        self, ptr, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False
+    ) -> tensor:
         _check_cache_options("tl.load", cache_modifier, eviction_policy)
         ptr = self.to_tensor(ptr)
         if not ptr.dtype.is_ptr():
-            raise TileTypeError(f"tl.load needs a pointer, got {ptr.dtype}",
-                                hint="pass a pointer argument plus offsets, e.g. tl.load(x_ptr + offs)")
+            raise TileTypeError(
+                f"tl.load needs a pointer, got {ptr.dtype}",
+                hint="pass a pointer argument plus offsets, e.g. tl.load(x_ptr + offs)",
+            )
         elem = ptr.dtype.element_ty
         shape = ptr.shape
         if mask is not None:
             mask = self.cast(self.to_tensor(unwrap(mask)), core.int1)
             if mask.shape and not ptr.shape:
-                raise TileTypeError(f"tl.load of a scalar pointer with a mask of shape {shape_str(mask.shape)}",
-                                    hint="add offsets to the pointer, e.g. x_ptr + tl.arange(0, BLOCK)")
+                raise TileTypeError(
+                    f"tl.load of a scalar pointer with a mask of shape {shape_str(mask.shape)}",
+                    hint="add offsets to the pointer, e.g. x_ptr + tl.arange(0, BLOCK)",
+                )
             shape = self.broadcast_shape(shape, mask.shape)
             mask = self.broadcast_to(mask, shape)
         ptr = self.broadcast_to(ptr, shape)
@@ -402,10 +451,16 @@ class Semantics:
         if other is not None:
             other = self.broadcast_to(self.cast(self.to_tensor(unwrap(other)), storage), shape)
         out = block_type(storage, shape) if shape else storage
-        value = self.make(tt.LoadOp, out, ptr=ptr.handle, mask=mask.handle if mask is not None else None,
-                          other=other.handle if other is not None else None,
-                          cache_modifier=cache_modifier or "", eviction_policy=eviction_policy or "",
-                          is_volatile=bool(volatile))
+        value = self.make(
+            tt.LoadOp,
+            out,
+            ptr=ptr.handle,
+            mask=mask.handle if mask is not None else None,
+            other=other.handle if other is not None else None,
+            cache_modifier=cache_modifier or "",
+            eviction_policy=eviction_policy or "",
+            is_volatile=bool(volatile),
+        )
         return self.cast(value, core.int1) if elem.is_int1() else value
 
     def store(self, ptr, value, mask=None, cache_modifier="", eviction_policy="") -> None:
@@ -414,15 +469,19 @@ class Semantics:
         if not ptr.dtype.is_ptr():
             raise TileTypeError(f"tl.store needs a pointer, got {ptr.dtype}")
         if ptr.dtype.const:
-            raise TileTypeError("Cannot store to a constant pointer (a parameter annotated tl.const)",
-                                hint="drop the tl.const annotation, or store through another pointer")
+            raise TileTypeError(
+                "Cannot store to a constant pointer (a parameter annotated tl.const)",
+                hint="drop the tl.const annotation, or store through another pointer",
+            )
         elem = ptr.dtype.element_ty
         value = self.to_tensor(unwrap(value))
         if value.shape and not ptr.shape:
             # Every lane would write the same address: Triton refuses this too.
-            raise TileTypeError(f"tl.store of a tile of shape {shape_str(value.shape)} through a scalar pointer",
-                                hint="add offsets to the pointer (x_ptr + tl.arange(0, BLOCK)), or reduce "
-                                     "the tile to a scalar first")
+            raise TileTypeError(
+                f"tl.store of a tile of shape {shape_str(value.shape)} through a scalar pointer",
+                hint="add offsets to the pointer (x_ptr + tl.arange(0, BLOCK)), or reduce "
+                "the tile to a scalar first",
+            )
         shape = self.broadcast_shape(ptr.shape, value.shape)
         if mask is not None:
             mask = self.cast(self.to_tensor(unwrap(mask)), core.int1)
@@ -433,20 +492,32 @@ class Semantics:
             elem = core.int8
         ptr = self.broadcast_to(ptr, shape)
         value = self.broadcast_to(self.cast(value, elem), shape)
-        self.builder.create(tt.StoreOp, ptr=ptr.handle, value=value.handle,
-                            mask=mask.handle if mask is not None else None,
-                            cache_modifier=cache_modifier or "", eviction_policy=eviction_policy or "")
+        self.builder.create(
+            tt.StoreOp,
+            ptr=ptr.handle,
+            value=value.handle,
+            mask=mask.handle if mask is not None else None,
+            cache_modifier=cache_modifier or "",
+            eviction_policy=eviction_policy or "",
+        )
 
 
 # Triton's accepted values (PTX cache operators and L1 eviction priorities)
-CACHE_MODIFIERS = {"tl.load": ("", ".ca", ".cg", ".cs", ".cv"), "tl.store": ("", ".wb", ".cg", ".cs", ".wt")}
+CACHE_MODIFIERS = {
+    "tl.load": ("", ".ca", ".cg", ".cs", ".cv"),
+    "tl.store": ("", ".wb", ".cg", ".cs", ".wt"),
+}
 EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
 
 
 def _check_cache_options(what: str, cache_modifier, eviction_policy) -> None:
     if (cache_modifier or "") not in CACHE_MODIFIERS[what]:
-        raise TileTypeError(f"{what}: cache_modifier {cache_modifier!r} is not supported",
-                            hint="use one of " + ", ".join(repr(c) for c in CACHE_MODIFIERS[what][1:]))
+        raise TileTypeError(
+            f"{what}: cache_modifier {cache_modifier!r} is not supported",
+            hint="use one of " + ", ".join(repr(c) for c in CACHE_MODIFIERS[what][1:]),
+        )
     if (eviction_policy or "") not in EVICTION_POLICIES:
-        raise TileTypeError(f"{what}: eviction_policy {eviction_policy!r} is not supported",
-                            hint="use one of " + ", ".join(repr(e) for e in EVICTION_POLICIES[1:]))
+        raise TileTypeError(
+            f"{what}: eviction_policy {eviction_policy!r} is not supported",
+            hint="use one of " + ", ".join(repr(e) for e in EVICTION_POLICIES[1:]),
+        )

@@ -32,8 +32,10 @@ def expand_dims(cg, input, axis):
     rank = len(input.shape) + len(axes)
     normalized = [wrap_axis(constexpr_int(a, "axis"), rank) for a in axes]
     if len(set(normalized)) != len(normalized):
-        raise TileTypeError(f"expand_dims received duplicate axes, normalized axes = {normalized}",
-                            hint="name each new axis once")
+        raise TileTypeError(
+            f"expand_dims received duplicate axes, normalized axes = {normalized}",
+            hint="name each new axis once",
+        )
     for a in sorted(normalized):
         input = cg.sem.expand_dims(input, a)
     return input
@@ -57,12 +59,14 @@ def squeeze(cg, input, dim):
     dim = normalize_axis(dim, len(input.shape))
     if input.shape[dim] != 1:
         raise TileTypeError(f"cannot squeeze dimension {dim} of size {input.shape[dim]}")
-    return cg.sem.reshape(input, input.shape[:dim] + input.shape[dim + 1:])
+    return cg.sem.reshape(input, input.shape[:dim] + input.shape[dim + 1 :])
 
 
 @impl("reshape")
 def reshape(cg, input, *shape, can_reorder=False):
-    return cg.sem.reshape(cg.sem.to_tensor(input), check_shape(dims_arg(shape)), bool(unwrap(can_reorder)))
+    return cg.sem.reshape(
+        cg.sem.to_tensor(input), check_shape(dims_arg(shape)), bool(unwrap(can_reorder))
+    )
 
 
 @impl("view")
@@ -81,7 +85,9 @@ def permute(cg, input, *dims):
     input = cg.sem.to_tensor(input)
     order = dims_arg(dims)
     if sorted(order) != list(range(len(input.shape))):
-        raise TileTypeError(f"permute order {order} is not a permutation of the {len(input.shape)} dims")
+        raise TileTypeError(
+            f"permute order {order} is not a permutation of the {len(input.shape)} dims"
+        )
     if order == tuple(range(len(order))):
         return input
     shape = tuple(input.shape[d] for d in order)
@@ -95,8 +101,10 @@ def trans(cg, input, *dims):
         return permute(cg, input, *dims_arg(dims))
     rank = len(input.shape)  # Triton's default: swap the last two axes (a batched 2-D transpose)
     if rank < 2:
-        raise TileTypeError("tl.trans invoked with a 0- or 1-dimensional tensor",
-                            hint="give the order, tl.trans(x, 0), or drop the call")
+        raise TileTypeError(
+            "tl.trans invoked with a 0- or 1-dimensional tensor",
+            hint="give the order, tl.trans(x, 0), or drop the call",
+        )
     return permute(cg, input, *range(rank - 2), rank - 1, rank - 2)
 
 
@@ -114,7 +122,9 @@ def join(cg, a, b):
 def split(cg, a):
     a = cg.sem.to_tensor(a)
     if not a.shape or a.shape[-1] != 2:
-        raise TileTypeError(f"tl.split needs a last dimension of size 2, got shape {shape_str(a.shape)}")
+        raise TileTypeError(
+            f"tl.split needs a last dimension of size 2, got shape {shape_str(a.shape)}"
+        )
     shape = a.shape[:-1]
     if not shape:  # to scalars: split a (1, 2) tile and take each one-element half, so every back
         # end lowers it as tiles (the NVPTX lowering keeps the two elements in different threads)
@@ -149,7 +159,7 @@ def cat(cg, input, other, can_reorder=False, dim=0):
     order = list(range(rank))
     order.insert(dim, rank)
     joined = permute(cg, join(cg, a, b), tuple(order))
-    shape = a.shape[:dim] + (2 * a.shape[dim],) + a.shape[dim + 1:]
+    shape = a.shape[:dim] + (2 * a.shape[dim],) + a.shape[dim + 1 :]
     return cg.sem.reshape(joined, shape)
 
 
@@ -159,8 +169,13 @@ def gather(cg, src, index, axis):
     axis = normalize_axis(axis, len(src.shape))
     if len(index.shape) != len(src.shape) or not index.dtype.is_int():
         raise TileTypeError("tl.gather's index must be an integer tile of the same rank as src")
-    return cg.sem.make(tt.GatherOp, block_type(src.dtype, index.shape), src=src.handle,
-                       indices=index.handle, axis=axis)
+    return cg.sem.make(
+        tt.GatherOp,
+        block_type(src.dtype, index.shape),
+        src=src.handle,
+        indices=index.handle,
+        axis=axis,
+    )
 
 
 @impl("flip")
@@ -189,7 +204,9 @@ def _last_dim(x: tensor, dim, what: str) -> int:
 def sort(cg, x, dim=None, descending=False):
     x = cg.sem.to_tensor(x)
     dim = _last_dim(x, dim, "sort")
-    return cg.sem.make(tt.SortOp, x.type, src=x.handle, axis=dim, descending=bool(unwrap(descending)))
+    return cg.sem.make(
+        tt.SortOp, x.type, src=x.handle, axis=dim, descending=bool(unwrap(descending))
+    )
 
 
 @impl("topk")
@@ -200,7 +217,9 @@ def topk(cg, x, k, dim=None):
     check_shape((k,), "topk's k")
     if k > x.shape[-1]:
         raise TileTypeError(f"topk's k={k} is larger than the last dimension {x.shape[-1]}")
-    return cg.sem.make(tt.TopKOp, block_type(x.dtype, x.shape[:-1] + (k,)), src=x.handle, largest=True)
+    return cg.sem.make(
+        tt.TopKOp, block_type(x.dtype, x.shape[:-1] + (k,)), src=x.handle, largest=True
+    )
 
 
 @impl("histogram")

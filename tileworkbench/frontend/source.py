@@ -56,14 +56,22 @@ def get_source(fn: Callable) -> FunctionSource:
     except (OSError, TypeError) as exc:
         raise CompilationError(
             f"cannot read the source of {getattr(fn, '__name__', fn)!r}: {exc}. Kernels must be defined in a "
-            "file or a notebook cell (not typed at a plain `python` prompt or built with exec)") from None
+            "file or a notebook cell (not typed at a plain `python` prompt or built with exec)"
+        ) from None
     file = inspect.getsourcefile(fn) or fn.__code__.co_filename
     text = textwrap.dedent("".join(lines))
     module = ast.parse(text)
-    tree = next(node for node in module.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    tree = next(
+        node for node in module.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
     if not linecache.getline(file, first_line):
         # Functions from exec'd strings: register the text so diagnostics can show lines.
-        linecache.cache[file] = (len(text), None, [""] * (first_line - 1) + text.splitlines(True), file)
+        linecache.cache[file] = (
+            len(text),
+            None,
+            [""] * (first_line - 1) + text.splitlines(True),
+            file,
+        )
     indent = len(lines[0]) - len(lines[0].lstrip())
     source = FunctionSource(fn, text, tree, file, first_line, indent, display_file(file))
     _CACHE[id(fn)] = (fn, source)

@@ -67,8 +67,9 @@ def parse_type(text: str) -> dtype:
     try:
         return dtype(text)
     except ValueError:
-        raise CompilationError(f"unknown type {text!r} in the signature: use e.g. '*fp32', 'i32', 'fp16', "
-                               "'u64', 'i1'") from None
+        raise CompilationError(
+            f"unknown type {text!r} in the signature: use e.g. '*fp32', 'i32', 'fp16', 'u64', 'i1'"
+        ) from None
 
 
 def parse_arg(name: str, text: str) -> ArgSpec:
@@ -79,15 +80,21 @@ def parse_arg(name: str, text: str) -> ArgSpec:
     flags = {p.strip() for p in parts[1:]}
     unknown = flags - {"16", "1"} - _SMALL_FLAGS
     if unknown:
-        raise CompilationError(f"unknown specialization {':'.join(sorted(unknown))!r} for {name}; "
-                               "use ':16', ':8', ':4' or ':1'")
+        raise CompilationError(
+            f"unknown specialization {':'.join(sorted(unknown))!r} for {name}; "
+            "use ':16', ':8', ':4' or ':1'"
+        )
     small = sorted((int(f) for f in flags & _SMALL_FLAGS), reverse=True)
     if small and not ty.is_int():
-        raise CompilationError(f"specialization ':{small[0]}' for {name} needs an integer parameter, "
-                               f"not {type_text!r}: pointers and floats take ':16' only")
+        raise CompilationError(
+            f"specialization ':{small[0]}' for {name} needs an integer parameter, "
+            f"not {type_text!r}: pointers and floats take ':16' only"
+        )
     if len(small) + ("16" in flags) + ("1" in flags) > 1 and small:
-        raise CompilationError(f"{name}: ':{small[0]}' goes with none of ':16', ':8', ':4', ':1' "
-                               f"(an integer's largest divisor among them) in {text!r}")
+        raise CompilationError(
+            f"{name}: ':{small[0]}' goes with none of ':16', ':8', ':4', ':1' "
+            f"(an integer's largest divisor among them) in {text!r}"
+        )
     return ArgSpec(name, type_text, "16" in flags, "1" in flags, small[0] if small else 1)
 
 

@@ -31,7 +31,7 @@ def normalize_returns(stmts: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for i, stmt in enumerate(stmts):
         if isinstance(stmt, ast.If):
-            rest = stmts[i + 1:]
+            rest = stmts[i + 1 :]
             body, orelse = normalize_returns(stmt.body), normalize_returns(stmt.orelse)
             if rest and always_returns(body) and not always_returns(orelse):
                 orelse = normalize_returns(orelse + rest)
@@ -118,8 +118,10 @@ class StatementsMixin:
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         # Only nested definitions get here (bodies of kernels and callees are visited directly); running
         # the nested body in place would be wrong.
-        raise self.error(f"a function defined inside a kernel (`{node.name}`) is not supported",
-                         hint=f"define `{node.name}` at module level with @tw.jit and call it")
+        raise self.error(
+            f"a function defined inside a kernel (`{node.name}`) is not supported",
+            hint=f"define `{node.name}` at module level with @tw.jit and call it",
+        )
 
     def visit_Pass(self, node: ast.Pass) -> None:
         pass
@@ -145,8 +147,10 @@ class StatementsMixin:
         value = self.visit(node.value)
         annotation = self.visit(node.annotation)
         if annotation is core.constexpr and isinstance(value, tensor):
-            raise self.error(f"`{ast.unparse(node.target)}` is annotated tl.constexpr but its value is only "
-                             "known at run time")
+            raise self.error(
+                f"`{ast.unparse(node.target)}` is annotated tl.constexpr but its value is only "
+                "known at run time"
+            )
         if isinstance(annotation, core.dtype) and isinstance(value, (tensor, int, float, bool)):
             value = self.sem.cast(value, annotation)
         self.assign(node.target, value)
@@ -154,8 +158,11 @@ class StatementsMixin:
             self.constexpr_names.add(node.target.id)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        load = ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target) \
-            if isinstance(node.target, ast.Name) else node.target
+        load = (
+            ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target)
+            if isinstance(node.target, ast.Name)
+            else node.target
+        )
         binop = ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node)
         self.assign(node.target, self.visit(binop))
 
@@ -164,14 +171,18 @@ class StatementsMixin:
             self.set_name(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, tuple):
-                raise self.error(f"cannot unpack a {type(value).__name__} into {len(target.elts)} names")
+                raise self.error(
+                    f"cannot unpack a {type(value).__name__} into {len(target.elts)} names"
+                )
             if len(value) != len(target.elts):
                 raise self.error(f"cannot unpack {len(value)} values into {len(target.elts)} names")
             for t, v in zip(target.elts, value):
                 self.assign(t, v)
         else:
-            raise self.error(f"cannot assign to `{ast.unparse(target)}` in a kernel",
-                             hint="tiles are values: build a new one (e.g. with tl.where) or tl.store to memory")
+            raise self.error(
+                f"cannot assign to `{ast.unparse(target)}` in a kernel",
+                hint="tiles are values: build a new one (e.g. with tl.where) or tl.store to memory",
+            )
 
     # -- if -----------------------------------------------------------------------------------------------
     def visit_If(self, node: ast.If) -> None:
@@ -182,13 +193,18 @@ class StatementsMixin:
         self.runtime_if(node, condition)
 
     def scalar_condition(self, condition: tensor, what: str) -> tensor:
-        if condition.shape and condition.numel == 1:  # a one-element tile is a scalar here, as in Triton
+        if (
+            condition.shape and condition.numel == 1
+        ):  # a one-element tile is a scalar here, as in Triton
             from .reductions import unsplat
 
             condition = unsplat(self, condition)
         if condition.shape:
-            raise self.error(f"the condition of a runtime `{what}` must be a scalar, not a tile of shape "
-                             f"{condition.shape}", hint="reduce it first (tl.max(mask) > 0), or use tl.where")
+            raise self.error(
+                f"the condition of a runtime `{what}` must be a scalar, not a tile of shape "
+                f"{condition.shape}",
+                hint="reduce it first (tl.max(mask) > 0), or use tl.where",
+            )
         return self.sem.cast(condition, core.int1)
 
     def run_branch(self, stmts: list[ast.stmt], before: dict) -> tuple[Block, dict, bool]:
@@ -213,15 +229,22 @@ class StatementsMixin:
         types = [t.handle.type for name in merged for t in flatten(then_scope[name])]
         for block, scope in ((then_block, then_scope), (else_block, else_scope)):
             with self.builder.at_end(block):
-                self.builder.create(scf.YieldOp, values=[t.handle for n in merged for t in flatten(scope[n])])
-        op = self.builder.create(scf.IfOp, types, condition=condition.handle,
-                                 then_region=Region([then_block]), else_region=Region([else_block]))
+                self.builder.create(
+                    scf.YieldOp, values=[t.handle for n in merged for t in flatten(scope[n])]
+                )
+        op = self.builder.create(
+            scf.IfOp,
+            types,
+            condition=condition.handle,
+            then_region=Region([then_block]),
+            else_region=Region([else_block]),
+        )
         results = list(op.results)
         for name in merged:
             template = then_scope[name]
             flat = [retyped(t, r) for t, r in zip(flatten(template), results)]
             value, _ = unflatten(template, flat)
-            results = results[len(flat):]
+            results = results[len(flat) :]
             if name == RETURN:
                 self.scope[RETURN] = value
             else:
@@ -246,8 +269,11 @@ class StatementsMixin:
             self.scope, self.returned = saved_scope, saved_returned
         (then_scope, then_ret), (else_scope, else_ret) = branches
         if then_ret != else_ret:
-            raise self.error("in tl.map_elementwise, an `if` on a tile must return in both branches or "
-                             "in neither", hint="add an `else: return ...`")
+            raise self.error(
+                "in tl.map_elementwise, an `if` on a tile must return in both branches or "
+                "in neither",
+                hint="add an `else: return ...`",
+            )
         for name in set(then_scope) & set(else_scope):
             a, b = then_scope[name], else_scope[name]
             if name in before and a is before[name] and b is before[name]:
@@ -260,7 +286,9 @@ class StatementsMixin:
             return tuple(self._select(condition, x, y) for x, y in zip(a, b))
         return self.sem.where(condition, a, b)
 
-    def merge_branches(self, node, before, then_scope, else_scope, then_block, else_block) -> list[str]:
+    def merge_branches(
+        self, node, before, then_scope, else_scope, then_block, else_block
+    ) -> list[str]:
         """Names whose value after the `if` depends on the branch taken; unify their types (numbers
         become tensors) and return them in a stable order."""
         merged = []
@@ -268,8 +296,12 @@ class StatementsMixin:
             if name not in then_scope or name not in else_scope:
                 continue
             a, b = then_scope[name], else_scope[name]
-            if a is b or (not isinstance(a, (tensor, tuple)) and not isinstance(b, (tensor, tuple))
-                          and type(a) is type(b) and a == b):
+            if a is b or (
+                not isinstance(a, (tensor, tuple))
+                and not isinstance(b, (tensor, tuple))
+                and type(a) is type(b)
+                and a == b
+            ):
                 self.scope[name] = a
                 continue
             a, b = self.unify(name, a, b, then_block, else_block)
@@ -280,14 +312,22 @@ class StatementsMixin:
     def unify(self, name, a, b, then_block, else_block):
         if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
             pairs = [self.unify(name, x, y, then_block, else_block) for x, y in zip(a, b)]
-            return (_same_tuple_type(a, [p[0] for p in pairs]),
-                    _same_tuple_type(b, [p[1] for p in pairs]))
+            return (
+                _same_tuple_type(a, [p[0] for p in pairs]),
+                _same_tuple_type(b, [p[1] for p in pairs]),
+            )
         if not isinstance(a, tensor) and type(a) is type(b) and a == b:
             return a, b  # an equal compile-time part of a tuple (a block pointer's block shape)
-        if a is None or b is None or not isinstance(a, (tensor, int, float, bool)) \
-                or not isinstance(b, (tensor, int, float, bool)):
-            raise self.error(f"`{name}` has different compile-time values in the two branches of a runtime "
-                             "`if`", hint="make the condition a tl.constexpr, or give both branches tensors")
+        if (
+            a is None
+            or b is None
+            or not isinstance(a, (tensor, int, float, bool))
+            or not isinstance(b, (tensor, int, float, bool))
+        ):
+            raise self.error(
+                f"`{name}` has different compile-time values in the two branches of a runtime `if`",
+                hint="make the condition a tl.constexpr, or give both branches tensors",
+            )
         with self.builder.at_end(then_block):
             ta = self.sem.to_tensor(a)
         with self.builder.at_end(else_block):
@@ -299,8 +339,10 @@ class StatementsMixin:
             with self.builder.at_end(else_block):
                 tb = self.sem.broadcast_to(self.sem.cast(tb, ta.dtype), ta.shape)
         if ta.type != tb.type:
-            raise self.error(f"`{name}` is {ta.type!r} in the `if` branch but {tb.type!r} in the `else` "
-                             "branch", hint="cast both to one dtype and shape")
+            raise self.error(
+                f"`{name}` is {ta.type!r} in the `if` branch but {tb.type!r} in the `else` branch",
+                hint="cast both to one dtype and shape",
+            )
         return ta, tb
 
     # -- loops ---------------------------------------------------------------------------------------------
@@ -318,8 +360,13 @@ class StatementsMixin:
             value = self.sem.to_tensor(value)
             return value if template is None else self.sem.cast(value, template.dtype)
         if type(value) is tuple:
-            templates = template if type(template) is tuple and len(template) == len(value) \
-                else (None,) * len(value) if template is None else None
+            templates = (
+                template
+                if type(template) is tuple and len(template) == len(value)
+                else (None,) * len(value)
+                if template is None
+                else None
+            )
             if templates is not None:
                 return tuple(self.numbers_to_tensors(v, t) for v, t in zip(value, templates))
         return value
@@ -330,23 +377,32 @@ class StatementsMixin:
             new = scope[name]
             if not isinstance(new, (tensor, tuple)) and is_number(new):
                 new = self.sem.to_tensor(new)
-                new = self.sem.cast(new, flatten(inits[name])[0].dtype) if flatten(inits[name]) else new
+                new = (
+                    self.sem.cast(new, flatten(inits[name])[0].dtype)
+                    if flatten(inits[name])
+                    else new
+                )
             elif type(new) is tuple:
                 new = self.numbers_to_tensors(new, inits[name])
             old_flat, new_flat = flatten(inits[name]), flatten(new)
             if not isinstance(inits[name], (tensor, tuple)):
                 if new is not inits[name] and new != inits[name]:
-                    raise self.error(f"`{name}` is a compile-time value that the {kind} loop changes",
-                                     hint=f"initialize `{name}` with a tensor (e.g. tl.zeros)")
+                    raise self.error(
+                        f"`{name}` is a compile-time value that the {kind} loop changes",
+                        hint=f"initialize `{name}` with a tensor (e.g. tl.zeros)",
+                    )
                 continue
-            if len(old_flat) != len(new_flat) or any(o.type != n.type for o, n in zip(old_flat, new_flat)):
+            if len(old_flat) != len(new_flat) or any(
+                o.type != n.type for o, n in zip(old_flat, new_flat)
+            ):
                 old_t = [repr(o.type) for o in old_flat]
                 new_t = [repr(n.type) for n in new_flat]
                 raise self.error(
                     f"loop-carried variable `{name}` is {', '.join(old_t)} before the {kind} loop but "
                     f"{', '.join(new_t)} after one iteration",
                     hint=f"give `{name}` its final dtype and shape before the loop, e.g. "
-                         f"tl.zeros(shape, dtype) or .to(dtype)")
+                    f"tl.zeros(shape, dtype) or .to(dtype)",
+                )
             out.extend(new_flat)
         return out
 
@@ -365,7 +421,9 @@ class StatementsMixin:
     def unrolled_for(self, node: ast.For, iterator: core.static_range) -> None:
         bounds = [iterator.start, iterator.end, iterator.step]
         if any(isinstance(v, tensor) for v in bounds):
-            raise self.error("tl.static_range bounds must be constexpr", hint="use range() for a runtime loop")
+            raise self.error(
+                "tl.static_range bounds must be constexpr", hint="use range() for a runtime loop"
+            )
         for i in range(int(bounds[0]), int(bounds[1]), int(bounds[2])):
             self.assign(node.target, i)
             self.visit_body(node.body)
@@ -397,10 +455,16 @@ class StatementsMixin:
             pos = self.sem.neg(step)
             trip = self.sem.floordiv(self.sem.add(self.sem.sub(lb, ub), self.sem.sub(pos, 1)), pos)
             trip = self.sem.minmax("max", trip, self.sem.constant(0, lb.dtype))
-            start, stop, stride = self.sem.constant(0, lb.dtype), trip, self.sem.constant(1, lb.dtype)
+            start, stop, stride = (
+                self.sem.constant(0, lb.dtype),
+                trip,
+                self.sem.constant(1, lb.dtype),
+            )
         else:
             start, stop, stride = lb, ub, step
-        names = self.carried_names(node.body + [ast.Assign(targets=[node.target], value=ast.Constant(0))])
+        names = self.carried_names(
+            node.body + [ast.Assign(targets=[node.target], value=ast.Constant(0))]
+        )
         names = [n for n in names if n != node.target.id]
         inits = self.carried_inits(names)
         init_flat = [t for n in names for t in flatten(inits[n])]
@@ -419,11 +483,17 @@ class StatementsMixin:
             yielded = self.check_loop_types(names, inits, self.scope, "for")
             self.builder.create(scf.YieldOp, values=[t.handle for t in yielded])
         self.scope = saved_scope
-        op = self.builder.create(scf.ForOp, [t.handle.type for t in init_flat], lower=start.handle,
-                                 upper=stop.handle, step=stride.handle,
-                                 init_args=[t.handle for t in init_flat], body=Region([body]),
-                                 loop_unroll_factor=self.unroll_factor(iterator),
-                                 disable_licm=bool(unwrap(getattr(iterator, "disable_licm", False))))
+        op = self.builder.create(
+            scf.ForOp,
+            [t.handle.type for t in init_flat],
+            lower=start.handle,
+            upper=stop.handle,
+            step=stride.handle,
+            init_args=[t.handle for t in init_flat],
+            body=Region([body]),
+            loop_unroll_factor=self.unroll_factor(iterator),
+            disable_licm=bool(unwrap(getattr(iterator, "disable_licm", False))),
+        )
         self.bind_results(names, inits, list(op.results))
 
     def unroll_factor(self, iterator: core.range) -> int:
@@ -431,7 +501,9 @@ class StatementsMixin:
         if factor is None:
             return 0
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
-            raise self.error(f"loop_unroll_factor must be a positive integer constexpr, got {factor!r}")
+            raise self.error(
+                f"loop_unroll_factor must be a positive integer constexpr, got {factor!r}"
+            )
         return factor
 
     def bind_results(self, names, inits, results) -> None:
@@ -470,9 +542,14 @@ class StatementsMixin:
             yielded = self.check_loop_types(names, inits, self.scope, "while")
             self.builder.create(scf.YieldOp, values=[t.handle for t in yielded])
         self.scope = saved_scope
-        op = self.builder.create(scf.WhileOp, types, init_args=[t.handle for t in init_flat],
-                                 before=Region([before]), after=Region([after]),
-                                 disable_licm=disable_licm)
+        op = self.builder.create(
+            scf.WhileOp,
+            types,
+            init_args=[t.handle for t in init_flat],
+            before=Region([before]),
+            after=Region([after]),
+            disable_licm=disable_licm,
+        )
         self.bind_results(names, inits, list(op.results))
 
     def bind_block_args(self, names, inits, args) -> None:
@@ -497,4 +574,3 @@ class StatementsMixin:
         raise self.error("`global` is not supported in a kernel")
 
     visit_Nonlocal = visit_Global
-

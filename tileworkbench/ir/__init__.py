@@ -10,7 +10,25 @@ from .values import Block, BlockArgument, OpResult, Region, Value
 from .verifier import IRVerificationError, verify
 
 __all__ = [
-    "Block", "BlockArgument", "Builder", "IRVerificationError", "Loc", "Op", "OpResult", "PointerType",
-    "Region", "ScalarType", "TensorType", "Type", "UNKNOWN", "Value", "arith", "math", "print_ir",
-    "print_ir_lines", "scf", "tt", "verify",
+    "Block",
+    "BlockArgument",
+    "Builder",
+    "IRVerificationError",
+    "Loc",
+    "Op",
+    "OpResult",
+    "PointerType",
+    "Region",
+    "ScalarType",
+    "TensorType",
+    "Type",
+    "UNKNOWN",
+    "Value",
+    "arith",
+    "math",
+    "print_ir",
+    "print_ir_lines",
+    "scf",
+    "tt",
+    "verify",
 ]

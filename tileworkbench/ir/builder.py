@@ -21,8 +21,9 @@ class Builder:
         self.before: Op | None = None
         self.loc = loc
 
-    def create(self, cls: type[OpT], result_types: list[Type] = (), name: str | None = None,
-               **fields) -> OpT:
+    def create(
+        self, cls: type[OpT], result_types: list[Type] = (), name: str | None = None, **fields
+    ) -> OpT:
         """Build `cls(**fields)` with results of `result_types` and insert it; `name` hints the result."""
         op = cls(**fields)
         op.results = [OpResult(t, op, i, name) for i, t in enumerate(result_types)]

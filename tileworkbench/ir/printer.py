@@ -87,7 +87,7 @@ class _Printer:
         counts: dict[str, int] = {}
         for encoding in seen:
             text = str(encoding)
-            base = text[1:text.index("<")] if text.startswith("#") and "<" in text else "layout"
+            base = text[1 : text.index("<")] if text.startswith("#") and "<" in text else "layout"
             k = counts.get(base, 0)
             counts[base] = k + 1
             self.aliases[encoding] = f"#{base}{k if k else ''}"
@@ -131,8 +131,14 @@ class _Printer:
         if isinstance(op, WhileOp):
             return self.while_op(op, indent)
         if isinstance(op, ConstantOp):
-            return self.emit(indent, f"{self.results(op)}{op.name} {_attr(op.value)} : {self.type(op.result.type)}", op.loc)
-        attrs = {k: v for k, v in op.attributes.items() if v not in ("", ()) and v != _default(op, k)}
+            return self.emit(
+                indent,
+                f"{self.results(op)}{op.name} {_attr(op.value)} : {self.type(op.result.type)}",
+                op.loc,
+            )
+        attrs = {
+            k: v for k, v in op.attributes.items() if v not in ("", ()) and v != _default(op, k)
+        }
         text = f"{self.results(op)}{op.name}"
         if op.operands:
             text += " " + self.values(op.operands)
@@ -158,7 +164,11 @@ class _Printer:
     def func(self, op: FuncOp, indent: int) -> None:
         params = []
         for arg, attrs in zip(op.args, op.arg_attrs or [{}] * len(op.args)):
-            extra = " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}" if attrs else ""
+            extra = (
+                " {" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items()) + "}"
+                if attrs
+                else ""
+            )
             params.append(f"{self.name(arg)}: {self.type(arg.type)}{extra}")
         self.emit(indent, f"tt.func @{op.sym_name}({', '.join(params)}) {{", op.loc)
         self.block(op.body.block, indent + 1)
@@ -167,10 +177,14 @@ class _Printer:
     def for_op(self, op: ForOp, indent: int) -> None:
         body = op.body.block
         iv, carried = body.args[0], body.args[1:]
-        text = (f"{self.results(op)}scf.for {self.name(iv)} = {self.name(op.lower)} to "
-                f"{self.name(op.upper)} step {self.name(op.step)} : {self.type(iv.type)}")
+        text = (
+            f"{self.results(op)}scf.for {self.name(iv)} = {self.name(op.lower)} to "
+            f"{self.name(op.upper)} step {self.name(op.step)} : {self.type(iv.type)}"
+        )
         if carried:
-            pairs = ", ".join(f"{self.name(a)} = {self.name(v)}" for a, v in zip(carried, op.init_args))
+            pairs = ", ".join(
+                f"{self.name(a)} = {self.name(v)}" for a, v in zip(carried, op.init_args)
+            )
             text += f" iter_args({pairs}) -> ({', '.join(self.type(r.type) for r in op.results)})"
         self.emit(indent, text + " {", op.loc)
         self.block(body, indent + 1)
@@ -187,7 +201,9 @@ class _Printer:
 
     def while_op(self, op: WhileOp, indent: int) -> None:
         before = op.before.block
-        pairs = ", ".join(f"{self.name(a)} = {self.name(v)}" for a, v in zip(before.args, op.init_args))
+        pairs = ", ".join(
+            f"{self.name(a)} = {self.name(v)}" for a, v in zip(before.args, op.init_args)
+        )
         types = ", ".join(self.type(r.type) for r in op.results)
         self.emit(indent, f"{self.results(op)}scf.while ({pairs}) -> ({types}) {{", op.loc)
         self.block(before, indent + 1)

@@ -53,7 +53,9 @@ def _verify_block(root: Op, block: Block, defined: set[int]) -> None:
             if id(value) not in defined:
                 _fail(root, op, "an operand is used before it is defined, or outside its region")
         if op.elementwise:
-            shapes = {shape_of(v.type) for v in op.operands} | {shape_of(r.type) for r in op.results}
+            shapes = {shape_of(v.type) for v in op.operands} | {
+                shape_of(r.type) for r in op.results
+            }
             if len(shapes) > 1:
                 _fail(root, op, f"elementwise op with mixed shapes {sorted(shapes)}")
         if op.is_terminator and op is not block.ops[-1]:

@@ -49,8 +49,16 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
 
 
 @builtin
-def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
-         eviction_policy="", volatile=False):
+def load(
+    pointer,
+    mask=None,
+    other=None,
+    boundary_check=(),
+    padding_option="",
+    cache_modifier="",
+    eviction_policy="",
+    volatile=False,
+):
     """Load a tile from the memory `pointer` points at (a pointer or a tile of pointers). Lanes where
     `mask` is false are not read and take `other`."""
 
@@ -61,44 +69,39 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
 
 
 def _atomic_doc(name: str) -> str:
-    return (f"Atomically apply `{name}` of `val` at `pointer` (lanes where `mask` is false are skipped) "
-            "and return the old values. `sem` is 'acq_rel' (default), 'acquire', 'release' or 'relaxed'; "
-            "`scope` is 'gpu' (default), 'cta' or 'sys'.")
+    return (
+        f"Atomically apply `{name}` of `val` at `pointer` (lanes where `mask` is false are skipped) "
+        "and return the old values. `sem` is 'acq_rel' (default), 'acquire', 'release' or 'relaxed'; "
+        "`scope` is 'gpu' (default), 'cta' or 'sys'."
+    )
 
 
 @builtin
-def atomic_add(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_add(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 @builtin
-def atomic_max(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_max(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 @builtin
-def atomic_min(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_min(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 @builtin
-def atomic_and(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_and(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 @builtin
-def atomic_or(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_or(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 @builtin
-def atomic_xor(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_xor(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 @builtin
-def atomic_xchg(pointer, val, mask=None, sem=None, scope=None):
-    ...
+def atomic_xchg(pointer, val, mask=None, sem=None, scope=None): ...
 
 
 for _f in (atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg):
@@ -344,12 +347,16 @@ def sum(input, axis=None, keep_dims=False, dtype=None):
 
 
 @builtin
-def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+def max(
+    input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False
+):
     """The maximum along `axis`; with return_indices also the index of the first maximum."""
 
 
 @builtin
-def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+def min(
+    input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False
+):
     """The minimum along `axis`; with return_indices also the index of the first minimum."""
 
 
@@ -389,15 +396,33 @@ def cumprod(input, axis=0, reverse=False):
 
 
 @builtin
-def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
-        out_dtype=float32):
+def dot(
+    input,
+    other,
+    acc=None,
+    input_precision=None,
+    allow_tf32=None,
+    max_num_imprecise_acc=None,
+    out_dtype=float32,
+):
     """The matrix product of two 2-D tiles (M x K and K x N; dims >= 16), plus `acc` when given.
     fp32 inputs use tf32 unless input_precision="ieee"."""
 
 
 @builtin
-def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
-               lhs_k_pack=True, rhs_k_pack=True, out_dtype=float32):
+def dot_scaled(
+    lhs,
+    lhs_scale,
+    lhs_format,
+    rhs,
+    rhs_scale,
+    rhs_format,
+    acc=None,
+    fast_math=False,
+    lhs_k_pack=True,
+    rhs_k_pack=True,
+    out_dtype=float32,
+):
     """The matrix product of two microscaling (MX) tiles, plus `acc`: `lhs` (M x K) in `lhs_format`
     ("e2m1": two fp4 values per uint8 along K; "e4m3", "e5m2": fp8 bits as uint8; "bf16", "fp16"),
     each group of 32 along K times 2**(s - 127) for the uint8 `lhs_scale` (M x K/32, or None); `rhs`
@@ -468,4 +493,8 @@ def to_tensor(x):
     """A Python number as a scalar tensor (int32/uint32/int64/uint64 or fp32/fp64 by its value)."""
 
 
-__all__ = [name for name, value in list(globals().items()) if getattr(value, "__tile_builtin__", None) == name]
+__all__ = [
+    name
+    for name, value in list(globals().items())
+    if getattr(value, "__tile_builtin__", None) == name
+]

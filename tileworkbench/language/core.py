@@ -27,12 +27,23 @@ _ALIASES = {
     "float8e4m3fn": "fp8e4nv",
 }
 
+
 class dtype:
     """A scalar element type (`tl.float32`, `tl.int8`, ...). `tl.dtype("fp32")` names one by Triton's name."""
 
     SINT_TYPES = ("int8", "int16", "int32", "int64")
     UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+    FP_TYPES = (
+        "fp8e4b15",
+        "fp8e4nv",
+        "fp8e4b8",
+        "fp8e5",
+        "fp8e5b16",
+        "fp16",
+        "bf16",
+        "fp32",
+        "fp64",
+    )
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
     OTHER_TYPES = ("void",)
 
@@ -293,7 +304,11 @@ class block_type(dtype):
         return TensorType(self.shape, self.element_ty.to_ir())
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, block_type) and other.shape == self.shape and other.element_ty == self.element_ty
+        return (
+            isinstance(other, block_type)
+            and other.shape == self.shape
+            and other.element_ty == self.element_ty
+        )
 
     def __hash__(self) -> int:
         return hash((self.shape, self.element_ty))
@@ -304,7 +319,9 @@ class block_type(dtype):
 
 # float type -> (mantissa bits, exponent bias); the b15/b8/b16 fp8 types are Triton's (ml_dtypes'
 # e4m3b11fnuz, e4m3fnuz, e5m2fnuz)
-_FLOAT_FORMATS = {row.triton: (row.mantissa, row.bias) for row in DTYPES if row.mantissa is not None}
+_FLOAT_FORMATS = {
+    row.triton: (row.mantissa, row.bias) for row in DTYPES if row.mantissa is not None
+}
 _PUBLIC_NAMES = {row.triton: row.language or row.triton for row in DTYPES}
 
 int1 = dtype("int1")
@@ -405,7 +422,8 @@ class tensor:
     def __bool__(self):
         raise CompilationError(
             "a tensor has no Python truth value at compile time: use it in `if` or `while` directly "
-            "(compiled as a runtime branch), or make the value a tl.constexpr")
+            "(compiled as a runtime branch), or make the value a tl.constexpr"
+        )
 
 
 class range:
@@ -417,9 +435,18 @@ class range:
     `disallow_acc_multi_buffer` and `flatten` (nested loops are not flattened). `disable_licm` reaches
     LLVM as loop metadata."""
 
-    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
-                 disable_licm=False):
+    def __init__(
+        self,
+        arg1,
+        arg2=None,
+        step=None,
+        num_stages=None,
+        loop_unroll_factor=None,
+        disallow_acc_multi_buffer=False,
+        flatten=False,
+        warp_specialize=False,
+        disable_licm=False,
+    ):
         self.start, self.end = (0, arg1) if arg2 is None else (arg1, arg2)
         self.step = 1 if step is None else step
         self.num_stages = num_stages
@@ -447,7 +474,8 @@ def builtin(fn: Callable) -> Callable:
 
     def stub(*args, **kwargs):
         raise RuntimeError(
-            f"tl.{fn.__name__} can only be called inside a @jit kernel (it is compiled, not run by Python)")
+            f"tl.{fn.__name__} can only be called inside a @jit kernel (it is compiled, not run by Python)"
+        )
 
     stub.__name__ = fn.__name__
     stub.__qualname__ = fn.__qualname__

@@ -30,7 +30,12 @@ class tensor_descriptor:
     }
 
     def __init__(
-        self, base, shape: list, strides: list, block_shape: tuple[int, ...], padding: str,
+        self,
+        base,
+        shape: list,
+        strides: list,
+        block_shape: tuple[int, ...],
+        padding: str,
         handle=None,
     ):
         self.base = base

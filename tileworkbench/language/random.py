@@ -88,5 +88,3 @@ def randn(seed, offset, n_rounds: constexpr = N_ROUNDS_DEFAULT):
     u2 = uint_to_uniform_float(i2)
     n1, _ = pair_uniform_to_normal(u1, u2)
     return n1
-
-

@@ -52,4 +52,3 @@ class PropagateNan:
 
     NONE = 0
     ALL = 0xFFFF
-

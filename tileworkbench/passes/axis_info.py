@@ -58,8 +58,14 @@ def constant_info(v: Value, value) -> AxisInfo:
 
 def meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
     """The facts true of both (loop-carried values, if/else results)."""
-    zip3 = [tuple(gcd(x, y) for x, y in zip(p, q)) for p, q in
-            ((a.contiguity, b.contiguity), (a.divisibility, b.divisibility), (a.constancy, b.constancy))]
+    zip3 = [
+        tuple(gcd(x, y) for x, y in zip(p, q))
+        for p, q in (
+            (a.contiguity, b.contiguity),
+            (a.divisibility, b.divisibility),
+            (a.constancy, b.constancy),
+        )
+    ]
     return AxisInfo(*zip3, a.value if a.value == b.value else None)
 
 
@@ -73,8 +79,12 @@ def _elem_bytes(v: Value) -> int:
 # -- transfer functions ----------------------------------------------------------------------------
 def _add(a: AxisInfo, b: AxisInfo, b_scale: int = 1, sub: bool = False) -> AxisInfo:
     n = len(a.contiguity)
-    contig = tuple(max(gcd(a.contiguity[d], b.constancy[d]),
-                       1 if sub else gcd(a.constancy[d], b.contiguity[d])) for d in range(n))
+    contig = tuple(
+        max(
+            gcd(a.contiguity[d], b.constancy[d]), 1 if sub else gcd(a.constancy[d], b.contiguity[d])
+        )
+        for d in range(n)
+    )
     div = tuple(gcd(a.divisibility[d], min(MAX_DIV, b.divisibility[d] * b_scale)) for d in range(n))
     const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(n))
     value = None
@@ -128,9 +138,13 @@ def _cmp(op, a: AxisInfo, b: AxisInfo) -> AxisInfo:
             # a contiguous run starting at a multiple of k, compared with a constant multiple of k,
             # gives runs of k equal results.
             if b.constancy[d] > 1:
-                const[d] = max(const[d], gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
+                const[d] = max(
+                    const[d], gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d]))
+                )
             if a.constancy[d] > 1:
-                const[d] = max(const[d], gcd(b.contiguity[d], gcd(b.divisibility[d], a.divisibility[d])))
+                const[d] = max(
+                    const[d], gcd(b.contiguity[d], gcd(b.divisibility[d], a.divisibility[d]))
+                )
     return AxisInfo((1,) * n, (1,) * n, tuple(const))
 
 
@@ -152,16 +166,24 @@ def _expand(src: AxisInfo, axis: int, src_rank: int) -> AxisInfo:
     if src_rank == 0:
         return AxisInfo((1,), src.divisibility[:1], (1,), src.value)
     div = src.divisibility[0] if src.contiguity[0] == 1 else 1
-    return AxisInfo(src.contiguity[:axis] + (1,) + src.contiguity[axis:],
-                    src.divisibility[:axis] + (div,) + src.divisibility[axis:],
-                    src.constancy[:axis] + (1,) + src.constancy[axis:], src.value)
+    return AxisInfo(
+        src.contiguity[:axis] + (1,) + src.contiguity[axis:],
+        src.divisibility[:axis] + (div,) + src.divisibility[axis:],
+        src.constancy[:axis] + (1,) + src.constancy[axis:],
+        src.value,
+    )
 
 
 def _hint(op, src: AxisInfo) -> AxisInfo:
     def pick(given, old):
         return tuple(max(g, o) for g, o in zip(given, old)) if given else old
-    return AxisInfo(pick(op.contiguity, src.contiguity), pick(op.divisibility, src.divisibility),
-                    pick(op.constancy, src.constancy), src.value)
+
+    return AxisInfo(
+        pick(op.contiguity, src.contiguity),
+        pick(op.divisibility, src.divisibility),
+        pick(op.constancy, src.constancy),
+        src.value,
+    )
 
 
 class AxisInfoAnalysis:
@@ -265,8 +287,17 @@ class AxisInfoAnalysis:
             return _div_like(ops[0], ops[1], rem=True)
         if isinstance(op, (arith.CmpIOp, arith.CmpFOp)):
             return _cmp(op, ops[0], ops[1])
-        if isinstance(op, (arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, ttg.ConvertLayoutOp,
-                           tt.IntToPtrOp, tt.PtrToIntOp)):
+        if isinstance(
+            op,
+            (
+                arith.ExtSIOp,
+                arith.ExtUIOp,
+                arith.TruncIOp,
+                ttg.ConvertLayoutOp,
+                tt.IntToPtrOp,
+                tt.PtrToIntOp,
+            ),
+        ):
             return ops[0]
         if isinstance(op, tt.BroadcastOp):
             return _broadcast(ops[0], _shape(op.operand), _shape(res))
@@ -275,13 +306,19 @@ class AxisInfoAnalysis:
         if isinstance(op, tt.HintOp):
             return _hint(op, ops[0])
         if isinstance(op, tt.TransOp):
-            return AxisInfo(*(tuple(t[i] for i in op.order) for t in
-                              (ops[0].contiguity, ops[0].divisibility, ops[0].constancy)))
+            return AxisInfo(
+                *(
+                    tuple(t[i] for i in op.order)
+                    for t in (ops[0].contiguity, ops[0].divisibility, ops[0].constancy)
+                )
+            )
         if isinstance(op, arith.ShLIOp) and ops[1].value is not None and 0 <= ops[1].value < 30:
             return _mul(ops[0], constant_info(res, 1 << ops[1].value))
         if isinstance(op, (arith.AndIOp, arith.OrIOp, arith.SelectOp, arith.XOrIOp)) and ops:
             n = _dims(res)
-            const = tuple(min(gcd(*(o.constancy[d] for o in ops)), _shape(res)[d]) for d in range(n))
+            const = tuple(
+                min(gcd(*(o.constancy[d] for o in ops)), _shape(res)[d]) for d in range(n)
+            )
             return AxisInfo((1,) * n, (1,) * n, const)
         if op.elementwise and ops and isinstance(res.type, TensorType):
             n = _dims(res)

@@ -14,8 +14,14 @@ from ..ir.values import Value
 BlockTile = tuple[Value, Value]  # (pointers, mask), both of the block's shape
 
 
-def block_tile(builder: Builder, base: Value, shape: list[Value], strides: list[Value],
-               offsets: list[Value], block_shape: tuple[int, ...]) -> BlockTile:
+def block_tile(
+    builder: Builder,
+    base: Value,
+    shape: list[Value],
+    strides: list[Value],
+    offsets: list[Value],
+    block_shape: tuple[int, ...],
+) -> BlockTile:
     """Pointers to the block of `block_shape` at `offsets` in the tensor at `base` (`strides`:
     every dimension's but the innermost, which is 1), and the mask of positions inside `shape`."""
     rank = len(block_shape)
@@ -26,11 +32,13 @@ def block_tile(builder: Builder, base: Value, shape: list[Value], strides: list[
         position = _binary(builder, arith.AddIOp, position, offset)
         zero = builder.value(arith.ConstantOp, i32, value=0)
         lower = _compare(builder, "sge", position, zero)
-        inside = _binary(builder, arith.AndIOp, lower, _compare(builder, "slt", position,
-                                                                shape[axis]))
+        inside = _binary(
+            builder, arith.AndIOp, lower, _compare(builder, "slt", position, shape[axis])
+        )
         mask = inside if mask is None else _binary(builder, arith.AndIOp, mask, inside)
-        pointers = _add_pointer(builder, pointers, _binary(builder, arith.MulIOp, position,
-                                                           strides[axis]))
+        pointers = _add_pointer(
+            builder, pointers, _binary(builder, arith.MulIOp, position, strides[axis])
+        )
     return _broadcast(builder, pointers, block_shape), _broadcast(builder, mask, block_shape)
 
 
@@ -90,14 +98,16 @@ def _binary(builder: Builder, cls, lhs: Value, rhs: Value) -> Value:
 
 def _compare(builder: Builder, predicate: str, lhs: Value, rhs: Value) -> Value:
     rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
-    return builder.value(arith.CmpIOp, _like(lhs.type.shape, i1), predicate=predicate, lhs=lhs,
-                         rhs=rhs)
+    return builder.value(
+        arith.CmpIOp, _like(lhs.type.shape, i1), predicate=predicate, lhs=lhs, rhs=rhs
+    )
 
 
 def _add_pointer(builder: Builder, pointers: Value, offsets: Value) -> Value:
     if not isinstance(pointers.type, TensorType):
-        pointers = builder.value(tt.SplatOp, _like(offsets.type.shape, pointers.type),
-                                 operand=pointers)
+        pointers = builder.value(
+            tt.SplatOp, _like(offsets.type.shape, pointers.type), operand=pointers
+        )
     pointers, offsets = _broadcast_pair(builder, pointers, offsets)
     return builder.value(tt.AddPtrOp, pointers.type, ptr=pointers, offset=offsets)
 

@@ -46,8 +46,13 @@ def coalesce(func: tt.FuncOp, target: TargetInfo) -> bool:
     one_thread = target.one_thread  # the cpu target: one thread holds everything
     blocked = layout_chooser(one_thread)
     analysis = axis_info(func)
-    memory = [op for op in func.walk() if isinstance(op, _MEMORY) and is_tensor(op.ptr)
-              and isinstance(op.ptr.type.element, PointerType)]
+    memory = [
+        op
+        for op in func.walk()
+        if isinstance(op, _MEMORY)
+        and is_tensor(op.ptr)
+        and isinstance(op.ptr.type.element, PointerType)
+    ]
     choices = {}
     for op in memory:
         info = analysis.info(op.ptr)
@@ -70,10 +75,16 @@ def coalesce(func: tt.FuncOp, target: TargetInfo) -> bool:
             anchors.append((op, blocked(shape, num_warps, choices[(shape, order)], order)))
         elif isinstance(op, tt.DotOp) and isinstance(op.result.type, TensorType):
             # wgmma (sm_90a): the operands' memory orders decide which descriptors fit
-            orders = (operand_order(op.a, load_orders), operand_order(op.b, load_orders)) \
-                if target.wgmma else None
-            mma = dot_encoding(op, num_warps, target.fp8_mma, users, orders) \
-                if tensor_cores else None
-            anchors.append((op, mma or dot_result_encoding(op.result.type.shape, num_warps, one_thread)))
+            orders = (
+                (operand_order(op.a, load_orders), operand_order(op.b, load_orders))
+                if target.wgmma
+                else None
+            )
+            mma = (
+                dot_encoding(op, num_warps, target.fp8_mma, users, orders) if tensor_cores else None
+            )
+            anchors.append(
+                (op, mma or dot_result_encoding(op.result.type.shape, num_warps, one_thread))
+            )
     assign_layouts(func, num_warps, anchors, one_thread)
     return True

@@ -56,8 +56,12 @@ def _expanded(value, axis: int):
     if not (isinstance(value, OpResult) and isinstance(value.op, tt.BroadcastOp)):
         return None
     inner = value.op.operand
-    if not (isinstance(inner, OpResult) and isinstance(inner.op, tt.ExpandDimsOp)
-            and inner.op.axis == axis and len(inner.op.src.type.shape) == 2):
+    if not (
+        isinstance(inner, OpResult)
+        and isinstance(inner.op, tt.ExpandDimsOp)
+        and inner.op.axis == axis
+        and len(inner.op.src.type.shape) == 2
+    ):
         return None
     return inner.op.src
 
@@ -65,12 +69,19 @@ def _expanded(value, axis: int):
 def _sum_of_products(reduce: tt.ReduceOp):
     """(a, b) where `reduce` is sum(expand(a, 2) * expand(b, 0), axis=1) in float32, else None."""
     block = reduce.combine.block
-    if reduce.axis != 1 or len(reduce.srcs) != 1 or len(block.ops) != 2 or \
-            not isinstance(block.ops[0], arith.AddFOp):
+    if (
+        reduce.axis != 1
+        or len(reduce.srcs) != 1
+        or len(block.ops) != 2
+        or not isinstance(block.ops[0], arith.AddFOp)
+    ):
         return None
     product = reduce.srcs[0]
-    if not (isinstance(product, OpResult) and isinstance(product.op, arith.MulFOp)) or \
-            str(product.type.element) != "f32" or len(product.type.shape) != 3:
+    if (
+        not (isinstance(product, OpResult) and isinstance(product.op, arith.MulFOp))
+        or str(product.type.element) != "f32"
+        or len(product.type.shape) != 3
+    ):
         return None
     for x, y in ((product.op.lhs, product.op.rhs), (product.op.rhs, product.op.lhs)):
         a, b = _expanded(x, 2), _expanded(y, 0)

@@ -29,7 +29,13 @@ from ..ir.types import PointerType, i8, i32, i64
 from ..ir.values import BlockArgument, Value
 from ..target import TargetInfo, target_pass
 from ..tma_rules import (
-    CHUNK, box_refusal, host_refusal, inner_offset_aligned, nan_refusal, swizzle_bytes, tma_box,
+    CHUNK,
+    box_refusal,
+    host_refusal,
+    inner_offset_aligned,
+    nan_refusal,
+    swizzle_bytes,
+    tma_box,
 )
 from .block_tiles import block_tile, padding_value
 from .canonicalize import canonicalize
@@ -88,8 +94,14 @@ def _host_refusal(make: tt.MakeTensorDescOp, target: TargetInfo) -> str | None:
     block = _block(make)
     element = block.element
     aligned = isinstance(make.base, BlockArgument) and pointer_multiple(make.base) % CHUNK == 0
-    reason = host_refusal(block.shape, BY_IR[element.name].triton, element.is_float,
-                          element.bitwidth, make.padding, aligned)
+    reason = host_refusal(
+        block.shape,
+        BY_IR[element.name].triton,
+        element.is_float,
+        element.bitwidth,
+        make.padding,
+        aligned,
+    )
     if reason is None and make.host in target.tma_fallback.host:
         reason = target.tma_fallback.reason
     return reason
@@ -99,8 +111,9 @@ def _host_tensor_map(func: tt.FuncOp, make: tt.MakeTensorDescOp) -> Value:
     """The parameter `<name>.tensormap`, added after the descriptor's last part (base, shape,
     strides), where the runtime passes it."""
     last = max(v.index for v in make.operands if isinstance(v, BlockArgument))
-    return func.insert_arg(last + 1, TENSOR_MAP_TYPE, f"{make.host}.tensormap",
-                           {"tt.tensormap": MAP_BYTES})
+    return func.insert_arg(
+        last + 1, TENSOR_MAP_TYPE, f"{make.host}.tensormap", {"tt.tensormap": MAP_BYTES}
+    )
 
 
 def _device_refusal(make: tt.MakeTensorDescOp, target: TargetInfo) -> str | None:
@@ -110,17 +123,21 @@ def _device_refusal(make: tt.MakeTensorDescOp, target: TargetInfo) -> str | None
     if not isinstance(make.parent.parent_op, tt.FuncOp):
         return "made inside a loop or branch (its map would be rewritten while copies read it)"
     reason = nan_refusal(make.padding, element.is_float, element.bitwidth) or box_refusal(
-        block.shape, BY_IR[element.name].triton, element.bitwidth)
+        block.shape, BY_IR[element.name].triton, element.bitwidth
+    )
     if reason is not None:
         return reason
     if pointer_multiple(make.base) % CHUNK:
         return "the base is not known to be 16-byte aligned"
     for what, value in [("a stride", s) for s in make.strides] + [
-            ("the innermost extent", make.shape[-1])]:
+        ("the innermost extent", make.shape[-1])
+    ]:
         multiple = known_multiple(value)
         if multiple * nbytes % CHUNK:
-            return (f"{what} is not known to be a multiple of {CHUNK} bytes (known multiple: "
-                    f"{multiple} elements of {nbytes} bytes)")
+            return (
+                f"{what} is not known to be a multiple of {CHUNK} bytes (known multiple: "
+                f"{multiple} elements of {nbytes} bytes)"
+            )
     if target.tma_fallback.device:
         return target.tma_fallback.reason
     return None
@@ -131,15 +148,28 @@ def _device_tensor_map(builder: Builder, make: tt.MakeTensorDescOp) -> Value:
     block = _block(make)
     nbytes = max(1, block.element.bitwidth // 8)
     inner, swizzle = tma_box(block.shape, nbytes)
-    scratch = builder.value(ttng.GlobalScratchOp, TENSOR_MAP_TYPE, "tensormap_scratch",
-                            nbytes=MAP_BYTES, align=MAP_BYTES)
+    scratch = builder.value(
+        ttng.GlobalScratchOp,
+        TENSOR_MAP_TYPE,
+        "tensormap_scratch",
+        nbytes=MAP_BYTES,
+        align=MAP_BYTES,
+    )
     shape = [_cast(builder, s, i64) for s in make.shape]
     strides = [_cast(builder, s, i64) for s in make.strides]
     return builder.value(
-        ttng.TensormapCreateOp, TENSOR_MAP_TYPE, "tensormap", desc_ptr=scratch, base=make.base,
-        shape=shape, strides=strides, box=(*block.shape[:-1], inner),
+        ttng.TensormapCreateOp,
+        TENSOR_MAP_TYPE,
+        "tensormap",
+        desc_ptr=scratch,
+        base=make.base,
+        shape=shape,
+        strides=strides,
+        box=(*block.shape[:-1], inner),
         elem_type=tma_element_code(block.element.name, in_kernel=True),  # PTX's codes
-        swizzle=swizzle, fill=make.padding)
+        swizzle=swizzle,
+        fill=make.padding,
+    )
 
 
 def _cast(builder: Builder, value: Value, to) -> Value:
@@ -176,24 +206,37 @@ def _inner_offset_aligned(builder: Builder, op: Op, block) -> bool:
     multiple = known_multiple(op.offsets[-1])
     if inner_offset_aligned(multiple, nbytes):
         return True
-    builder.create(ttng.TMAFallbackOp, reason=(
-        f"innermost offset not provably a multiple of {CHUNK} bytes (known multiple: {multiple} "
-        f"elements of {nbytes} bytes); TMA traps on an unaligned box"))
+    builder.create(
+        ttng.TMAFallbackOp,
+        reason=(
+            f"innermost offset not provably a multiple of {CHUNK} bytes (known multiple: {multiple} "
+            f"elements of {nbytes} bytes); TMA traps on an unaligned box"
+        ),
+    )
     return False
 
 
-def _tma_access(func: tt.FuncOp, builder: Builder, op: Op, tensor_map: Value,
-                make: tt.MakeTensorDescOp) -> None:
+def _tma_access(
+    func: tt.FuncOp, builder: Builder, op: Op, tensor_map: Value, make: tt.MakeTensorDescOp
+) -> None:
     block = _block(make)
     swizzle = swizzle_bytes(block.shape, max(1, block.element.bitwidth // 8))
     offsets = [_cast(builder, o, i32) for o in op.offsets]  # TMA coordinates are signed 32-bit
     if isinstance(op, tt.DescriptorLoadOp):
-        load = builder.value(ttng.TMALoadOp, op.result.type, op.result.name_hint, desc=tensor_map,
-                             offsets=offsets, padding=make.padding, swizzle=swizzle)
+        load = builder.value(
+            ttng.TMALoadOp,
+            op.result.type,
+            op.result.name_hint,
+            desc=tensor_map,
+            offsets=offsets,
+            padding=make.padding,
+            swizzle=swizzle,
+        )
         _replace(func, op, load)
     else:
-        builder.create(ttng.TMAStoreOp, desc=tensor_map, value=op.value, offsets=offsets,
-                       swizzle=swizzle)
+        builder.create(
+            ttng.TMAStoreOp, desc=tensor_map, value=op.value, offsets=offsets, swizzle=swizzle
+        )
         op.erase()
 
 
@@ -203,13 +246,15 @@ def _pointer_access(func: tt.FuncOp, op: Op, make: tt.MakeTensorDescOp) -> None:
     builder = Builder(loc=op.loc)
     first = _conversions_before(op) if isinstance(op, tt.DescriptorStoreOp) else op
     with builder.before_op(first):
-        pointers, mask = block_tile(builder, make.base, make.shape, make.strides, op.offsets,
-                                    block.shape)
+        pointers, mask = block_tile(
+            builder, make.base, make.shape, make.strides, op.offsets, block.shape
+        )
     with builder.before_op(op):
         if isinstance(op, tt.DescriptorLoadOp):
             other = padding_value(builder, block.element, make.padding, block.shape)
-            load = builder.value(tt.LoadOp, op.result.type, op.result.name_hint, ptr=pointers,
-                                 mask=mask, other=other)
+            load = builder.value(
+                tt.LoadOp, op.result.type, op.result.name_hint, ptr=pointers, mask=mask, other=other
+            )
             return _replace(func, op, load)
         builder.create(tt.StoreOp, ptr=pointers, value=op.value, mask=mask)
     op.erase()
@@ -236,4 +281,3 @@ def _replace(func: tt.FuncOp, op: Op, new: Value) -> None:
         if old in user.operands:
             user.replace_operand(old, new)
     op.erase()
-

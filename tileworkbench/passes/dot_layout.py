@@ -29,8 +29,13 @@ def _feeds_dot(op: tt.DotOp, users: dict[int, list]) -> bool:
     return False
 
 
-def dot_encoding(op: tt.DotOp, num_warps: int, fp8: bool, users: dict[int, list],
-                 wgmma_orders: tuple | None = None) -> MmaEncoding | None:
+def dot_encoding(
+    op: tt.DotOp,
+    num_warps: int,
+    fp8: bool,
+    users: dict[int, list],
+    wgmma_orders: tuple | None = None,
+) -> MmaEncoding | None:
     """The `#mma` layout of `op`'s result, or None for the FMA path. `fp8`: as `mma_kind`.
     `wgmma_orders`: the target has `wgmma` (sm_90a) and the operands arrive in these memory orders;
     version 3 where it fits."""
@@ -50,13 +55,18 @@ def dot_encoding(op: tt.DotOp, num_warps: int, fp8: bool, users: dict[int, list]
     return MmaEncoding(2, warps_per_cta(shape, num_warps, chained))
 
 
-def shared_for_operand(shape: tuple[int, ...], element, order: tuple[int, ...],
-                       operand=None) -> SharedEncoding:
+def shared_for_operand(
+    shape: tuple[int, ...], element, order: tuple[int, ...], operand=None
+) -> SharedEncoding:
     """The `#shared` swizzle of an operand tile whose `order[0]` dimension is contiguous: 16-byte
     chunks, XORed by row so that the 8 rows an `ldmatrix` (or a warp's stores) touch hit 8 different
     bank groups, as Triton's mma v2 swizzle. A `wgmma` operand (`operand`, its `#dot_op` encoding,
     has a version-3 parent) gets an `#nvmma_shared` layout instead (`wgmma.py`)."""
-    if operand is not None and isinstance(operand.parent, MmaEncoding) and operand.parent.version == 3:
+    if (
+        operand is not None
+        and isinstance(operand.parent, MmaEncoding)
+        and operand.parent.version == 3
+    ):
         shared = nvmma_for_operand(operand.op_idx, shape, element, order, operand.parent)
         if shared is None:  # staged in another order than the choice saw: store it K-major
             k_major = (1, 0) if operand.op_idx == 0 else (0, 1)

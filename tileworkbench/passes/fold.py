@@ -20,7 +20,9 @@ from ..dtypes import TABLE as DTYPES
 from ..ir.ops import arith
 from ..ir.types import ScalarType
 
-FLOAT_DTYPES = {row.ir: row.numpy_dtype.type for row in DTYPES if row.is_float and row.numpy == row.raw_numpy}
+FLOAT_DTYPES = {
+    row.ir: row.numpy_dtype.type for row in DTYPES if row.is_float and row.numpy == row.raw_numpy
+}
 _UINT_OF_WIDTH = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 

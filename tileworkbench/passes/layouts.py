@@ -58,7 +58,9 @@ def set_operand(op, index: int, new: Value) -> None:
     raise IndexError(f"{op.name} has no operand {index}")
 
 
-def dot_result_encoding(shape: tuple[int, ...], num_warps: int, one_thread: bool = False) -> BlockedEncoding:
+def dot_result_encoding(
+    shape: tuple[int, ...], num_warps: int, one_thread: bool = False
+) -> BlockedEncoding:
     """A blocked layout for an FMA dot result: a small square of outputs per thread for reuse (all of
     them, for a one-thread kernel)."""
     if one_thread:
@@ -114,8 +116,9 @@ class LayoutAssigner:
         if isinstance(op, tt.ExpandDimsOp):
             set_encoding(v, enc)
             return self.want(op.src, SliceEncoding(op.axis, enc))
-        if isinstance(op, tt.BroadcastOp) or (op.elementwise and not op.regions
-                                               and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp))):
+        if isinstance(op, tt.BroadcastOp) or (
+            op.elementwise and not op.regions and not isinstance(op, (tt.LoadOp, tt.AtomicRMWOp))
+        ):
             set_encoding(v, enc)
             for operand in op.operands:
                 self.want(operand, enc)
@@ -126,8 +129,10 @@ class LayoutAssigner:
             body = op.body.block
             return [body.args[i + 1], op.results[i]], [op.init_args[i], body.ops[-1].operands[i]]
         before, after = op.before.block, op.after.block
-        return ([before.args[i], after.args[i], op.results[i]],
-                [op.init_args[i], after.ops[-1].operands[i], before.ops[-1].args[i]])
+        return (
+            [before.args[i], after.args[i], op.results[i]],
+            [op.init_args[i], after.ops[-1].operands[i], before.ops[-1].args[i]],
+        )
 
     def _want_carried(self, op, i: int, enc) -> None:
         carried, sources = self._carried(op, i)
@@ -151,12 +156,18 @@ class LayoutAssigner:
                     self.want(parent.results[index], enc)
                     self.push(parent.results[index], enc)
                 continue
-            if not user.results or not is_tensor(user.results[0]) or \
-                    encoding_of(user.results[0]) is not None:
+            if (
+                not user.results
+                or not is_tensor(user.results[0])
+                or encoding_of(user.results[0]) is not None
+            ):
                 continue
             res = user.results[0]
-            if isinstance(user, tt.BroadcastOp) or (user.elementwise and not user.regions and not
-                                                      isinstance(user, (tt.LoadOp, tt.AtomicRMWOp))):
+            if isinstance(user, tt.BroadcastOp) or (
+                user.elementwise
+                and not user.regions
+                and not isinstance(user, (tt.LoadOp, tt.AtomicRMWOp))
+            ):
                 set_encoding(res, enc)
                 for operand in user.operands:
                     self.want(operand, enc)
@@ -186,8 +197,11 @@ class LayoutAssigner:
     def _whole_in_one_thread(self, enc, res: Value):
         """On a one-thread target (the cpu), a layout carried over from a smaller operand (a 1xN
         broadcast to MxN) must still give that thread every element, not one row per thread."""
-        if self.one_thread and isinstance(enc, BlockedEncoding) \
-                and tuple(enc.size_per_thread) != tuple(res.type.shape):
+        if (
+            self.one_thread
+            and isinstance(enc, BlockedEncoding)
+            and tuple(enc.size_per_thread) != tuple(res.type.shape)
+        ):
             return one_thread_blocked(res.type.shape, enc.order)
         return enc
 
@@ -195,8 +209,11 @@ class LayoutAssigner:
         srcs = [encoding_of(v) for v in op.operands if is_tensor(v)]
         if isinstance(op, tt.ReduceOp):
             return SliceEncoding(op.axis, srcs[0])
-        if isinstance(op, tt.ExpandDimsOp) and isinstance(srcs[0], SliceEncoding) \
-                and srcs[0].dim == op.axis:
+        if (
+            isinstance(op, tt.ExpandDimsOp)
+            and isinstance(srcs[0], SliceEncoding)
+            and srcs[0].dim == op.axis
+        ):
             return srcs[0].parent
         if isinstance(op, scf.IfOp):
             yielded = op.then_region.block.ops[-1].operands[res.index]
@@ -237,8 +254,11 @@ class LayoutAssigner:
             return [(0, SliceEncoding(op.axis, encoding_of(op.result)))]
         if isinstance(op, tt.DotOp):
             enc = encoding_of(op.result)
-            return [(0, operand_encoding(0, enc, op.a.type)), (1, operand_encoding(1, enc, op.b.type)),
-                    (2, enc)]
+            return [
+                (0, operand_encoding(0, enc, op.a.type)),
+                (1, operand_encoding(1, enc, op.b.type)),
+                (2, enc),
+            ]
         if isinstance(op, (tt.LoadOp, tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)):
             enc = encoding_of(op.ptr)
             return [(i, enc) for i in range(len(ops))]
@@ -287,14 +307,17 @@ def _transposed(enc: BlockedEncoding, order: tuple[int, ...]) -> BlockedEncoding
     """`enc` with its dimensions permuted as `tt.trans {order}` permutes the tensor's (result dim i
     is source dim order[i]): the same elements in the same threads."""
     result_dim = {source: i for i, source in enumerate(order)}
-    return BlockedEncoding(tuple(enc.size_per_thread[d] for d in order),
-                           tuple(enc.threads_per_warp[d] for d in order),
-                           tuple(enc.warps_per_cta[d] for d in order),
-                           tuple(result_dim[d] for d in enc.order))
+    return BlockedEncoding(
+        tuple(enc.size_per_thread[d] for d in order),
+        tuple(enc.threads_per_warp[d] for d in order),
+        tuple(enc.warps_per_cta[d] for d in order),
+        tuple(result_dim[d] for d in enc.order),
+    )
 
 
-def assign_layouts(func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, object]],
-                   one_thread: bool = False) -> None:
+def assign_layouts(
+    func: tt.FuncOp, num_warps: int, anchors: list[tuple[object, object]], one_thread: bool = False
+) -> None:
     """Give every tensor an encoding: `anchors` are (op, encoding) pairs for memory ops and dots;
     `one_thread`: the target runs a program on one thread (the cpu's)."""
     assigner = LayoutAssigner(func, num_warps, one_thread)

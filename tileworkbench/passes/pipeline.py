@@ -97,8 +97,9 @@ def pass_name(fn: Pass) -> str:
     return getattr(fn, "pass_name", fn.__name__)
 
 
-def run_passes(func: FuncOp, passes: list[Pass], *, target: TargetInfo | None = None,
-               verify: bool = True) -> list[tuple[str, str]]:
+def run_passes(
+    func: FuncOp, passes: list[Pass], *, target: TargetInfo | None = None, verify: bool = True
+) -> list[tuple[str, str]]:
     """Run `passes` in order on `func`, in place.
 
     Args:

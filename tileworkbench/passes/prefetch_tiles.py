@@ -53,9 +53,12 @@ def _parts(body):
         if not barriers or not (isinstance(after, AsyncWaitOp) and after.num == 0):
             return None
         start = barriers[-1]
-        prologue = ops[start + 1:i]
-        rings = {id(c.dst.op.src.op): c.dst.op.src.op for c in prologue
-                 if isinstance(c, AsyncCopyGlobalToLocalOp)}
+        prologue = ops[start + 1 : i]
+        rings = {
+            id(c.dst.op.src.op): c.dst.op.src.op
+            for c in prologue
+            if isinstance(c, AsyncCopyGlobalToLocalOp)
+        }
         if not rings or any(r.parent is not body for r in rings.values()):
             return None
         return ops[start], prologue, op, after, list(rings.values())
@@ -65,7 +68,9 @@ def _parts(body):
 def _staging(body, after_index: int, rings, stages: int):
     """The epilogue's staging alloc after the k loop and the (ring, first free slot) it fits over,
     or None."""
-    allocs = [op for op in body.ops[after_index:] if isinstance(op, LocalAllocOp) and op.src is not None]
+    allocs = [
+        op for op in body.ops[after_index:] if isinstance(op, LocalAllocOp) and op.src is not None
+    ]
     if len(allocs) != 1:
         return None
     size = _nbytes(allocs[0].result.type)
@@ -87,8 +92,15 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
     if staging is None:
         return False
     # the prologue's inputs from the tile loop's body: pure, region-free, not carried values
-    roots = [v for op in prologue for v in op.operands if isinstance(v, OpResult)
-             and v.op.parent is body and v.op not in prologue and v.op not in rings]
+    roots = [
+        v
+        for op in prologue
+        for v in op.operands
+        if isinstance(v, OpResult)
+        and v.op.parent is body
+        and v.op not in prologue
+        and v.op not in rings
+    ]
     walked = walk_back(body, roots)
     if walked is None or walked[1]:
         return False
@@ -113,9 +125,15 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
         exists = emit.add(arith.CmpIOp(predicate="slt", lhs=tile_index, rhs=outer.upper), [i1], loc)
         _clone_slice(emit, prologue, mapping)
         for op in emit.block.ops:  # the clones' copies: only for a tile that exists
-            if isinstance(op, AsyncCopyGlobalToLocalOp) and id(op) not in seen and op.pred is not None:
+            if (
+                isinstance(op, AsyncCopyGlobalToLocalOp)
+                and id(op) not in seen
+                and op.pred is not None
+            ):
                 seen.add(id(op))
-                pred = _Emitter(emit.block, op).add(arith.AndIOp(lhs=op.pred, rhs=exists), [i1], loc)
+                pred = _Emitter(emit.block, op).add(
+                    arith.AndIOp(lhs=op.pred, rhs=exists), [i1], loc
+                )
                 op.pred = pred
 
     seen = {id(op) for op in func.walk() if isinstance(op, AsyncCopyGlobalToLocalOp)}

@@ -54,7 +54,9 @@ class Provenance:
             if is_pointer(arg):
                 self.origins[id(arg)] = Origin(frozenset({arg.index}))
         self._changed = True
-        while self._changed:  # loop-carried pointers grow until nothing changes (the lattice is finite)
+        while (
+            self._changed
+        ):  # loop-carried pointers grow until nothing changes (the lattice is finite)
             self._changed = False
             self._block(func.body.block)
 

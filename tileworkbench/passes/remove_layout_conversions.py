@@ -96,8 +96,13 @@ def _erase_dead(func: tt.FuncOp) -> None:
         changed = False
         uses = _uses(func)
         for op in list(func.walk()):
-            if op.pure and not op.regions and op.results and \
-                    all(uses.get(id(r), 0) == 0 for r in op.results) and op.parent is not None:
+            if (
+                op.pure
+                and not op.regions
+                and op.results
+                and all(uses.get(id(r), 0) == 0 for r in op.results)
+                and op.parent is not None
+            ):
                 op.erase()
                 changed = True
 
@@ -112,8 +117,14 @@ def _sink_one(func: tt.FuncOp, conv: ConvertLayoutOp) -> bool:
     if len(users) != 1:
         return False
     user = users[0]
-    if not (user.elementwise and user.pure and len(user.results) == 1 and not user.regions
-            and is_tensor(user.result) and user.parent is conv.parent):
+    if not (
+        user.elementwise
+        and user.pure
+        and len(user.results) == 1
+        and not user.regions
+        and is_tensor(user.result)
+        and user.parent is conv.parent
+    ):
         return False
     others = [o for o in user.operands if o is not conv.result and is_tensor(o)]
     if not all(_rematerializable(o, [_MAX_REMAT]) for o in others):
@@ -144,9 +155,13 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp, target: Target
     if not (isinstance(value, OpResult) and isinstance(value.op, ConvertLayoutOp)):
         return False
     src = value.op.src
-    if isinstance(encoding_of(src), MmaEncoding) and len(src.type.shape) == 2 and \
-            _staging_fits(func, store, src.type.numel * max(1, src.type.element.bitwidth // 8),
-                          target):
+    if (
+        isinstance(encoding_of(src), MmaEncoding)
+        and len(src.type.shape) == 2
+        and _staging_fits(
+            func, store, src.type.numel * max(1, src.type.element.bitwidth // 8), target
+        )
+    ):
         # a tensor-core result is stored coalesced, through shared memory (`stage_dot_operands`):
         # in the #mma layout a warp's store would write 4 bytes in each of 8 rows
         return False
@@ -157,8 +172,9 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp, target: Target
         # loads and stores are both layout anchors (test_core's test_permute)
         return False
     rest = [v for v in (store.ptr, store.mask) if v is not None]
-    if _rematerializable(src, [_MAX_REMAT]) or \
-            not all(_rematerializable(v, [_MAX_REMAT]) for v in rest):
+    if _rematerializable(src, [_MAX_REMAT]) or not all(
+        _rematerializable(v, [_MAX_REMAT]) for v in rest
+    ):
         return False
     enc = encoding_of(src)
     for v in rest:
@@ -169,8 +185,12 @@ def _store_takes_value_layout(func: tt.FuncOp, store: tt.StoreOp, target: Target
 
 def _transposes(value_enc, store_enc) -> bool:
     """Whether two blocked layouts of more than one dimension run fastest along different dims."""
-    return isinstance(value_enc, BlockedEncoding) and isinstance(store_enc, BlockedEncoding) and \
-        value_enc.rank > 1 and value_enc.order[0] != store_enc.order[0]
+    return (
+        isinstance(value_enc, BlockedEncoding)
+        and isinstance(store_enc, BlockedEncoding)
+        and value_enc.rank > 1
+        and value_enc.order[0] != store_enc.order[0]
+    )
 
 
 def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int, target: TargetInfo) -> bool:
@@ -192,8 +212,11 @@ def _staging_fits(func: tt.FuncOp, store: tt.StoreOp, tile_bytes: int, target: T
         while loop is not None and not isinstance(loop, scf.ForOp):
             loop = loop.parent_op
         top_level &= loop is None or loop.parent is func.body.block
-    needed = max(stages * operands, operands + tile_bytes) if top_level else \
-        stages * operands + tile_bytes
+    needed = (
+        max(stages * operands, operands + tile_bytes)
+        if top_level
+        else stages * operands + tile_bytes
+    )
     return needed + _SCRATCH_ALLOWANCE <= limit
 
 

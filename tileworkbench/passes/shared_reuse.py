@@ -55,15 +55,21 @@ def reuses_earlier_space(func: tt.FuncOp, tile_op: Op, becoming_rings=None) -> b
                     return False
                 earlier.append(loop)
                 continue
-            if not top and not (op.src is None and op.parent is block) \
-                    and not _written_each_pass(op, block):
+            if (
+                not top
+                and not (op.src is None and op.parent is block)
+                and not _written_each_pass(op, block)
+            ):
                 return False
             earlier.append(op.result)
     if not earlier or not _async_work_done(func, tile_op):
         return False
     return not any(
-        _position_in(block, x) is None or _position_in(block, x) >= index if isinstance(x, Op)
-        else _used_from(func, x, block, index) for x in earlier)
+        _position_in(block, x) is None or _position_in(block, x) >= index
+        if isinstance(x, Op)
+        else _used_from(func, x, block, index)
+        for x in earlier
+    )
 
 
 def _written_each_pass(alloc: LocalAllocOp, block) -> bool:

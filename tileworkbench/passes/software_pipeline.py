@@ -69,8 +69,9 @@ def _is_zero(v: Value | None) -> bool:
     and conversions of a constant (bf16's 0.0 is a truncf of an f32 constant)."""
     while isinstance(v, OpResult) and isinstance(v.op, _VALUE_PRESERVING):
         v = v.op.operands[0]
-    return v is None or (isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp)
-                         and v.op.value in (0, 0.0))
+    return v is None or (
+        isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) and v.op.value in (0, 0.0)
+    )
 
 
 def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
@@ -94,7 +95,9 @@ def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
         enc = op.result.type.encoding
         if alloc.result.type.encoding.order[0] != enc.order[0]:
             continue  # stored transposed (a K-major wgmma tile of an MN-major load): no cp.async
-        contiguous = enc.size_per_thread[enc.order[0]] * max(1, op.result.type.element.bitwidth // 8)
+        contiguous = enc.size_per_thread[enc.order[0]] * max(
+            1, op.result.type.element.bitwidth // 8
+        )
         if contiguous < 4:
             continue
         found.append((op, alloc))
@@ -169,10 +172,14 @@ class _Emitter:
         self.before = before
 
     def add(self, op, result_types=(), loc=None, names=()):
-        op.results = [OpResult(t, op, i, n) for i, (t, n) in
-                      enumerate(zip(result_types, list(names) + [None] * len(result_types)))]
+        op.results = [
+            OpResult(t, op, i, n)
+            for i, (t, n) in enumerate(zip(result_types, list(names) + [None] * len(result_types)))
+        ]
         op.loc = loc if loc is not None else op.loc
-        index = self.block.ops.index(self.before) if self.before is not None else len(self.block.ops)
+        index = (
+            self.block.ops.index(self.before) if self.before is not None else len(self.block.ops)
+        )
         self.block.insert(index, op)
         return op.results[0] if op.results else op
 
@@ -195,8 +202,9 @@ def _clone_slice(emit: _Emitter, ops, mapping: dict[int, Value]) -> None:
             mapping[id(old)] = new
 
 
-def _ring_slots(func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool,
-                target: TargetInfo) -> int:
+def _ring_slots(
+    func: tt.FuncOp, loop: scf.ForOp, found, stages: int, wgmma_reads: bool, target: TargetInfo
+) -> int:
     """`stages` slots, or one more (the spare) where wgmma reads them, the spare fits the block's
     shared memory (`target.shared_per_block`), and it costs no block per SM
     (`target.shared_per_sm`) or the loop is a persistent kernel's k loop.
@@ -233,7 +241,9 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
             size = op.result.type.numel * op.result.type.element.bitwidth // 8
             over_rings = reuses_earlier_space(func, op, (loop, staged))
             (over if over_rings else own).append(size)
-    slot = sum(alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found)
+    slot = sum(
+        alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found
+    )
 
     def shared(slots: int) -> int:
         return max(sum(own) + slots * slot, max(over)) + _ALIGN_SLACK * (len(own) + len(found))
@@ -277,8 +287,11 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     outside = _Emitter(parent, loop)
 
     # the rings, one per load; wgmma reads its slots through the async proxy (see the fence below)
-    wgmma_reads = any(isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
-                      for _, alloc in found for r in body.walk())
+    wgmma_reads = any(
+        isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
+        for _, alloc in found
+        for r in body.walk()
+    )
     # the spare slot serves `wgmma_pipeline`, which keeps a group in flight only where the loop has
     # one wgmma: attention's two would pay for it in occupancy (144 KB instead of 112 at head dim 128)
     one_wgmma = sum(isinstance(op, WarpGroupDotOp) for op in body.walk()) == 1
@@ -298,12 +311,19 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
         _clone_slice(emit, slice_ops, mapping)
         in_range = emit.add(arith.CmpIOp(predicate="slt", lhs=iv_value, rhs=loop.upper), [i1], loc)
         for (load, _), ring in zip(found, rings):
-            view = emit.add(MemDescIndexOp(src=ring, index=slot),
-                            [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
-                            load.loc)
+            view = emit.add(
+                MemDescIndexOp(src=ring, index=slot),
+                [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
+                load.loc,
+            )
             mask = mapping.get(id(load.mask), load.mask) if load.mask is not None else None
-            emit.add(AsyncCopyGlobalToLocalOp(ptr=mapping.get(id(load.ptr), load.ptr), dst=view,
-                                              mask=mask, pred=in_range), (), load.loc)
+            emit.add(
+                AsyncCopyGlobalToLocalOp(
+                    ptr=mapping.get(id(load.ptr), load.ptr), dst=view, mask=mask, pred=in_range
+                ),
+                (),
+                load.loc,
+            )
             emit.add(AsyncCommitGroupOp(), (), loc)
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
@@ -331,9 +351,12 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     # issued after iteration i may still be in flight, L groups each
     top.add(AsyncWaitOp(num=(stages - 2) * len(found), fence_async=wgmma_reads), (), loc)
     for (load, alloc), ring in zip(found, rings):
-        view = top.add(MemDescIndexOp(src=ring, index=read_slot),
-                       [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
-                       alloc.loc, [alloc.result.name_hint])
+        view = top.add(
+            MemDescIndexOp(src=ring, index=read_slot),
+            [MemDescType(ring.type.shape[1:], ring.type.element, ring.type.encoding)],
+            alloc.loc,
+            [alloc.result.name_hint],
+        )
         for op in list(body.walk()):
             op.replace_operand(alloc.result, view)
     kept_ids = {id(op) for op in kept}
@@ -346,17 +369,30 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
     iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
     size = end.const(slots, loc=loc)
-    write_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
-        lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    write_slot = end.add(
+        arith.RemUIOp(
+            lhs=end.add(
+                arith.AddIOp(lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc
+            ),
+            rhs=size,
+        ),
+        [i32],
+        loc,
+    )
     nxt = issue(end, iv_next, {i: body.args[i + 1] for i in carried}, write_slot)
     for i in carried:
         yield_op.values[i] = nxt[i]
-    next_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
-        lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    next_slot = end.add(
+        arith.RemUIOp(
+            lhs=end.add(arith.AddIOp(lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc),
+            rhs=size,
+        ),
+        [i32],
+        loc,
+    )
     yield_op.values.append(next_slot)
 
     # nothing may still write the rings once the loop is done (the skipped copies commit empty groups)
     after = _Emitter(parent, parent.ops[parent.ops.index(loop) + 1])
     after.add(AsyncWaitOp(num=0), (), loc)
     return True
-

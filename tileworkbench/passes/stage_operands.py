@@ -28,8 +28,11 @@ def _staged(op) -> bool:
     if not isinstance(op, ConvertLayoutOp) or len(op.result.type.shape) != 2:
         return False
     enc, src = op.result.type.encoding, op.src.type.encoding
-    operand = (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, MmaEncoding)
-               and isinstance(src, BlockedEncoding))
+    operand = (
+        isinstance(enc, DotOperandEncoding)
+        and isinstance(enc.parent, MmaEncoding)
+        and isinstance(src, BlockedEncoding)
+    )
     epilogue = isinstance(src, MmaEncoding) and isinstance(enc, BlockedEncoding)
     return operand or epilogue
 
@@ -40,14 +43,22 @@ def stage_dot_operands(func: tt.FuncOp) -> bool:
     for op in [o for o in func.walk() if _staged(o)]:
         src = op.src
         shape = src.type.shape
-        blocked = src.type.encoding if isinstance(src.type.encoding, BlockedEncoding) else \
-            op.result.type.encoding  # the rows run along the blocked side's contiguous dimension
+        blocked = (
+            src.type.encoding
+            if isinstance(src.type.encoding, BlockedEncoding)
+            else op.result.type.encoding
+        )  # the rows run along the blocked side's contiguous dimension
         operand = op.result.type.encoding  # a `#dot_op`, or the epilogue's blocked layout
-        shared = shared_for_operand(shape, src.type.element, blocked.order,
-                                    operand if isinstance(operand, DotOperandEncoding) else None)
+        shared = shared_for_operand(
+            shape,
+            src.type.element,
+            blocked.order,
+            operand if isinstance(operand, DotOperandEncoding) else None,
+        )
         alloc = LocalAllocOp(src=src)
-        alloc.results = [OpResult(MemDescType(shape, src.type.element, shared), alloc, 0,
-                                  src.name_hint)]
+        alloc.results = [
+            OpResult(MemDescType(shape, src.type.element, shared), alloc, 0, src.name_hint)
+        ]
         alloc.loc = op.loc
         load = LocalLoadOp(src=alloc.result)
         load.results = [OpResult(op.result.type, load, 0, op.result.name_hint)]

@@ -25,8 +25,13 @@ from ..ir.values import Block, OpResult, Region, Value
 from .layouts import encoding_of
 
 # combine op -> its neutral element
-_NEUTRAL = {arith.AddFOp: 0.0, arith.MaxNumFOp: float("-inf"), arith.MaximumFOp: float("-inf"),
-            arith.MinNumFOp: float("inf"), arith.MinimumFOp: float("inf")}
+_NEUTRAL = {
+    arith.AddFOp: 0.0,
+    arith.MaxNumFOp: float("-inf"),
+    arith.MaximumFOp: float("-inf"),
+    arith.MinNumFOp: float("inf"),
+    arith.MinimumFOp: float("inf"),
+}
 
 
 def optimize_thread_locality(func: tt.FuncOp) -> bool:
@@ -47,7 +52,11 @@ def _combine_class(reduce: tt.ReduceOp):
     if len(reduce.srcs) != 1 or len(block.ops) != 2:
         return None
     op, ret = block.ops
-    if type(op) not in _NEUTRAL or not isinstance(ret, tt.ReduceReturnOp) or ret.values != [op.result]:
+    if (
+        type(op) not in _NEUTRAL
+        or not isinstance(ret, tt.ReduceReturnOp)
+        or ret.values != [op.result]
+    ):
         return None
     return type(op) if {id(op.lhs), id(op.rhs)} == {id(a) for a in block.args} else None
 
@@ -64,8 +73,11 @@ def _match(func: tt.FuncOp, loop: scf.ForOp, reduce: tt.ReduceOp):
     if combine is None or not isinstance(enc, BlockedEncoding) or enc.order[0] != reduce.axis:
         return None
     per_thread = enc.size_per_thread[reduce.axis]
-    if per_thread < 2 or src.type.shape[reduce.axis] <= per_thread or \
-            src.type.shape[reduce.axis] % per_thread:
+    if (
+        per_thread < 2
+        or src.type.shape[reduce.axis] <= per_thread
+        or src.type.shape[reduce.axis] % per_thread
+    ):
         return None
     value, users = reduce.results[0], _uses(func, reduce.results[0])
     if len(users) == 1 and isinstance(users[0], ConvertLayoutOp):
@@ -80,8 +92,11 @@ def _match(func: tt.FuncOp, loop: scf.ForOp, reduce: tt.ReduceOp):
         return None
     index = carried.index - 1
     yielded = _uses(func, accumulate.result)
-    if len(yielded) != 1 or yielded[0] is not body.ops[-1] or \
-            body.ops[-1].operands[index] is not accumulate.result:
+    if (
+        len(yielded) != 1
+        or yielded[0] is not body.ops[-1]
+        or body.ops[-1].operands[index] is not accumulate.result
+    ):
         return None
     return combine, accumulate, index, per_thread
 
@@ -89,15 +104,19 @@ def _match(func: tt.FuncOp, loop: scf.ForOp, reduce: tt.ReduceOp):
 def _split_layout(enc: BlockedEncoding, axis: int, per_thread: int) -> BlockedEncoding:
     """`enc` with dimension `axis` split in two: (axis: the threads' groups, axis + 1: the `per_thread`
     elements of a thread), placing every element where `enc` places it."""
+
     def split(values, outer, inner):
-        return tuple(values[:axis]) + (outer, inner) + tuple(values[axis + 1:])
+        return tuple(values[:axis]) + (outer, inner) + tuple(values[axis + 1 :])
 
     order = []
     for d in enc.order:
         order += [axis + 1, axis] if d == axis else [d + 1 if d > axis else d]
-    return BlockedEncoding(split(enc.size_per_thread, 1, per_thread),
-                           split(enc.threads_per_warp, enc.threads_per_warp[axis], 1),
-                           split(enc.warps_per_cta, enc.warps_per_cta[axis], 1), tuple(order))
+    return BlockedEncoding(
+        split(enc.size_per_thread, 1, per_thread),
+        split(enc.threads_per_warp, enc.threads_per_warp[axis], 1),
+        split(enc.warps_per_cta, enc.warps_per_cta[axis], 1),
+        tuple(order),
+    )
 
 
 def _reduce(src: Value, axis: int, combine, loc, before, block) -> Value:
@@ -111,10 +130,15 @@ def _reduce(src: Value, axis: int, combine, loc, before, block) -> Value:
     ret = tt.ReduceReturnOp(values=[op.result])
     ret.loc = loc
     region_block.append(ret)
-    shape = src.type.shape[:axis] + src.type.shape[axis + 1:]
+    shape = src.type.shape[:axis] + src.type.shape[axis + 1 :]
     result_type = TensorType(shape, element, SliceEncoding(axis, encoding_of(src)))
-    return _insert(block, before, tt.ReduceOp(axis=axis, srcs=[src], combine=Region([region_block])),
-                   result_type, loc)
+    return _insert(
+        block,
+        before,
+        tt.ReduceOp(axis=axis, srcs=[src], combine=Region([region_block])),
+        result_type,
+        loc,
+    )
 
 
 def _insert(block, before, op, result_type, loc, name=None) -> Value:
@@ -124,16 +148,22 @@ def _insert(block, before, op, result_type, loc, name=None) -> Value:
     return op.results[0]
 
 
-def _rewrite(loop: scf.ForOp, reduce: tt.ReduceOp, combine, accumulate, index: int,
-             per_thread: int) -> None:
+def _rewrite(
+    loop: scf.ForOp, reduce: tt.ReduceOp, combine, accumulate, index: int, per_thread: int
+) -> None:
     body, loc, axis = loop.body.block, reduce.loc, reduce.axis
     src = reduce.srcs[0]
     shape = src.type.shape
-    split_shape = shape[:axis] + (shape[axis] // per_thread, per_thread) + shape[axis + 1:]
+    split_shape = shape[:axis] + (shape[axis] // per_thread, per_thread) + shape[axis + 1 :]
     split_enc = _split_layout(encoding_of(src), axis, per_thread)
     # in the loop: the thread's own elements only, accumulated into a carried partial
-    split = _insert(body, reduce, tt.ReshapeOp(src=src),
-                    TensorType(split_shape, src.type.element, split_enc), loc)
+    split = _insert(
+        body,
+        reduce,
+        tt.ReshapeOp(src=src),
+        TensorType(split_shape, src.type.element, split_enc),
+        loc,
+    )
     partial = _reduce(split, axis + 1, combine, loc, reduce, body)
     neutral = arith.ConstantOp(value=_NEUTRAL[combine])
     init = _insert(loop.parent, loop, neutral, partial.type, loc)
@@ -147,8 +177,11 @@ def _rewrite(loop: scf.ForOp, reduce: tt.ReduceOp, combine, accumulate, index: i
     # the old accumulation is gone: its carried value passes through the loop unchanged
     old_carried = body.args[index + 1]
     yield_op.values[index] = old_carried
-    for op in [accumulate] + [o for o in body.ops if isinstance(o, ConvertLayoutOp)
-                              and o.src is reduce.results[0]] + [reduce]:
+    for op in (
+        [accumulate]
+        + [o for o in body.ops if isinstance(o, ConvertLayoutOp) and o.src is reduce.results[0]]
+        + [reduce]
+    ):
         body.remove(op)
     # after the loop: across threads once, then into the old result's layout, then the initial value
     old_result = loop.results[index]
@@ -156,9 +189,15 @@ def _rewrite(loop: scf.ForOp, reduce: tt.ReduceOp, combine, accumulate, index: i
     total = _reduce(result, axis, combine, loc, after, loop.parent)
     if encoding_of(total) != encoding_of(old_result):
         total = _insert(loop.parent, after, ConvertLayoutOp(src=total), old_result.type, loc)
-    final = _insert(loop.parent, after, combine(lhs=old_result, rhs=total), old_result.type, loc,
-                    old_result.name_hint)
-    for op in loop.parent.ops[loop.parent.ops.index(final.op) + 1:]:
+    final = _insert(
+        loop.parent,
+        after,
+        combine(lhs=old_result, rhs=total),
+        old_result.type,
+        loc,
+        old_result.name_hint,
+    )
+    for op in loop.parent.ops[loop.parent.ops.index(final.op) + 1 :]:
         _replace_everywhere(op, old_result, final)
 
 

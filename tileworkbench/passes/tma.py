@@ -36,8 +36,9 @@ def fold_tma_transpose(func: tt.FuncOp) -> bool:
     return changed
 
 
-def tma_shared_encoding(swizzle: int, element_bytes: int, trans: bool = False
-                        ) -> SharedEncoding | NvmmaSharedEncoding:
+def tma_shared_encoding(
+    swizzle: int, element_bytes: int, trans: bool = False
+) -> SharedEncoding | NvmmaSharedEncoding:
     """The layout of a tile TMA wrote with a `swizzle`-byte span: `#nvmma_shared` (column blocks of
     `swizzle` bytes one after another, one box each; 16-byte chunk c of row r holds chunk
     c ^ ((r // per_phase) % max_phase), as TMA swizzles the address bits), which wgmma can read by

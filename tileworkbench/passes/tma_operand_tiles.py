@@ -45,8 +45,11 @@ def tma_operand_tiles(func: tt.FuncOp) -> bool:
 def _tile_type(load: ttng.TMALoadOp) -> MemDescType:
     """The shared tile of `load`'s box as the load's result sees it (transposed where `trans`)."""
     t = load.result.type
-    return MemDescType(tuple(t.shape), t.element,
-                       tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, load.trans))
+    return MemDescType(
+        tuple(t.shape),
+        t.element,
+        tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, load.trans),
+    )
 
 
 def _reads_slot_as_operand(alloc, load: ttng.TMALoadOp, users: dict[int, list]) -> bool:
@@ -58,12 +61,16 @@ def _reads_slot_as_operand(alloc, load: ttng.TMALoadOp, users: dict[int, list]) 
     view = _tile_type(load)
     dots = users.get(id(alloc.result), [])
     for dot in dots:
-        if not isinstance(dot, WarpGroupDotOp) or alloc.result not in (dot.a, dot.b) \
-                or dot.c is alloc.result:
+        if (
+            not isinstance(dot, WarpGroupDotOp)
+            or alloc.result not in (dot.a, dot.b)
+            or dot.c is alloc.result
+        ):
             return False
         op_idx = 0 if dot.a is alloc.result else 1
-        want = nvmma_for_operand(op_idx, view.shape, view.element, view.encoding.order,
-                                 dot.result.type.encoding)
+        want = nvmma_for_operand(
+            op_idx, view.shape, view.element, view.encoding.order, dot.result.type.encoding
+        )
         if want != view.encoding:
             return False
     return bool(dots)
@@ -76,14 +83,21 @@ def _to_shared(load: ttng.TMALoadOp, allocs: list, users: dict[int, list]) -> No
     encoding = tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, False)
     here = _Emitter(load.parent, load)
     name = load.result.name_hint
-    ring = here.add(ttng.TMARingOp(), [MemDescType((1, *box), t.element, encoding)], load.loc,
-                    [name])
+    ring = here.add(
+        ttng.TMARingOp(), [MemDescType((1, *box), t.element, encoding)], load.loc, [name]
+    )
     slot = here.const(0, loc=load.loc)
     always = here.const(True, i1, loc=load.loc)
-    here.add(ttng.TMACopyOp(desc=load.desc, ring=ring, slot=slot, pred=always,
-                            offsets=list(load.offsets)), (), load.loc)
-    tile = here.add(ttng.TMAWaitOp(ring=ring, slot=slot, trans=load.trans), [_tile_type(load)],
-                    load.loc, [name])
+    here.add(
+        ttng.TMACopyOp(
+            desc=load.desc, ring=ring, slot=slot, pred=always, offsets=list(load.offsets)
+        ),
+        (),
+        load.loc,
+    )
+    tile = here.add(
+        ttng.TMAWaitOp(ring=ring, slot=slot, trans=load.trans), [_tile_type(load)], load.loc, [name]
+    )
     for alloc in allocs:
         for user in users.get(id(alloc.result), []):
             user.replace_operand(alloc.result, tile)

@@ -46,8 +46,9 @@ def pipeline_tma(func: tt.FuncOp, target: TargetInfo) -> bool:
     return changed
 
 
-def _free_ring(loop: scf.ForOp, t: MemDescType, thread_reads: bool, rings: list, taken: list
-               ) -> Value | None:
+def _free_ring(
+    loop: scf.ForOp, t: MemDescType, thread_reads: bool, rings: list, taken: list
+) -> Value | None:
     """A ring of type `t` that a loop before `loop` in the same block used, and that no load of
     `loop` has taken: that loop is over, every copy it issued awaited (the copies past its end are
     skipped) and its wgmma waited for (`pendings = 0` after it), and the barrier before `loop`'s
@@ -57,9 +58,13 @@ def _free_ring(loop: scf.ForOp, t: MemDescType, thread_reads: bool, rings: list,
     K and V rings so."""
     block = loop.parent
     for earlier, ring, read_by_threads in rings:
-        if earlier.parent is block and block.ops.index(earlier) < block.ops.index(loop) \
-                and ring.type == t and (thread_reads or not read_by_threads) \
-                and all(ring is not r for r in taken):
+        if (
+            earlier.parent is block
+            and block.ops.index(earlier) < block.ops.index(loop)
+            and ring.type == t
+            and (thread_reads or not read_by_threads)
+            and all(ring is not r for r in taken)
+        ):
             return ring
     return None
 
@@ -72,22 +77,31 @@ def _wgmma_tile(func: tt.FuncOp, load: ttng.TMALoadOp) -> LocalAllocOp | None:
     if len(users) != 1 or not isinstance(users[0], LocalAllocOp):
         return None
     alloc = users[0]
-    dots = [op for op in func.walk() if isinstance(op, WarpGroupDotOp)
-            and alloc.result in (op.a, op.b)]
+    dots = [
+        op for op in func.walk() if isinstance(op, WarpGroupDotOp) and alloc.result in (op.a, op.b)
+    ]
     if len(dots) != 1:
         return None
     dot = dots[0]
     view = _slot_view(load)
-    want = nvmma_for_operand(0 if dot.a is alloc.result else 1, view.shape, view.element,
-                             view.encoding.order, dot.result.type.encoding)
+    want = nvmma_for_operand(
+        0 if dot.a is alloc.result else 1,
+        view.shape,
+        view.element,
+        view.encoding.order,
+        dot.result.type.encoding,
+    )
     return alloc if want == view.encoding else None
 
 
 def _slot_view(load: ttng.TMALoadOp) -> MemDescType:
     """A ring slot of `load`'s box as the load's result sees it (transposed where `trans`)."""
     t = load.result.type
-    return MemDescType(tuple(t.shape), t.element,
-                       tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, load.trans))
+    return MemDescType(
+        tuple(t.shape),
+        t.element,
+        tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, load.trans),
+    )
 
 
 def _positive_constant(v: Value) -> bool:
@@ -157,8 +171,18 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
         in_range = emit.add(arith.CmpIOp(predicate="slt", lhs=iv_value, rhs=loop.upper), [i1], loc)
         for load, ring in zip(loads, rings):
             offsets = [mapping.get(id(v), v) for v in load.offsets]
-            emit.add(ttng.TMACopyOp(desc=load.desc, ring=ring, slot=slot, pred=in_range,
-                                    offsets=offsets, thread_reads=thread_reads), (), load.loc)
+            emit.add(
+                ttng.TMACopyOp(
+                    desc=load.desc,
+                    ring=ring,
+                    slot=slot,
+                    pred=in_range,
+                    offsets=offsets,
+                    thread_reads=thread_reads,
+                ),
+                (),
+                load.loc,
+            )
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
     ahead = {i: loop.init_args[i] for i in carried}
@@ -176,14 +200,22 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
         here = _Emitter(body, load)
         alloc = _wgmma_tile(func, load)
         if alloc is not None:  # wgmma reads the slot itself
-            view = here.add(ttng.TMAWaitOp(ring=ring, slot=read_slot, trans=load.trans),
-                            [_slot_view(load)], load.loc, [load.result.name_hint])
+            view = here.add(
+                ttng.TMAWaitOp(ring=ring, slot=read_slot, trans=load.trans),
+                [_slot_view(load)],
+                load.loc,
+                [load.result.name_hint],
+            )
             for op in list(body.walk()):
                 op.replace_operand(alloc.result, view)
             alloc.erase()
         else:
-            read = here.add(ttng.TMAWaitReadOp(ring=ring, slot=read_slot, trans=load.trans),
-                            [load.result.type], load.loc, [load.result.name_hint])
+            read = here.add(
+                ttng.TMAWaitReadOp(ring=ring, slot=read_slot, trans=load.trans),
+                [load.result.type],
+                load.loc,
+                [load.result.name_hint],
+            )
             for op in list(body.walk()):
                 op.replace_operand(load.result, read)
         body.remove(load)
@@ -195,12 +227,26 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
     span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
     iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
     size = end.const(stages, loc=loc)
-    write_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
-        lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    write_slot = end.add(
+        arith.RemUIOp(
+            lhs=end.add(
+                arith.AddIOp(lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc
+            ),
+            rhs=size,
+        ),
+        [i32],
+        loc,
+    )
     nxt = issue(end, iv_next, {i: body.args[i + 1] for i in carried}, write_slot)
     for i in carried:
         yield_op.values[i] = nxt[i]
-    next_slot = end.add(arith.RemUIOp(lhs=end.add(arith.AddIOp(
-        lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc), rhs=size), [i32], loc)
+    next_slot = end.add(
+        arith.RemUIOp(
+            lhs=end.add(arith.AddIOp(lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc),
+            rhs=size,
+        ),
+        [i32],
+        loc,
+    )
     yield_op.values.append(next_slot)
     return True

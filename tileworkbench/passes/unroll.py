@@ -63,8 +63,9 @@ def _main_loop(loop: scf.ForOp, factor: int, span: Value, upper: Value) -> scf.F
         if k:  # copy k runs iteration iv + k * step
             step_k = _append(new_body, arith.ConstantOp(value=k), iv.type, loop.loc)
             scaled = _append(new_body, arith.MulIOp(lhs=loop.step, rhs=step_k), iv.type, loop.loc)
-            mapping[id(body.args[0])] = _append(new_body, arith.AddIOp(lhs=iv, rhs=scaled), iv.type,
-                                                loop.loc)
+            mapping[id(body.args[0])] = _append(
+                new_body, arith.AddIOp(lhs=iv, rhs=scaled), iv.type, loop.loc
+            )
         mapping.update({id(old): new for old, new in zip(body.args[1:], carried)})
         for op in body.ops[:-1]:
             new_body.append(clone(op, mapping))
@@ -73,8 +74,14 @@ def _main_loop(loop: scf.ForOp, factor: int, span: Value, upper: Value) -> scf.F
     new_yield.values = carried
     new_yield.results = []
     new_body.append(new_yield)
-    main = scf.ForOp(lower=loop.lower, upper=upper, step=span, init_args=list(loop.init_args),
-                     body=Region([new_body]), disable_licm=loop.disable_licm)
+    main = scf.ForOp(
+        lower=loop.lower,
+        upper=upper,
+        step=span,
+        init_args=list(loop.init_args),
+        body=Region([new_body]),
+        disable_licm=loop.disable_licm,
+    )
     main.results = [OpResult(r.type, main, i, r.name_hint) for i, r in enumerate(loop.results)]
     main.loc = loop.loc
     return main

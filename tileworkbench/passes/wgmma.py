@@ -37,8 +37,13 @@ INSTR_M = 64  # rows of one wgmma (a warp group's 4 x 16)
 MAX_INSTR_N = 256
 
 
-def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], ...],
-                   chained: bool = False, a_in_registers: bool = False) -> MmaEncoding | None:
+def wgmma_encoding(
+    op: tt.DotOp,
+    num_warps: int,
+    orders: tuple[tuple[int, ...], ...],
+    chained: bool = False,
+    a_in_registers: bool = False,
+) -> MmaEncoding | None:
     """The version-3 `#mma` layout of `op`'s result, or None when `wgmma` cannot run it.
     `orders`: the memory order (contiguous dimension first) the operands A and B arrive in.
     `chained`: every warp group on M (a dot of an attention chain); `a_in_registers`: A comes from
@@ -74,14 +79,17 @@ def wgmma_encoding(op: tt.DotOp, num_warps: int, orders: tuple[tuple[int, ...], 
     for op_idx, (operand, order) in enumerate(zip((op.a, op.b), orders)):
         if op_idx == 0 and a_in_registers:
             continue
-        if nvmma_for_operand(op_idx, operand.type.shape, element_type(operand.type), order,
-                             enc) is None:
+        if (
+            nvmma_for_operand(op_idx, operand.type.shape, element_type(operand.type), order, enc)
+            is None
+        ):
             return None
     return enc
 
 
-def nvmma_for_operand(op_idx: int, shape: tuple[int, ...], element, order: tuple[int, ...],
-                      parent: MmaEncoding) -> NvmmaSharedEncoding | None:
+def nvmma_for_operand(
+    op_idx: int, shape: tuple[int, ...], element, order: tuple[int, ...], parent: MmaEncoding
+) -> NvmmaSharedEncoding | None:
     """The `#nvmma_shared` layout of operand `op_idx` (0: A, M x K; 1: B, K x N) stored with
     `order[0]` contiguous, or None when no descriptor can read it: the widest swizzle (128, 64 or
     32 bytes) that a row of the tile fills and that, along M or N (MN-major), one instruction
@@ -126,7 +134,9 @@ def wgmma(func: tt.FuncOp) -> bool:
     """Replace each `tt.dot` with a version-3 `#mma` result by `ttng.warp_group_dot` on its operands'
     shared tiles (A in registers where `_a_from_registers`) and a `ttng.warp_group_dot_wait
     {pendings = 0}`. Returns whether any changed."""
-    dots = [op for op in func.walk() if isinstance(op, tt.DotOp) and is_wgmma(op.result.type.encoding)]
+    dots = [
+        op for op in func.walk() if isinstance(op, tt.DotOp) and is_wgmma(op.result.type.encoding)
+    ]
     for dot in dots:
         a = dot.a if _a_from_registers(dot) else _shared_tile(dot, 0, dot.a)
         b = _shared_tile(dot, 1, dot.b)
@@ -203,7 +213,8 @@ def wgmma_pipeline(func: tt.FuncOp, target: TargetInfo) -> bool:
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
         stages = target.num_stages
         changed |= _keep_one_in_flight(func, loop, stages) or (
-            config.chained_wgmma_in_flight and _chained_dot_in_flight(func, loop, stages))
+            config.chained_wgmma_in_flight and _chained_dot_in_flight(func, loop, stages)
+        )
     return changed
 
 
@@ -223,8 +234,11 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
     if not (isinstance(carried, BlockArgument) and carried.block is body and carried.index > 0):
         return False
     position = carried.index - 1
-    if _users(func, carried) != [dot] or _users(func, wait.result) != [yield_op] \
-            or yield_op.values[position] is not wait.result:
+    if (
+        _users(func, carried) != [dot]
+        or _users(func, wait.result) != [yield_op]
+        or yield_op.values[position] is not wait.result
+    ):
         return False
     rings = [_ring_kind(tile, stages) for tile in (dot.a, dot.b)]
     if None in rings:
@@ -322,9 +336,13 @@ def _ring_kind(tile: Value, stages: int) -> str | None:
     if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
         return None
     ring = tile.op.src
-    if not (isinstance(ring, OpResult) and isinstance(ring.op, LocalAllocOp) and ring.op.src is None):
+    if not (
+        isinstance(ring, OpResult) and isinstance(ring.op, LocalAllocOp) and ring.op.src is None
+    ):
         return None
-    return {stages + 1: "spare", stages: "refilled"}.get(ring.type.shape[0]) if stages >= 2 else None
+    return (
+        {stages + 1: "spare", stages: "refilled"}.get(ring.type.shape[0]) if stages >= 2 else None
+    )
 
 
 def _users(func: tt.FuncOp, value: Value) -> list:

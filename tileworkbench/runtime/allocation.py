@@ -33,8 +33,9 @@ def get_allocator() -> Allocator | None:
     return _ALLOCATOR[0]
 
 
-def launch_scratch(kernel: str, per_program: int, align: int, grid3: tuple[int, int, int],
-                   stream: int | None) -> tuple[Any, int]:
+def launch_scratch(
+    kernel: str, per_program: int, align: int, grid3: tuple[int, int, int], stream: int | None
+) -> tuple[Any, int]:
     """(the buffer, its address) of one launch's global scratch: `per_program` bytes for each of the
     grid's programs, from the allocator, its address checked against `align`.
 
@@ -49,13 +50,16 @@ def launch_scratch(kernel: str, per_program: int, align: int, grid3: tuple[int, 
             "scratch per program, for the tensor descriptors it makes), but no allocator was set; "
             "use tileworkbench.set_allocator (triton.set_allocator), e.g. "
             "set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, "
-            "device='cuda'))")
+            "device='cuda'))"
+        )
     size = per_program * grid3[0] * grid3[1] * grid3[2]
     buffer = allocator(size, align, stream)
     address = _address(buffer, kernel)
     if address % align:
-        raise LaunchError(f"kernel {kernel}: the allocator gave scratch at {address:#x}, which is not "
-                          f"{align}-byte aligned as asked")
+        raise LaunchError(
+            f"kernel {kernel}: the allocator gave scratch at {address:#x}, which is not "
+            f"{align}-byte aligned as asked"
+        )
     return buffer, address
 
 

@@ -215,7 +215,12 @@ class Autotuner(KernelInterface):
     # -- timing --------------------------------------------------------------------------------
 
     def _bench(
-        self, args: tuple, named_args: dict[str, Any], config: Config, grid, kwargs: dict[str, Any],
+        self,
+        args: tuple,
+        named_args: dict[str, Any],
+        config: Config,
+        grid,
+        kwargs: dict[str, Any],
         screen: bool = False,
     ) -> tuple[float, Any]:
         """The config's time in ms and the compiled kernel it launched."""
@@ -263,7 +268,8 @@ class Autotuner(KernelInterface):
         with record.paused():  # the workbench records the real launch, not the timing runs
             built = self._built(args, named_args, grid, kwargs, configs)
             done = parallel_compile.time_on_lanes(
-                ((config, item, phase) for config, item in built), lanes, _handed_back)
+                ((config, item, phase) for config, item in built), lanes, _handed_back
+            )
             for (config, item, _), lane, outcome in done:
                 self.last_results[config] = self._result(item, lane, outcome, phase)
             built_at = time.perf_counter()
@@ -271,12 +277,17 @@ class Autotuner(KernelInterface):
                 self._time_finalists(lanes, {item[0]: item[1] for item, _, _ in done})
         # wall seconds of the tune's two parts: compiling and timing (or screening) as configs
         # are built, then timing the screen's finalists
-        self.phase_seconds = {"built": built_at - begin, "finalists": time.perf_counter() - built_at,
-                              "screened": screen}
+        self.phase_seconds = {
+            "built": built_at - begin,
+            "finalists": time.perf_counter() - built_at,
+            "screened": screen,
+        }
         timings = {config: self.last_results[config].get("ms", float("inf")) for config in configs}
         self.configs_timings = {
             config: result.get("ms", result.get("screen_ms", float("inf")))
-            for config, result in self.last_results.items() if config in timings}
+            for config, result in self.last_results.items()
+            if config in timings
+        }
         self.bench_time_s = time.perf_counter() - begin
         usable = [config for config, ms in timings.items() if ms != float("inf")]
         if not usable:
@@ -290,8 +301,12 @@ class Autotuner(KernelInterface):
         """Whether this tune screens (runtime/screening.py): the parallel tuner's default (configs
         compile in workers), with Triton's do_bench (a user's do_bench times every config)."""
         parallel = self.executor is not None or parallel_compile.worker_count(len(configs)) > 1
-        return (settings.autotune_screen and parallel and self.user_do_bench is None
-                and screening.screens(len(configs), settings.autotune_finalists))
+        return (
+            settings.autotune_screen
+            and parallel
+            and self.user_do_bench is None
+            and screening.screens(len(configs), settings.autotune_finalists)
+        )
 
     def _result(self, built, lane: str, outcome, phase: str) -> dict[str, Any]:
         """A config's `last_results` entry from its lane's outcome: (ms, compiled, compile or
@@ -325,13 +340,17 @@ class Autotuner(KernelInterface):
 
     def _time_finalists(self, lanes: list, built: dict[Config, Any]) -> None:
         """Time the screen's finalists in full, on the lanes; the choice is made among them."""
-        screen_ms = {config: result["screen_ms"] for config, result in self.last_results.items()
-                     if "screen_ms" in result}
+        screen_ms = {
+            config: result["screen_ms"]
+            for config, result in self.last_results.items()
+            if "screen_ms" in result
+        }
         chosen = screening.finalists(screen_ms, settings.autotune_finalists)
         for config in screen_ms:
             self.last_results[config]["finalist"] = config in chosen
         done = parallel_compile.time_on_lanes(
-            ((config, built[config], "final") for config in chosen), lanes, _handed_back)
+            ((config, built[config], "final") for config in chosen), lanes, _handed_back
+        )
         for (config, item, _), lane, outcome in done:
             final = self._result(item, lane, outcome, "final")
             result = self.last_results[config]
@@ -387,9 +406,12 @@ class Autotuner(KernelInterface):
             config.pre_hook({**named, **stand_options})
         encode = parallel_compile.encode_value
         return parallel_compile.CompileJob(
-            label, *place, args=[encode(value) for value in stand_args],
+            label,
+            *place,
+            args=[encode(value) for value in stand_args],
             kwargs={name: encode(value) for name, value in stand_options.items()},
-            settings=parallel_compile.worker_settings(target))
+            settings=parallel_compile.worker_settings(target),
+        )
 
     def _lanes(self, args: tuple, named_args, grid, kwargs, saved) -> list:
         """The devices that time configs: this one, or with TILEWORKBENCH_AUTOTUNE_GPUS every GPU
@@ -429,8 +451,9 @@ class Autotuner(KernelInterface):
 
         return parallel_compile.Lane(_device_name(device), bench_there)
 
-    def _bench_timed(self, args: tuple, named_args, config: Config, grid, kwargs,
-                     phase: str = "full"):
+    def _bench_timed(
+        self, args: tuple, named_args, config: Config, grid, kwargs, phase: str = "full"
+    ):
         """(ms, compiled, seconds to compile or load it here, seconds to time it); `phase`:
         "screen" (a short timing), "full" or "final" (do_bench's settings)."""
         begin = time.perf_counter()
@@ -452,18 +475,23 @@ class Autotuner(KernelInterface):
         ]
         for config, result in self.last_results.items():
             if "ms" not in result and "screen_ms" in result:
-                lines.append(f"  {config}: screen {result['screen_ms']:.4g} ms (not a finalist)"
-                             f"{_cost(result)}")
+                lines.append(
+                    f"  {config}: screen {result['screen_ms']:.4g} ms (not a finalist)"
+                    f"{_cost(result)}"
+                )
             elif "ms" in result:
                 used = ", ".join(
-                    f"{name} {result[name]}" for name in ("regs", "spills", "shared")
+                    f"{name} {result[name]}"
+                    for name in ("regs", "spills", "shared")
                     if result.get(name) is not None
                 )
-                lines.append(f"  {config}: {result['ms']:.4g} ms{'; ' + used if used else ''}"
-                             f"{_cost(result)}")
+                lines.append(
+                    f"  {config}: {result['ms']:.4g} ms{'; ' + used if used else ''}{_cost(result)}"
+                )
             else:
-                lines.append(f"  {config}: {result.get('pruned') or result.get('error')}"
-                             f"{_cost(result)}")
+                lines.append(
+                    f"  {config}: {result.get('pruned') or result.get('error')}{_cost(result)}"
+                )
         return "\n".join(lines)
 
     def _all_failed_message(self) -> str:
@@ -627,7 +655,7 @@ def resources(compiled: Any) -> dict[str, Any]:
 
 
 def _cost(result: dict[str, Any]) -> str:
-    """"; compile 1.2 s (pid 4711), screen 0.03 s, bench 0.3 s (GPU 0)": what a config cost and
+    """ "; compile 1.2 s (pid 4711), screen 0.03 s, bench 0.3 s (GPU 0)": what a config cost and
     where it ran (screening.BuildStats)."""
     parts = screening.BuildStats.from_result(result).parts()
     return "; " + ", ".join(parts) if parts else ""

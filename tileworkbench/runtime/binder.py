@@ -79,8 +79,10 @@ def _argument_code(
             f"    _tw_k{i} = _tw_TORCH[{name}.dtype][_tw_v{i} & 15 != 0]",
             f"elif {name}.__class__ is int and -0x80000000 <= {name} <= 0x7FFFFFFF:",
             f"    _tw_v{i} = {name}",
-            (f"    _tw_k{i} = _tw_I32_ONE if {name} == 1 else _tw_I32_16 if {name} & 15 == 0 "
-             f"else _tw_I32_8 if {name} & 7 == 0 else _tw_I32_4 if {name} & 3 == 0 else _tw_I32"),
+            (
+                f"    _tw_k{i} = _tw_I32_ONE if {name} == 1 else _tw_I32_16 if {name} & 15 == 0 "
+                f"else _tw_I32_8 if {name} & 7 == 0 else _tw_I32_4 if {name} & 3 == 0 else _tw_I32"
+            ),
             "else:",
             f"    _tw_k{i}, _tw_v{i} = _tw_SPECIALIZE[{name}.__class__]({name})",
         ]
@@ -215,8 +217,10 @@ def make_launcher(
             "        _tw_gy = _tw_gz = 1",
             "    else:",
             f"        _tw_gx, _tw_gy, _tw_gz = _tw_grid3(_tw_grid, {named})",
-            ("    if not (0 < _tw_gx <= _tw_e.max_x and 0 < _tw_gy <= _tw_e.max_y"
-             " and 0 < _tw_gz <= _tw_e.max_z):"),
+            (
+                "    if not (0 < _tw_gx <= _tw_e.max_x and 0 < _tw_gy <= _tw_e.max_y"
+                " and 0 < _tw_gz <= _tw_e.max_z):"
+            ),
             f"        {slow_call}  # it launches nothing for an empty grid, or explains",
             "    if _tw_get_ident() != _tw_e.owner:",
             f"        {slow_call}  # another thread: the parameter block is the owner's",
@@ -228,8 +232,10 @@ def make_launcher(
             "        else:  # global scratch from the allocator, the hidden last parameter",
             f"            _tw_e.pack(_tw_e.buffer, 0, *_tw_e.pick({_tuple(values)}),",
             "                       _tw_e.scratch(_tw_gx, _tw_gy, _tw_gz, _tw_e.stream()))",
-            ("        _tw_e.launch(_tw_e.function, _tw_gx, _tw_gy, _tw_gz, _tw_e.threads, 1, 1,"
-             " _tw_e.shared,"),
+            (
+                "        _tw_e.launch(_tw_e.function, _tw_gx, _tw_gy, _tw_gz, _tw_e.threads, 1, 1,"
+                " _tw_e.shared,"
+            ),
             "                     _tw_e.stream(), _tw_e.params, 0)",
             "        return _tw_e.compiled",
             "    except _tw_LAUNCH_REFUSALS:",

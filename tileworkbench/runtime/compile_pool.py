@@ -71,8 +71,9 @@ class WorkerPool:
         self.slots = []
 
     def _executor(self) -> futures.ProcessPoolExecutor:
-        return futures.ProcessPoolExecutor(max_workers=1, mp_context=self.context,
-                                           initializer=start_worker)
+        return futures.ProcessPoolExecutor(
+            max_workers=1, mp_context=self.context, initializer=start_worker
+        )
 
 
 _POOL: dict[str, Any] = {}  # pool, method, started_s (seconds its last start took)
@@ -81,7 +82,7 @@ _STARTING: list[threading.Thread] = []
 
 
 def start_method() -> str:
-    """"forkserver" (the default, where the platform has it) or "spawn" (settings.compile_start)."""
+    """ "forkserver" (the default, where the platform has it) or "spawn" (settings.compile_start)."""
     method = settings.compile_start or "forkserver"
     if method not in multiprocessing.get_all_start_methods():
         return "spawn"
@@ -122,8 +123,9 @@ def ready(workers: int) -> bool:
     return current is not None and len(current.slots) >= workers
 
 
-def prestart(workers: int | None = None,
-             target: str | Callable[[], str] | None = None) -> threading.Thread:
+def prestart(
+    workers: int | None = None, target: str | Callable[[], str] | None = None
+) -> threading.Thread:
     """Start the pool (and its forkserver, which preloads the compiler) on a background thread;
     `pool()` waits for it. `workers` defaults to the CPU count (settings.compile_workers);
     `target` (or a function that resolves it, called on that thread) is what the forkserver warms
@@ -147,8 +149,12 @@ def info() -> dict[str, Any]:
     current = _POOL.get("pool")
     if current is None:
         return {}
-    return {"method": _POOL["method"], "workers": len(current.slots),
-            "started_s": _POOL.get("started_s"), "pids": current.pids()}
+    return {
+        "method": _POOL["method"],
+        "workers": len(current.slots),
+        "started_s": _POOL.get("started_s"),
+        "pids": current.pids(),
+    }
 
 
 def _ready() -> dict:
@@ -213,8 +219,11 @@ def main_hidden() -> Iterator[None]:
     and only from a guarded script."""
     with _MAIN_LOCK:  # threads that start workers at once (a prestart, the dispatcher) take turns
         main = sys.modules.get("__main__")
-        saved = {name: main.__dict__[name] for name in ("__file__", "__spec__")
-                 if main is not None and name in main.__dict__}
+        saved = {
+            name: main.__dict__[name]
+            for name in ("__file__", "__spec__")
+            if main is not None and name in main.__dict__
+        }
         try:
             for name in saved:
                 if name == "__file__":

@@ -54,7 +54,9 @@ class KernelMetadata:
     debug: bool = False  # compiled with `debug=True` (device asserts on; GPU: checked accesses)
     maxnreg: int | None = None  # registers per thread the kernel was capped at (`.maxnreg`)
     enable_reflect_ftz: bool = True  # libdevice's __CUDA_FTZ and ftz approximate math (GPU targets)
-    debug_checks: dict | None = None  # GPU debug mode: hidden parameters and check sites (bounds.py)
+    debug_checks: dict | None = (
+        None  # GPU debug mode: hidden parameters and check sites (bounds.py)
+    )
     # each shared-memory region: cp.async rings (slots x bytes), staged tiles, scratch, static arrays
     shared_plan: list = field(default_factory=list)
     # bytes of global scratch each program needs (in-kernel tensor maps), which each launch gets from
@@ -82,9 +84,17 @@ class CompiledKernel:
         cubin: the backend's binary: ptxas's cubin (NVPTX), the host object file (cpu).
     """
 
-    def __init__(self, fn: Callable, metadata: KernelMetadata, asm: dict[str, str],
-                 passes: list[tuple[str, str]], line_map: dict[str, dict[int, list[int]]],
-                 ir=None, cubin: bytes | None = None, regenerate: Callable | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        metadata: KernelMetadata,
+        asm: dict[str, str],
+        passes: list[tuple[str, str]],
+        line_map: dict[str, dict[int, list[int]]],
+        ir=None,
+        cubin: bytes | None = None,
+        regenerate: Callable | None = None,
+    ):
         source = get_source(fn)
         self.fn = fn
         self.name = metadata.name
@@ -105,7 +115,9 @@ class CompiledKernel:
         self._assembly: Future | None = None
         self._cubin_future: Future | None = None
         self._lock = threading.Lock()
-        self.jit_function = None  # the JITFunction whose launch compiled this, for compiled[grid](...)
+        self.jit_function = (
+            None  # the JITFunction whose launch compiled this, for compiled[grid](...)
+        )
 
     # -- ptxas and the disassembler run in the background; these wait for them when it matters ------
     def _assemble_in_background(self, arch: str, assemble: Callable, disassemble: Callable) -> None:
@@ -212,13 +224,21 @@ class CompiledKernel:
         """`compiled[grid](*args)`: launch this kernel, as Triton's CompiledKernel does; `args` are all
         the kernel's parameters in order, constexprs included."""
         if self.jit_function is None:
-            raise LaunchError(f"{self.name} was compiled by tw.compile, not by a @jit launch: launch the "
-                              "@jit function instead")
+            raise LaunchError(
+                f"{self.name} was compiled by tw.compile, not by a @jit launch: launch the "
+                "@jit function instead"
+            )
         md = self.metadata
-        return functools.partial(self.jit_function.run, grid=grid, num_warps=md.num_warps,
-                                 num_stages=md.num_stages, enable_fp_fusion=md.enable_fp_fusion,
-                                 debug=md.debug, maxnreg=md.maxnreg,
-                                 enable_reflect_ftz=md.enable_reflect_ftz)
+        return functools.partial(
+            self.jit_function.run,
+            grid=grid,
+            num_warps=md.num_warps,
+            num_stages=md.num_stages,
+            enable_fp_fusion=md.enable_fp_fusion,
+            debug=md.debug,
+            maxnreg=md.maxnreg,
+            enable_reflect_ftz=md.enable_reflect_ftz,
+        )
 
     def _init_handles(self) -> None:
         """Triton loads the binary here and learns n_regs and n_spills. GPU kernels are loaded when
@@ -291,7 +311,13 @@ def dependencies(fn: Callable) -> tuple[str, list[tuple[dict, str, Any]]]:
         names = {node.id for node in ast.walk(source.tree) if isinstance(node, ast.Name)}
         closure = source.closure_vars()
         for name in sorted(names):
-            scope = closure if name in closure else func.__globals__ if name in func.__globals__ else None
+            scope = (
+                closure
+                if name in closure
+                else func.__globals__
+                if name in func.__globals__
+                else None
+            )
             if scope is None:
                 continue
             value = scope[name]
@@ -342,11 +368,19 @@ def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
     return [parse_arg(name.strip(), text) for name, text in signature.items()]
 
 
-def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
-            constexprs: dict[str, Any] | None = None, target: str | None = None, num_warps: int = 4,
-            num_stages: int = 3, enable_fp_fusion: bool = True,
-            use_cache: bool = True, debug: bool | None = None, maxnreg: int | None = None,
-            enable_reflect_ftz: bool = True) -> CompiledKernel:
+def compile(
+    fn,
+    signature: dict[str, str] | list[ArgSpec] | str | None = None,
+    constexprs: dict[str, Any] | None = None,
+    target: str | None = None,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    enable_fp_fusion: bool = True,
+    use_cache: bool = True,
+    debug: bool | None = None,
+    maxnreg: int | None = None,
+    enable_reflect_ftz: bool = True,
+) -> CompiledKernel:
     """Compile a kernel for one specialization.
 
     Args:
@@ -390,22 +424,33 @@ def compile(fn, signature: dict[str, str] | list[ArgSpec] | str | None = None,
         from .cache import KernelCache, cache_key
 
         fingerprint, _ = dependencies(py_fn)
-        key = cache_key("tileworkbench", CACHE_FORMAT, compiler_fingerprint(),
-                        backend_for(target).tools_identity(),
-                        fingerprint, [a.key for a in args], [a.name for a in args],
-                        sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
-                        num_warps, num_stages, enable_fp_fusion, target, *(("debug",) if debug else ()),
-                        *(("tma",) if config.tma else ()),
-                        *(("spare_slot",) if config.spare_slot else ()),
-                        *(() if config.chained_wgmma_in_flight else ("chained_wgmma_waited",)),
-                        *options.key())
+        key = cache_key(
+            "tileworkbench",
+            CACHE_FORMAT,
+            compiler_fingerprint(),
+            backend_for(target).tools_identity(),
+            fingerprint,
+            [a.key for a in args],
+            [a.name for a in args],
+            sorted((k, _constexpr_repr(v)) for k, v in constexprs.items()),
+            num_warps,
+            num_stages,
+            enable_fp_fusion,
+            target,
+            *(("debug",) if debug else ()),
+            *(("tma",) if config.tma else ()),
+            *(("spare_slot",) if config.spare_slot else ()),
+            *(() if config.chained_wgmma_in_flight else ("chained_wgmma_waited",)),
+            *options.key(),
+        )
         entry = KernelCache().get(key)
         if entry is not None:
             cached = _from_cache(py_fn, entry, args, constexprs, debug)
             if cached is not None:
                 return cached
-    kernel = _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages,
-                            enable_fp_fusion, debug, options)
+    kernel = _compile_fresh(
+        py_fn, args, constexprs, target, num_warps, num_stages, enable_fp_fusion, debug, options
+    )
     if key is not None:
         if kernel._assembly is not None:  # written once ptxas is done, so the entry is complete
             kernel._assembly.add_done_callback(lambda _: _store(key, kernel))
@@ -419,12 +464,19 @@ def _store(key: str, kernel: CompiledKernel) -> None:
 
     try:
         KernelCache().put(key, _to_cache(kernel))
-    except Exception as error:  # a kernel that failed to assemble is not cached; it raises when used
+    except (
+        Exception
+    ) as error:  # a kernel that failed to assemble is not cached; it raises when used
         kernel._cache_error = error
 
 
-def tile_opt_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], num_warps: int = 4,
-                debug: bool = False):
+def tile_opt_ir(
+    py_fn: Callable,
+    args: list[ArgSpec],
+    constexprs: dict[str, Any],
+    num_warps: int = 4,
+    debug: bool = False,
+):
     """The frontend and the target-independent passes; returns (func, passes, tile lines, tile-opt
     lines). Target-neutral: which descriptors take TMA is the GPU passes' choice."""
     from ..passes.pipeline import TILE_OPT, run_passes
@@ -444,15 +496,25 @@ def chosen_ir(py_fn: Callable, args: list[ArgSpec], constexprs: dict[str, Any], 
     from ..passes.pipeline import run_passes
 
     func = tile_opt_ir(py_fn, args, constexprs, md.num_warps, md.debug)[0]
-    target = backend_for(md.target).target_info(md.target, md.num_warps, md.num_stages,
-                                                TMAFallback.from_dict(md.tma_fallback))
+    target = backend_for(md.target).target_info(
+        md.target, md.num_warps, md.num_stages, TMAFallback.from_dict(md.tma_fallback)
+    )
     if target is not None:
         run_passes(func, [lower_descriptors], target=target)
     return func
 
 
-def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion,
-                   debug: bool = False, options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
+def _compile_fresh(
+    py_fn,
+    args,
+    constexprs,
+    target,
+    num_warps,
+    num_stages,
+    fp_fusion,
+    debug: bool = False,
+    options: TargetOptions = DEFAULT_OPTIONS,
+) -> CompiledKernel:
     """The frontend and TILE_OPT once; then the backend, and where TMA's rings do not fit in shared
     memory, the backend again on copies of the `tile-opt` IR with descriptors kept off TMA."""
     backend = backend_for(target)
@@ -460,9 +522,20 @@ def _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fu
     func = front[0]
     retry = backend.has_tma(target) and _has_descriptors(func)
     kept = clone(func) if retry else None  # the backend's passes rewrite `func` in place
-    compile_with = functools.partial(_compile_with, py_fn, get_source(py_fn), args, constexprs,
-                                     target, num_warps, num_stages, fp_fusion, debug, options,
-                                     front)
+    compile_with = functools.partial(
+        _compile_with,
+        py_fn,
+        get_source(py_fn),
+        args,
+        constexprs,
+        target,
+        num_warps,
+        num_stages,
+        fp_fusion,
+        debug,
+        options,
+        front,
+    )
     try:
         return compile_with(func)
     except OutOfResources as error:
@@ -479,8 +552,13 @@ def _short_of_shared_memory(error: OutOfResources) -> bool:
     return "shared memory" in error.name
 
 
-def _compile_fitting(compile_with: Callable, kept: tt.FuncOp, args: list[ArgSpec], device_tma: bool,
-                     error: OutOfResources) -> CompiledKernel:
+def _compile_fitting(
+    compile_with: Callable,
+    kept: tt.FuncOp,
+    args: list[ArgSpec],
+    device_tma: bool,
+    error: OutOfResources,
+) -> CompiledKernel:
     """TMA's rings and staged tiles did not fit in shared memory (the pointer path stages less):
     run the backend again on a copy of the `tile-opt` IR with descriptors kept off TMA
     (`_fallbacks`, which the descriptor pass reads from the TargetInfo), the fewest first, until
@@ -505,8 +583,10 @@ def _fallbacks(args: list[ArgSpec], device_tma: bool, error: OutOfResources) -> 
 
     host = [a for a in args if parse_descriptor_type(a.type) is not None and takes_tensor_map(a)]
     host.sort(key=_block_bytes, reverse=True)
-    reason = (f"TMA's rings and staged tiles need {error.required} bytes of shared memory, more "
-              f"than the {error.limit} a block may have: pointer loads and stores instead")
+    reason = (
+        f"TMA's rings and staged tiles need {error.required} bytes of shared memory, more "
+        f"than the {error.limit} a block may have: pointer loads and stores instead"
+    )
     counts = range(1, len(host) + 1) if host else ([0] if device_tma else [])
     names = [a.name for a in host]
     return [TMAFallback(tuple(names[:count]), device_tma, reason) for count in counts]
@@ -521,29 +601,60 @@ def _block_bytes(arg: ArgSpec) -> int:
     return max(1, parse_type(element).primitive_bitwidth // 8) * math.prod(block)
 
 
-def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
-                  options: TargetOptions, front: tuple, func,
-                  fallback: TMAFallback = NO_FALLBACK) -> CompiledKernel:
+def _compile_with(
+    py_fn,
+    source,
+    args,
+    constexprs,
+    target,
+    num_warps,
+    num_stages,
+    fp_fusion,
+    debug,
+    options: TargetOptions,
+    front: tuple,
+    func,
+    fallback: TMAFallback = NO_FALLBACK,
+) -> CompiledKernel:
     """The backend's stages from `func` (the `tile-opt` IR or a copy of it; `front`: what
     `tile_opt_ir` gave), with `fallback` handed to the descriptor pass."""
     _, front_passes, tile_lines, opt_lines = front
     passes = list(front_passes)
-    asm = {"source": source.text, "tile": passes[0][1], "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n"}
-    line_map = {"source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
-                "tile": _line_map(func, [loc for _, loc in tile_lines]),
-                "tile-opt": _line_map(func, [loc for _, loc in opt_lines])}
-    metadata = KernelMetadata(name=py_fn.__name__, target=target, num_warps=num_warps,
-                              num_stages=num_stages, enable_fp_fusion=fp_fusion,
-                              signature=[a.key for a in args],
-                              constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()},
-                              debug=debug, maxnreg=options.maxnreg,
-                              enable_reflect_ftz=options.reflect_ftz,
-                              tma_fallback=fallback.as_dict() if fallback != NO_FALLBACK else None)
+    asm = {
+        "source": source.text,
+        "tile": passes[0][1],
+        "tile-opt": "\n".join(t for t, _ in opt_lines) + "\n",
+    }
+    line_map = {
+        "source": {source.first_line + i: [i + 1] for i in range(source.text.count("\n") + 1)},
+        "tile": _line_map(func, [loc for _, loc in tile_lines]),
+        "tile-opt": _line_map(func, [loc for _, loc in opt_lines]),
+    }
+    metadata = KernelMetadata(
+        name=py_fn.__name__,
+        target=target,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        enable_fp_fusion=fp_fusion,
+        signature=[a.key for a in args],
+        constexprs={k: _constexpr_repr(v) for k, v in constexprs.items()},
+        debug=debug,
+        maxnreg=options.maxnreg,
+        enable_reflect_ftz=options.reflect_ftz,
+        tma_fallback=fallback.as_dict() if fallback != NO_FALLBACK else None,
+    )
     ir = func
     binary = None
     backend = backend_for(target)
-    result = backend.lower(func, target, num_warps, num_stages, fp_fusion, debug,
-                           replace(options, tma_fallback=fallback))
+    result = backend.lower(
+        func,
+        target,
+        num_warps,
+        num_stages,
+        fp_fusion,
+        debug,
+        replace(options, tma_fallback=fallback),
+    )
     if result is not None:
         ir = None  # the backend's passes rewrite `func`; `.ir` rebuilds the tile-opt IR on demand
         passes += result.passes
@@ -560,17 +671,40 @@ def _compile_with(py_fn, source, args, constexprs, target, num_warps, num_stages
     def regenerate():
         return chosen_ir(py_fn, args, constexprs, metadata)
 
-    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary,
-                            regenerate=regenerate)
-    backend.finish(kernel, functools.partial(_recompile, py_fn, args, constexprs, num_warps, num_stages,
-                                             fp_fusion, debug, options=options))
+    kernel = CompiledKernel(
+        py_fn, metadata, asm, passes, line_map, ir=ir, cubin=binary, regenerate=regenerate
+    )
+    backend.finish(
+        kernel,
+        functools.partial(
+            _recompile,
+            py_fn,
+            args,
+            constexprs,
+            num_warps,
+            num_stages,
+            fp_fusion,
+            debug,
+            options=options,
+        ),
+    )
     return kernel
 
 
-def _recompile(py_fn, args, constexprs, num_warps, num_stages, fp_fusion, debug, target,
-               options: TargetOptions = DEFAULT_OPTIONS) -> CompiledKernel:
-    return _compile_fresh(py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion, debug,
-                          options)
+def _recompile(
+    py_fn,
+    args,
+    constexprs,
+    num_warps,
+    num_stages,
+    fp_fusion,
+    debug,
+    target,
+    options: TargetOptions = DEFAULT_OPTIONS,
+) -> CompiledKernel:
+    return _compile_fresh(
+        py_fn, args, constexprs, target, num_warps, num_stages, fp_fusion, debug, options
+    )
 
 
 _ASSEMBLER: list[ThreadPoolExecutor] = []
@@ -579,7 +713,9 @@ _ASSEMBLER: list[ThreadPoolExecutor] = []
 def _assembler() -> ThreadPoolExecutor:
     """The threads that run ptxas and nvdisasm (subprocesses, so they overlap with Python work)."""
     if not _ASSEMBLER:
-        _ASSEMBLER.append(ThreadPoolExecutor(max_workers=4, thread_name_prefix="tileworkbench-ptxas"))
+        _ASSEMBLER.append(
+            ThreadPoolExecutor(max_workers=4, thread_name_prefix="tileworkbench-ptxas")
+        )
     return _ASSEMBLER[0]
 
 
@@ -588,7 +724,9 @@ def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:
         "metadata.json": json.dumps(kernel.metadata.as_dict()),
         "asm.json": json.dumps({**kernel.asm_made}),
         "passes.json": json.dumps(kernel.passes),
-        "line_map.json": json.dumps({s: {str(k): v for k, v in m.items()} for s, m in kernel.line_map.items()}),
+        "line_map.json": json.dumps(
+            {s: {str(k): v for k, v in m.items()} for s, m in kernel.line_map.items()}
+        ),
     }
     if kernel.cubin is not None:
         files["kernel.cubin"] = bytes(kernel.cubin)
@@ -600,7 +738,10 @@ def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> Compiled
         metadata = KernelMetadata(**json.loads(entry["metadata.json"]))
         asm = json.loads(entry["asm.json"])
         passes = [tuple(p) for p in json.loads(entry["passes.json"])]
-        line_map = {s: {int(k): v for k, v in m.items()} for s, m in json.loads(entry["line_map.json"]).items()}
+        line_map = {
+            s: {int(k): v for k, v in m.items()}
+            for s, m in json.loads(entry["line_map.json"]).items()
+        }
     except (KeyError, TypeError, ValueError):
         return None
     metadata.cache_hit = True
@@ -610,8 +751,8 @@ def _from_cache(py_fn, entry, args, constexprs, debug: bool = False) -> Compiled
     def regenerate():  # the IR the kernel was compiled from, TMA's choices as they were made
         return chosen_ir(py_fn, args, constexprs, metadata)
 
-    kernel = CompiledKernel(py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate)
+    kernel = CompiledKernel(
+        py_fn, metadata, asm, passes, line_map, cubin=cubin, regenerate=regenerate
+    )
     backend.finish_cached(kernel)
     return kernel
-
-

@@ -15,8 +15,14 @@ from typing import Any
 from .autotuner import Config
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
-MATMUL_WGMMA = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4),
-                (128, 128, 64, 8, 3), (128, 256, 32, 8, 4), (64, 256, 64, 4, 4)]
+MATMUL_WGMMA = [
+    (128, 256, 64, 8, 3),
+    (256, 128, 64, 8, 3),
+    (128, 128, 64, 4, 4),
+    (128, 128, 64, 8, 3),
+    (128, 256, 32, 8, 4),
+    (64, 256, 64, 4, 4),
+]
 MATMUL_MMA = [(128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4)]
 MATMUL_SMALL = [(32, 32, 32, 4, 3), (64, 64, 32, 4, 3)]  # the stages matter on GPUs only
 # (BLOCK_M, BLOCK_N, num_warps, num_stages): tutorial 06's Hopper choices first
@@ -30,8 +36,11 @@ def _on_gpu(target: str | None) -> bool:
     return is_gpu(target)
 
 
-def matmul_configs(target: str | None = None, names: tuple[str, str, str] = ("BLOCK_M", "BLOCK_N",
-                   "BLOCK_K"), **fixed: Any) -> list[Config]:
+def matmul_configs(
+    target: str | None = None,
+    names: tuple[str, str, str] = ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
+    **fixed: Any,
+) -> list[Config]:
     """The default matmul configs for `target` (None: where launches go).
 
     Args:
@@ -43,14 +52,19 @@ def matmul_configs(target: str | None = None, names: tuple[str, str, str] = ("BL
         `tw.Config`s, the likely fastest first.
     """
     rows = MATMUL_WGMMA + MATMUL_MMA if _on_gpu(target) else MATMUL_SMALL
-    return [Config({**dict(zip(names, (bm, bn, bk))), **fixed}, num_warps=warps, num_stages=stages)
-            for bm, bn, bk, warps, stages in rows]
+    return [
+        Config({**dict(zip(names, (bm, bn, bk))), **fixed}, num_warps=warps, num_stages=stages)
+        for bm, bn, bk, warps, stages in rows
+    ]
 
 
-def attention_configs(target: str | None = None, names: tuple[str, str] = ("BLOCK_M", "BLOCK_N"),
-                      **fixed: Any) -> list[Config]:
+def attention_configs(
+    target: str | None = None, names: tuple[str, str] = ("BLOCK_M", "BLOCK_N"), **fixed: Any
+) -> list[Config]:
     """The default attention-forward configs for `target` (as `matmul_configs`): BLOCK_M query rows
     against BLOCK_N keys per step."""
     rows = ATTENTION_GPU if _on_gpu(target) else ATTENTION_SMALL
-    return [Config({**dict(zip(names, (bm, bn))), **fixed}, num_warps=warps, num_stages=stages)
-            for bm, bn, warps, stages in rows]
+    return [
+        Config({**dict(zip(names, (bm, bn))), **fixed}, num_warps=warps, num_stages=stages)
+        for bm, bn, warps, stages in rows
+    ]

@@ -46,7 +46,8 @@ def _layout(value) -> tuple[int, tuple, tuple, int] | None:
         size = value.element_size()
         return value.data_ptr(), tuple(value.shape), tuple(s * size for s in value.stride()), size
     interface = getattr(value, "__cuda_array_interface__", None) or getattr(
-        value, "__array_interface__", None)
+        value, "__array_interface__", None
+    )
     if interface is None:
         return None
     itemsize = np.dtype(interface["typestr"]).itemsize
@@ -77,13 +78,19 @@ class DebugChecks:
         self.words: int = info["record_words"]
         self._buffer = None
         for note in info["unchecked"]:  # the compile-time notes, shown once per compiled kernel
-            warnings.warn(f"kernel '{kernel}' in debug mode: {note}", DebugModeWarning, stacklevel=2)
+            warnings.warn(
+                f"kernel '{kernel}' in debug mode: {note}", DebugModeWarning, stacklevel=2
+            )
 
     def hidden_kinds(self) -> list[str]:
         return ["u64"] * (2 * len(self.pointer_params)) + ["*u64"]
 
     def hidden_names(self) -> list[str]:
-        names = [f"{self.names[i]}.{end}" for i in self.pointer_params for end in ("first_byte", "end_byte")]
+        names = [
+            f"{self.names[i]}.{end}"
+            for i in self.pointer_params
+            for end in ("first_byte", "end_byte")
+        ]
         return names + ["debug.error_buffer"]
 
     def ranges(self, args: Sequence[object]) -> list[int]:
@@ -108,7 +115,9 @@ class DebugChecks:
                 self.launch(cuda.kernel, grid, device_args, stream)
             return
         if stream is None:
-            stream = torch_stream(args)  # where CudaKernel.launch sends it: torch's stream, else CuPy's
+            stream = torch_stream(
+                args
+            )  # where CudaKernel.launch sends it: torch's stream, else CuPy's
         # the cpu target's launcher asks for the record in host memory
         buffer = self.buffer(on_host=getattr(cuda, "error_buffer_on_host", False))
         cuda.launch(grid, [*args, *self.ranges(args), buffer], stream)
@@ -143,11 +152,20 @@ class DebugChecks:
         site = self.sites[site_id]
         where = _describe_loc(site["loc"])
         if site["kind"] == "assert":
-            what = f"device_assert failed: {site['message']}" if site["message"] else "device_assert failed"
-            failing = tuple(int(i) for i in np.unravel_index(value, site["shape"])) if site["shape"] else ()
+            what = (
+                f"device_assert failed: {site['message']}"
+                if site["message"]
+                else "device_assert failed"
+            )
+            failing = (
+                tuple(int(i) for i in np.unravel_index(value, site["shape"]))
+                if site["shape"]
+                else ()
+            )
             index = f", failing index {failing}" if failing else ""
             return DeviceAssertionError(
-                f"{what} in kernel '{self.kernel}' at {where}\n  program id {pid}{index}")
+                f"{what} in kernel '{self.kernel}' at {where}\n  program id {pid}{index}"
+            )
         return self._access_error(site, value, where, pid, args)
 
     def _access_error(self, site: dict, address: int, where: str, pid: tuple, args) -> Exception:
@@ -163,16 +181,28 @@ class DebugChecks:
         pointer = layout[0] if layout is not None else low
         described = f"{_dtype_name(array)}{list(layout[1]) if layout else []}"
         if low <= address and address + size * site["vector"] <= high:
-            return OutOfBoundsError(misaligned_message(site["kind"], self.kernel, where, name, described,
-                                                       address - pointer, dtype, pid))
+            return OutOfBoundsError(
+                misaligned_message(
+                    site["kind"], self.kernel, where, name, described, address - pointer, dtype, pid
+                )
+            )
         bad = address
         for element in range(site["vector"]):  # the vector's first element out of bounds
             bad = address + element * size
             if bad < low or bad + size > high:
                 break
         elements = int(np.prod(layout[1])) if layout else 0
-        message = out_of_bounds_message(site["kind"], self.kernel, where, name, described,
-                                        (bad - pointer) // size, dtype, elements, pid)
+        message = out_of_bounds_message(
+            site["kind"],
+            self.kernel,
+            where,
+            name,
+            described,
+            (bad - pointer) // size,
+            dtype,
+            elements,
+            pid,
+        )
         if len(site["args"]) > 1:
             others = ", ".join(f"'{self.names[i]}'" for i in site["args"] if i != index)
             message += f"\n  note: the pointer may come from {others} too; it is in none of them"
@@ -195,9 +225,11 @@ class _HostRecord(np.ndarray):
 
 def _nearest(candidates: list[int], address: int, args) -> int:
     """The candidate argument whose array lies closest to `address`."""
+
     def distance(index: int) -> int:
         low, high = array_byte_range(args[index])
         return max(low - address, address - high, 0)
+
     return min(candidates, key=distance)
 
 

@@ -14,27 +14,36 @@ from ..dtypes import lookup
 _TENSOR_CORE_OPS = {
     7: {"float16": 256},
     8: {"float32": 256, "float16": 512, "bfloat16": 512, "int8": 1024},
-    9: {"float32": 512, "float16": 1024, "bfloat16": 1024, "int8": 2048, "float8_e4m3fn": 2048,
-        "float8_e5m2": 2048},
+    9: {
+        "float32": 512,
+        "float16": 1024,
+        "bfloat16": 1024,
+        "int8": 2048,
+        "float8_e4m3fn": 2048,
+        "float8_e5m2": 2048,
+    },
 }
 _SIMD_OPS = {7: {"float32": 32, "float16": 64}, 8: {"float32": 32, "float16": 64, "bfloat16": 64}}
 _SUB_CORES_PER_SM = 4
 
 
 def _dtype_name(dtype: Any) -> str:
-    """"float16" for torch.float16, tl.float16, numpy.float16 or "fp16" (the NumPy name of any of a
+    """ "float16" for torch.float16, tl.float16, numpy.float16 or "fp16" (the NumPy name of any of a
     dtype's names, dtypes.TABLE); tf32 runs on float32 data."""
     name = str(getattr(dtype, "name", None) or dtype).removeprefix("torch.")
     row = lookup("fp32" if name == "tf32" else name)
     return row.numpy if row is not None else name
 
 
-def _ops_per_clock(table: dict[int, dict[str, int]], props: DeviceProperties, dtype: Any,
-                   what: str) -> int:
+def _ops_per_clock(
+    table: dict[int, dict[str, int]], props: DeviceProperties, dtype: Any, what: str
+) -> int:
     generation = max((g for g in table if g <= props.major), default=None)
     ops = table[generation].get(_dtype_name(dtype)) if generation is not None else None
     if ops is None:
-        raise ValueError(f"{what}: no figure for {_dtype_name(dtype)} on sm_{props.major}{props.minor}")
+        raise ValueError(
+            f"{what}: no figure for {_dtype_name(dtype)} on sm_{props.major}{props.minor}"
+        )
     return ops
 
 
@@ -60,7 +69,9 @@ def get_dram_gbps(device: int | None = None) -> float:
     return dram_gbps(device_properties(device))
 
 
-def get_max_tensorcore_tflops(dtype, clock_rate: float | None = None, device: int | None = None) -> float:
+def get_max_tensorcore_tflops(
+    dtype, clock_rate: float | None = None, device: int | None = None
+) -> float:
     """Dense tensor-core TFLOP/s for `dtype` at `clock_rate` kHz (default: the device's clock)."""
     return tensorcore_tflops(device_properties(device), dtype, clock_rate)
 

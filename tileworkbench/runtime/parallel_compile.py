@@ -99,7 +99,7 @@ def _numpy_like(dtype: str, misalignment: int, shape) -> np.ndarray:
     kind = _numpy_dtype(dtype)
     buffer = np.zeros(64 + kind.itemsize, np.uint8)
     start = (-buffer.ctypes.data) % 16 + misalignment
-    base = buffer[start:start + kind.itemsize].view(kind)
+    base = buffer[start : start + kind.itemsize].view(kind)
     # zero strides keep every element inside the buffer whatever the shape
     return np.lib.stride_tricks.as_strided(base, shape=tuple(shape), strides=(0,) * len(shape))
 
@@ -129,11 +129,15 @@ def encode_value(value: Any) -> Any:
     if isinstance(value, (tuple, list)) and not hasattr(value, "dtype"):
         return {"sequence": [encode_value(v) for v in value], "tuple": isinstance(value, tuple)}
     if is_host_descriptor(value):
-        return {"descriptor": {
-            "base": _encode_array(value.base), "shape": [int(s) for s in value.shape],
-            "strides": [int(s) for s in value.strides],
-            "block_shape": [int(b) for b in value.block_shape],
-            "padding": getattr(value, "padding", "zero")}}
+        return {
+            "descriptor": {
+                "base": _encode_array(value.base),
+                "shape": [int(s) for s in value.shape],
+                "strides": [int(s) for s in value.strides],
+                "block_shape": [int(b) for b in value.block_shape],
+                "padding": getattr(value, "padding", "zero"),
+            }
+        }
     return _encode_array(value)
 
 
@@ -141,17 +145,35 @@ def _encode_array(value: Any) -> dict:
     if isinstance(value, ArrayStandIn):
         return {"array": [value.dtype, value.data_ptr(), list(value.shape), list(value.stride())]}
     if isinstance(value, np.ndarray):
-        return {"numpy": [str(value.dtype), value.ctypes.data % 16, list(value.shape),
-                          list(value.strides)]}
+        return {
+            "numpy": [
+                str(value.dtype),
+                value.ctypes.data % 16,
+                list(value.shape),
+                list(value.strides),
+            ]
+        }
     module = type(value).__module__.split(".")[0]
     if module == "torch" or getattr(type(value), "__tile_tensor_wrapper__", False):
         strides = list(value.stride()) if callable(getattr(value, "stride", None)) else []
-        return {"array": [str(value.dtype).removeprefix("torch."), int(value.data_ptr()),
-                          list(getattr(value, "shape", ())), strides]}
+        return {
+            "array": [
+                str(value.dtype).removeprefix("torch."),
+                int(value.data_ptr()),
+                list(getattr(value, "shape", ())),
+                strides,
+            ]
+        }
     if module == "cupy":
         item = value.dtype.itemsize
-        return {"array": [str(value.dtype), int(value.data.ptr), list(value.shape),
-                          [s // item for s in value.strides]]}
+        return {
+            "array": [
+                str(value.dtype),
+                int(value.data.ptr),
+                list(value.shape),
+                [s // item for s in value.strides],
+            ]
+        }
     raise NotShippable(f"no stand-in for an argument of type {type(value).__name__}")
 
 
@@ -176,8 +198,13 @@ def decode_value(data: Any) -> Any:
         from ..tools.tensor_descriptor import TensorDescriptor
 
         d = data["descriptor"]
-        return TensorDescriptor(decode_value(d["base"]), list(d["shape"]), list(d["strides"]),
-                                list(d["block_shape"]), d["padding"])
+        return TensorDescriptor(
+            decode_value(d["base"]),
+            list(d["shape"]),
+            list(d["strides"]),
+            list(d["block_shape"]),
+            d["padding"],
+        )
     if "numpy" in data:
         dtype, misalignment, shape, _ = data["numpy"]
         return _numpy_like(dtype, misalignment, shape)
@@ -241,8 +268,10 @@ def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
         if not file:
             raise NotShippable(f"{qualname} is defined in an interactive session (a notebook cell)")
         if not _guarded_script(file):
-            raise NotShippable(f"{file} has no `if __name__ == \"__main__\":` guard: a worker "
-                               "importing it would run the script")
+            raise NotShippable(
+                f'{file} has no `if __name__ == "__main__":` guard: a worker '
+                "importing it would run the script"
+            )
     found = getattr(module, qualname, None)
     steps = 0
     while found is not None and found is not kernel and steps < 8:
@@ -440,13 +469,19 @@ def _engine(executor: Any) -> Any:
     if hasattr(executor, "get_executor") and type(executor).__module__.startswith("distributed"):
         return executor.get_executor(pure=False)
     if not callable(getattr(executor, "submit", None)):
-        raise TypeError(f"executor must be a concurrent.futures.Executor or a Dask Client, got "
-                        f"{type(executor).__name__}")
+        raise TypeError(
+            f"executor must be a concurrent.futures.Executor or a Dask Client, got "
+            f"{type(executor).__name__}"
+        )
     return executor
 
 
-def build(jobs: dict[str, CompileJob | None], executor: Any = None, workers: int | None = None,
-          marker_dir: str | None = None) -> Iterator[Built]:
+def build(
+    jobs: dict[str, CompileJob | None],
+    executor: Any = None,
+    workers: int | None = None,
+    marker_dir: str | None = None,
+) -> Iterator[Built]:
     """Compile `jobs` (label -> job; None: the parent compiles it) and yield each config's
     `Built` as soon as it is done; configs the parent compiles come first. Each attempt at a job
     leaves a file `<label>.<pid>.<random>` in `marker_dir` (default: a temporary folder), which
@@ -497,14 +532,19 @@ def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
     done: queue.Queue = queue.Queue()
     # a thread of its own hands each process its next config as soon as it is free, while the
     # caller times what was built
-    threading.Thread(target=_dispatch, args=(pool, left, min(workers, len(left)), done),
-                     name="tileworkbench-compile-dispatch", daemon=True).start()
+    threading.Thread(
+        target=_dispatch,
+        args=(pool, left, min(workers, len(left)), done),
+        name="tileworkbench-compile-dispatch",
+        daemon=True,
+    ).start()
     for _ in range(len(left)):
         yield done.get()
 
 
-def _dispatch(pool: compile_pool.WorkerPool, jobs: dict[str, CompileJob], workers: int,
-              done: queue.Queue) -> None:
+def _dispatch(
+    pool: compile_pool.WorkerPool, jobs: dict[str, CompileJob], workers: int, done: queue.Queue
+) -> None:
     """Run `jobs` on the first `workers` processes of `pool`, putting each config's Built on
     `done` (exactly one per job). A process that dies costs only the config it was compiling:
     a fresh process takes its place and the config is tried again, up to _MAX_DEATHS times."""
@@ -545,8 +585,10 @@ def _outcome(future: futures.Future, label: str, deaths: collections.Counter) ->
         if deaths[label] <= _MAX_DEATHS:
             return None
         # a config that kills the compiler each time would kill this process too
-        return Built(label, error=f"CompileWorkerDied: its compile worker died {deaths[label]} "
-                                  "times compiling it")
+        return Built(
+            label,
+            error=f"CompileWorkerDied: its compile worker died {deaths[label]} times compiling it",
+        )
     except Exception as error:
         return Built(label, fallback=f"{type(error).__name__}: {error}")
     built = _built(result)
@@ -555,8 +597,9 @@ def _outcome(future: futures.Future, label: str, deaths: collections.Counter) ->
     return built
 
 
-def _while_starting(left: dict[str, CompileJob], workers: int, target: str | None
-                    ) -> Iterator[Built]:
+def _while_starting(
+    left: dict[str, CompileJob], workers: int, target: str | None
+) -> Iterator[Built]:
     """While the pool starts (on a background thread), hand configs to this process, which
     compiles and times each as it is handed one (one lane: no more than it can do before the
     workers are up; once they are, the rest go to them). At most half of them: with several
@@ -574,8 +617,14 @@ def _while_starting(left: dict[str, CompileJob], workers: int, target: str | Non
 
 def _built(result: dict) -> Built:
     where = f"pid {result['pid']}" + ("" if result["host"] == _HOST else f"@{result['host']}")
-    built = Built(result["label"], result.get("seconds"), where, result.get("error"),
-                  result.get("fallback"), result.get("attempts", 1))
+    built = Built(
+        result["label"],
+        result.get("seconds"),
+        where,
+        result.get("error"),
+        result.get("fallback"),
+        result.get("attempts", 1),
+    )
     if built.attempts > 1:
         built.notes.append(f"attempt {built.attempts}: a worker died compiling it")
     files = result.get("files")
@@ -601,9 +650,11 @@ class Lane:
     bench: Callable[[Any], Any]
 
 
-def time_on_lanes(items: Iterable[Any], lanes: Sequence[Lane],
-                  on_error: Callable[[Any, BaseException], Any] | None = None
-                  ) -> list[tuple[Any, str, Any]]:
+def time_on_lanes(
+    items: Iterable[Any],
+    lanes: Sequence[Lane],
+    on_error: Callable[[Any, BaseException], Any] | None = None,
+) -> list[tuple[Any, str, Any]]:
     """Time each item as soon as `items` yields it, on whichever lane is free: (item, lane name,
     result) in the order the timings finished. One lane runs in this thread."""
     if len(lanes) <= 1:

@@ -10,8 +10,14 @@ from typing import Any, Callable, Iterator
 ACTIVE: list[list] = []
 OVERRIDES: list[dict] = []  # `%%tilekernel --sweep`: constexpr and launch-option values to impose
 # the launch options in the order of JITFunction.run's options tuple
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "enable_fp_fusion", "maxnreg", "enable_reflect_ftz",
-                  "arch")
+LAUNCH_OPTIONS = (
+    "num_warps",
+    "num_stages",
+    "enable_fp_fusion",
+    "maxnreg",
+    "enable_reflect_ftz",
+    "arch",
+)
 
 
 @dataclass
@@ -67,8 +73,9 @@ def launch_overrides(values: dict[str, Any]) -> Iterator[None]:
         OVERRIDES.remove(values)
 
 
-def apply_overrides(arg_names: list[str], constexpr_names, args: tuple, kwargs: dict,
-                    options: tuple) -> tuple[tuple, dict, tuple]:
+def apply_overrides(
+    arg_names: list[str], constexpr_names, args: tuple, kwargs: dict, options: tuple
+) -> tuple[tuple, dict, tuple]:
     """(args, kwargs, options in LAUNCH_OPTIONS order) with the active overrides applied."""
     values = {k: v for override in OVERRIDES for k, v in override.items()}
     args, kwargs, options = list(args), dict(kwargs), list(options)

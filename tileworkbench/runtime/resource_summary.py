@@ -33,10 +33,17 @@ class ResourceSummary:
 
         md = compiled.metadata
         backend = backend_for(md.target)
-        return cls(name=md.name, target=md.target, num_warps=md.num_warps, n_regs=md.n_regs,
-                   n_spills=md.n_spills, shared=md.shared, shared_plan=list(md.shared_plan or []),
-                   shared_limit=backend.shared_limit(md.target),
-                   instructions=backend.instruction_counts(compiled.asm))
+        return cls(
+            name=md.name,
+            target=md.target,
+            num_warps=md.num_warps,
+            n_regs=md.n_regs,
+            n_spills=md.n_spills,
+            shared=md.shared,
+            shared_plan=list(md.shared_plan or []),
+            shared_limit=backend.shared_limit(md.target),
+            instructions=backend.instruction_counts(compiled.asm),
+        )
 
     @property
     def plan_total(self) -> int:
@@ -47,15 +54,19 @@ class ResourceSummary:
         """The summary as text: registers, the shared-memory plan, the instruction counts."""
         regs = "?" if self.n_regs is None else self.n_regs
         spills = "?" if self.n_spills is None else self.n_spills
-        lines = [f"{self.name} [{self.target}], {self.num_warps} warps: {regs} registers/thread, "
-                 f"{spills} spills, {kb(self.shared)} shared"]
+        lines = [
+            f"{self.name} [{self.target}], {self.num_warps} warps: {regs} registers/thread, "
+            f"{spills} spills, {kb(self.shared)} shared"
+        ]
         if self.shared_plan:
             lines.append("shared memory:")
             lines += ["  " + line for line in plan_lines(self.shared_plan, self.shared_limit)]
         for stage, counts in self.instructions.items():
             if counts:
-                lines.append(f"{stage} tensor-core and async-copy instructions (static): "
-                             + counts_text(counts))
+                lines.append(
+                    f"{stage} tensor-core and async-copy instructions (static): "
+                    + counts_text(counts)
+                )
         return lines
 
     def __str__(self) -> str:
@@ -101,7 +112,9 @@ def total_text(plan: list[dict], limit: int | None) -> str:
 
 def plan_lines(plan: list[dict], limit: int | None) -> list[str]:
     """One line per region, then the total against the limit."""
-    lines = [f"{what} {where}: {size}; {detail}" for what, where, size, detail in map(plan_row, plan)]
+    lines = [
+        f"{what} {where}: {size}; {detail}" for what, where, size, detail in map(plan_row, plan)
+    ]
     return lines + [total_text(plan, limit)]
 
 

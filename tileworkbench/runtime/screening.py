@@ -34,9 +34,12 @@ def finalists(screen_ms: Mapping[Item, float], k: int, margin: float = MARGIN) -
     if not ranked:
         return []
     best = screen_ms[ranked[0]]
-    chosen = [item for i, item in enumerate(ranked)
-              if i < max(1, k) or screen_ms[item] <= best * (1 + margin)]
-    return chosen[:max(MAX_FINALISTS, k)]
+    chosen = [
+        item
+        for i, item in enumerate(ranked)
+        if i < max(1, k) or screen_ms[item] <= best * (1 + margin)
+    ]
+    return chosen[: max(MAX_FINALISTS, k)]
 
 
 def screen_bench(kernel_call: Callable[[], None], warmup: float, rep: float) -> Any:
@@ -44,8 +47,12 @@ def screen_bench(kernel_call: Callable[[], None], warmup: float, rep: float) -> 
     (median, 20%, 80%) in ms."""
     from .testing import do_bench
 
-    return do_bench(kernel_call, warmup=min(SCREEN_WARMUP_MS, warmup),
-                    rep=min(SCREEN_REP_MS, rep), quantiles=(0.5, 0.2, 0.8))
+    return do_bench(
+        kernel_call,
+        warmup=min(SCREEN_WARMUP_MS, warmup),
+        rep=min(SCREEN_REP_MS, rep),
+        quantiles=(0.5, 0.2, 0.8),
+    )
 
 
 @dataclass
@@ -68,9 +75,17 @@ class BuildStats:
     def from_result(cls, result: Mapping[str, Any]) -> BuildStats:
         """The stats kept in an autotuner's `last_results` entry."""
         where = result.get("where") or {}
-        return cls(result.get("compile_s"), result.get("load_s"), result.get("screen_s"),
-                   result.get("screen_ms"), result.get("bench_s"), where.get("compiled"),
-                   where.get("timed"), result.get("finalist"), list(result.get("notes") or []))
+        return cls(
+            result.get("compile_s"),
+            result.get("load_s"),
+            result.get("screen_s"),
+            result.get("screen_ms"),
+            result.get("bench_s"),
+            where.get("compiled"),
+            where.get("timed"),
+            result.get("finalist"),
+            list(result.get("notes") or []),
+        )
 
     def parts(self) -> list[str]:
         """["compile 1.20 s (pid 4711)", "load 0.01 s", "screen 0.03 s", "bench 0.14 s (GPU 0)"]:

@@ -83,8 +83,13 @@ def dtype_name(dtype) -> str:
 
 
 # -- the key parts ---------------------------------------------------------------------------------
-def _part(kind: str, divisible_16: bool = False, equal_1: bool = False, family: str = "",
-          divisible_by: int = 1) -> str:
+def _part(
+    kind: str,
+    divisible_16: bool = False,
+    equal_1: bool = False,
+    family: str = "",
+    divisible_by: int = 1,
+) -> str:
     # interned: a string caches its hash, so a flat tuple of them hashes cheaply at every launch
     return sys.intern(key_text(kind, divisible_16, equal_1, divisible_by) + family)
 
@@ -192,8 +197,17 @@ def array_address(value) -> tuple[str, int] | None:
 # -- the table: type -> (value -> (key part, value to pack)) ---------------------------------------
 def _int(value):
     if -0x80000000 <= value <= 0x7FFFFFFF:
-        return (I32_ONE if value == 1 else I32_16 if value & 15 == 0 else I32_8 if value & 7 == 0
-                else I32_4 if value & 3 == 0 else I32), value
+        return (
+            I32_ONE
+            if value == 1
+            else I32_16
+            if value & 15 == 0
+            else I32_8
+            if value & 7 == 0
+            else I32_4
+            if value & 3 == 0
+            else I32
+        ), value
     if not -(2**63) <= value < 2**64:
         raise ArgumentOverflowError(f"the integer {value} fits in no 64-bit kind (i64 or u64)")
     small = 1 if value % 16 == 0 else small_divisor(value)

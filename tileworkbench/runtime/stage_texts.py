@@ -27,8 +27,10 @@ TRITON_STAGES = {"ttir": "tile-opt", "ttgir": "tile-gpu", "llir": "llvm"}
 # TTIR/TTGIR show them (`"tt.reduce"(%x) <{axis = 1 : i32}> ({`, code counts that text); our stages
 # print them like every other op (`tt.reduce %x {axis = 1} : ... ({`).
 _GENERIC_HEADER = re.compile(
-    r'^(?P<head>\s*(?:%[\w.]+(?:, %[\w.]+)* = )?)(?P<name>tt\.reduce|tt\.scan) '
-    r'(?P<operands>%[\w.]+(?:, %[\w.]+)*)(?: \{(?P<attrs>[^}]*)\})? : .*? \(\{(?P<rest>.*)$', re.M)
+    r"^(?P<head>\s*(?:%[\w.]+(?:, %[\w.]+)* = )?)(?P<name>tt\.reduce|tt\.scan) "
+    r"(?P<operands>%[\w.]+(?:, %[\w.]+)*)(?: \{(?P<attrs>[^}]*)\})? : .*? \(\{(?P<rest>.*)$",
+    re.M,
+)
 
 
 def _generic(match: re.Match) -> str:
@@ -47,8 +49,10 @@ def ttgir_module(triton_target: str | None, num_warps: int) -> str | None:
     does (`ttg.target = "cuda:90"`, Backend.triton_target); None where Triton has no such target."""
     if triton_target is None:
         return None
-    return (f'module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = {num_warps} : i32, '
-            f'ttg.target = "{triton_target}", "ttg.threads-per-warp" = 32 : i32}} {{')
+    return (
+        f'module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = {num_warps} : i32, '
+        f'ttg.target = "{triton_target}", "ttg.threads-per-warp" = 32 : i32}} {{'
+    )
 
 
 def _in_module(module: str, text: str) -> str:
@@ -63,8 +67,13 @@ class StageTexts(dict):
     names the tool and how to install it. `ttgir_module`: the module line `asm["ttgir"]` is wrapped
     in (ttgir_module()), as Triton's TTGIR."""
 
-    def __init__(self, texts: dict[str, str], target: str, backend_stages: tuple[str, ...],
-                 ttgir_module: str | None = None) -> None:
+    def __init__(
+        self,
+        texts: dict[str, str],
+        target: str,
+        backend_stages: tuple[str, ...],
+        ttgir_module: str | None = None,
+    ) -> None:
         super().__init__(texts)
         self.target = target
         self.backend_stages = backend_stages  # the stages the target's backend makes

@@ -35,8 +35,9 @@ def element_bytes(kind: str) -> int:
 
 def descriptor_fits(kind: str, address: int, value: Any) -> bool:
     """Whether a host descriptor over an array of `kind` at `address` passes TMA's rules."""
-    return host_fits(address, [int(s) for s in value.shape], [int(s) for s in value.strides],
-                     element_bytes(kind))
+    return host_fits(
+        address, [int(s) for s in value.shape], [int(s) for s in value.strides], element_bytes(kind)
+    )
 
 
 def tensor_map(value: Any, kind: str, name: str = "desc", kernel: str = "kernel") -> bytes:
@@ -54,10 +55,12 @@ def tensor_map(value: Any, kind: str, name: str = "desc", kernel: str = "kernel"
     encoded = _CACHE.get(key)
     if encoded is None:
         if not host_fits(address, shape, strides, element_bytes(kind)):
-            raise LaunchError(f"argument {name!r} of {kernel}: TMA cannot take this descriptor (base "
-                              f"{address:#x}, shape {list(shape)}, strides {list(strides)}): the base "
-                              "every stride but the last and the innermost extent must be "
-                              "multiples of 16 bytes")
+            raise LaunchError(
+                f"argument {name!r} of {kernel}: TMA cannot take this descriptor (base "
+                f"{address:#x}, shape {list(shape)}, strides {list(strides)}): the base "
+                "every stride but the last and the innermost extent must be "
+                "multiples of 16 bytes"
+            )
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         encoded = _CACHE[key] = encode_tiled(address, shape, strides, block, kind, padding)
@@ -69,19 +72,34 @@ def encode_tiled(address: int, shape, strides, block, kind: str, padding: str) -
     nbytes = element_bytes(kind)
     rank = len(shape)
     dims = (ctypes.c_uint64 * rank)(*reversed(shape))
-    byte_strides = (ctypes.c_uint64 * max(rank - 1, 1))(*[s * nbytes for s in reversed(strides[:-1])])
+    byte_strides = (ctypes.c_uint64 * max(rank - 1, 1))(
+        *[s * nbytes for s in reversed(strides[:-1])]
+    )
     inner, swizzle = tma_box(block, nbytes)
     box = (ctypes.c_uint32 * rank)(inner, *reversed(block[:-1]))
     element_strides = (ctypes.c_uint32 * rank)(*([1] * rank))
     out = (ctypes.c_uint8 * TENSOR_MAP_BYTES)()
     data_type = tma_element_code(kind, in_kernel=False)  # CUtensorMapDataType (dtypes.TABLE)
     result = _encoder()(
-        out, data_type, rank, ctypes.c_void_p(address), dims, byte_strides, box, element_strides,
-        0, _SWIZZLE[swizzle], _L2_PROMOTION_128B, _OOB_FILL[padding])
+        out,
+        data_type,
+        rank,
+        ctypes.c_void_p(address),
+        dims,
+        byte_strides,
+        box,
+        element_strides,
+        0,
+        _SWIZZLE[swizzle],
+        _L2_PROMOTION_128B,
+        _OOB_FILL[padding],
+    )
     if result != 0:
-        raise LaunchError(f"cuTensorMapEncodeTiled refused the descriptor (CUresult {result}): {kind} "
-                          f"shape {list(shape)}, strides {list(strides)}, block {list(block)}, "
-                          f"base {address:#x}")
+        raise LaunchError(
+            f"cuTensorMapEncodeTiled refused the descriptor (CUresult {result}): {kind} "
+            f"shape {list(shape)}, strides {list(strides)}, block {list(block)}, "
+            f"base {address:#x}"
+        )
     return bytes(out)
 
 
@@ -93,7 +111,18 @@ def _encoder():
         raise LaunchError(f"TMA tensor maps need the CUDA driver (libcuda.so.1): {error}") from None
     encode = libcuda.cuTensorMapEncodeTiled
     encode.restype = ctypes.c_int
-    encode.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    encode.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
     return encode

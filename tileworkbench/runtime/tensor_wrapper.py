@@ -61,7 +61,9 @@ class TensorWrapper:
         from ..dtypes import numpy_dtype_of
 
         base = self.base.detach()
-        same_width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[base.element_size()]
+        same_width = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+            base.element_size()
+        ]
         return base.view(same_width).numpy().view(numpy_dtype_of(str(self.dtype)))
 
     def __str__(self) -> str:

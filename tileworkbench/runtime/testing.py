@@ -63,7 +63,11 @@ def do_bench(
     return _summarize(times, quantiles, return_mode)
 
 
-_TIMERS = {"auto": None, "cuda": True, "host": False}  # timer -> CUDA events (None: where launches go)
+_TIMERS = {
+    "auto": None,
+    "cuda": True,
+    "host": False,
+}  # timer -> CUDA events (None: where launches go)
 
 
 def _gpu_timing() -> bool:
@@ -379,13 +383,19 @@ def perf_report(benchmarks: Benchmark | list[Benchmark]) -> Callable[[Callable[.
 
 
 from .device_limits import (  # noqa: E402,F401  (Triton's triton.testing names that need the GPU)
-    get_dram_gbps, get_max_simd_tflops, get_max_tensorcore_tflops,
+    get_dram_gbps,
+    get_max_simd_tflops,
+    get_max_tensorcore_tflops,
 )
 
 
-def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20,
-                       grad_to_none: Sequence[Any] | None = None,
-                       quantiles: Sequence[float] | None = None, return_mode: str = "mean"):
+def do_bench_cudagraph(
+    fn: Callable[[], Any],
+    rep: float = 20,
+    grad_to_none: Sequence[Any] | None = None,
+    quantiles: Sequence[float] | None = None,
+    return_mode: str = "mean",
+):
     """Time `fn()` in ms as Triton's `do_bench_cudagraph` does: its launches are captured into a CUDA
     graph (on a CuPy stream, which tileworkbench kernels launch on) and the graph is replayed, so launch
     overhead is not counted. Without a GPU it times on the host, as `do_bench` does there.
@@ -394,8 +404,14 @@ def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20,
         LaunchError: `fn` launched work that a CUDA graph cannot capture (e.g. on torch's stream).
     """
     if not _gpu_timing():
-        return do_bench(fn, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles,
-                        return_mode=return_mode, timer="host")
+        return do_bench(
+            fn,
+            rep=rep,
+            grad_to_none=grad_to_none,
+            quantiles=quantiles,
+            return_mode=return_mode,
+            timer="host",
+        )
     import cupy
 
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -429,4 +445,3 @@ def _graph_time(stream, fn: Callable[[], Any], repeats: int) -> float:
     end.record(stream)
     end.synchronize()
     return cupy.cuda.get_elapsed_time(start, end)
-

@@ -38,8 +38,9 @@ def _warm_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     b = tl.load(b_ptr + offsets, mask=mask, other=0.0)
     scores = tl.dot(a, b)
     weights = tl.exp2(scores - tl.max(scores, axis=1)[:, None]) + tl.math.erf(scores)
-    tl.store(out_ptr + offsets, (weights / tl.sum(weights, axis=1)[:, None]).to(tl.float16),
-             mask=mask)
+    tl.store(
+        out_ptr + offsets, (weights / tl.sum(weights, axis=1)[:, None]).to(tl.float16), mask=mask
+    )
 
 
 def warm_up(target: str) -> float:
@@ -53,8 +54,13 @@ def warm_up(target: str) -> float:
         # 64: wgmma's tiles on sm_90a (the path autotuned GPU kernels take); the cpu target's
         # one-thread layout takes seconds at 64
         block = 64 if is_gpu(target) else 16
-        compiled = compile_kernel(_warm_kernel, "a_ptr=*fp16,b_ptr=*fp16,out_ptr=*fp16,n=i32",
-                              {"BLOCK": block}, target=target, use_cache=False)
+        compiled = compile_kernel(
+            _warm_kernel,
+            "a_ptr=*fp16,b_ptr=*fp16,out_ptr=*fp16,n=i32",
+            {"BLOCK": block},
+            target=target,
+            use_cache=False,
+        )
         _wait(compiled)
     except Exception:  # a missing ptxas or libdevice: the first real compile reports it
         pass

@@ -52,16 +52,19 @@ class MXFP4Tensor:
         odd length is padded with a zero code."""
         data = self.data
         if not 0 <= dim < data.ndim:
-            raise ValueError(f"MXFP4Tensor.to_packed_tensor: dim {dim} is not a dimension of a "
-                             f"{data.ndim}-D tensor")
+            raise ValueError(
+                f"MXFP4Tensor.to_packed_tensor: dim {dim} is not a dimension of a "
+                f"{data.ndim}-D tensor"
+            )
         if data.shape[dim] % 2:
             pad = [0] * (2 * (data.ndim - dim - 1)) + [0, 1]
             data = torch.nn.functional.pad(data, pad)
         pairs = data.unflatten(dim, (data.shape[dim] // 2, 2))
         return pairs.select(dim + 1, 0) | (pairs.select(dim + 1, 1) << 4)
 
-    def unpack_packed_tensor(self, packed_tensor: torch.Tensor, dim: int,
-                             original_shape) -> torch.Tensor:
+    def unpack_packed_tensor(
+        self, packed_tensor: torch.Tensor, dim: int, original_shape
+    ) -> torch.Tensor:
         """The codes of `packed_tensor` (packed along `dim` by `to_packed_tensor`), one per uint8,
         cut to `original_shape`'s length along `dim`."""
         pairs = torch.stack((packed_tensor & 0xF, (packed_tensor >> 4) & 0xF), dim=dim + 1)
@@ -111,8 +114,9 @@ class MXScaleTensor:
         highest = 254 if high is None else min(254, max(0, _exponent(high) + E8M0_BIAS))
         if lowest > highest:
             raise ValueError(f"MXScaleTensor.random: low {low} is above high {high}")
-        self.data = torch.randint(lowest, highest + 1, self.size, dtype=torch.uint8,
-                                  device=self.device)
+        self.data = torch.randint(
+            lowest, highest + 1, self.size, dtype=torch.uint8, device=self.device
+        )
         return self
 
     def to(self, dtype) -> torch.Tensor:
@@ -136,5 +140,6 @@ def _e8m0_codes(values: torch.Tensor) -> torch.Tensor:
     invalid = ~torch.isfinite(values) | (values <= 0)
     exponent = torch.frexp(torch.where(invalid, 1.0, values)).exponent - 1
     codes = torch.clamp(exponent + E8M0_BIAS, 0, 254).to(torch.uint8)
-    return torch.where(invalid, torch.tensor(E8M0_NAN, dtype=torch.uint8, device=values.device),
-                       codes)
+    return torch.where(
+        invalid, torch.tensor(E8M0_NAN, dtype=torch.uint8, device=values.device), codes
+    )

@@ -146,7 +146,9 @@ def draw(accesses: ProgramAccesses) -> str | None:
         extent = (0, image.shape[1] * bin_c, first + image.shape[0] * bin_r, first)
         ax.imshow(image, interpolation="nearest", aspect="auto", extent=extent)
         binned = f", {bin_r}x{bin_c} elements per cell" if bin_r * bin_c > 1 else ""
-        title = f"{access.kind} {access.argument}" + (f" (line {access.line})" if access.line else "")
+        title = f"{access.kind} {access.argument}" + (
+            f" (line {access.line})" if access.line else ""
+        )
         rows, cols = grid_shape(access.array_shape)
         if (first, end) != (0, rows) and end - first < rows:
             unit = f" (rows of {cols})" if len(access.array_shape) == 1 else ""

@@ -166,8 +166,11 @@ def _add_point(report: KernelReport, opts: ReportOptions, seconds: float | None)
 
 def host_peaks(ceilings: dict) -> Peaks:
     """A host target's measured ceilings (target_ceilings.py) as the workbench's Peaks."""
-    measured = {name: Peak(name, c["value"], c["unit"], "measured", c.get("detail", ""))
-                for name, c in ceilings.items() if name != "device"}
+    measured = {
+        name: Peak(name, c["value"], c["unit"], "measured", c.get("detail", ""))
+        for name, c in ceilings.items()
+        if name != "device"
+    }
     return Peaks(ceilings["device"], measured=measured)
 
 
@@ -199,13 +202,21 @@ def autotune_rows(results: dict | None) -> list[AutotuneRow] | None:
     for config, result in results.items():
         if "ms" in result:
             row = AutotuneRow(
-                str(config), float(result["ms"]), regs=result.get("regs"),
-                spills=result.get("spills"), shared=result.get("shared"),
+                str(config),
+                float(result["ms"]),
+                regs=result.get("regs"),
+                spills=result.get("spills"),
+                shared=result.get("shared"),
             )
         elif "screen_ms" in result and "error" not in result:  # screened out: not a finalist
             row = AutotuneRow(
-                str(config), None, "screened", f"screen {result['screen_ms']:.4g} ms, not a finalist",
-                regs=result.get("regs"), spills=result.get("spills"), shared=result.get("shared"),
+                str(config),
+                None,
+                "screened",
+                f"screen {result['screen_ms']:.4g} ms, not a finalist",
+                regs=result.get("regs"),
+                spills=result.get("spills"),
+                shared=result.get("shared"),
             )
         elif "pruned" in result:
             row = AutotuneRow(str(config), None, "pruned", str(result["pruned"]))

@@ -80,7 +80,10 @@ def reproducer(report, record: Any, npz_name: str) -> tuple[str, dict[str, np.nd
     options = {k: record.args[k] for k in record.args if k in constexprs}
     launch = ", ".join(
         [f"{k}={v!r}" for k, v in options.items()]
-        + [f"num_warps={getattr(meta, 'num_warps', 4)}", f"num_stages={getattr(meta, 'num_stages', 3)}"]
+        + [
+            f"num_warps={getattr(meta, 'num_warps', 4)}",
+            f"num_stages={getattr(meta, 'num_stages', 3)}",
+        ]
     )
     source = textwrap.dedent(report.asm.get("source", "")).strip()
     stem = Path(npz_name).stem.replace("_args", "")

@@ -12,7 +12,6 @@ HOT_STYLE = "font-weight:bold;border-left:3px solid #d33"
 _SPAN = re.compile(r"<span\b[^>]*>|</span>")
 
 
-
 def mark_hot(page: str, marks: dict[int, str]) -> str:
     """The source view's HTML with each hot line's row (`<span class="twl sN">`) in bold behind a
     red bar, its note after it; a style attribute, so JupyterLab's sanitizer keeps it."""
@@ -28,8 +27,12 @@ def mark_hot(page: str, marks: dict[int, str]) -> str:
             if depth == 0:
                 pos = tag.start()
                 break
-        tail = (f'<span class="twhotnote" style="color:#b22;font-weight:normal">  \u25c0 '
-                f"{html.escape(note)}</span>")
-        page = (page[:at] + f'<span class="twl s{number} twhot" style="{HOT_STYLE}" '
-                f'title="{html.escape(note)}">' + page[at + len(opening):pos] + tail + page[pos:])
+        tail = (
+            f'<span class="twhotnote" style="color:#b22;font-weight:normal">  \u25c0 '
+            f"{html.escape(note)}</span>"
+        )
+        page = (
+            page[:at] + f'<span class="twl s{number} twhot" style="{HOT_STYLE}" '
+            f'title="{html.escape(note)}">' + page[at + len(opening) : pos] + tail + page[pos:]
+        )
     return page

@@ -163,17 +163,22 @@ def resource_detail_html(report) -> list[str]:
         return []
     parts = []
     if res.shared_plan:
-        rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in plan_row(e)) + "</tr>"
-                       for e in res.shared_plan)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in plan_row(e)) + "</tr>"
+            for e in res.shared_plan
+        )
         parts.append(
             "<div><b>Shared memory</b>: "
             f"{html.escape(total_text(res.shared_plan, res.shared_limit))}</div>"
             '<table class="twtable"><tr><th>region</th><th>at</th><th>size</th><th>holds</th></tr>'
-            f"{rows}</table>")
+            f"{rows}</table>"
+        )
     for stage, counts in res.instructions.items():
         if counts:
-            parts.append(f"<div><b>{html.escape(stage)} instructions</b> (static counts): "
-                         f"{html.escape(counts_text(counts))}</div>")
+            parts.append(
+                f"<div><b>{html.escape(stage)} instructions</b> (static counts): "
+                f"{html.escape(counts_text(counts))}</div>"
+            )
     return parts
 
 
@@ -222,11 +227,14 @@ def _source_panel(report, uid: str) -> str:
     from .hot_marks import mark_hot
 
     # a measured profile's section names its hot lines (profile_view.ProfileSection.hot_marks)
-    marks = next((s.hot_marks() for s in getattr(report, "sections", []) if hasattr(s, "hot_marks")),
-                 {})
+    marks = next(
+        (s.hot_marks() for s in getattr(report, "sections", []) if hasattr(s, "hot_marks")), {}
+    )
     if marks:
-        hint += ('<div class="twnote">bold behind a red bar: the hottest lines of the measured '
-                 "profile</div>")
+        hint += (
+            '<div class="twnote">bold behind a red bar: the hottest lines of the measured '
+            "profile</div>"
+        )
     return hint + '<pre class="twhl">' + mark_hot("\n".join(rows), marks) + "</pre>"
 
 
@@ -241,17 +249,21 @@ def _passes_panel(report, uid: str, compact: bool = False) -> str:
         title = "" if flags[i] else ' title="changed nothing"'
         ir, diff = pass_html(report, i)
         if compact:  # diffs only
-            ir = (f'<div class="twnote">(run the cell for the whole IR after each pass, or read '
-                  f"report.passes[{i}][1])</div>")
+            ir = (
+                f'<div class="twnote">(run the cell for the whole IR after each pass, or read '
+                f"report.passes[{i}][1])</div>"
+            )
         elif not flags[i]:  # the static page holds each IR once: an unchanged pass points back
             before = next(j for j in range(i - 1, -1, -1) if j == 0 or flags[j])
-            ir = (f'<div class="twnote">the IR after {html.escape(name)} is the IR after pass '
-                  f"{before}. {html.escape(report.passes[before][0])}, values renamed at most"
-                  "</div>")
+            ir = (
+                f'<div class="twnote">the IR after {html.escape(name)} is the IR after pass '
+                f"{before}. {html.escape(report.passes[before][0])}, values renamed at most"
+                "</div>"
+            )
         sections.append(
             f'<details class="twpass twpp-{i}{same}" name="{uid}-pass"{is_open}>'
             f'<summary style="{style}"{title}>{i}. {html.escape(name)}'
-            f'{" (changed nothing)" if not flags[i] else ""}</summary>'
+            f"{' (changed nothing)' if not flags[i] else ''}</summary>"
             f'<div style="{PANEL_STYLE}"><h4>after {html.escape(name)}</h4>'
             f"<b>diff against the previous pass</b>{diff}<b>IR</b>{ir}</div></details>"
         )

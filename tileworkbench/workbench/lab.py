@@ -38,8 +38,7 @@ def bundled_files(source: Path) -> list[Path]:
         for path in (source / PUZZLES).rglob("*")
         if path.is_file()
         and not any(
-            part in SKIPPED or part.startswith(".")
-            for part in path.relative_to(source).parts
+            part in SKIPPED or part.startswith(".") for part in path.relative_to(source).parts
         )
     )
     return files
@@ -122,7 +121,10 @@ def lab_command(no_browser: bool = False, extra: list[str] | None = None) -> lis
     prints and the browser it opens land on the notebook (`default_url`), not on the file browser.
     As root (a container's usual user) it adds `--allow-root`: JupyterLab would otherwise refuse."""
     command = [
-        sys.executable, "-m", "jupyterlab", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}"
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}",
     ]
     if no_browser:
         command.append("--no-browser")

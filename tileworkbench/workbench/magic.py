@@ -52,8 +52,11 @@ class TileKernelMagics(Magics):
     )
     @argument("--num-warps", type=int, default=None, help="compile only: warps per program")
     @argument("--num-stages", type=int, default=None, help="compile only: pipeline stages")
-    @argument("--no-fp-fusion", action="store_true",
-              help="compile only: keep float a*b+c as two rounded ops (no FMA contraction)")
+    @argument(
+        "--no-fp-fusion",
+        action="store_true",
+        help="compile only: keep float a*b+c as two rounded ops (no FMA contraction)",
+    )
     @argument(
         "--stages",
         default=None,

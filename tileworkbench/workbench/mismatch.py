@@ -89,9 +89,17 @@ class MismatchSection:
         ax = fig.subplots()
         extent = (0, cols * bin_c, rows * bin_r, 0)  # axes count elements, not cells
         shown = ax.imshow(
-            share, cmap="Reds", vmin=0, vmax=1, interpolation="nearest", aspect="auto", extent=extent
+            share,
+            cmap="Reds",
+            vmin=0,
+            vmax=1,
+            interpolation="nearest",
+            aspect="auto",
+            extent=extent,
         )
-        what = "row = one block (program)" if self.bad.ndim == 1 and self.block else "rows x columns"
+        what = (
+            "row = one block (program)" if self.bad.ndim == 1 and self.block else "rows x columns"
+        )
         binned = f", {bin_r}x{bin_c} elements per cell" if bin_r * bin_c > 1 else ""
         ax.set_title(f"mismatching elements ({what}{binned})", fontsize=9)
         ax.tick_params(labelsize=7)

@@ -35,34 +35,58 @@ def find_ncu() -> str | None:
     found = shutil.which("ncu")
     if found:
         return found
-    for pattern in ("/usr/local/cuda/bin/ncu", "/usr/local/cuda*/bin/ncu",
-                    "/opt/nvidia/nsight-compute/*/ncu"):
+    for pattern in (
+        "/usr/local/cuda/bin/ncu",
+        "/usr/local/cuda*/bin/ncu",
+        "/opt/nvidia/nsight-compute/*/ncu",
+    ):
         hits = sorted(glob.glob(pattern))
         if hits:
             return hits[-1]
     return None
 
 
-def profile_command(ncu: str, script: str, kernel: str, report: str,
-                    python: str = sys.executable) -> list[str]:
+def profile_command(
+    ncu: str, script: str, kernel: str, report: str, python: str = sys.executable
+) -> list[str]:
     """ncu on `python script`, the first launch of `kernel` only, every section (`--set full`:
     SourceCounters with PC sampling, memory tables, occupancy, speed of light)."""
-    return [ncu, "--clock-control", "none", "--set", "full", "--import-source", "no",
-            "-k", f"regex:^{kernel}$", "-c", "1", "-f", "-o", report, python, script]
+    return [
+        ncu,
+        "--clock-control",
+        "none",
+        "--set",
+        "full",
+        "--import-source",
+        "no",
+        "-k",
+        f"regex:^{kernel}$",
+        "-c",
+        "1",
+        "-f",
+        "-o",
+        report,
+        python,
+        script,
+    ]
 
 
 def export_commands(ncu: str, report: str) -> dict[str, list[str]]:
     """The two pages the parser reads back from a saved report."""
     base = [ncu, "-i", report, "--csv", "--print-units", "base"]
-    return {"source": base + ["--page", "source", "--print-source", "sass"],
-            "raw": base + ["--page", "raw"]}
+    return {
+        "source": base + ["--page", "source", "--print-source", "sass"],
+        "raw": base + ["--page", "raw"],
+    }
 
 
 def _why_failed(output: str) -> str | None:
     """The one-line reason in ncu's output, where it names a known one."""
     if "ERR_NVGPUCTRPERM" in output:
-        return ("ncu is not permitted to read the GPU's performance counters (ERR_NVGPUCTRPERM): "
-                "run as root or allow it (NVreg_RestrictProfilingToAdminUsers=0)")
+        return (
+            "ncu is not permitted to read the GPU's performance counters (ERR_NVGPUCTRPERM): "
+            "run as root or allow it (NVreg_RestrictProfilingToAdminUsers=0)"
+        )
     if "LibraryNotLoaded" in output or "Failed to initialize the profiler" in output:
         return "ncu could not start its profiler on this machine (no hardware counters here)"
     if "No kernels were profiled" in output:
@@ -70,8 +94,9 @@ def _why_failed(output: str) -> str | None:
     return None
 
 
-def run_ncu(script: str, kernel: str, workdir: str, env: dict | None = None,
-            timeout: int = TIMEOUT_S) -> dict[str, str]:
+def run_ncu(
+    script: str, kernel: str, workdir: str, env: dict | None = None, timeout: int = TIMEOUT_S
+) -> dict[str, str]:
     """Profile the first launch of `kernel` by `python script`; the source and raw pages as CSV text.
     Raises NcuUnavailable with the reason when ncu is missing, refuses or measures nothing."""
     ncu = find_ncu()
@@ -80,8 +105,15 @@ def run_ncu(script: str, kernel: str, workdir: str, env: dict | None = None,
     report = str(Path(workdir) / "profile")
     run_env = dict(os.environ, **(env or {}))
     try:
-        proc = subprocess.run(profile_command(ncu, script, kernel, report), capture_output=True,
-                              text=True, timeout=timeout, cwd=workdir, env=run_env, check=False)
+        proc = subprocess.run(
+            profile_command(ncu, script, kernel, report),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=workdir,
+            env=run_env,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise NcuUnavailable(f"ncu did not finish within {timeout} s") from None
     output = proc.stdout + proc.stderr
@@ -93,7 +125,9 @@ def run_ncu(script: str, kernel: str, workdir: str, env: dict | None = None,
     for page, cmd in export_commands(ncu, report + ".ncu-rep").items():
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         if out.returncode != 0:
-            raise NcuUnavailable(f"ncu could not export its {page} page: {out.stderr.strip()[:200]}")
+            raise NcuUnavailable(
+                f"ncu could not export its {page} page: {out.stderr.strip()[:200]}"
+            )
         pages[page] = out.stdout
     pages["log"] = output
     return pages
@@ -115,8 +149,16 @@ def _rows(text: str) -> list[list[str]]:
 
 
 # ncu's units (the raw page keeps ns and byte/s prefixes even with --print-units base) -> factor to SI
-_UNIT_SCALE = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
-               "s": 1.0, "second": 1.0}
+_UNIT_SCALE = {
+    "ns": 1e-9,
+    "nsecond": 1e-9,
+    "us": 1e-6,
+    "usecond": 1e-6,
+    "ms": 1e-3,
+    "msecond": 1e-3,
+    "s": 1.0,
+    "second": 1.0,
+}
 _PREFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
@@ -173,12 +215,17 @@ class SourcePage:
         return int(str(row.get("Address") or row.get("# Address")), 16)
 
     def total(self, column: str) -> float:
-        return sum(float(r.get(column) or 0.0) for r in self.rows
-                   if isinstance(r.get(column), float))
+        return sum(
+            float(r.get(column) or 0.0) for r in self.rows if isinstance(r.get(column), float)
+        )
 
     def numeric_columns(self) -> list[str]:
-        return [c for c in self.columns if any(isinstance(r.get(c), float) for r in self.rows)
-                and c not in ("Address", "# Address")]
+        return [
+            c
+            for c in self.columns
+            if any(isinstance(r.get(c), float) for r in self.rows)
+            and c not in ("Address", "# Address")
+        ]
 
 
 def _is_header(row: list[str]) -> bool:
@@ -198,8 +245,7 @@ def parse_source(text: str) -> list[SourcePage]:
             current = SourcePage(label, [c.strip() for c in row])
             pages.append(current)
             continue
-        if current is not None and first.startswith("0x") or (current is not None
-                                                             and _hex(first)):
+        if current is not None and first.startswith("0x") or (current is not None and _hex(first)):
             entry: dict[str, float | str] = {}
             for name, cell in zip(current.columns, row):
                 value = number(cell) if name not in ("Address", "# Address", "Source") else None

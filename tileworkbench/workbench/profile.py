@@ -28,10 +28,16 @@ TOTALS = {
     "Warp Stall Sampling (All Samples)": "smsp__pcsamp_sample_count",
 }
 # the raw-page metrics the summary and the roofline read (to_json keeps these)
-KEPT_TOTALS = ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-               "dram__bytes.sum.per_second", "lts__t_sectors.sum", "lts__t_bytes.sum",
-               "sm__warps_active.avg.pct_of_peak_sustained_active",
-               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")
+KEPT_TOTALS = (
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "dram__bytes.sum.per_second",
+    "lts__t_sectors.sum",
+    "lts__t_bytes.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+)
 INSTRUCTIONS = "Instructions Executed"
 SAMPLES = "Warp Stall Sampling (All Samples)"
 # the columns the per-line table shows (where the source page has them), with short headings
@@ -69,13 +75,30 @@ STALL_WORDS = {
 }
 _STALL_COLUMN = re.compile(r"^(?:smsp__pcsamp_warps_issue_stalled_|stall_)([a-z_]+)$")
 # the source page's short column names (`stall_long_sb`) -> the metric names' reasons
-SHORT_STALLS = {"long_sb": "long_scoreboard", "short_sb": "short_scoreboard", "lg": "lg_throttle",
-                "mio": "mio_throttle", "math": "math_pipe_throttle", "tex": "tex_throttle",
-                "imc": "imc_miss", "no_inst": "no_instruction", "sleep": "sleeping",
-                "dispatch": "dispatch_stall"}
+SHORT_STALLS = {
+    "long_sb": "long_scoreboard",
+    "short_sb": "short_scoreboard",
+    "lg": "lg_throttle",
+    "mio": "mio_throttle",
+    "math": "math_pipe_throttle",
+    "tex": "tex_throttle",
+    "imc": "imc_miss",
+    "no_inst": "no_instruction",
+    "sleep": "sleeping",
+    "dispatch": "dispatch_stall",
+}
 # FLOPs per *thread* instruction of the CUDA-core floating-point ops (FFMA: a multiply and an add)
-THREAD_FLOPS = {"FFMA": 2, "FADD": 1, "FMUL": 1, "HFMA2": 4, "HADD2": 2, "HMUL2": 2, "DFMA": 2,
-                "DADD": 1, "DMUL": 1}
+THREAD_FLOPS = {
+    "FFMA": 2,
+    "FADD": 1,
+    "FMUL": 1,
+    "HFMA2": 4,
+    "HADD2": 2,
+    "HMUL2": 2,
+    "DFMA": 2,
+    "DADD": 1,
+    "DMUL": 1,
+}
 
 
 @dataclass
@@ -124,8 +147,10 @@ class Profile:
 
     def hottest(self, n: int = 3, column: str = SAMPLES) -> list[int]:
         key = column if any(lc.get(column) for lc in self.lines.values()) else INSTRUCTIONS
-        ranked = sorted((lc for lc in self.lines.values() if lc.line > 0 and lc.get(key) > 0),
-                        key=lambda lc: -lc.get(key))
+        ranked = sorted(
+            (lc for lc in self.lines.values() if lc.line > 0 and lc.get(key) > 0),
+            key=lambda lc: -lc.get(key),
+        )
         return [lc.line for lc in ranked[:n]]
 
     def metric(self, *names: str) -> float | None:
@@ -158,20 +183,27 @@ class Profile:
 
     def summary(self) -> dict[str, float | None]:
         seconds = self.seconds
-        per_s = (lambda b: b / seconds if b is not None and seconds else None)
+        per_s = lambda b: b / seconds if b is not None and seconds else None
         return {
             "seconds": seconds,
             "dram_bytes_per_s": per_s(self.dram_bytes),
             "l2_bytes_per_s": per_s(self.l2_bytes),
-            "achieved_occupancy_pct": self.metric("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            "achieved_occupancy_pct": self.metric(
+                "sm__warps_active.avg.pct_of_peak_sustained_active"
+            ),
             "tensor_pipe_pct": self.tensor_pipe_pct(),
             "flops": self.flops,
             "dram_bytes": self.dram_bytes,
         }
 
     def tensor_pipe_pct(self) -> float | None:
-        found = [v for k, v in self.totals.items() if isinstance(v, float) and k.startswith(
-            "sm__pipe_tensor") and k.endswith("cycles_active.avg.pct_of_peak_sustained_active")]
+        found = [
+            v
+            for k, v in self.totals.items()
+            if isinstance(v, float)
+            and k.startswith("sm__pipe_tensor")
+            and k.endswith("cycles_active.avg.pct_of_peak_sustained_active")
+        ]
         return max(found) if found else None
 
     def roofline_point(self, label: str | None = None, compute: str = "fp32"):
@@ -180,31 +212,61 @@ class Profile:
 
         if not self.dram_bytes or not self.flops:
             return None
-        return RooflinePoint(label or self.kernel, self.flops, self.dram_bytes, self.seconds,
-                             compute=compute, flops_source="measured (ncu instruction counts)",
-                             bytes_source="measured DRAM bytes (ncu)")
+        return RooflinePoint(
+            label or self.kernel,
+            self.flops,
+            self.dram_bytes,
+            self.seconds,
+            compute=compute,
+            flops_source="measured (ncu instruction counts)",
+            bytes_source="measured DRAM bytes (ncu)",
+        )
 
     def to_json(self, every_metric: bool = False) -> dict:
         """The profile as JSON; the raw page's totals cut to those the views read (ncu's raw page
         has ~2000) unless `every_metric`."""
         keep = KEPT_TOTALS + tuple(TOTALS.values())
-        totals = {k: v for k, v in self.totals.items() if isinstance(v, float) and (
-            every_metric or k in keep or k.startswith("sm__pipe_tensor"))}
-        return {"kernel": self.kernel, "columns": self.columns, "source": self.source,
-                "totals": totals,
-                "lines": {str(k): {"file": v.file, "values": {c: x for c, x in v.values.items() if x},
-                                   "stalls": {r: x for r, x in v.stalls.items() if x}}
-                          for k, v in self.lines.items()},
-                "tensor_flops": self.tensor_flops, "cuda_core_flops": self.cuda_core_flops,
-                "unmatched": self.unmatched}
+        totals = {
+            k: v
+            for k, v in self.totals.items()
+            if isinstance(v, float)
+            and (every_metric or k in keep or k.startswith("sm__pipe_tensor"))
+        }
+        return {
+            "kernel": self.kernel,
+            "columns": self.columns,
+            "source": self.source,
+            "totals": totals,
+            "lines": {
+                str(k): {
+                    "file": v.file,
+                    "values": {c: x for c, x in v.values.items() if x},
+                    "stalls": {r: x for r, x in v.stalls.items() if x},
+                }
+                for k, v in self.lines.items()
+            },
+            "tensor_flops": self.tensor_flops,
+            "cuda_core_flops": self.cuda_core_flops,
+            "unmatched": self.unmatched,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Profile:
-        lines = {int(k): LineCounters(int(k), v.get("file"), dict(v["values"]), dict(v["stalls"]))
-                 for k, v in data["lines"].items()}
-        prof = cls(data["kernel"], lines, dict(data["totals"]), list(data["columns"]), [],
-                   data.get("unmatched", 0), data.get("tensor_flops", 0.0),
-                   data.get("cuda_core_flops", 0.0), data.get("source", "recorded"))
+        lines = {
+            int(k): LineCounters(int(k), v.get("file"), dict(v["values"]), dict(v["stalls"]))
+            for k, v in data["lines"].items()
+        }
+        prof = cls(
+            data["kernel"],
+            lines,
+            dict(data["totals"]),
+            list(data["columns"]),
+            [],
+            data.get("unmatched", 0),
+            data.get("tensor_flops", 0.0),
+            data.get("cuda_core_flops", 0.0),
+            data.get("source", "recorded"),
+        )
         prof.stalls = top_stalls(prof)
         return prof
 
@@ -242,8 +304,14 @@ def attribute(page: SourcePage, sass: list[SassInstr], totals: dict) -> Profile:
     unmatched = 0
     tensor = cuda = 0.0
     by_pc: dict[int, tuple[float, float]] = {}
-    thread_col = next((c for c in ("Predicated-On Thread Instructions Executed",
-                                   "Thread Instructions Executed") if c in columns), None)
+    thread_col = next(
+        (
+            c
+            for c in ("Predicated-On Thread Instructions Executed", "Thread Instructions Executed")
+            if c in columns
+        ),
+        None,
+    )
     for row in page.rows:
         instr = at.get(page.address(row))
         text = str(row.get("Source", ""))
@@ -256,8 +324,10 @@ def attribute(page: SourcePage, sass: list[SassInstr], totals: dict) -> Profile:
         if instr is not None:
             entry.sass.append(instr.index)
             executed, samples = row.get(INSTRUCTIONS), row.get(SAMPLES)
-            by_pc[instr.pc] = (executed if isinstance(executed, float) else 0.0,
-                               samples if isinstance(samples, float) else 0.0)
+            by_pc[instr.pc] = (
+                executed if isinstance(executed, float) else 0.0,
+                samples if isinstance(samples, float) else 0.0,
+            )
         for column in columns:
             value = row.get(column)
             if not isinstance(value, float):
@@ -266,7 +336,9 @@ def attribute(page: SourcePage, sass: list[SassInstr], totals: dict) -> Profile:
             reason = stall_reason(column)
             if reason is not None:
                 entry.stalls[reason] = entry.stalls.get(reason, 0.0) + value
-        mnemonic = instr.mnemonic if instr is not None else text.split(" ")[0].lstrip("@!P0123456789 ")
+        mnemonic = (
+            instr.mnemonic if instr is not None else text.split(" ")[0].lstrip("@!P0123456789 ")
+        )
         executed = row.get(INSTRUCTIONS)
         if isinstance(executed, float) and instr is not None:
             tensor += executed * mma_flops(instr.opcode)
@@ -306,12 +378,15 @@ def check_totals(prof: Profile, rel: float = 1e-6) -> list[str]:
             continue
         summed = prof.column_total(column)
         if abs(summed - total) > rel * max(abs(total), 1.0):
-            out.append(f"{column}: the lines sum to {summed:.0f}, ncu's total {metric} is {total:.0f}")
+            out.append(
+                f"{column}: the lines sum to {summed:.0f}, ncu's total {metric} is {total:.0f}"
+            )
     return out
 
 
-def from_pages(source_csv: str, raw_csv: str, sass: list[SassInstr], kernel: str | None = None,
-               index: int = 0) -> Profile:
+def from_pages(
+    source_csv: str, raw_csv: str, sass: list[SassInstr], kernel: str | None = None, index: int = 0
+) -> Profile:
     """A Profile from ncu's exported pages: the `index`-th kernel (of name `kernel` if given)."""
     pages = parse_source(source_csv)
     raws = parse_raw(raw_csv)
@@ -337,7 +412,9 @@ def profile_launch(report: Any) -> Profile:
     from .sass_link import parse_sass
 
     record = getattr(report, "record", None)
-    compiled = getattr(record, "compiled", None)  # what the launch ran (report.asm may be retargeted)
+    compiled = getattr(
+        record, "compiled", None
+    )  # what the launch ran (report.asm may be retargeted)
     if record is None or compiled is None or not is_gpu(str(record.target)):
         where = getattr(record, "target", None) or "no launch"
         raise NcuUnavailable(f"the launch ran on {where}, not a GPU: no hardware counters to read")

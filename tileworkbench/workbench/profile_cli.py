@@ -23,16 +23,21 @@ from pathlib import Path
 def add_parser(sub) -> None:
     """Register the `profile` subcommand on cli.py's subparsers."""
     prof = sub.add_parser(
-        "profile", help="profile a script's kernel launches with Nsight Compute, per source line",
+        "profile",
+        help="profile a script's kernel launches with Nsight Compute, per source line",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    prof.add_argument("file", nargs="?", default=None,
-                      help="a Python script that launches tileworkbench kernels")
+    prof.add_argument(
+        "file", nargs="?", default=None, help="a Python script that launches tileworkbench kernels"
+    )
     prof.add_argument("--kernel", "-k", default=None, help="profile only this kernel's launches")
     prof.add_argument("--json", default=None, help="write the profiles as JSON to this file")
     prof.add_argument("--html", default=None, help="write the report pages as HTML to this file")
-    prof.add_argument("--recorded", default=None,
-                      help="show a profile saved with --json (no GPU needed) instead of a script")
+    prof.add_argument(
+        "--recorded",
+        default=None,
+        help="show a profile saved with --json (no GPU needed) instead of a script",
+    )
     prof.set_defaults(func=cmd_profile)
 
 
@@ -54,8 +59,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.recorded:
         data = json.loads(Path(args.recorded).read_text())
         for entry in data if isinstance(data, list) else [data]:
-            section = ProfileSection(Profile.from_json(entry["profile"]),
-                                     {int(k): v for k, v in entry.get("source", {}).items()})
+            section = ProfileSection(
+                Profile.from_json(entry["profile"]),
+                {int(k): v for k, v in entry.get("source", {}).items()},
+            )
             print("\n".join(section.text()))
         return 0
     if not args.file:
@@ -70,8 +77,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.kernel:
         records = [r for r in records if r.compiled.name == args.kernel]
     if not records:
-        print(f"{args.file} launched no tileworkbench kernel"
-              + (f" named {args.kernel}" if args.kernel else ""), file=sys.stderr)
+        print(
+            f"{args.file} launched no tileworkbench kernel"
+            + (f" named {args.kernel}" if args.kernel else ""),
+            file=sys.stderr,
+        )
         return 1
     reports, saved = [], []
     for record, count in group_launches(records):
@@ -84,8 +94,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print(f"== {report.name} (grid {report.grid}) ==")
         if isinstance(section, ProfileSection):
             print("\n".join(section.text()))
-            saved.append({"profile": section.profile.to_json(),
-                          "source": {str(k): v for k, v in report.source_lines.items()}})
+            saved.append(
+                {
+                    "profile": section.profile.to_json(),
+                    "source": {str(k): v for k, v in report.source_lines.items()},
+                }
+            )
         else:  # the one line saying why, inside the static report shown instead
             print("\n".join(report.summary_lines()))
     if args.json:

@@ -17,16 +17,26 @@ from .sass_link import PtxInstr, SassInstr, link
 
 _uids = itertools.count()
 PAD = "padding:1px 6px;white-space:nowrap"  # cells apart: "0 mio_throttle", not "0mio_throttle"
-INSTEAD = ("shown instead: the compiled stages (SASS where nvdisasm is installed), the counts from "
-           "the IR and the roofline from array sizes")
+INSTEAD = (
+    "shown instead: the compiled stages (SASS where nvdisasm is installed), the counts from "
+    "the IR and the roofline from array sizes"
+)
 
 
 def _si(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
     # down to nano: a kernel's time reads "62.5 \u00b5s", not "6.25e-05 s"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
-                          (1e-3, "m"), (1e-6, "\u00b5"), (1e-9, "n")):
+    for scale, prefix in (
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+        (1.0, ""),
+        (1e-3, "m"),
+        (1e-6, "\u00b5"),
+        (1e-9, "n"),
+    ):
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}"
@@ -59,9 +69,15 @@ class ProfileSection:
 
     title = "profile (Nsight Compute, measured)"
 
-    def __init__(self, profile: Profile, source_lines: dict[int, str] | None = None,
-                 sass: list[SassInstr] | None = None, ptx: list[PtxInstr] | None = None,
-                 peaks: Any = None, compute: str = "fp32"):
+    def __init__(
+        self,
+        profile: Profile,
+        source_lines: dict[int, str] | None = None,
+        sass: list[SassInstr] | None = None,
+        ptx: list[PtxInstr] | None = None,
+        peaks: Any = None,
+        compute: str = "fp32",
+    ):
         self.profile = profile
         self.peaks = peaks  # the device's ceilings (measured where %tilekernel_peaks ran)
         self.compute = compute
@@ -79,10 +95,12 @@ class ProfileSection:
     def headline(self) -> list[str]:
         p, s = self.profile, self.profile.summary()
         lines = [
-            (f"{p.kernel}: {_si(s['seconds'], 's')}, DRAM {_si(s['dram_bytes_per_s'], 'B/s')}, "
-            f"L2 {_si(s['l2_bytes_per_s'], 'B/s')}, achieved occupancy "
-            f"{_pct(s['achieved_occupancy_pct'])}, tensor pipe {_pct(s['tensor_pipe_pct'])} "
-            f"({p.source})")
+            (
+                f"{p.kernel}: {_si(s['seconds'], 's')}, DRAM {_si(s['dram_bytes_per_s'], 'B/s')}, "
+                f"L2 {_si(s['l2_bytes_per_s'], 'B/s')}, achieved occupancy "
+                f"{_pct(s['achieved_occupancy_pct'])}, tensor pipe {_pct(s['tensor_pipe_pct'])} "
+                f"({p.source})"
+            )
         ]
         for i, note in enumerate(p.stalls, start=1):
             lines.append(f"stall {i}: {note.words()}")
@@ -98,10 +116,14 @@ class ProfileSection:
                 f"roofline (measured): {_si(point.flops, 'FLOP')} over {_si(point.bytes, 'B')} of "
                 f"DRAM traffic = {point.intensity:.3g} FLOP/B"
                 + (f", {_si(rate, 'FLOP/s')}" if rate else "")
-                + (f", {bound.label()} on {self.peaks.device}" if bound is not None else ""))
+                + (f", {bound.label()} on {self.peaks.device}" if bound is not None else "")
+            )
         problems = check_totals(p)
-        lines.append("per-line sums equal ncu's kernel totals" if not problems
-                     else "per-line sums differ from ncu's totals: " + "; ".join(problems))
+        lines.append(
+            "per-line sums equal ncu's kernel totals"
+            if not problems
+            else "per-line sums differ from ncu's totals: " + "; ".join(problems)
+        )
         if p.unmatched:
             lines.append(f"{p.unmatched} SASS rows of ncu were not in the launch's cubin (line 0)")
         return lines
@@ -113,10 +135,15 @@ class ProfileSection:
         for number in sorted(self.profile.lines):
             lc = self.profile.lines[number]
             cells = [f"{lc.get(c):.0f}" for c, _ in self.columns]
-            stall = max(((r, v) for r, v in lc.stalls.items() if r != "selected"),
-                        key=lambda kv: kv[1], default=("", 0.0))
+            stall = max(
+                ((r, v) for r, v in lc.stalls.items() if r != "selected"),
+                key=lambda kv: kv[1],
+                default=("", 0.0),
+            )
             text = self.source_lines.get(
-                number, "(no line info)" if number == 0 else "(a line of a @jit callee or tl function)")
+                number,
+                "(no line info)" if number == 0 else "(a line of a @jit callee or tl function)",
+            )
             out.append((number, number in hot, cells, stall[0] if stall[1] else "", text.strip()))
         return out
 
@@ -134,23 +161,34 @@ class ProfileSection:
     def html(self) -> str:
         uid = f"twprof{next(_uids)}"
         head = "".join(f"<li>{html.escape(line)}</li>" for line in self.headline())
-        ths = "".join(f'<th style="{PAD}">{html.escape(h)}</th>' for h in
-                      ["line", *[h for _, h in self.columns], "top stall", "source"])
+        ths = "".join(
+            f'<th style="{PAD}">{html.escape(h)}</th>'
+            for h in ["line", *[h for _, h in self.columns], "top stall", "source"]
+        )
         trs = []
         for number, hot, cells, stall, text in self.rows():
             style = ' style="background:#fde2e1;font-weight:bold"' if hot else ""
             tds = "".join(f'<td style="text-align:right;{PAD}">{c}</td>' for c in cells)
-            anchor = f'<a href="#{uid}-l{number}">{number}</a>' if hot and self.sass else str(number)
-            trs.append(f'<tr class="s{number}"{style}><td style="{PAD}">{anchor}</td>{tds}'
-                       f'<td style="{PAD}">{html.escape(stall)}</td>'
-                       f'<td style="{PAD}"><code>{html.escape(text)}</code></td></tr>')
-        table = (f'<table class="twprof" style="border-collapse:collapse;font-size:12px">'
-                 f"<tr>{ths}</tr>{''.join(trs)}</table>")
+            anchor = (
+                f'<a href="#{uid}-l{number}">{number}</a>' if hot and self.sass else str(number)
+            )
+            trs.append(
+                f'<tr class="s{number}"{style}><td style="{PAD}">{anchor}</td>{tds}'
+                f'<td style="{PAD}">{html.escape(stall)}</td>'
+                f'<td style="{PAD}"><code>{html.escape(text)}</code></td></tr>'
+            )
+        table = (
+            f'<table class="twprof" style="border-collapse:collapse;font-size:12px">'
+            f"<tr>{ths}</tr>{''.join(trs)}</table>"
+        )
         # the PTX or SASS row a link lands on is marked (a static page keeps <style>)
-        target = (f"<style>#{uid} div[id]:target {{background: #ffe58a; scroll-margin-top: 4em}}"
-                  "</style>")
-        return (f'<div id="{uid}">{target}<ul>{head}</ul>{table}{self._roofline_html()}'
-                f"{self._links_html(uid)}</div>")
+        target = (
+            f"<style>#{uid} div[id]:target {{background: #ffe58a; scroll-margin-top: 4em}}</style>"
+        )
+        return (
+            f'<div id="{uid}">{target}<ul>{head}</ul>{table}{self._roofline_html()}'
+            f"{self._links_html(uid)}</div>"
+        )
 
     def _roofline_html(self) -> str:
         """The measured point on this device's roofline (DRAM and L2 slopes, compute roofs)."""
@@ -162,7 +200,9 @@ class ProfileSection:
         from .roofline import Roofline
 
         png = base64.b64encode(Roofline([point], self.peaks).to_bytes("png")).decode()
-        return f'<img alt="roofline from measured bytes and FLOPs" src="data:image/png;base64,{png}">'
+        return (
+            f'<img alt="roofline from measured bytes and FLOPs" src="data:image/png;base64,{png}">'
+        )
 
     def _links_html(self, uid: str) -> str:
         """For each hot line: its PTX and its SASS side by side, each instruction a link to the
@@ -188,8 +228,10 @@ class ProfileSection:
                 if back:
                     text = f'<a href="#{uid}-p{back[0]}">{text}</a>'
                 count = per_pc.get(s.index, "")
-                sass_rows.append(f'<div id="{uid}-s{s.index}">{text} '
-                                 f'<span style="color:#888">{count}</span></div>')
+                sass_rows.append(
+                    f'<div id="{uid}-s{s.index}">{text} '
+                    f'<span style="color:#888">{count}</span></div>'
+                )
             if nops:
                 sass_rows.append(f'<div style="color:#888">({nops} NOPs of padding left out)</div>')
             parts.append(
@@ -198,21 +240,26 @@ class ProfileSection:
                 '<div style="display:flex;gap:1em;font:11px monospace">'
                 f'<div style="flex:1"><b>PTX</b>{"".join(ptx_rows)}</div>'
                 f'<div style="flex:1"><b>SASS</b> (executed, samples){"".join(sass_rows)}</div>'
-                "</div>")
+                "</div>"
+            )
         return "".join(parts)
 
     def _per_pc(self) -> dict[int, str]:
         """SASS index -> "executed, samples" of that instruction."""
         by_pc = self.profile.by_pc
-        return {s.index: f"{by_pc[s.pc][0]:.0f}, {by_pc[s.pc][1]:.0f}" for s in self.sass
-                if s.pc in by_pc}
+        return {
+            s.index: f"{by_pc[s.pc][0]:.0f}, {by_pc[s.pc][1]:.0f}"
+            for s in self.sass
+            if s.pc in by_pc
+        }
 
 
 def hot_lines(report: Any) -> dict[int, str]:
     """Line -> "hot #k: ..." for the hottest source lines of the report's measured profile (none
     without one): the source view marks them, not only the profile table."""
-    section = next((s for s in getattr(report, "sections", []) if isinstance(s, ProfileSection)),
-                   None)
+    section = next(
+        (s for s in getattr(report, "sections", []) if isinstance(s, ProfileSection)), None
+    )
     return {} if section is None else section.hot_marks()
 
 
@@ -224,10 +271,14 @@ def _hot_marks(section: ProfileSection) -> dict[int, str]:
     marks = {}
     for rank, number in enumerate(prof.hottest(), start=1):
         lc = prof.lines[number]
-        stall = max(((r, v) for r, v in lc.stalls.items() if r != "selected"),
-                    key=lambda kv: kv[1], default=("", 0.0))
-        marks[number] = (f"hot #{rank}: {100 * lc.get(key) / total:.0f}% of {what}"
-                         + (f", mostly {stall[0]}" if stall[1] else ""))
+        stall = max(
+            ((r, v) for r, v in lc.stalls.items() if r != "selected"),
+            key=lambda kv: kv[1],
+            default=("", 0.0),
+        )
+        marks[number] = f"hot #{rank}: {100 * lc.get(key) / total:.0f}% of {what}" + (
+            f", mostly {stall[0]}" if stall[1] else ""
+        )
     return marks
 
 
@@ -245,8 +296,9 @@ def profile_section(report: Any) -> Any:
     sass = parse_sass(asm["sass"]) if "sass" in asm else []
     ptx = parse_ptx(asm["ptx"]) if "ptx" in asm else []
     compute = getattr(getattr(report, "point", None), "compute", "fp32")
-    return ProfileSection(prof, report.source_lines, sass, ptx, getattr(report, "peaks", None),
-                          compute)
+    return ProfileSection(
+        prof, report.source_lines, sass, ptx, getattr(report, "peaks", None), compute
+    )
 
 
 def config_label(record: Any) -> str:
@@ -272,7 +324,9 @@ class SweepProfileSection:
                 out.append((label, "n/a", "n/a", section.line()))
                 continue
             s = section.profile.summary()
-            top = section.profile.stalls[0].words() if section.profile.stalls else "no stall samples"
+            top = (
+                section.profile.stalls[0].words() if section.profile.stalls else "no stall samples"
+            )
             out.append((label, _si(s["seconds"], "s"), _si(s["dram_bytes_per_s"], "B/s"), top))
         return out
 
@@ -281,8 +335,10 @@ class SweepProfileSection:
 
     def html(self) -> str:
         head = "<tr><th>config</th><th>time</th><th>DRAM</th><th>top stall</th></tr>"
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-                       for row in self.cells())
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+            for row in self.cells()
+        )
         return f'<table class="twprof">{head}{body}</table>'
 
 
@@ -303,6 +359,8 @@ def recorded_profiles(name: str) -> list[ProfileSection]:
             for entry in data["profiles"]:
                 prof = Profile.from_json(entry["profile"])
                 prof.source = f"recorded on {data['device']}, {data['date']}"
-                sections.append(ProfileSection(prof, {int(k): v for k, v in entry["source"].items()}))
+                sections.append(
+                    ProfileSection(prof, {int(k): v for k, v in entry["source"].items()})
+                )
             return sections
     return []

@@ -25,8 +25,12 @@ def data_dirs() -> list[Path]:
     """Where to look: ./data (a notebook's folder), ./notebooks/data, the installed package's and
     the source checkout's."""
     package = Path(__file__).resolve().parents[1]
-    return [Path("data"), Path("notebooks") / "data", package / "notebooks" / "data",
-            package.parent / "notebooks" / "data"]
+    return [
+        Path("data"),
+        Path("notebooks") / "data",
+        package / "notebooks" / "data",
+        package.parent / "notebooks" / "data",
+    ]
 
 
 @dataclass
@@ -76,7 +80,7 @@ class Recorded:
         return self._checks
 
     def rerecord_notes(self) -> list[str]:
-        """"re-record ..." for each row whose figures are not the current compiler's."""
+        """ "re-record ..." for each row whose figures are not the current compiler's."""
         return [c.note(r["label"]) for r, c in zip(self.rows, self.ptx_checks()) if not c.current]
 
     def roofline(self) -> Roofline | None:

@@ -28,7 +28,9 @@ class AutotuneRow:
 
     config: str
     ms: float | None = None
-    status: str = "ok"  # "ok", "best", "screened" (not a finalist: runtime/screening.py), "failed", "pruned"
+    status: str = (
+        "ok"  # "ok", "best", "screened" (not a finalist: runtime/screening.py), "failed", "pruned"
+    )
     reason: str = ""
     regs: int | None = None  # per thread, GPU kernels (None: unknown, e.g. no ptxas)
     spills: int | None = None
@@ -41,7 +43,7 @@ class AutotuneRow:
     where: str = ""  # "compiled pid 4711, timed GPU 0": the process, host or GPU it ran on
 
     def cost(self) -> str:
-        """"compile 1.2 s, load 0.01 s, screen 0.03 s, bench 0.3 s" (the parts known), or ""."""
+        """ "compile 1.2 s, load 0.01 s, screen 0.03 s, bench 0.3 s" (the parts known), or ""."""
         parts = []
         for name in ("compile", "load", "screen", "bench"):
             seconds = getattr(self, f"{name}_s")
@@ -50,7 +52,7 @@ class AutotuneRow:
         return ", ".join(parts)
 
     def resources(self) -> str:
-        """"96 regs, 0 spills, 64 KB shared" (the parts known), or ""."""
+        """ "96 regs, 0 spills, 64 KB shared" (the parts known), or ""."""
         parts = []
         if self.regs is not None:
             parts.append(f"{self.regs} regs")
@@ -183,7 +185,9 @@ class KernelReport:
         from .access_map import access_map
 
         if self.record is None:
-            raise ValueError(f"{self.name}: the access picture needs a launch (this report has none)")
+            raise ValueError(
+                f"{self.name}: the access picture needs a launch (this report has none)"
+            )
         return access_map(self.record, pid)
 
     def coverage(self):

@@ -44,11 +44,17 @@ def limits_for(target: str | None) -> SMLimits:
 
 
 def _limits(row) -> SMLimits:
-    return SMLimits(row.name, regs_per_sm=row.regs_per_sm, smem_per_sm=row.shared_per_sm,
-                    smem_per_block_max=row.shared_per_block, threads_per_sm=row.threads_per_sm,
-                    blocks_per_sm=row.blocks_per_sm, regs_per_thread_max=row.regs_per_thread_max,
-                    reg_alloc_unit=row.reg_alloc_unit,
-                    smem_reserved_per_block=row.shared_reserved_per_block)
+    return SMLimits(
+        row.name,
+        regs_per_sm=row.regs_per_sm,
+        smem_per_sm=row.shared_per_sm,
+        smem_per_block_max=row.shared_per_block,
+        threads_per_sm=row.threads_per_sm,
+        blocks_per_sm=row.blocks_per_sm,
+        regs_per_thread_max=row.regs_per_thread_max,
+        reg_alloc_unit=row.reg_alloc_unit,
+        smem_reserved_per_block=row.shared_reserved_per_block,
+    )
 
 
 @dataclass
@@ -98,7 +104,9 @@ def occupancy(
     return by[limiter], limiter
 
 
-def resources_of(metadata: dict, target: str | None, asm: dict[str, str] | None = None) -> Resources:
+def resources_of(
+    metadata: dict, target: str | None, asm: dict[str, str] | None = None
+) -> Resources:
     """Resources from a compiled kernel's metadata dict (`n_regs`, `n_spills`, `shared`, its shared
     plan) and, given its stage texts, the tensor-core instruction counts its backend finds there."""
     limits = limits_for(target)

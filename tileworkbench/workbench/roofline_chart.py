@@ -116,8 +116,15 @@ def _draw(ax, points: list[RooflinePoint], peaks: Peaks) -> None:
                 label=_untimed_label(point, bound),
             )
             if bound is not None:  # where the line meets the roof: the most it could reach
-                ax.plot([point.intensity], [bound.attainable], "o", mfc="white", ms=8,
-                        color=f"C{i % 10}", zorder=5)
+                ax.plot(
+                    [point.intensity],
+                    [bound.attainable],
+                    "o",
+                    mfc="white",
+                    ms=8,
+                    color=f"C{i % 10}",
+                    zorder=5,
+                )
             ax.text(
                 point.intensity,
                 0.04 + 0.22 * (i % 4),

@@ -51,18 +51,38 @@ PTX_FAMILIES = (
 )
 # SASS mnemonic -> family (what the PTX families above become on sm_80/sm_90)
 SASS_FAMILIES = {
-    "HGMMA": "wgmma", "WARPGROUP": "wgmma-sync", "HMMA": "mma", "LDSM": "ldmatrix",
-    "STSM": "stmatrix", "UTMALDG": "tma-load", "UBLKCP": "bulk-copy", "LDGDEPBAR": "cp-commit",
-    "DEPBAR": "cp-wait", "LDGSTS": "cp.async", "LDG": "ld.global", "STG": "st.global",
-    "LDS": "ld.shared", "STS": "st.shared", "LDL": "ld.local", "STL": "st.local",
-    "ATOMG": "atomic", "RED": "atomic", "REDG": "atomic", "BAR": "barrier", "SHFL": "shuffle",
-    "MUFU": "mufu", "FFMA": "ffma", "LDC": "ld.param", "ULDC": "ld.param",
+    "HGMMA": "wgmma",
+    "WARPGROUP": "wgmma-sync",
+    "HMMA": "mma",
+    "LDSM": "ldmatrix",
+    "STSM": "stmatrix",
+    "UTMALDG": "tma-load",
+    "UBLKCP": "bulk-copy",
+    "LDGDEPBAR": "cp-commit",
+    "DEPBAR": "cp-wait",
+    "LDGSTS": "cp.async",
+    "LDG": "ld.global",
+    "STG": "st.global",
+    "LDS": "ld.shared",
+    "STS": "st.shared",
+    "LDL": "ld.local",
+    "STL": "st.local",
+    "ATOMG": "atomic",
+    "RED": "atomic",
+    "REDG": "atomic",
+    "BAR": "barrier",
+    "SHFL": "shuffle",
+    "MUFU": "mufu",
+    "FFMA": "ffma",
+    "LDC": "ld.param",
+    "ULDC": "ld.param",
 }
 
 _PTX_LOC = re.compile(r"^\s*\.loc\s+[0-9]+\s+([0-9]+)")
 _SASS_FILE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>[0-9]+)')
 _SASS_INSTR = re.compile(
-    r"^\s*/\*(?P<pc>[0-9a-f]{4,})\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?P<rest>[^;]*);")
+    r"^\s*/\*(?P<pc>[0-9a-f]{4,})\*/\s+(?P<pred>@!?U?P\w+\s+)?(?P<op>[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?P<rest>[^;]*);"
+)
 
 
 @dataclass
@@ -119,8 +139,16 @@ def parse_sass(text: str) -> list[SassInstr]:
         m = _SASS_INSTR.match(raw)
         if m:
             body = (m.group("pred") or "") + m.group("op") + m.group("rest")
-            out.append(SassInstr(len(out), int(m.group("pc"), 16), m.group("op"),
-                                 " ".join(body.split()), file, line))
+            out.append(
+                SassInstr(
+                    len(out),
+                    int(m.group("pc"), 16),
+                    m.group("op"),
+                    " ".join(body.split()),
+                    file,
+                    line,
+                )
+            )
     return out
 
 

@@ -25,7 +25,9 @@ class WorkbenchSession:
         from .sweep import parse_sweep
 
         if options.signature is not None:
-            raise UsageError("--sweep runs the cell's launches; it does not combine with --signature")
+            raise UsageError(
+                "--sweep runs the cell's launches; it does not combine with --signature"
+            )
         parse_sweep(sweep)
 
     def finish(self, shell, options, cell: str, reports: list, recorder) -> list:
@@ -86,6 +88,14 @@ def _export_profile(report, folder: str) -> dict[str, str]:
     if not sections:
         return {}
     path = Path(folder) / (re.sub(r"[^A-Za-z0-9_]", "_", report.name) + "_profile.json")
-    path.write_text(json.dumps([{"profile": sections[0].profile.to_json(),
-                                 "source": {str(k): v for k, v in report.source_lines.items()}}]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "profile": sections[0].profile.to_json(),
+                    "source": {str(k): v for k, v in report.source_lines.items()},
+                }
+            ]
+        )
+    )
     return {"profile": str(path)}

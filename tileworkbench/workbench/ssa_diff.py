@@ -52,7 +52,9 @@ def _names(line: str) -> list[str]:
 def diff_rows(before: str, after: str) -> list[Row]:
     """Every line of `before` and `after` as diff rows, value names ignored where they correspond."""
     old, new = before.splitlines(), after.splitlines()
-    matcher = difflib.SequenceMatcher(None, [_shape(x) for x in old], [_shape(x) for x in new], False)
+    matcher = difflib.SequenceMatcher(
+        None, [_shape(x) for x in old], [_shape(x) for x in new], False
+    )
     opcodes = matcher.get_opcodes()
     rename: dict[str, str] = {}
     taken: set[str] = set()  # a renaming is one-to-one: two values merged by a pass is a change
@@ -73,7 +75,9 @@ def diff_rows(before: str, after: str) -> list[Row]:
                 else:
                     rows += [Row("-", old[i]), Row("+", new[j])]
             continue
-        if tag == "replace" and i2 - i1 == j2 - j1:  # line for line: each old line above its new one
+        if (
+            tag == "replace" and i2 - i1 == j2 - j1
+        ):  # line for line: each old line above its new one
             for i, j in zip(range(i1, i2), range(j1, j2)):
                 rows += [Row("-", old[i]), Row("+", new[j])]
             continue

@@ -39,7 +39,7 @@ def parse_sweep(text: str) -> list[dict[str, Any]]:
         name, sep, values = part.partition("=")
         if not sep or not name.isidentifier() or not values:
             raise SweepSyntaxError(
-                f"--sweep: {part!r} is not NAME=V1,V2,... (e.g. \"BLOCK=256,512 num_warps=4,8\")"
+                f'--sweep: {part!r} is not NAME=V1,V2,... (e.g. "BLOCK=256,512 num_warps=4,8")'
             )
         parsed = []
         for value in values.split(","):
@@ -254,8 +254,9 @@ def _num(value) -> str:
     return "-" if value is None else str(value)
 
 
-def run_sweep(shell, cell: str, sweep: str, recorder, build_report, run_inner,
-              executor: Any = None) -> SweepSection:
+def run_sweep(
+    shell, cell: str, sweep: str, recorder, build_report, run_inner, executor: Any = None
+) -> SweepSection:
     """Run `cell` once per config of `sweep` and collect a row for each.
 
     Args:
@@ -322,8 +323,14 @@ def _compile_jobs(launch, configs: list[dict[str, Any]]):
         place = pc.locate(launch.kernel)
         meta = launch.compiled.metadata
         base = {name: pc.encode_value(value) for name, value in launch.args.items()}
-        for name in ("num_warps", "num_stages", "enable_fp_fusion", "maxnreg", "enable_reflect_ftz",
-                     "debug"):  # as the first config compiled, unless a config sets them
+        for name in (
+            "num_warps",
+            "num_stages",
+            "enable_fp_fusion",
+            "maxnreg",
+            "enable_reflect_ftz",
+            "debug",
+        ):  # as the first config compiled, unless a config sets them
             base[name] = {"plain": getattr(meta, name)}
     except Exception:  # NotShippable, an argument with no stand-in, ...
         return None
@@ -336,8 +343,9 @@ def _compile_jobs(launch, configs: list[dict[str, Any]]):
                     kwargs[name] = pc.encode_value(value)
         except pc.NotShippable:
             return None
-        jobs[str(index)] = pc.CompileJob(str(index), *place, args=[], kwargs=kwargs,
-                                         settings=pc.worker_settings(target))
+        jobs[str(index)] = pc.CompileJob(
+            str(index), *place, args=[], kwargs=kwargs, settings=pc.worker_settings(target)
+        )
     return jobs
 
 

@@ -61,15 +61,20 @@ def measure(target: str, device: HostDevice) -> dict[str, dict]:
         bandwidth = 2 * src.nbytes / seconds
         programs = device.threads * 64
         out = np.empty(programs * FMA_BLOCK, np.float32)
-        seconds = _best_seconds(lambda: fma_kernel[(programs,)](
-            out, np.float32(0.999), np.float32(1e-3), ITERATIONS=FMA_ITERATIONS, BLOCK=FMA_BLOCK))
+        seconds = _best_seconds(
+            lambda: fma_kernel[(programs,)](
+                out, np.float32(0.999), np.float32(1e-3), ITERATIONS=FMA_ITERATIONS, BLOCK=FMA_BLOCK
+            )
+        )
         flops = 2 * FMA_ITERATIONS * FMA_BLOCK * programs / seconds
     finally:
         config.target, config.interpret = saved
     copy = f"{target}-target copy, 2 x 64 MB"
     chains = f"{target}-target FMA chains, {device.threads} threads"
-    return {"dram": {"value": bandwidth, "unit": "B/s", "detail": copy},
-            "fp32": {"value": flops, "unit": "FLOP/s", "detail": chains}}
+    return {
+        "dram": {"value": bandwidth, "unit": "B/s", "detail": copy},
+        "fp32": {"value": flops, "unit": "FLOP/s", "detail": chains},
+    }
 
 
 def target_ceilings(target: str, force: bool = False) -> dict | None:

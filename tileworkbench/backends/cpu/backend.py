@@ -25,8 +25,9 @@ class CpuBackend(Backend):
     def target_info(self, target, num_warps=4, num_stages=1, tma_fallback=None):
         return TARGET
 
-    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
-              options=DEFAULT_OPTIONS) -> Lowered:
+    def lower(
+        self, func, target, num_warps, num_stages, fp_fusion, debug=False, options=DEFAULT_OPTIONS
+    ) -> Lowered:
         from ...ir.printer import print_ir_lines
         from ...passes.axis_info import axis_info
         from ..llvm.tile_gpu import check_shapes, run_gpu_passes
@@ -47,8 +48,17 @@ class CpuBackend(Backend):
         # debug mode: the GPU's bounds checks and error record (llvm/lowering/bounds.py), read
         # after the launch by runtime/debug_checks.py from a host buffer
         # maxnreg has no meaning on the host; reflect_ftz picks exp2's flushing form (hostmath.py)
-        lowering = Lowering(func, "sm_80", 1, axis_info(func), fp_fusion=fp_fusion, debug=debug,
-                            hooks=hooks, reflect_ftz=options.reflect_ftz, target=TARGET)
+        lowering = Lowering(
+            func,
+            "sm_80",
+            1,
+            axis_info(func),
+            fp_fusion=fp_fusion,
+            debug=debug,
+            hooks=hooks,
+            reflect_ftz=options.reflect_ftz,
+            target=TARGET,
+        )
         module = lowering.run()
         smem = lowering.smem_bytes
         params = len(lowering.function.args) - len(EXTRA_PARAMS)  # its own and the hidden ones
@@ -60,8 +70,9 @@ class CpuBackend(Backend):
         line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text)}
         binary = codegen.emit_object(optimized)  # the one codegen a launch needs
         checks = lowering.bounds.metadata() if lowering.bounds else None
-        return Lowered(func.sym_name, asm, passes, line_maps, shared=smem, binary=binary,
-                       debug_checks=checks)
+        return Lowered(
+            func.sym_name, asm, passes, line_maps, shared=smem, binary=binary, debug_checks=checks
+        )
 
     def finish(self, kernel, recompile) -> None:
         self.finish_cached(kernel)
@@ -90,7 +101,8 @@ class CpuBackend(Backend):
 
     def takes(self, value) -> bool:
         return hasattr(value, "__array_interface__") or (
-            hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False))
+            hasattr(value, "data_ptr") and not getattr(value, "is_cuda", False)
+        )
 
 
 def _check_dtypes(func) -> None:
@@ -105,9 +117,11 @@ def _check_dtypes(func) -> None:
             name = getattr(element_type(value.type), "name", None)
             if name in NOT_LOWERED:
                 where = f"{op.loc}: " if op.loc.line > 0 else ""
-                raise CompilationError(f"{where}{name} is not supported on the cpu target (it has "
-                                       "tl.float8e4nv and tl.float8e5); run it in the interpreter",
-                                       loc=op.loc)
+                raise CompilationError(
+                    f"{where}{name} is not supported on the cpu target (it has "
+                    "tl.float8e4nv and tl.float8e5); run it in the interpreter",
+                    loc=op.loc,
+                )
 
 
 def _check_one_thread(func) -> None:
@@ -123,9 +137,12 @@ def _check_one_thread(func) -> None:
                 continue
             enc = value.type.encoding
             if isinstance(enc, BlockedEncoding) and any(
-                    size < dim for size, dim in zip(enc.size_per_thread, value.type.shape)):
-                raise CompilationError(f"internal: {op.name} in {func.sym_name} got layout {enc}, "
-                                       "which the cpu target's one thread does not cover")
+                size < dim for size, dim in zip(enc.size_per_thread, value.type.shape)
+            ):
+                raise CompilationError(
+                    f"internal: {op.name} in {func.sym_name} got layout {enc}, "
+                    "which the cpu target's one thread does not cover"
+                )
 
 
 BACKEND = register(CpuBackend())

@@ -41,7 +41,8 @@ def chunk_lanes(func: tt.FuncOp, lanes: int) -> bool:
             return False
         if op in tensor_ops:
             if not (op.elementwise or isinstance(op, _LANE_LOCAL)) or isinstance(
-                    op, tt.ElementwiseInlineAsmOp):  # (its `pack` groups lanes)
+                op, tt.ElementwiseInlineAsmOp
+            ):  # (its `pack` groups lanes)
                 return False
             if isinstance(op, arith.ConstantOp) and not _is_scalar_value(op.value):
                 return False
@@ -57,8 +58,12 @@ def _touches_tensors(op) -> bool:
 
 def _common_size(ops) -> int | None:
     """The one 1-D tensor size of `ops`, or None."""
-    shapes = {v.type.shape for op in ops for v in list(op.operands) + list(op.results)
-              if isinstance(v.type, TensorType)}
+    shapes = {
+        v.type.shape
+        for op in ops
+        for v in list(op.operands) + list(op.results)
+        if isinstance(v.type, TensorType)
+    }
     if len(shapes) != 1:
         return None
     (shape,) = shapes
@@ -76,8 +81,9 @@ def _rewrite(func: tt.FuncOp, tensor_ops: list, size: int, lanes: int) -> None:
     b.before = terminator
     lower, upper, step = (b.value(arith.ConstantOp, i32, value=v) for v in (0, size, lanes))
     loop_body = Block([i32], ["chunk"])
-    loop = b.create(scf.ForOp, [], lower=lower, upper=upper, step=step, init_args=[],
-                    body=Region([loop_body]))
+    loop = b.create(
+        scf.ForOp, [], lower=lower, upper=upper, step=step, init_args=[], body=Region([loop_body])
+    )
     loop.loc = tensor_ops[0].loc
     chunk_start = loop_body.args[0]
     for op in tensor_ops:

@@ -40,9 +40,12 @@ def new_host_machine():
     """A target machine of its own, for an execution engine (which takes ownership of it)."""
     llvm = binding()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(), opt=3,
-                                        codemodel="jitdefault")
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        codemodel="jitdefault",
+    )
 
 
 def chunk_lanes() -> int:
@@ -119,15 +122,19 @@ def optimize(module_text: str, kernel_name: str, vectorize: bool = True):
     # maxnum/minnum may return either zero of +0/-0 (x86's maxps returns its second operand); the
     # GPU's max.f32 and the interpreter order -0 < +0, as IEEE 754-2019's maximumNumber does
     # (llvmlite quotes the names it prints: @"llvm.maxnum.f32")
-    for loose, strict in (("llvm.maxnum.", "llvm.maximumnum."),
-                          ("llvm.minnum.", "llvm.minimumnum.")):
+    for loose, strict in (
+        ("llvm.maxnum.", "llvm.maximumnum."),
+        ("llvm.minnum.", "llvm.minimumnum."),
+    ):
         for at in ("@", '@"'):
             module_text = module_text.replace(at + loose, at + strict)
     try:
         module = llvm.parse_assembly(module_text)
         module.verify()
     except RuntimeError as exc:
-        raise CompilationError(f"internal: invalid LLVM IR for {kernel_name} (cpu target): {exc}") from None
+        raise CompilationError(
+            f"internal: invalid LLVM IR for {kernel_name} (cpu target): {exc}"
+        ) from None
     for fn in module.functions:  # CUDA's printf and assert, as host callbacks
         if fn.is_declaration and fn.name in debug.RENAMES:
             fn.name = debug.RENAMES[fn.name]
@@ -144,9 +151,15 @@ def _check_symbols(module, kernel_name: str) -> None:
     """Every function the kernel still calls must exist in this process (the C math library)."""
     llvm = binding()
     for fn in module.functions:
-        if fn.is_declaration and not fn.name.startswith("llvm.") and llvm.address_of_symbol(fn.name) is None:
-            raise CompilationError(f"{kernel_name} calls `{fn.name}`, which the cpu target has no host "
-                                   "version of (a libdevice function without a C-library namesake?)")
+        if (
+            fn.is_declaration
+            and not fn.name.startswith("llvm.")
+            and llvm.address_of_symbol(fn.name) is None
+        ):
+            raise CompilationError(
+                f"{kernel_name} calls `{fn.name}`, which the cpu target has no host "
+                "version of (a libdevice function without a C-library namesake?)"
+            )
 
 
 def emit_object(module) -> bytes:

@@ -16,8 +16,9 @@ from ...errors import LaunchError
 RENAMES = {"vprintf": "tileworkbench_cpu_vprintf", "__assertfail": "tileworkbench_cpu_assertfail"}
 _SPEC = re.compile(r"%(%|ll[dux]|[duxfap])")
 _PRINTF = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
-_ASSERT = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p,
-                           ctypes.c_int64)
+_ASSERT = ctypes.CFUNCTYPE(
+    None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_int64
+)
 _FAILURES: list[str] = []
 _LOCK = threading.Lock()
 
@@ -27,7 +28,13 @@ def _argument(spec: str, buffer: int, offset: int) -> tuple[str, int]:
     wide = spec in ("f", "a", "p") or spec.startswith("ll")
     size = 8 if wide else 4
     offset = (offset + size - 1) // size * size
-    code = "d" if spec in ("f", "a") else ("Q" if wide else "I") if spec[-1] in "uxp" else ("q" if wide else "i")
+    code = (
+        "d"
+        if spec in ("f", "a")
+        else ("Q" if wide else "I")
+        if spec[-1] in "uxp"
+        else ("q" if wide else "i")
+    )
     value = struct.unpack(code, ctypes.string_at(buffer + offset, size))[0]
     if spec == "a":
         return float.hex(value), offset + size
@@ -40,7 +47,7 @@ def _vprintf(fmt: int, buffer: int) -> int:
     text = ctypes.string_at(fmt).decode(errors="replace")
     out, position, offset = [], 0, 0
     for match in _SPEC.finditer(text):
-        out.append(text[position:match.start()])
+        out.append(text[position : match.start()])
         position = match.end()
         if match.group(1) == "%":
             out.append("%")
@@ -56,8 +63,10 @@ def _vprintf(fmt: int, buffer: int) -> int:
 
 def _assertfail(message: bytes, file: bytes, line: int, function: bytes, _size: int) -> None:
     with _LOCK:
-        _FAILURES.append(f"{file.decode()}:{line}: device_assert failed in {function.decode()}: "
-                         f"{message.decode()}")
+        _FAILURES.append(
+            f"{file.decode()}:{line}: device_assert failed in {function.decode()}: "
+            f"{message.decode()}"
+        )
 
 
 _CALLBACKS = {RENAMES["vprintf"]: _PRINTF(_vprintf), RENAMES["__assertfail"]: _ASSERT(_assertfail)}

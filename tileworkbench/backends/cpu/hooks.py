@@ -16,9 +16,28 @@ from .vectors import type_bytes, type_suffix
 
 # the extra kernel parameters after the tt.func's own: program ids, program counts, shared memory
 EXTRA_PARAMS = ("pid_x", "pid_y", "pid_z", "nprog_x", "nprog_y", "nprog_z", "smem")
-_REGISTER_PARAM = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2, "nctaid.x": 3, "nctaid.y": 4, "nctaid.z": 5}
-_RMW = {"add": "add", "fadd": "fadd", "max": "max", "umax": "umax", "min": "min", "umin": "umin",
-        "and": "and", "or": "or", "xor": "xor", "xchg": "xchg", "fmax": "fmax", "fmin": "fmin"}
+_REGISTER_PARAM = {
+    "ctaid.x": 0,
+    "ctaid.y": 1,
+    "ctaid.z": 2,
+    "nctaid.x": 3,
+    "nctaid.y": 4,
+    "nctaid.z": 5,
+}
+_RMW = {
+    "add": "add",
+    "fadd": "fadd",
+    "max": "max",
+    "umax": "umax",
+    "min": "min",
+    "umin": "umin",
+    "and": "and",
+    "or": "or",
+    "xor": "xor",
+    "xchg": "xchg",
+    "fmax": "fmax",
+    "fmin": "fmin",
+}
 _ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
 
 
@@ -34,7 +53,7 @@ class CpuHooks(TargetHooks):
     def declare_kernel(self, lw, module, name, params) -> ir.Function:
         extra = [I32] * 6 + [SHARED_PTR]
         function = ir.Function(module, ir.FunctionType(ir.VoidType(), params + extra), name)
-        for arg, label in zip(function.args[len(params):], EXTRA_PARAMS):
+        for arg, label in zip(function.args[len(params) :], EXTRA_PARAMS):
             arg.name = label
         function.linkage = "internal"  # inlined into the grid loop (jit.add_grid_loop)
         function.attributes.add("alwaysinline")
@@ -75,15 +94,22 @@ class CpuHooks(TargetHooks):
         """The PTX tl.extra.cuda itself emits has a host meaning (as in the interpreter: grid
         dependence control waits for nothing, one "SM", a nanosecond clock); other inline PTX is
         refused."""
-        from ...frontend.calls import (GDC_LAUNCH_DEPENDENTS_ASM, GDC_WAIT_ASM, GLOBALTIMER_ASM,
-                                       SMID_ASM)
+        from ...frontend.calls import (
+            GDC_LAUNCH_DEPENDENTS_ASM,
+            GDC_WAIT_ASM,
+            GLOBALTIMER_ASM,
+            SMID_ASM,
+        )
 
         if text in (GDC_WAIT_ASM, GDC_LAUNCH_DEPENDENTS_ASM, SMID_ASM) and not args:
             return ir.Constant(ret, 0)
         if text == GLOBALTIMER_ASM and not args:
             return _realtime_ns(lw)
-        raise lw.error(lw.current_op, "inline PTX cannot run on the cpu target (it has no host "
-                                      "meaning); run the kernel on an NVIDIA GPU")
+        raise lw.error(
+            lw.current_op,
+            "inline PTX cannot run on the cpu target (it has no host "
+            "meaning); run the kernel on an NVIDIA GPU",
+        )
 
     def predicated_access(self, etype, vec) -> bool:
         return True
@@ -110,8 +136,15 @@ class CpuHooks(TargetHooks):
         vtype = ir.VectorType(etype, vec)
         name = f"llvm.masked.store.{_mangle(vtype)}.p1"
         fn = lw.intrinsic(name, ir.VoidType(), [vtype, ptr.type, I32, ir.VectorType(I1, vec)])
-        b.call(fn, [_as_vector(b, data, vtype), ptr, ir.Constant(I32, _size(etype) * vec),
-                    _splat(b, pred, vec)])
+        b.call(
+            fn,
+            [
+                _as_vector(b, data, vtype),
+                ptr,
+                ir.Constant(I32, _size(etype) * vec),
+                _splat(b, pred, vec),
+            ],
+        )
 
     def threads(self, lw) -> int:
         return 1
@@ -193,14 +226,13 @@ def _as_vector(b, value, vtype) -> ir.Value:
     return b.insert_element(ir.Constant(vtype, None), value, ir.Constant(I32, 0))
 
 
-
-
 def _realtime_ns(lw) -> ir.Value:
     """%globaltimer on the host: CLOCK_REALTIME in nanoseconds (the interpreter's time_ns())."""
     i64 = ir.IntType(64)
     timespec = ir.LiteralStructType([i64, i64])
     clock = lw.module.globals.get("clock_gettime") or ir.Function(
-        lw.module, ir.FunctionType(I32, [I32, ir.PointerType()]), "clock_gettime")
+        lw.module, ir.FunctionType(I32, [I32, ir.PointerType()]), "clock_gettime"
+    )
     b = lw.builder
     slot = lw.entry_builder.alloca(timespec)
     b.call(clock, [ir.Constant(I32, 0), slot])

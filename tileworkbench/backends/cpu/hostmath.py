@@ -40,27 +40,28 @@ def exp2(lw, x, ftz: bool = True) -> ir.Value:
     if not ftz:  # 2^x = 2^(x + 64) * 2^-64 below 2^-126, where 2^(x + 64) is normal
         tiny = b.fcmp_ordered("<", x, _c(-126.0))
         scaled = exp2(lw, b.select(tiny, b.fadd(x, _c(64.0)), x))
-        return b.select(tiny, b.fmul(scaled, _c(2.0 ** -64)), scaled)
+        return b.select(tiny, b.fmul(scaled, _c(2.0**-64)), scaled)
     clamped = _select_lt(b, x, -127.0, _c(-127.0), x)
     clamped = b.select(b.fcmp_ordered(">", clamped, _c(128.0)), _c(128.0), clamped)
     k = lw.call_intrinsic("llvm.rint.f32", F32, [clamped])
     f = b.fsub(clamped, k)
     bits = b.shl(b.add(b.fptosi(k, I32), ir.Constant(I32, 127)), ir.Constant(I32, 23))
     result = b.fmul(_horner(b, f, _EXP2), b.bitcast(bits, F32))  # k = -127: 0; k = 128: inf
-    result = _select_lt(b, result, 2.0 ** -126, _c(0.0), result)  # ftz: no subnormal result
+    result = _select_lt(b, result, 2.0**-126, _c(0.0), result)  # ftz: no subnormal result
     return b.select(b.fcmp_unordered("uno", x, x), x, result)
 
 
 def log2(lw, x) -> ir.Value:
     """log2(x) = e + log2(m), m in [sqrt(1/2), sqrt(2)); subnormals scaled by 2^23 first."""
     b = lw.builder
-    tiny = b.fcmp_ordered("<", x, _c(2.0 ** -126))
-    scaled = b.select(tiny, b.fmul(x, _c(2.0 ** 23)), x)
+    tiny = b.fcmp_ordered("<", x, _c(2.0**-126))
+    scaled = b.select(tiny, b.fmul(x, _c(2.0**23)), x)
     bits = b.bitcast(scaled, I32)
     exponent = b.sub(b.lshr(bits, ir.Constant(I32, 23)), ir.Constant(I32, 127))
     exponent = b.sub(exponent, b.select(tiny, ir.Constant(I32, 23), ir.Constant(I32, 0)))
-    mantissa = b.bitcast(b.or_(b.and_(bits, ir.Constant(I32, 0x7FFFFF)), ir.Constant(I32, 0x3F800000)),
-                         F32)
+    mantissa = b.bitcast(
+        b.or_(b.and_(bits, ir.Constant(I32, 0x7FFFFF)), ir.Constant(I32, 0x3F800000)), F32
+    )
     high = b.fcmp_ordered(">", mantissa, _c(math.sqrt(2.0)))
     mantissa = b.select(high, b.fmul(mantissa, _c(0.5)), mantissa)
     e = b.sitofp(b.add(exponent, b.zext(high, I32)), F32)
@@ -81,8 +82,11 @@ def approx(lw, instruction: str, x) -> ir.Value:
         return log2(lw, x)
     if instruction == "rsqrt.approx.f32":
         return b.fdiv(_c(1.0), lw.call_intrinsic("llvm.sqrt.f32", F32, [x]))
-    name = {"sqrt.approx.f32": "llvm.sqrt.f32", "sin.approx.f32": "llvm.sin.f32",
-            "cos.approx.f32": "llvm.cos.f32"}.get(instruction)
+    name = {
+        "sqrt.approx.f32": "llvm.sqrt.f32",
+        "sin.approx.f32": "llvm.sin.f32",
+        "cos.approx.f32": "llvm.cos.f32",
+    }.get(instruction)
     if name is None:
         raise lw.error(lw.current_op, f"internal: no host version of `{instruction}`")
     return lw.call_intrinsic(name, F32, [x])

@@ -19,8 +19,15 @@ from ...errors import LaunchError
 from ...launch_checks import check_grid, scalar_converter
 from . import codegen, debug
 
-_GRID_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
-                            ctypes.c_int32, ctypes.c_int32)
+_GRID_FN = ctypes.CFUNCTYPE(
+    None,
+    ctypes.c_void_p,
+    ctypes.c_int32,
+    ctypes.c_int32,
+    ctypes.c_int32,
+    ctypes.c_int32,
+    ctypes.c_int32,
+)
 _MAX_GRID = (2**31 - 1, 2**31 - 1, 2**31 - 1)
 _POOL: list[ThreadPoolExecutor] = []
 
@@ -40,7 +47,9 @@ _WORKERS: list[int] = []
 
 def _pool() -> ThreadPoolExecutor:
     if not _POOL:
-        _POOL.append(ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="tileworkbench-cpu"))
+        _POOL.append(
+            ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="tileworkbench-cpu")
+        )
     return _POOL[0]
 
 
@@ -59,7 +68,9 @@ class CpuKernel:
         self.name = kernel_name
         self.kinds, self.names = list(kinds), list(names)
         # an empty module for the engine; the kernel's code comes in as the compiled object file
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), codegen.new_host_machine())
+        self._engine = llvm.create_mcjit_compiler(
+            llvm.parse_assembly(""), codegen.new_host_machine()
+        )
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(binary)))
         self._engine.finalize_object()
         address = self._engine.get_function_address(codegen.grid_function_name(kernel_name))
@@ -83,7 +94,9 @@ class CpuKernel:
         if grid3 is None:
             return
         if len(args) != len(self.kinds):
-            raise LaunchError(f"{self.name} takes {len(self.kinds)} runtime arguments, got {len(args)}")
+            raise LaunchError(
+                f"{self.name} takes {len(self.kinds)} runtime arguments, got {len(args)}"
+            )
         values = [convert(value) for convert, value in zip(self._converters, args)]
         block = ctypes.create_string_buffer(max(1, codegen.PARAM_SLOT * len(values)))
         struct.pack_into(self._format, block, 0, *values)
@@ -212,14 +225,18 @@ def host_address(value, name: str, kernel: str) -> int:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.is_cuda:
-            raise LaunchError(f"argument {name} of {kernel} is a CUDA tensor; the cpu target takes CPU "
-                              "tensors (use .cpu())")
+            raise LaunchError(
+                f"argument {name} of {kernel} is a CUDA tensor; the cpu target takes CPU "
+                "tensors (use .cpu())"
+            )
         return value.data_ptr()
     if value is None:
         return 0
     if hasattr(value, "__cuda_array_interface__"):
-        raise LaunchError(f"argument {name} of {kernel} is a GPU array; the cpu target takes host "
-                          "arrays (NumPy, CPU torch tensors)")
+        raise LaunchError(
+            f"argument {name} of {kernel} is a GPU array; the cpu target takes host "
+            "arrays (NumPy, CPU torch tensors)"
+        )
     if isinstance(value, int):
         return value
     raise LaunchError(f"argument {name} of {kernel} must be an array, got {type(value).__name__}")

@@ -12,12 +12,26 @@ from llvmlite import ir
 from ...dtypes import BY_LLVM_FLOAT
 from . import codegen
 
-_INTRINSICS = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor", "ceil": "llvm.ceil",
-               "trunc": "llvm.trunc", "rint": "llvm.rint", "nearbyint": "llvm.nearbyint",
-               "round": "llvm.round", "fma": "llvm.fma", "fsqrt_rn": "llvm.sqrt", "dsqrt_rn": "llvm.sqrt",
-               "fmin": "llvm.minnum", "fmax": "llvm.maxnum", "copysign": "llvm.copysign",
-               "popc": "llvm.ctpop", "popcll": "llvm.ctpop", "brev": "llvm.bitreverse",
-               "brevll": "llvm.bitreverse"}
+_INTRINSICS = {
+    "fabs": "llvm.fabs",
+    "sqrt": "llvm.sqrt",
+    "floor": "llvm.floor",
+    "ceil": "llvm.ceil",
+    "trunc": "llvm.trunc",
+    "rint": "llvm.rint",
+    "nearbyint": "llvm.nearbyint",
+    "round": "llvm.round",
+    "fma": "llvm.fma",
+    "fsqrt_rn": "llvm.sqrt",
+    "dsqrt_rn": "llvm.sqrt",
+    "fmin": "llvm.minnum",
+    "fmax": "llvm.maxnum",
+    "copysign": "llvm.copysign",
+    "popc": "llvm.ctpop",
+    "popcll": "llvm.ctpop",
+    "brev": "llvm.bitreverse",
+    "brevll": "llvm.bitreverse",
+}
 # LLVM float type -> the suffix of an overloaded intrinsic on it (`llvm.fabs.f32`): the IR's name
 _FLOAT_SUFFIX = {name: row.ir for name, row in BY_LLVM_FLOAT.items()}
 
@@ -55,7 +69,16 @@ def _predicate(lw, name: str, x, ret):
     return b.zext(b.trunc(sign, ir.IntType(1)), ret) if isinstance(ret, ir.IntType) else sign
 
 
-_PREDICATES = {"isnanf", "isnand", "isinff", "isinfd", "finitef", "isfinited", "signbitf", "signbitd"}
+_PREDICATES = {
+    "isnanf",
+    "isnand",
+    "isinff",
+    "isinfd",
+    "finitef",
+    "isfinited",
+    "signbitf",
+    "signbitd",
+}
 
 
 def call(lw, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
@@ -76,7 +99,9 @@ def call(lw, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
         return lw.call_intrinsic("llvm.minnum.f32", ret, [low, ir.Constant(ret, 1.0)])
     if name in ("clz", "clzll"):
         t = args[0].type
-        return lw.call_intrinsic(f"llvm.ctlz.i{t.width}", t, [args[0], ir.Constant(ir.IntType(1), 0)])
+        return lw.call_intrinsic(
+            f"llvm.ctlz.i{t.width}", t, [args[0], ir.Constant(ir.IntType(1), 0)]
+        )
     if name in ("abs", "llabs"):
         negative = b.icmp_signed("<", args[0], ir.Constant(args[0].type, 0))
         return b.select(negative, b.neg(args[0]), args[0])
@@ -91,8 +116,11 @@ def call(lw, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
     if host is not None:
         return lw.call_intrinsic(host, ret, args)
     if directed:
-        raise lw.error(lw.current_op, f"`{symbol}` rounds toward a direction the cpu target cannot "
-                                      "select; use the `_rn` variant")
+        raise lw.error(
+            lw.current_op,
+            f"`{symbol}` rounds toward a direction the cpu target cannot "
+            "select; use the `_rn` variant",
+        )
     return lw.call_intrinsic(c_name, ret, args)  # refused by name when the module is checked
 
 

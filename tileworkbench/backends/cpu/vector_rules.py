@@ -25,6 +25,7 @@ def _rule(*classes):
         for cls in classes:
             RULES[cls] = fn
         return fn
+
     return register
 
 
@@ -73,7 +74,8 @@ def _run(lw, op, layout) -> int:
     dim = next(d for d, b in enumerate(basis) if b)
     run = 0
     while run < len(layout.regs) and layout.regs[run] == tuple(
-            (1 << run) if d == dim else 0 for d in range(len(basis))):
+        (1 << run) if d == dim else 0 for d in range(len(basis))
+    ):
         run += 1
     vec = min(1 << run, lw.axis.info(op.ptr).contiguity[dim])
     return max(1, 1 << (vec.bit_length() - 1))
@@ -119,8 +121,11 @@ def lower_load(lw, op):
         vtype = ir.VectorType(etype, n)
         passthru = other if other is not None else ir.Constant(vtype, None)
         all_lanes = mask if mask is not None else splat(lw, ir.Constant(I1, 1), n)
-        fn = lw.intrinsic(f"llvm.masked.gather.{_vtype_name(etype, n)}.v{n}p1", vtype,
-                          [ptrs.type, I32, all_lanes.type, vtype])
+        fn = lw.intrinsic(
+            f"llvm.masked.gather.{_vtype_name(etype, n)}.v{n}p1",
+            vtype,
+            [ptrs.type, I32, all_lanes.type, vtype],
+        )
         value = b.call(fn, [ptrs, align, all_lanes, passthru])
     elif mask is None:
         value = _load_runs(lw, ptrs, None, None, etype, nbytes, vec)
@@ -158,10 +163,14 @@ def _load_runs(lw, ptrs, mask, other, etype, nbytes: int, vec: int):
             chunks.append(load)
             continue
         passthru = shuffle(lw, other, lanes) if other is not None else ir.Constant(vtype, None)
-        fn = lw.intrinsic(f"llvm.masked.load.{_vtype_name(etype, vec)}.p1", vtype,
-                          [address.type, I32, ir.VectorType(I1, vec), vtype])
-        chunks.append(b.call(fn, [address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes),
-                                  passthru]))
+        fn = lw.intrinsic(
+            f"llvm.masked.load.{_vtype_name(etype, vec)}.p1",
+            vtype,
+            [address.type, I32, ir.VectorType(I1, vec), vtype],
+        )
+        chunks.append(
+            b.call(fn, [address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes), passthru])
+        )
     return concat(lw, chunks)
 
 
@@ -182,8 +191,11 @@ def lower_store(lw, op):
     align = ir.Constant(I32, nbytes)
     if vec == 1 and n > 1:
         all_lanes = mask if mask is not None else splat(lw, ir.Constant(I1, 1), n)
-        fn = lw.intrinsic(f"llvm.masked.scatter.{_vtype_name(etype, n)}.v{n}p1", ir.VoidType(),
-                          [data.type, ptrs.type, I32, all_lanes.type])
+        fn = lw.intrinsic(
+            f"llvm.masked.scatter.{_vtype_name(etype, n)}.v{n}p1",
+            ir.VoidType(),
+            [data.type, ptrs.type, I32, all_lanes.type],
+        )
         b.call(fn, [data, ptrs, align, all_lanes])
         return None
     if mask is None:
@@ -210,8 +222,11 @@ def _store_runs(lw, ptrs, data, mask, etype, nbytes: int, vec: int) -> None:
         if mask is None:
             b.store(chunk, address).align = nbytes
             continue
-        fn = lw.intrinsic(f"llvm.masked.store.{_vtype_name(etype, vec)}.p1", ir.VoidType(),
-                          [vtype, address.type, I32, ir.VectorType(I1, vec)])
+        fn = lw.intrinsic(
+            f"llvm.masked.store.{_vtype_name(etype, vec)}.p1",
+            ir.VoidType(),
+            [vtype, address.type, I32, ir.VectorType(I1, vec)],
+        )
         b.call(fn, [chunk, address, ir.Constant(I32, nbytes), shuffle(lw, mask, lanes)])
 
 
@@ -226,7 +241,8 @@ def lower_reduce(lw, op):
     srcs = [lw.get(v) for v in op.srcs]
     body = [o for o in op.combine.block.ops if not o.is_terminator]
     if not all(isinstance(s, TVal) for s in srcs) or not all(
-            type(o) in ELEMENTWISE or isinstance(o, arith.ConstantOp) for o in body):
+        type(o) in ELEMENTWISE or isinstance(o, arith.ConstantOp) for o in body
+    ):
         return NotImplemented
     layout, axis = srcs[0].layout, op.axis
     if any(basis[axis] for basis in layout.lanes + layout.warps):
@@ -235,7 +251,7 @@ def lower_reduce(lw, op):
     out_index = {c: r for r, c in enumerate(out_layout.all_reg_coords())}
     positions: list[list[int]] = [[] for _ in out_index]
     for r, coords in enumerate(layout.all_reg_coords()):
-        positions[out_index[tuple(coords[:axis]) + tuple(coords[axis + 1:])]].append(r)
+        positions[out_index[tuple(coords[:axis]) + tuple(coords[axis + 1 :])]].append(r)
     vecs = [packed(lw, s) for s in srcs]
     while len(positions[0]) > 1:
         half = len(positions[0]) // 2
@@ -247,8 +263,12 @@ def lower_reduce(lw, op):
         moved = [[0] * half for _ in positions]
         for j, (_, o, i) in enumerate(firsts):
             moved[o][i] = j
-        vecs = combine(lw, op.combine, [shuffle(lw, v, lows) for v in vecs],
-                       [shuffle(lw, v, highs) for v in vecs])
+        vecs = combine(
+            lw,
+            op.combine,
+            [shuffle(lw, v, lows) for v in vecs],
+            [shuffle(lw, v, highs) for v in vecs],
+        )
         positions = moved
     vecs = [shuffle(lw, v, [g[0] for g in positions]) for v in vecs]
     for res, vec in zip(op.results, vecs):
@@ -269,8 +289,16 @@ class _Lane:
         self.source, self.index = source, index
 
 
-@_rule(tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, ConvertLayoutOp, tt.JoinOp,
-       tt.SplitOp, tt.CatOp)
+@_rule(
+    tt.BroadcastOp,
+    tt.ExpandDimsOp,
+    tt.ReshapeOp,
+    tt.TransOp,
+    ConvertLayoutOp,
+    tt.JoinOp,
+    tt.SplitOp,
+    tt.CatOp,
+)
 def lower_renaming(lw, op):
     """Run the shared rule on placeholder registers: where it only renames them, its output is the
     lane map of one shufflevector."""
@@ -284,8 +312,9 @@ def lower_renaming(lw, op):
     if len(vecs) == 2 and vecs[0].type != vecs[1].type:
         return NotImplemented
     builder = lw.builder
-    lw.builder = ir.IRBuilder(ir.Function(ir.Module(), ir.FunctionType(ir.VoidType(), []), "x")
-                              .append_basic_block())
+    lw.builder = ir.IRBuilder(
+        ir.Function(ir.Module(), ir.FunctionType(ir.VoidType(), []), "x").append_basic_block()
+    )
     try:
         for k, v in enumerate(operands):
             real = saved[id(v)]
@@ -298,14 +327,17 @@ def lower_renaming(lw, op):
         lw.builder = builder
         for v in operands:
             lw.set(v, saved[id(v)])
-    if outs is None or not all(isinstance(o, TVal) and all(isinstance(x, _Lane) for x in o.vals)
-                               for o in outs):
+    if outs is None or not all(
+        isinstance(o, TVal) and all(isinstance(x, _Lane) for x in o.vals) for o in outs
+    ):
         return NotImplemented
     width = vecs[0].type.count
     for res, out in zip(op.results, outs):
         lanes = [x.index + x.source * width for x in out.vals]
-        lw.set(res, VTVal(shuffle(lw, vecs[0], lanes, vecs[1] if len(vecs) == 2 else None),
-                          out.layout, lw))
+        lw.set(
+            res,
+            VTVal(shuffle(lw, vecs[0], lanes, vecs[1] if len(vecs) == 2 else None), out.layout, lw),
+        )
     return None
 
 
@@ -343,8 +375,9 @@ def lower_dot(lw, op):
     # A's columns: buffer row k holds a[key, k] for every accumulator row key; B's rows: buffer row
     # (k, batch) holds b[batch, k, :] in the accumulator's column order
     columns = shuffle(lw, a_vec, [a_lane[(*key, k)] for k in range(k_size) for key in keys])
-    b_rows = shuffle(lw, b_vec, [b_lane[(*batch, k, n)] for k in range(k_size) for batch in batches
-                                 for n in ns])
+    b_rows = shuffle(
+        lw, b_vec, [b_lane[(*batch, k, n)] for k in range(k_size) for batch in batches for n in ns]
+    )
     a_buf, b_buf = _stack(lw, columns), _stack(lw, b_rows)
     c_vec = _lane_vector(lw, c, len(out_coords))
     accs = [shuffle(lw, c_vec, rows[key]) for key in keys]
@@ -352,8 +385,10 @@ def lower_dot(lw, op):
     order = [r for key in keys for r in rows[key]]
     where = {r: i for i, r in enumerate(order)}
     joined = concat(lw, accs)
-    lw.set(op.result, VTVal(shuffle(lw, joined, [where[r] for r in range(len(out_coords))]),
-                            out_layout, lw))
+    lw.set(
+        op.result,
+        VTVal(shuffle(lw, joined, [where[r] for r in range(len(out_coords))]), out_layout, lw),
+    )
     return None
 
 
@@ -381,16 +416,28 @@ def _k_loop(lw, op, accs, keys, batches, a_buf, b_buf, k_size, width, acc_type) 
     for phi, acc in zip(phis, accs):
         phi.add_incoming(acc, before)
     column = _load_row(b, a_buf, b.mul(k, ir.Constant(I32, len(keys))), col_type)
-    b_rows = {batch: _load_row(b, b_buf, b.mul(b.add(b.mul(k, ir.Constant(I32, len(batches))),
-                                                    ir.Constant(I32, i)), ir.Constant(I32, width)),
-                               row_type) for i, batch in enumerate(batches)}
+    b_rows = {
+        batch: _load_row(
+            b,
+            b_buf,
+            b.mul(
+                b.add(b.mul(k, ir.Constant(I32, len(batches))), ir.Constant(I32, i)),
+                ir.Constant(I32, width),
+            ),
+            row_type,
+        )
+        for i, batch in enumerate(batches)
+    }
     new = []
     for i, (key, acc) in enumerate(zip(keys, phis)):
         x = splat(lw, b.extract_element(column, ir.Constant(I32, i)), width)
         y = b_rows[key[:-1]]
         if is_float:
-            new.append(lw.call_intrinsic(f"llvm.fmuladd.{_vtype_name(acc_type, width)}", row_type,
-                                         [x, y, acc]))
+            new.append(
+                lw.call_intrinsic(
+                    f"llvm.fmuladd.{_vtype_name(acc_type, width)}", row_type, [x, y, acc]
+                )
+            )
         else:
             new.append(b.add(b.mul(x, y), acc))
     following = b.add(k, ir.Constant(I32, 1))

@@ -62,8 +62,9 @@ def splat(lw, value: ir.Value, count: int) -> ir.Value:
         return _SplatConstant(vtype, value)
     b = lw.builder
     one = b.insert_element(ir.Constant(vtype, ir.Undefined), value, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(vtype, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, count), None))
+    return b.shuffle_vector(
+        one, ir.Constant(vtype, ir.Undefined), ir.Constant(ir.VectorType(I32, count), None)
+    )
 
 
 def packed(lw, value) -> ir.Value:
@@ -166,8 +167,9 @@ def per_lane(lw, rule, args: list, count: int) -> ir.Value:
     b.position_at_end(loop)
     lane = b.phi(I32)
     lane.add_incoming(ir.Constant(I32, 0), before)
-    scalars = [_lane_of(b, buffers[k], a.type, lane) if k in buffers else a
-               for k, a in enumerate(args)]
+    scalars = [
+        _lane_of(b, buffers[k], a.type, lane) if k in buffers else a for k, a in enumerate(args)
+    ]
     value = rule(*scalars)
     out = _buffer(entry, value.type, count)
     b.store(value, b.gep(out, [ir.Constant(I32, 0), lane]))
@@ -201,7 +203,8 @@ def _replay(lw, block, mapping: dict, result, count: int) -> ir.Value:
             mapping[instr] = _replay_call(lw, instr, mapping, count)
             continue
         if not (type(instr) is ir.Instruction or isinstance(instr, _PLAIN)) or (
-                instr.opname in _NO_VECTOR_FORM and count > 4):
+            instr.opname in _NO_VECTOR_FORM and count > 4
+        ):
             raise _NotWidenable
         new = copy.copy(instr)
         new.parent = lw.builder.block
@@ -233,8 +236,10 @@ def _replay_call(lw, instr, mapping: dict, count: int) -> ir.Value:
         raise _NotWidenable  # a C-library call: per lane
     args = list(instr.args)
     keep_last = name.startswith(_IMMEDIATE_LAST)
-    new_args = [a if keep_last and i == len(args) - 1 else _operand(lw, a, mapping, count)
-                for i, a in enumerate(args)]
+    new_args = [
+        a if keep_last and i == len(args) - 1 else _operand(lw, a, mapping, count)
+        for i, a in enumerate(args)
+    ]
     ret = instr.type
     new_ret = ret if isinstance(ret, ir.VoidType) else ir.VectorType(ret, count)
     pieces = name.split(".")

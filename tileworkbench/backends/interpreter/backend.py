@@ -69,7 +69,9 @@ def interpret(compiled, grid, args: list, names: list[str]) -> None:
             host_args.append(host)
         elif hasattr(value, "numpy") and hasattr(value, "data_ptr"):  # torch CPU tensor
             if getattr(value, "is_cuda", False):
-                raise LaunchError("a CUDA torch tensor was passed to a kernel running in the interpreter")
+                raise LaunchError(
+                    "a CUDA torch tensor was passed to a kernel running in the interpreter"
+                )
             host_args.append(torch_host_array(value))
         elif hasattr(value, "__array_interface__") and not isinstance(value, np.ndarray):
             host_args.append(np.asarray(value))

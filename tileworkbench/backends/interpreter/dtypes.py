@@ -18,8 +18,9 @@ POINTER = np.dtype(np.int64)  # pointers are int64 virtual byte addresses
 F32 = np.dtype(np.float32)
 # Float types NumPy has no native arithmetic for: math runs in float32 and rounds back per op.
 # (bf16 and the fp8 formats: the ml_dtypes types)
-LOW_FLOATS = frozenset(row.numpy_dtype for row in DTYPES
-                       if row.numpy.startswith(("bfloat", "float8")))
+LOW_FLOATS = frozenset(
+    row.numpy_dtype for row in DTYPES if row.numpy.startswith(("bfloat", "float8"))
+)
 # bytes -> the signed and unsigned integer dtypes of that width
 _SIGNED = {row.bits // 8: row.numpy_dtype for row in DTYPES if row.kind[0] == "i" and row.bits >= 8}
 _UNSIGNED = {row.bits // 8: row.numpy_dtype for row in DTYPES if row.kind[0] == "u"}

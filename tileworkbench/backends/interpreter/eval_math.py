@@ -106,11 +106,13 @@ def eval_extern_elementwise(op, ctx):
 
 
 # PTX the frontend itself emits for tl.extra.cuda (frontend/calls.py), and its host meaning.
-KNOWN_ASM = {"mov.u64 $0, %globaltimer;": lambda: np.int64(time.time_ns()),
-             "mov.u32 $0, %smid;": lambda: np.int32(0),
-             # grid dependence control: launches run one after another here, nothing to wait for
-             "griddepcontrol.wait; // dummy $0": lambda: np.int32(0),
-             "griddepcontrol.launch_dependents; // dummy $0": lambda: np.int32(0)}
+KNOWN_ASM = {
+    "mov.u64 $0, %globaltimer;": lambda: np.int64(time.time_ns()),
+    "mov.u32 $0, %smid;": lambda: np.int32(0),
+    # grid dependence control: launches run one after another here, nothing to wait for
+    "griddepcontrol.wait; // dummy $0": lambda: np.int32(0),
+    "griddepcontrol.launch_dependents; // dummy $0": lambda: np.int32(0),
+}
 
 
 def eval_inline_asm(op, ctx):

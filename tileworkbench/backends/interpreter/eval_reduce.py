@@ -57,7 +57,9 @@ def _ufunc_method(method: str, ufunc: np.ufunc, view: Callable | None, dtype: np
     if view is not None:
         return lambda x, axis: np.asarray(apply(view(x), axis=axis)).view(dtype)
     if dtype == np.bool_:  # i1 arithmetic wraps: add is xor, mul is and (NumPy's bool add counts)
-        apply = getattr({np.add: np.logical_xor, np.multiply: np.logical_and}.get(ufunc, ufunc), method)
+        apply = getattr(
+            {np.add: np.logical_xor, np.multiply: np.logical_and}.get(ufunc, ufunc), method
+        )
         return lambda x, axis: apply(x, axis=axis)
     return lambda x, axis: apply(
         x, axis=axis, dtype=dtype

@@ -12,6 +12,13 @@ from collections.abc import Callable
 from . import eval_arith, eval_descriptors, eval_math, eval_memory, eval_reduce, eval_scf, eval_tt
 
 EVALUATORS: dict[type, Callable] = {}
-for _family in (eval_arith, eval_math, eval_tt, eval_memory, eval_descriptors, eval_reduce,
-                eval_scf):
+for _family in (
+    eval_arith,
+    eval_math,
+    eval_tt,
+    eval_memory,
+    eval_descriptors,
+    eval_reduce,
+    eval_scf,
+):
     EVALUATORS.update(_family.EVALUATORS)

@@ -182,14 +182,33 @@ class Memory:
         if abs(address - argument.pointer) >= FOREIGN_DISTANCE:
             self._fail_foreign(address, site)
         offset = (address - argument.pointer) // dtype.itemsize
-        raise OutOfBoundsError(out_of_bounds_message(
-            site.kind, site.kernel, site.where, argument.name, _describe(argument.array), offset, dtype,
-            argument.array.size, self.pid))
+        raise OutOfBoundsError(
+            out_of_bounds_message(
+                site.kind,
+                site.kernel,
+                site.where,
+                argument.name,
+                _describe(argument.array),
+                offset,
+                dtype,
+                argument.array.size,
+                self.pid,
+            )
+        )
 
     def _fail_alignment(self, argument: ArgumentMemory, address: int, dtype, site: Site):
-        raise OutOfBoundsError(misaligned_message(
-            site.kind, site.kernel, site.where, argument.name, _describe(argument.array),
-            address - argument.pointer, dtype, self.pid))
+        raise OutOfBoundsError(
+            misaligned_message(
+                site.kind,
+                site.kernel,
+                site.where,
+                argument.name,
+                _describe(argument.array),
+                address - argument.pointer,
+                dtype,
+                self.pid,
+            )
+        )
 
     def _fail_foreign(self, address: int, site: Site):
         raise InterpreterError(

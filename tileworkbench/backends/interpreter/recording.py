@@ -117,7 +117,9 @@ def record_program(
     """Run program `pid` of `func` alone on `args` (which it writes to: pass copies) and return what
     each of its memory operations touched. An error that stops the program is kept, not raised."""
     params = func.args
-    names = list(arg_names) if arg_names else [p.name_hint or f"arg{i}" for i, p in enumerate(params)]
+    names = (
+        list(arg_names) if arg_names else [p.name_hint or f"arg{i}" for i, p in enumerate(params)]
+    )
     arrays = [
         _as_array(a, n, func) if isinstance(p.type, PointerType) else None
         for a, p, n in zip(args, params, names)

@@ -18,26 +18,49 @@ class DebugInfo:
     def __init__(self, module: ir.Module, function: ir.Function, loc: Loc):
         path = loc.outermost.file if loc.line > 0 else "<unknown>"
         self.module = module
-        file = module.add_debug_info("DIFile", {"filename": os.path.basename(path),
-                                                "directory": os.path.dirname(path) or "."})
+        file = module.add_debug_info(
+            "DIFile",
+            {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."},
+        )
         # DebugDirectivesOnly: `.file`/`.loc` in the PTX without DWARF sections or a `debug` target,
         # so ptxas optimizes exactly as without line info.
-        unit = module.add_debug_info("DICompileUnit", {
-            "language": ir.DIToken("DW_LANG_C"), "file": file, "producer": "tileworkbench",
-            "isOptimized": True, "emissionKind": ir.DIToken("DebugDirectivesOnly"),
-        }, is_distinct=True)
+        unit = module.add_debug_info(
+            "DICompileUnit",
+            {
+                "language": ir.DIToken("DW_LANG_C"),
+                "file": file,
+                "producer": "tileworkbench",
+                "isOptimized": True,
+                "emissionKind": ir.DIToken("DebugDirectivesOnly"),
+            },
+            is_distinct=True,
+        )
         kind = module.add_debug_info("DISubroutineType", {"types": module.add_metadata([])})
         line = max(loc.outermost.line, 0)
-        self.subprogram = module.add_debug_info("DISubprogram", {
-            "name": function.name, "scope": file, "file": file, "line": line, "type": kind,
-            "scopeLine": line, "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
-            "unit": unit,
-        }, is_distinct=True)
+        self.subprogram = module.add_debug_info(
+            "DISubprogram",
+            {
+                "name": function.name,
+                "scope": file,
+                "file": file,
+                "line": line,
+                "type": kind,
+                "scopeLine": line,
+                "spFlags": ir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+                "unit": unit,
+            },
+            is_distinct=True,
+        )
         function.set_metadata("dbg", self.subprogram)
         module.add_named_metadata("llvm.dbg.cu", unit)
-        flags = module.get_named_metadata("llvm.module.flags") if "llvm.module.flags" in \
-            module.namedmetadata else module.add_named_metadata("llvm.module.flags")
-        flags.add(module.add_metadata([ir.Constant(I32, 2), "Debug Info Version", ir.Constant(I32, 3)]))
+        flags = (
+            module.get_named_metadata("llvm.module.flags")
+            if "llvm.module.flags" in module.namedmetadata
+            else module.add_named_metadata("llvm.module.flags")
+        )
+        flags.add(
+            module.add_metadata([ir.Constant(I32, 2), "Debug Info Version", ir.Constant(I32, 3)])
+        )
         flags.add(module.add_metadata([ir.Constant(I32, 2), "Dwarf Version", ir.Constant(I32, 4)]))
         self.cache: dict[tuple[int, int], object] = {}
         self.default = self.location(loc)
@@ -46,7 +69,8 @@ class DebugInfo:
         key = (max(loc.line, 0), max(loc.col, 0) + 1 if loc.line > 0 else 0)
         if key not in self.cache:
             self.cache[key] = self.module.add_debug_info(
-                "DILocation", {"line": key[0], "column": key[1], "scope": self.subprogram})
+                "DILocation", {"line": key[0], "column": key[1], "scope": self.subprogram}
+            )
         return self.cache[key]
 
 

@@ -18,9 +18,13 @@ class TargetHooks:
 
     triple = ""
     data_layout = ""
-    tree_reductions = False  # combine a thread's registers pairwise (vector units) instead of in a chain
+    tree_reductions = (
+        False  # combine a thread's registers pairwise (vector units) instead of in a chain
+    )
 
-    def declare_kernel(self, lw, module: ir.Module, name: str, params: list[ir.Type]) -> ir.Function:
+    def declare_kernel(
+        self, lw, module: ir.Module, name: str, params: list[ir.Type]
+    ) -> ir.Function:
         return ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
 
     def annotate(self, lw) -> None:
@@ -79,8 +83,9 @@ class TargetHooks:
     def atomic_cas(self, lw, op, ptr, cmp, val, pred, t) -> ir.Value:
         raise NotImplementedError
 
-    def inline_asm(self, lw, text: str, constraints: str, ret: ir.Type, args: list[ir.Value],
-                   side_effect: bool) -> ir.Value:
+    def inline_asm(
+        self, lw, text: str, constraints: str, ret: ir.Type, args: list[ir.Value], side_effect: bool
+    ) -> ir.Value:
         raise lw.error(lw.current_op, "inline assembly cannot run on this target")
 
     def threads(self, lw) -> int:

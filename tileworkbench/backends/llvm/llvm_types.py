@@ -45,8 +45,9 @@ NOT_LOWERED = {
     "f8e5b16": "Triton has it on AMD CDNA3 only",
     "f8e4b15": "Triton emulates it before sm_90 and refuses it from sm_90 on",
 }
-_FLOATS = {row.ir: _BY_LLVM_NAME[row.llvm] for row in DTYPES
-           if row.is_float and row.ir not in NOT_LOWERED}
+_FLOATS = {
+    row.ir: _BY_LLVM_NAME[row.llvm] for row in DTYPES if row.is_float and row.ir not in NOT_LOWERED
+}
 
 
 def llvm_type(t) -> ir.Type:
@@ -59,8 +60,10 @@ def llvm_type(t) -> ir.Type:
     if t.name not in _FLOATS:  # see NOT_LOWERED
         from ...errors import TileTypeError
 
-        raise TileTypeError(f"{t.name} is not supported on NVIDIA GPUs ({NOT_LOWERED[t.name]})",
-                            hint="use tl.float8e4nv or tl.float8e5, or run in the interpreter")
+        raise TileTypeError(
+            f"{t.name} is not supported on NVIDIA GPUs ({NOT_LOWERED[t.name]})",
+            hint="use tl.float8e4nv or tl.float8e5, or run in the interpreter",
+        )
     return _FLOATS[t.name]
 
 

@@ -33,9 +33,20 @@ class Lowering:
     fact comes from `hooks` (hooks.py; the NVPTX backend passes NVPTX_HOOKS, the cpu backend its
     CpuHooks)."""
 
-    def __init__(self, func: tt.FuncOp, arch: str, num_warps: int, axis, fp_fusion: bool = True,
-                 debug: bool = False, *, hooks, maxnreg: int | None = None,
-                 reflect_ftz: bool = True, target: TargetInfo = GENERIC):
+    def __init__(
+        self,
+        func: tt.FuncOp,
+        arch: str,
+        num_warps: int,
+        axis,
+        fp_fusion: bool = True,
+        debug: bool = False,
+        *,
+        hooks,
+        maxnreg: int | None = None,
+        reflect_ftz: bool = True,
+        target: TargetInfo = GENERIC,
+    ):
         self.func = func
         self.hooks = hooks
         self.target = target  # the facts the GPU passes had (tensor-core forms, stmatrix)
@@ -68,8 +79,9 @@ class Lowering:
 
             self.bounds = BoundsChecks(func)
         hidden = self.bounds.param_types() if self.bounds is not None else []
-        self.function = self.hooks.declare_kernel(self, self.module, func.sym_name,
-                                                  params + scratch + hidden)
+        self.function = self.hooks.declare_kernel(
+            self, self.module, func.sym_name, params + scratch + hidden
+        )
         self.global_scratch = self.function.args[len(params)] if scratch else None
         self.entry = self.function.append_basic_block("entry")
         self.entry_builder = ir.IRBuilder(self.entry)
@@ -88,7 +100,9 @@ class Lowering:
         # ops a rule lowered out of block order (a loop's wgmma drain, lowering/control.py)
         self.lowered_ahead: set = set()
         self.loop_depth = 0  # > 0 while lowering a loop body: shared memory is reused per iteration
-        self.alloc_offsets: dict[int, int] = {}  # local_alloc -> its byte offset (lowering/shared.py)
+        self.alloc_offsets: dict[
+            int, int
+        ] = {}  # local_alloc -> its byte offset (lowering/shared.py)
         # the shared-memory plan's records (inventory.py): (local_alloc, offset, bytes), the ops that
         # use the scratch, and (op, bytes) of each static array
         self.alloc_regions: list[tuple] = []
@@ -97,7 +111,7 @@ class Lowering:
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
         if self.bounds is not None:
             first = len(params) + len(scratch)
-            self.bounds.attach(self, self.function.args[first:first + len(hidden)])
+            self.bounds.attach(self, self.function.args[first : first + len(hidden)])
 
     # -- driver -----------------------------------------------------------------------------------
     def run(self) -> ir.Module:
@@ -107,7 +121,9 @@ class Lowering:
         for arg, param in zip(self.func.args, self.function.args):
             param.name = arg.name_hint or f"arg{arg.index}"
             if isinstance(arg.type, ScalarType) and arg.type.is_bool:
-                self.values[id(arg)] = self.entry_builder.icmp_unsigned("!=", param, ir.Constant(I32, 0))
+                self.values[id(arg)] = self.entry_builder.icmp_unsigned(
+                    "!=", param, ir.Constant(I32, 0)
+                )
             else:
                 self.values[id(arg)] = param
         self.lower_block(self.func.body.block)
@@ -185,8 +201,10 @@ class Lowering:
         if key not in self._cache:
             tid = self.sreg("tid.x")
             b = self.entry_builder
-            self._cache[key] = (b.and_(tid, ir.Constant(I32, WARP_SIZE - 1)),
-                                b.lshr(tid, ir.Constant(I32, 5)))
+            self._cache[key] = (
+                b.and_(tid, ir.Constant(I32, WARP_SIZE - 1)),
+                b.lshr(tid, ir.Constant(I32, 5)),
+            )
         return self._cache[key]
 
     def thread_offset(self, layout: LinearLayout, weight) -> ir.Value:
@@ -245,8 +263,14 @@ class Lowering:
     def call_intrinsic(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
         return self.builder.call(self.intrinsic(name, ret, [a.type for a in args]), args)
 
-    def asm(self, text: str, constraints: str, ret: ir.Type, args: list[ir.Value],
-            side_effect: bool = False) -> ir.Value:
+    def asm(
+        self,
+        text: str,
+        constraints: str,
+        ret: ir.Type,
+        args: list[ir.Value],
+        side_effect: bool = False,
+    ) -> ir.Value:
         return self.hooks.inline_asm(self, text, constraints, ret, args, side_effect)
 
     def libdevice(self, symbol: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
@@ -263,8 +287,9 @@ class Lowering:
             return base
         key = ("scratch",)
         if key not in self._cache:
-            self._cache[key] = self.entry_builder.gep(base, [ir.Constant(I32, self.smem_base)],
-                                                      source_etype=I8)
+            self._cache[key] = self.entry_builder.gep(
+                base, [ir.Constant(I32, self.smem_base)], source_etype=I8
+            )
         return self._cache[key]
 
     def shared_base(self) -> ir.Value:
@@ -302,12 +327,18 @@ class Lowering:
         t = value.type
         bits = _bits(t)
         if bits == 64:
-            as_int = b.ptrtoint(value, ir.IntType(64)) if t == GLOBAL_PTR else b.bitcast(value, ir.IntType(64))
+            as_int = (
+                b.ptrtoint(value, ir.IntType(64))
+                if t == GLOBAL_PTR
+                else b.bitcast(value, ir.IntType(64))
+            )
             lo = b.trunc(as_int, I32)
             hi = b.trunc(b.lshr(as_int, ir.Constant(ir.IntType(64), 32)), I32)
             lo, hi = self._shfl(lo, lane_mask), self._shfl(hi, lane_mask)
-            joined = b.or_(b.zext(lo, ir.IntType(64)),
-                           b.shl(b.zext(hi, ir.IntType(64)), ir.Constant(ir.IntType(64), 32)))
+            joined = b.or_(
+                b.zext(lo, ir.IntType(64)),
+                b.shl(b.zext(hi, ir.IntType(64)), ir.Constant(ir.IntType(64), 32)),
+            )
             return b.inttoptr(joined, t) if t == GLOBAL_PTR else b.bitcast(joined, t)
         as_int = value if isinstance(t, ir.IntType) else b.bitcast(value, ir.IntType(bits))
         if bits < 32:
@@ -353,4 +384,3 @@ def _runs(weights: tuple[int, ...]):
         out.append((start, j - start + 1, weights[start]))
         j += 1
     return out
-

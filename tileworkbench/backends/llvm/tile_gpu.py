@@ -20,7 +20,9 @@ def check_shapes(func: tt.FuncOp) -> None:
                 where = f"{op.loc}: " if op.loc.line > 0 else ""
                 raise CompilationError(
                     f"{where}`{op.name}` makes a tensor of shape {list(t.shape)}; the NVPTX back end "
-                    "needs power-of-two dimensions", loc=op.loc)
+                    "needs power-of-two dimensions",
+                    loc=op.loc,
+                )
 
 
 def run_gpu_passes(func: tt.FuncOp, target: TargetInfo) -> list[tuple[str, str]]:

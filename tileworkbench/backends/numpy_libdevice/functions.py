@@ -89,7 +89,9 @@ def _mul24(unsigned: bool) -> Callable:
 
 def _halving_add(rounding: int) -> Callable:
     """(x + y + rounding) >> 1 without overflow (`hadd`, `rhadd` and their unsigned forms)."""
-    return lambda x, y: (np.asarray(x).astype(np.int64) + np.asarray(y).astype(np.int64) + rounding) >> 1
+    return lambda x, y: (
+        (np.asarray(x).astype(np.int64) + np.asarray(y).astype(np.int64) + rounding) >> 1
+    )
 
 
 def _byte_perm(x, y, selector):
@@ -116,7 +118,9 @@ def _ilogb(x):
 def _rcp64h(x):
     """1/x of the high word of x (low 32 bits cleared), with the low word of the result cleared: the
     approximate reciprocal of the GPU's `rcp.approx.ftz.f64`."""
-    high = (np.asarray(x, np.float64).view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(np.float64)
+    high = (np.asarray(x, np.float64).view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(
+        np.float64
+    )
     with np.errstate(divide="ignore"):
         inverse = 1.0 / high
     return (inverse.view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(np.float64)

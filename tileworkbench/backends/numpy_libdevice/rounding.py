@@ -16,8 +16,10 @@ import numpy as np
 
 _MODES = ("rn", "rz", "rd", "ru")
 _FLOATS = {"f": np.float32, "d": np.float64}
-_BOUNDS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
-           for t in (np.int32, np.uint32, np.int64, np.uint64)}
+_BOUNDS = {
+    np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+    for t in (np.int32, np.uint32, np.int64, np.uint64)
+}
 
 
 def _sign(value) -> int:
@@ -33,8 +35,11 @@ def round_to(ftype, approx: float, compare: Callable[[Fraction], int], mode: str
     side = compare(Fraction(float(candidate)))
     if side == 0:
         return candidate
-    lo, hi = (np.nextafter(candidate, ftype(-np.inf)), candidate) if side > 0 else \
-        (candidate, np.nextafter(candidate, ftype(np.inf)))
+    lo, hi = (
+        (np.nextafter(candidate, ftype(-np.inf)), candidate)
+        if side > 0
+        else (candidate, np.nextafter(candidate, ftype(np.inf)))
+    )
     while compare(Fraction(float(lo))) > 0:  # a guard: `approx` was off by more than an ulp
         lo, hi = np.nextafter(lo, ftype(-np.inf)), lo
     while compare(Fraction(float(hi))) < 0:
@@ -99,8 +104,11 @@ def _arith(op: str, ftype, mode: str) -> Callable:
         values = [float(a) for a in args]
         with np.errstate(all="ignore"):
             approx = float(_NEAREST[op](*(np.float64(v) for v in values)))
-        if not _finite(*values) or (op in ("div", "rcp") and values[-1] == 0) or (
-                op in ("sqrt", "rsqrt") and values[0] <= 0):
+        if (
+            not _finite(*values)
+            or (op in ("div", "rcp") and values[-1] == 0)
+            or (op in ("sqrt", "rsqrt") and values[0] <= 0)
+        ):
             with np.errstate(all="ignore"):
                 return ftype(_NEAREST[op](*(ftype(v) for v in values)))
         if op == "sqrt":
@@ -115,11 +123,24 @@ def _arith(op: str, ftype, mode: str) -> Callable:
     return _elementwise(one, ftype)
 
 
-_NEAREST = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-            "div": lambda a, b: a / b, "fma": lambda a, b, c: a * b + c, "rcp": lambda a: 1 / a,
-            "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a)}
-_EXACT = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-          "div": lambda a, b: a / b, "fma": lambda a, b, c: a * b + c, "rcp": lambda a: 1 / a}
+_NEAREST = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "fma": lambda a, b, c: a * b + c,
+    "rcp": lambda a: 1 / a,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda a: 1 / np.sqrt(a),
+}
+_EXACT = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "fma": lambda a, b, c: a * b + c,
+    "rcp": lambda a: 1 / a,
+}
 
 
 def _to_float(ftype, mode: str) -> Callable:
@@ -128,7 +149,9 @@ def _to_float(ftype, mode: str) -> Callable:
     def one(value):
         if isinstance(value, (np.floating, float)) and not math.isfinite(float(value)):
             return ftype(value)
-        exact = Fraction(int(value)) if isinstance(value, (np.integer, int)) else Fraction(float(value))
+        exact = (
+            Fraction(int(value)) if isinstance(value, (np.integer, int)) else Fraction(float(value))
+        )
         return _rational(ftype, mode, _nearest_double(exact), exact)
 
     return _elementwise(one, ftype)
@@ -188,13 +211,19 @@ def _build() -> dict[str, Callable]:
         for source in _FLOAT_NAMES:
             for target, itype in _INT_NAMES.items():
                 table[f"{source}2{target}_{mode}"] = _to_int(itype, mode)
-    table.update({
-        "int_as_float": _view(np.float32), "uint_as_float": _view(np.float32),
-        "float_as_int": _view(np.int32), "float_as_uint": _view(np.uint32),
-        "longlong_as_double": _view(np.float64), "double_as_longlong": _view(np.int64),
-        "hiloint2double": _hilo_to_double, "double2hiint": _double_word(True),
-        "double2loint": _double_word(False),
-    })
+    table.update(
+        {
+            "int_as_float": _view(np.float32),
+            "uint_as_float": _view(np.float32),
+            "float_as_int": _view(np.int32),
+            "float_as_uint": _view(np.uint32),
+            "longlong_as_double": _view(np.float64),
+            "double_as_longlong": _view(np.int64),
+            "hiloint2double": _hilo_to_double,
+            "double2hiint": _double_word(True),
+            "double2loint": _double_word(False),
+        }
+    )
     return table
 
 

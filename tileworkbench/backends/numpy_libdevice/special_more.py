@@ -59,7 +59,9 @@ def _jn_one(n, x) -> float:
         value = _hankel(n, abs(x))[0]
         return sign * (value if x > 0 or n % 2 == 0 else -value)
     panels = 2 + int(abs(x) + n) // 2
-    return sign * _integrate(lambda t: np.cos(n * t - x * np.sin(t)), 0.0, math.pi, panels) / math.pi
+    return (
+        sign * _integrate(lambda t: np.cos(n * t - x * np.sin(t)), 0.0, math.pi, panels) / math.pi
+    )
 
 
 def _yn_one(n, x) -> float:
@@ -79,8 +81,12 @@ def _yn_one(n, x) -> float:
     for _ in range(8):  # ... against the growth of exp(n t)
         end = math.asinh((60.0 + n * end) / x)
     parity = -1.0 if n % 2 else 1.0
-    second = _integrate(lambda t: (np.exp(n * t) + parity * np.exp(-n * t)) * np.exp(-x * np.sinh(t)),
-                        0.0, end, 8 + int(end * (n + 1)))
+    second = _integrate(
+        lambda t: (np.exp(n * t) + parity * np.exp(-n * t)) * np.exp(-x * np.sinh(t)),
+        0.0,
+        end,
+        8 + int(end * (n + 1)),
+    )
     return sign * (first - second) / math.pi
 
 
@@ -91,7 +97,9 @@ def _i_one(n: int, x) -> float:
     if abs(x) > 700:
         return math.copysign(math.inf, x) if n % 2 else math.inf
     panels = 2 + int(abs(x)) // 2
-    return _integrate(lambda t: np.exp(x * np.cos(t)) * np.cos(n * t), 0.0, math.pi, panels) / math.pi
+    return (
+        _integrate(lambda t: np.exp(x * np.cos(t)) * np.cos(n * t), 0.0, math.pi, panels) / math.pi
+    )
 
 
 jn = _elementwise(_jn_one)
@@ -143,7 +151,11 @@ def erfcinv(y):
         x = np.where(tail > 1e-3, erfinv(1.0 - tail), np.sqrt(-np.log(tail)))
         for _ in range(60):
             value = erfc(x)
-            step = (np.log(value) - np.log(tail)) * value / (-2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+            step = (
+                (np.log(value) - np.log(tail))
+                * value
+                / (-2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+            )
             x = x - np.where(np.isfinite(step), step, 0.0)
     x = np.where(upper, -x, x)
     x = np.where(y == 0.0, np.inf, np.where(y == 2.0, -np.inf, x))

@@ -34,16 +34,26 @@ class NvptxResult:
     resources: dict = field(default_factory=dict)
     line_maps: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     static_shared: int = 0  # bytes of static shared arrays (reduction scratch), beside `shared`
-    debug_checks: dict | None = None  # debug mode: hidden parameters and check sites (lowering/bounds.py)
+    debug_checks: dict | None = (
+        None  # debug mode: hidden parameters and check sites (lowering/bounds.py)
+    )
     shared_plan: list[dict] = field(default_factory=list)  # every shared region (inventory.py)
     global_scratch: int = 0  # bytes of global scratch per program (lowering/tensormap_device.py)
 
 
-def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int = 4,
-                  num_stages: int = 3,
-                  enable_fp_fusion: bool = True, assemble: bool = True, debug: bool = False,
-                  maxnreg: int | None = None, reflect_ftz: bool = True,
-                  tma_fallback: TMAFallback = NO_FALLBACK) -> NvptxResult:
+def compile_nvptx(
+    func: tt.FuncOp,
+    *,
+    arch: str = DEFAULT_ARCH,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    enable_fp_fusion: bool = True,
+    assemble: bool = True,
+    debug: bool = False,
+    maxnreg: int | None = None,
+    reflect_ftz: bool = True,
+    tma_fallback: TMAFallback = NO_FALLBACK,
+) -> NvptxResult:
     """Compile `tile-opt` IR for an NVIDIA GPU.
 
     Args:
@@ -94,34 +104,66 @@ def compile_nvptx(func: tt.FuncOp, *, arch: str = DEFAULT_ARCH, num_warps: int =
     passes = run_gpu_passes(func, target)
     lines = print_ir_lines(func, locs=True)
     tile_gpu = "\n".join(text for text, _ in lines) + "\n"
-    lowering = Lowering(func, arch, num_warps, axis_info(func), fp_fusion=enable_fp_fusion,
-                        debug=debug, hooks=NVPTX_HOOKS, maxnreg=maxnreg, reflect_ftz=reflect_ftz,
-                        target=target)
+    lowering = Lowering(
+        func,
+        arch,
+        num_warps,
+        axis_info(func),
+        fp_fusion=enable_fp_fusion,
+        debug=debug,
+        hooks=NVPTX_HOOKS,
+        maxnreg=maxnreg,
+        reflect_ftz=reflect_ftz,
+        target=target,
+    )
     module = lowering.run()
-    check_shared_memory(func, lowering.smem_bytes + lowering.static_smem_bytes, arch, num_stages,
-                        shared_plan(lowering))
+    check_shared_memory(
+        func,
+        lowering.smem_bytes + lowering.static_smem_bytes,
+        arch,
+        num_stages,
+        shared_plan(lowering),
+    )
     optimized = codegen.optimize(str(module), arch, func.sym_name, lowering.uses_libdevice)
     llvm_text = str(optimized)
     ptx = codegen.emit_ptx(optimized, arch)
-    line_maps = {"tile-gpu": tile_line_map(lines), "llvm": llvm_line_map(llvm_text),
-                 "ptx": ptx_line_map(ptx)}
-    result = NvptxResult(passes=passes, tile_gpu=tile_gpu, llvm=llvm_text, ptx=ptx, cubin=None,
-                         sass=None, kernel_name=func.sym_name, shared=lowering.smem_bytes,
-                         n_regs=None, n_spills=None, line_maps=line_maps,
-                         static_shared=lowering.static_smem_bytes,
-                         debug_checks=lowering.bounds.metadata() if lowering.bounds else None,
-                         shared_plan=shared_plan(lowering),
-                         global_scratch=scratch_slots(func)[1])
+    line_maps = {
+        "tile-gpu": tile_line_map(lines),
+        "llvm": llvm_line_map(llvm_text),
+        "ptx": ptx_line_map(ptx),
+    }
+    result = NvptxResult(
+        passes=passes,
+        tile_gpu=tile_gpu,
+        llvm=llvm_text,
+        ptx=ptx,
+        cubin=None,
+        sass=None,
+        kernel_name=func.sym_name,
+        shared=lowering.smem_bytes,
+        n_regs=None,
+        n_spills=None,
+        line_maps=line_maps,
+        static_shared=lowering.static_smem_bytes,
+        debug_checks=lowering.bounds.metadata() if lowering.bounds else None,
+        shared_plan=shared_plan(lowering),
+        global_scratch=scratch_slots(func)[1],
+    )
     if assemble:
         assembly = assemble_ptx(ptx, arch)
-        result.cubin, result.sass, result.resources = assembly.cubin, assembly.sass, assembly.resources
+        result.cubin, result.sass, result.resources = (
+            assembly.cubin,
+            assembly.sass,
+            assembly.resources,
+        )
         result.n_regs, result.n_spills = assembly.n_regs, assembly.n_spills
         result.line_maps.update(assembly.line_maps)
     return result
 
 
-def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int,
-                        plan: list[dict] | None = None) -> None:
+def check_shared_memory(
+    func: tt.FuncOp, nbytes: int, arch: str, num_stages: int, plan: list[dict] | None = None
+) -> None:
     """Raise OutOfResources (at compile time, naming what to lower) when the kernel needs more shared
     memory than a block of `arch` can have: the kernel and its line, and each shared region of
     `plan` (inventory.shared_plan) with its source line and bytes, largest first."""
@@ -134,11 +176,14 @@ def check_shared_memory(func: tt.FuncOp, nbytes: int, arch: str, num_stages: int
             rings = [op.result.type for op in func.walk() if op.name == "ttg.local_alloc"]
             detail = ", ".join(f"{'x'.join(map(str, t.shape))} {t.element}" for t in rings)
         else:
-            detail = ", ".join(_region_text(entry) for entry in
-                               sorted(plan, key=lambda entry: -entry["bytes"]))
+            detail = ", ".join(
+                _region_text(entry) for entry in sorted(plan, key=lambda entry: -entry["bytes"])
+            )
         where = f" ({func.loc.file}:{func.loc.line})" if func.loc is not None else ""
-        name = (f"shared memory of {func.sym_name}{where} on {arch} ({detail or 'scratch'}; "
-                f"num_stages={num_stages})")
+        name = (
+            f"shared memory of {func.sym_name}{where} on {arch} ({detail or 'scratch'}; "
+            f"num_stages={num_stages})"
+        )
         raise OutOfResources(nbytes, limit, name)
 
 

@@ -65,34 +65,52 @@ class Arch:
         """LLVM's NVPTX cpu name (the PTX target)."""
         return self.name
 
-    def target_info(self, num_warps: int = 4, num_stages: int = 1,
-                    tma_fallback: TMAFallback = NO_FALLBACK) -> TargetInfo:
+    def target_info(
+        self, num_warps: int = 4, num_stages: int = 1, tma_fallback: TMAFallback = NO_FALLBACK
+    ) -> TargetInfo:
         """What the GPU passes and the lowering know of this architecture, with the compile's
         options (`TILEWORKBENCH_TMA=0` turns TMA off; `tma_fallback`: the compiler's retry)."""
         tma = self.tma and config.tma
         return TargetInfo(
-            name=self.name, sm=self.sm, tensor_cores="wgmma" if self.wgmma else "mma.sync",
-            fp8_mma=self.fp8_mma, stmatrix=self.stmatrix, tma=tma,
-            tensormap_create=tma and self.tensormap_replace, tma_fallback=tma_fallback,
-            shared_per_block=self.shared_per_block, shared_per_sm=self.shared_per_sm,
-            shared_reserved_per_block=self.shared_reserved_per_block, warp_size=self.warp_size,
-            num_warps=num_warps, num_stages=num_stages)
+            name=self.name,
+            sm=self.sm,
+            tensor_cores="wgmma" if self.wgmma else "mma.sync",
+            fp8_mma=self.fp8_mma,
+            stmatrix=self.stmatrix,
+            tma=tma,
+            tensormap_create=tma and self.tensormap_replace,
+            tma_fallback=tma_fallback,
+            shared_per_block=self.shared_per_block,
+            shared_per_sm=self.shared_per_sm,
+            shared_reserved_per_block=self.shared_reserved_per_block,
+            warp_size=self.warp_size,
+            num_warps=num_warps,
+            num_stages=num_stages,
+        )
 
 
 _AMPERE = {"shared_per_block": 163 * KB, "shared_per_sm": 164 * KB}
 _CONSUMER = {"shared_per_block": 99 * KB, "shared_per_sm": 100 * KB, "threads_per_sm": 1536}
-_HOPPER_UP = {"fp8_mma": True, "fp8_convert": True, "bf16_atomic_add": True, "stmatrix": True,
-              "tma": True}
+_HOPPER_UP = {
+    "fp8_mma": True,
+    "fp8_convert": True,
+    "bf16_atomic_add": True,
+    "stmatrix": True,
+    "tma": True,
+}
 
-ARCHS: dict[str, Arch] = {row.name: row for row in (
-    Arch("sm_80", 80, "+ptx78", **_AMPERE),
-    Arch("sm_86", 86, "+ptx78", **_CONSUMER, blocks_per_sm=16),
-    Arch("sm_89", 89, "+ptx84", fp8_mma=True, fp8_convert=True, **_CONSUMER, blocks_per_sm=24),
-    Arch("sm_90", 90, "+ptx84", **_HOPPER_UP),
-    Arch("sm_90a", 90, "+ptx84", wgmma=True, tensormap_replace=True, **_HOPPER_UP),
-    Arch("sm_100", 100, "+ptx86", **_HOPPER_UP),
-    Arch("sm_100a", 100, "+ptx86", tensormap_replace=True, **_HOPPER_UP),
-)}
+ARCHS: dict[str, Arch] = {
+    row.name: row
+    for row in (
+        Arch("sm_80", 80, "+ptx78", **_AMPERE),
+        Arch("sm_86", 86, "+ptx78", **_CONSUMER, blocks_per_sm=16),
+        Arch("sm_89", 89, "+ptx84", fp8_mma=True, fp8_convert=True, **_CONSUMER, blocks_per_sm=24),
+        Arch("sm_90", 90, "+ptx84", **_HOPPER_UP),
+        Arch("sm_90a", 90, "+ptx84", wgmma=True, tensormap_replace=True, **_HOPPER_UP),
+        Arch("sm_100", 100, "+ptx86", **_HOPPER_UP),
+        Arch("sm_100a", 100, "+ptx86", tensormap_replace=True, **_HOPPER_UP),
+    )
+}
 
 # compile-only use, where no GPU says otherwise: the H100/H200 generation
 DEFAULT_ARCH = "sm_90"
@@ -106,8 +124,9 @@ def arch(name: str) -> Arch:
     """
     row = ARCHS.get(name)
     if row is None:
-        raise CompilationError(f"unsupported NVIDIA architecture {name!r}; use one of "
-                               + ", ".join(ARCHS))
+        raise CompilationError(
+            f"unsupported NVIDIA architecture {name!r}; use one of " + ", ".join(ARCHS)
+        )
     return row
 
 

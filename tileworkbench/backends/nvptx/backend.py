@@ -36,15 +36,18 @@ class NvptxBackend(Backend):
         if not self.available():
             raise CompilationError(
                 f"target {target!r} needs a GPU; none is visible. Use target='{DEFAULT_ARCH}' "
-                "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU")
+                "for compile-only use, or target='interpreter' or 'cpu' to run on the CPU"
+            )
         from ...cuda.device import device_properties
         from .archs import native_arch
 
         props = device_properties()
         arch = native_arch(props.major, props.minor)  # an H100/H200 gets sm_90a (wgmma)
         if arch not in self.architectures():
-            raise CompilationError(f"this GPU is {arch}, which the NVPTX back end does not support; "
-                                   f"use one of {', '.join(self.architectures())}")
+            raise CompilationError(
+                f"this GPU is {arch}, which the NVPTX back end does not support; "
+                f"use one of {', '.join(self.architectures())}"
+            )
         return arch
 
     def arch_target(self, arch) -> str:
@@ -62,11 +65,13 @@ class NvptxBackend(Backend):
             plain = native_arch(int(digits[:-1]), int(digits[-1]))
             if plain in self.architectures():
                 return plain
-        known = sorted({a.rstrip("a").replace("_", "") for a in self.architectures()},
-                       key=lambda a: int(a[2:]))
+        known = sorted(
+            {a.rstrip("a").replace("_", "") for a in self.architectures()}, key=lambda a: int(a[2:])
+        )
         raise TargetOptionError(
             f"arch={arch!r} is not an architecture the NVPTX back end compiles for; use one of "
-            f"{', '.join(known)} (Triton's spelling) or {', '.join(self.architectures())}")
+            f"{', '.join(known)} (Triton's spelling) or {', '.join(self.architectures())}"
+        )
 
     def check_num_ctas(self, target, num_ctas) -> None:
         """Triton's rule: clusters of num_ctas > 1 CTAs need sm_90+. (Where allowed, one CTA per
@@ -75,8 +80,10 @@ class NvptxBackend(Backend):
         from .archs import arch
 
         if num_ctas > 1 and not arch(target).tma:  # thread-block clusters come with TMA (sm_90+)
-            raise TargetOptionError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is "
-                                    f"{target}: use num_ctas=1 or an sm_90+ target")
+            raise TargetOptionError(
+                f"num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is "
+                f"{target}: use num_ctas=1 or an sm_90+ target"
+            )
 
     def triton_target(self, target) -> str:
         from .archs import arch
@@ -96,25 +103,41 @@ class NvptxBackend(Backend):
     def target_info(self, target, num_warps=4, num_stages=1, tma_fallback=NO_FALLBACK):
         return ARCHS[target].target_info(num_warps, num_stages, tma_fallback)
 
-    def lower(self, func, target, num_warps, num_stages, fp_fusion, debug=False,
-              options=DEFAULT_OPTIONS) -> Lowered:
+    def lower(
+        self, func, target, num_warps, num_stages, fp_fusion, debug=False, options=DEFAULT_OPTIONS
+    ) -> Lowered:
         from . import compile_nvptx
 
-        result = compile_nvptx(func, arch=target, num_warps=num_warps, num_stages=num_stages,
-                               enable_fp_fusion=fp_fusion, assemble=False, debug=debug,
-                               maxnreg=options.maxnreg, reflect_ftz=options.reflect_ftz,
-                               tma_fallback=options.tma_fallback)
-        return Lowered(result.kernel_name, {"tile-gpu": result.tile_gpu, "llvm": result.llvm,
-                                            "ptx": result.ptx},
-                       result.passes, result.line_maps, result.shared, result.static_shared,
-                       debug_checks=result.debug_checks, shared_plan=result.shared_plan,
-                       global_scratch=result.global_scratch)
+        result = compile_nvptx(
+            func,
+            arch=target,
+            num_warps=num_warps,
+            num_stages=num_stages,
+            enable_fp_fusion=fp_fusion,
+            assemble=False,
+            debug=debug,
+            maxnreg=options.maxnreg,
+            reflect_ftz=options.reflect_ftz,
+            tma_fallback=options.tma_fallback,
+        )
+        return Lowered(
+            result.kernel_name,
+            {"tile-gpu": result.tile_gpu, "llvm": result.llvm, "ptx": result.ptx},
+            result.passes,
+            result.line_maps,
+            result.shared,
+            result.static_shared,
+            debug_checks=result.debug_checks,
+            shared_plan=result.shared_plan,
+            global_scratch=result.global_scratch,
+        )
 
     def finish(self, kernel, recompile) -> None:
         from . import assemble_cubin, disassemble_into
 
-        kernel._assemble_in_background(kernel.launch_metadata.target, assemble_cubin,
-                                       disassemble_into)
+        kernel._assemble_in_background(
+            kernel.launch_metadata.target, assemble_cubin, disassemble_into
+        )
 
     def missing_tools(self, stage) -> str | None:
         from .tools import missing_for
@@ -130,8 +153,15 @@ class NvptxBackend(Backend):
         from ...cuda.launcher import CudaKernel
 
         md = compiled.launch_metadata  # the disassembler may still be running; ptxas is done
-        kernel = CudaKernel(compiled.ptx, md.name, num_warps=md.num_warps, shared=md.dynamic_shared,
-                            cubin=compiled.launch_cubin, param_kinds=kinds, param_names=names)
+        kernel = CudaKernel(
+            compiled.ptx,
+            md.name,
+            num_warps=md.num_warps,
+            shared=md.dynamic_shared,
+            cubin=compiled.launch_cubin,
+            param_kinds=kinds,
+            param_names=names,
+        )
         md.n_regs = md.n_regs or kernel.num_regs
         if self.stage_host_arrays:
             from .staging import StagingLauncher

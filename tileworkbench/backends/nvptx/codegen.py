@@ -48,7 +48,9 @@ def find_libdevice() -> Path | None:
     candidates.append(Path("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"))
     ptxas = shutil.which("ptxas")
     if ptxas:
-        candidates.append(Path(ptxas).resolve().parent.parent / "nvvm" / "libdevice" / "libdevice.10.bc")
+        candidates.append(
+            Path(ptxas).resolve().parent.parent / "nvvm" / "libdevice" / "libdevice.10.bc"
+        )
     candidates += _wheel_candidates()
     for path in candidates:
         if path.is_file():
@@ -77,7 +79,8 @@ def _libdevice_bitcode() -> bytes:
     if path is None:
         raise CompilationError(
             "this kernel calls libdevice (math on f64, erf, or a __nv_* function) but libdevice.10.bc "
-            "was not found; set TILEWORKBENCH_LIBDEVICE to its path")
+            "was not found; set TILEWORKBENCH_LIBDEVICE to its path"
+        )
     return path.read_bytes()
 
 
@@ -94,11 +97,14 @@ def optimize(module_text: str, arch: str, kernel_name: str, uses_libdevice: bool
         library.triple = module.triple
         library.data_layout = module.data_layout
         module.link_in(library)
-        missing = sorted(fn.name for fn in module.functions
-                         if fn.is_declaration and fn.name.startswith("__nv_"))
+        missing = sorted(
+            fn.name for fn in module.functions if fn.is_declaration and fn.name.startswith("__nv_")
+        )
         if missing:  # else ptxas, or the driver at load, fails later with a less clear message
-            raise CompilationError(f"kernel '{kernel_name}' calls {', '.join(missing)}, which "
-                                   "libdevice does not have (check the extern_elementwise symbol)")
+            raise CompilationError(
+                f"kernel '{kernel_name}' calls {', '.join(missing)}, which "
+                "libdevice does not have (check the extern_elementwise symbol)"
+            )
         for fn in module.functions:
             if not fn.is_declaration and fn.name != kernel_name:
                 fn.linkage = llvm.Linkage.internal

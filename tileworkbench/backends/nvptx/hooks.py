@@ -11,7 +11,9 @@ from ..llvm.hooks import TargetHooks
 from ..llvm.llvm_types import I8, I32, SHARED_PTR
 from .archs import ARCHS
 
-DATA_LAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+DATA_LAYOUT = (
+    "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+)
 TRIPLE = "nvptx64-nvidia-cuda"
 
 
@@ -47,8 +49,11 @@ class NvptxHooks(TargetHooks):
             # libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1 (LLVM's NVVMReflect reads this
             # flag, as Triton sets it): its flush-to-zero paths (Triton's enable_reflect_ftz)
             module = lw.module
-            flags = module.get_named_metadata("llvm.module.flags") if "llvm.module.flags" in \
-                module.namedmetadata else module.add_named_metadata("llvm.module.flags")
+            flags = (
+                module.get_named_metadata("llvm.module.flags")
+                if "llvm.module.flags" in module.namedmetadata
+                else module.add_named_metadata("llvm.module.flags")
+            )
             one, override = ir.Constant(I32, 1), ir.Constant(I32, 4)
             flags.add(module.add_metadata([override, "nvvm-reflect-ftz", one]))
 
@@ -72,8 +77,9 @@ class NvptxHooks(TargetHooks):
         return smem
 
     def private_shared_memory(self, lw, offset, nbytes) -> ir.Value:
-        array = ir.GlobalVariable(lw.module, ir.ArrayType(I8, max(nbytes, 1)), f"scratch_smem_{offset}",
-                                  addrspace=3)
+        array = ir.GlobalVariable(
+            lw.module, ir.ArrayType(I8, max(nbytes, 1)), f"scratch_smem_{offset}", addrspace=3
+        )
         array.linkage = "internal"
         array.align = 16
         array.initializer = ir.Constant(array.value_type, ir.Undefined)

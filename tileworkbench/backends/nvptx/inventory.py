@@ -59,9 +59,16 @@ def alloc_entry(op: ttg.LocalAllocOp, offset: int, size: int) -> dict:
     value = op.value if op.name == "ttng.tma_store" else op.result
     t = value.type
     use = alloc_use(op)
-    entry = {"use": use, "value": value.name_hint or "", "line": _line(op),
-             "shape": list(t.shape), "dtype": str(t.element), "offset": offset, "bytes": size,
-             "space": "dynamic"}
+    entry = {
+        "use": use,
+        "value": value.name_hint or "",
+        "line": _line(op),
+        "shape": list(t.shape),
+        "dtype": str(t.element),
+        "offset": offset,
+        "bytes": size,
+        "space": "dynamic",
+    }
     if use in ("cp.async ring", "TMA ring"):
         entry["slots"] = t.shape[0]
         entry["slot_bytes"] = _numel(t.shape[1:]) * byte_size(t.element)
@@ -75,16 +82,24 @@ def scratch_entry(offset: int, size: int, users: list) -> dict:
 
 
 # what a static shared array of its own holds, by the op that asked for it (else a reduction's partials)
-_STATIC_USES = {"ttng.tma_ring": "TMA ring mbarriers", "ttng.tma_load": "TMA load mbarrier",
-                "ttng.tensormap_create": "tensor map template"}
+_STATIC_USES = {
+    "ttng.tma_ring": "TMA ring mbarriers",
+    "ttng.tma_load": "TMA load mbarrier",
+    "ttng.tensormap_create": "tensor map template",
+}
 
 
 def static_entry(op, size: int) -> dict:
     """A static shared array of its own: a reduction's partials outside loops, the mbarriers of TMA
     copies, the template a tensor map made in the kernel is built in."""
     use = _STATIC_USES.get(getattr(op, "name", None), "reduction partials")
-    return {"use": use, "line": _line(op), "bytes": size, "space": "static",
-            "users": [op.name] if op is not None else []}
+    return {
+        "use": use,
+        "line": _line(op),
+        "bytes": size,
+        "space": "static",
+        "users": [op.name] if op is not None else [],
+    }
 
 
 def _line(op) -> int:
@@ -103,14 +118,22 @@ def _numel(shape) -> int:
 
 _PTX_PATTERNS = (
     # (pattern over a PTX line, how to name what it matched)
-    (re.compile(r"^\s*mma\.sync\.aligned\.(m\d+n\d+k\d+)\.row\.col\.([\w.]+)"),
-     lambda m: f"mma.sync.{m.group(1)} ({m.group(2)})"),
-    (re.compile(r"^\s*wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.([\w.]+)"),
-     lambda m: f"wgmma.{m.group(1)} ({m.group(2)})"),
-    (re.compile(r"^\s*ldmatrix\.sync\.aligned\.m8n8\.(x\d)(\.trans)?"),
-     lambda m: f"ldmatrix.{m.group(1)}{m.group(2) or ''}"),
-    (re.compile(r"^\s*cp\.async\.(ca|cg)\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(\d+)"),
-     lambda m: f"cp.async {m.group(2)} B"),
+    (
+        re.compile(r"^\s*mma\.sync\.aligned\.(m\d+n\d+k\d+)\.row\.col\.([\w.]+)"),
+        lambda m: f"mma.sync.{m.group(1)} ({m.group(2)})",
+    ),
+    (
+        re.compile(r"^\s*wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)\.([\w.]+)"),
+        lambda m: f"wgmma.{m.group(1)} ({m.group(2)})",
+    ),
+    (
+        re.compile(r"^\s*ldmatrix\.sync\.aligned\.m8n8\.(x\d)(\.trans)?"),
+        lambda m: f"ldmatrix.{m.group(1)}{m.group(2) or ''}",
+    ),
+    (
+        re.compile(r"^\s*cp\.async\.(ca|cg)\.shared\.global\S*\s+\[[^]]*\],\s*\[[^]]*\],\s*(\d+)"),
+        lambda m: f"cp.async {m.group(2)} B",
+    ),
     (re.compile(r"^\s*cp\.async\.commit_group"), lambda m: "cp.async commit"),
     (re.compile(r"^\s*cp\.async\.wait_group"), lambda m: "cp.async wait"),
     (re.compile(r"^\s*cp\.async\.bulk\.tensor"), lambda m: "cp.async.bulk.tensor (TMA)"),
@@ -118,8 +141,19 @@ _PTX_PATTERNS = (
 )
 _SASS_OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 # SASS opcodes the panel counts: tensor-core math, their operand loads and the async-copy machinery
-_SASS_COUNTED = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM", "LDGSTS", "LDGDEPBAR", "DEPBAR",
-                 "UTMALDG", "BAR", "WARPGROUP")
+_SASS_COUNTED = (
+    "HMMA",
+    "HGMMA",
+    "IMMA",
+    "QGMMA",
+    "LDSM",
+    "LDGSTS",
+    "LDGDEPBAR",
+    "DEPBAR",
+    "UTMALDG",
+    "BAR",
+    "WARPGROUP",
+)
 _SASS_FULL = ("HMMA", "HGMMA", "IMMA", "QGMMA", "LDSM")  # counted with their shape modifiers
 
 

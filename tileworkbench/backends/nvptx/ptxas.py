@@ -23,8 +23,12 @@ _BARRIERS = re.compile(r"used (\d+) barriers")
 def parse_resources(text: str) -> dict:
     """Everything `ptxas -v` says about the kernel, as numbers."""
     out: dict = {"ptxas_output": text.strip()}
-    for key, pattern in (("registers", _USED), ("stack_frame", _STACK), ("static_shared", _SMEM),
-                         ("barriers", _BARRIERS)):
+    for key, pattern in (
+        ("registers", _USED),
+        ("stack_frame", _STACK),
+        ("static_shared", _SMEM),
+        ("barriers", _BARRIERS),
+    ):
         m = pattern.search(text)
         if m:
             out[key] = int(m.group(1))
@@ -44,8 +48,12 @@ def assemble(ptx: str, arch: str) -> tuple[bytes | None, dict]:
     with tempfile.TemporaryDirectory(prefix="tileworkbench-") as tmp:
         src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
-        proc = subprocess.run([exe, "-v", "-lineinfo", "-arch", arch, "--output-file", str(out),
-                               str(src)], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [exe, "-v", "-lineinfo", "-arch", arch, "--output-file", str(out), str(src)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if proc.returncode != 0:
             raise CompilationError(f"internal: ptxas rejected the generated PTX:\n{proc.stderr}")
         return out.read_bytes(), parse_resources(proc.stderr + proc.stdout)

@@ -33,7 +33,9 @@ def _to_device(array: np.ndarray, copies: dict):
     entry = copies[id(base)]
     entry[2] = entry[2] or array.flags.writeable
     offset = array.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    bits = np.dtype(f"u{array.dtype.itemsize}") if array.dtype.kind == "V" else array.dtype  # bf16, fp8
+    bits = (
+        np.dtype(f"u{array.dtype.itemsize}") if array.dtype.kind == "V" else array.dtype
+    )  # bf16, fp8
     return cupy.ndarray(array.shape, bits, memptr=entry[0].data + offset, strides=array.strides)
 
 

@@ -87,7 +87,9 @@ class Op:
         """(field name, kind) of every IR field, in order; computed once per class (hot in every pass)."""
         kinds = cls.__dict__.get("_FIELD_KINDS")
         if kinds is None:
-            kinds = tuple((f.name, f.metadata[_KIND]) for f in dataclasses.fields(cls) if _KIND in f.metadata)
+            kinds = tuple(
+                (f.name, f.metadata[_KIND]) for f in dataclasses.fields(cls) if _KIND in f.metadata
+            )
             cls._FIELD_KINDS = kinds
         return kinds
 
@@ -110,7 +112,9 @@ class Op:
 
     @property
     def attributes(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name, kind in self._field_kinds() if kind == "attribute"}
+        return {
+            name: getattr(self, name) for name, kind in self._field_kinds() if kind == "attribute"
+        }
 
     @property
     def regions(self) -> list[Region]:

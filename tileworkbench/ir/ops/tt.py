@@ -152,7 +152,11 @@ class AddPtrOp(Op, name="tt.addptr", pure=True, elementwise=True):
 
 
 class IntToPtrOp(UnaryOp, name="tt.int_to_ptr"): ...
+
+
 class PtrToIntOp(UnaryOp, name="tt.ptr_to_int"): ...
+
+
 class PtrBitcastOp(UnaryOp, name="tt.bitcast"): ...  # pointer to pointer of another pointee
 
 
@@ -214,7 +218,20 @@ class DescriptorStoreOp(Op, name="tt.descriptor_store"):
     converts: int = attribute(0)
 
 
-RMW_KINDS = ("add", "fadd", "max", "umax", "min", "umin", "fmax", "fmin", "and", "or", "xor", "xchg")
+RMW_KINDS = (
+    "add",
+    "fadd",
+    "max",
+    "umax",
+    "min",
+    "umin",
+    "fmax",
+    "fmin",
+    "and",
+    "or",
+    "xor",
+    "xchg",
+)
 
 
 @dataclass(eq=False)

@@ -58,11 +58,14 @@ class LinearLayout:
 
     def drop_dim(self, dim: int) -> LinearLayout:
         """The layout with coordinate `dim` removed (bases along it become zero)."""
+
         def drop(b):
-            return b[:dim] + b[dim + 1:]
+            return b[:dim] + b[dim + 1 :]
+
         regs = tuple(drop(b) for b in self.regs if any(drop(b)))
-        return LinearLayout(drop(self.shape), regs, tuple(map(drop, self.lanes)),
-                            tuple(map(drop, self.warps)))
+        return LinearLayout(
+            drop(self.shape), regs, tuple(map(drop, self.lanes)), tuple(map(drop, self.warps))
+        )
 
 
 def _unit(rank: int, dim: int, value: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -84,9 +87,11 @@ class BlockedEncoding:
     order: tuple[int, ...]
 
     def __str__(self) -> str:
-        return (f"#blocked<{{sizePerThread={_fmt(self.size_per_thread)}, threadsPerWarp="
-                f"{_fmt(self.threads_per_warp)}, warpsPerCTA={_fmt(self.warps_per_cta)}, "
-                f"order={_fmt(self.order)}}}>")
+        return (
+            f"#blocked<{{sizePerThread={_fmt(self.size_per_thread)}, threadsPerWarp="
+            f"{_fmt(self.threads_per_warp)}, warpsPerCTA={_fmt(self.warps_per_cta)}, "
+            f"order={_fmt(self.order)}}}>"
+        )
 
     @property
     def rank(self) -> int:
@@ -108,7 +113,9 @@ class BlockedEncoding:
             lanes += [_unit(rank, d, spt[d] << k, shape) for k in range(_log2(tpw[d]))]
             warps += [_unit(rank, d, spt[d] * tpw[d] << k, shape) for k in range(_log2(wpc[d]))]
             tile = spt[d] * tpw[d] * wpc[d]
-            reps += [_unit(rank, d, tile << k, shape) for k in range(_log2(max(1, shape[d] // tile)))]
+            reps += [
+                _unit(rank, d, tile << k, shape) for k in range(_log2(max(1, shape[d] // tile)))
+            ]
         regs = tuple(b for b in regs + reps if any(b))
         return LinearLayout(tuple(shape), regs, tuple(lanes), tuple(warps))
 
@@ -124,7 +131,7 @@ class SliceEncoding:
         return f"#slice<{{dim={self.dim}, parent={self.parent}}}>"
 
     def linear(self, shape: tuple[int, ...]) -> LinearLayout:
-        parent_shape = tuple(shape[:self.dim]) + (1,) + tuple(shape[self.dim:])
+        parent_shape = tuple(shape[: self.dim]) + (1,) + tuple(shape[self.dim :])
         return self.parent.linear(parent_shape).drop_dim(self.dim)
 
 
@@ -145,8 +152,10 @@ class MmaEncoding:
     instr_shape: tuple[int, ...] = (16, 8)
 
     def __str__(self) -> str:
-        return (f"#mma<{{versionMajor={self.version}, versionMinor=0, warpsPerCTA="
-                f"{_fmt(self.warps_per_cta)}, instrShape={_fmt(self.instr_shape)}}}>")
+        return (
+            f"#mma<{{versionMajor={self.version}, versionMinor=0, warpsPerCTA="
+            f"{_fmt(self.warps_per_cta)}, instrShape={_fmt(self.instr_shape)}}}>"
+        )
 
     @property
     def num_warps(self) -> int:
@@ -170,6 +179,7 @@ class MmaEncoding:
 
         def u(dim, value):
             return _unit(rank, dim, value, shape)
+
         regs = [u(n, 1), u(m, 8)]
         # version 3: a warp's 16 x N of the instruction is N / 8 such 16 x 8 blocks side by side
         regs += [u(n, 8 << k) for k in range(_log2(self.instr_shape[1] // 8))]
@@ -221,18 +231,23 @@ class DotOperandEncoding:
 
         def u(dim, value):
             return _unit(rank, dim, value, shape)
+
         regs = [u(k, 1 << j) for j in range(_log2(kw))]
         if self.op_idx == 0:
             regs.append(u(other, 8))
         regs.append(u(k, 4 * kw))
         lanes = (u(k, kw), u(k, 2 * kw), u(other, 1), u(other, 2), u(other, 4))
-        warps = tuple(u(other, s) if d == parent_other else tuple([0] * rank)
-                      for d, s in self.parent.warp_bases())
+        warps = tuple(
+            u(other, s) if d == parent_other else tuple([0] * rank)
+            for d, s in self.parent.warp_bases()
+        )
         warp_other = 16 if self.op_idx == 0 else self.parent.instr_shape[1]
         regs += [u(other, 8 << j) for j in range(_log2(warp_other // 8)) if self.op_idx == 1]
         tile_other = warp_other * self.parent.warps_per_cta[parent_other]
         regs += [u(k, 8 * kw << j) for j in range(_log2(max(1, shape[k] // (8 * kw))))]
-        regs += [u(other, tile_other << j) for j in range(_log2(max(1, shape[other] // tile_other)))]
+        regs += [
+            u(other, tile_other << j) for j in range(_log2(max(1, shape[other] // tile_other)))
+        ]
         for d in range(rank - 2):
             regs += [u(d, 1 << j) for j in range(_log2(shape[d]))]
         return LinearLayout(tuple(shape), tuple(b for b in regs if any(b)), lanes, warps)
@@ -250,8 +265,10 @@ class SharedEncoding:
     order: tuple[int, ...]
 
     def __str__(self) -> str:
-        return (f"#shared<{{vec={self.vec}, perPhase={self.per_phase}, maxPhase={self.max_phase}, "
-                f"order={_fmt(self.order)}}}>")
+        return (
+            f"#shared<{{vec={self.vec}, perPhase={self.per_phase}, maxPhase={self.max_phase}, "
+            f"order={_fmt(self.order)}}}>"
+        )
 
 
 @dataclass(frozen=True)
@@ -269,8 +286,10 @@ class NvmmaSharedEncoding:
 
     def __str__(self) -> str:
         transposed = "true" if self.transposed else "false"
-        return (f"#nvmma_shared<{{swizzlingByteWidth={self.swizzle_bytes}, transposed={transposed}, "
-                f"elementBitWidth={self.element_bits}}}>")
+        return (
+            f"#nvmma_shared<{{swizzlingByteWidth={self.swizzle_bytes}, transposed={transposed}, "
+            f"elementBitWidth={self.element_bits}}}>"
+        )
 
     @property
     def transposed(self) -> bool:
@@ -299,8 +318,9 @@ def linear_layout(encoding, shape: tuple[int, ...]) -> LinearLayout:
     return encoding.linear(tuple(shape))
 
 
-def blocked_for(shape: tuple[int, ...], num_warps: int, vec: int = 1,
-                order: tuple[int, ...] | None = None) -> BlockedEncoding:
+def blocked_for(
+    shape: tuple[int, ...], num_warps: int, vec: int = 1, order: tuple[int, ...] | None = None
+) -> BlockedEncoding:
     """A blocked layout for `shape`: `vec` contiguous elements per thread along the fastest dimension,
     then lanes and warps along dimensions in `order`; lanes or warps left over wrap (duplicate)."""
     rank = len(shape)
@@ -322,7 +342,9 @@ def blocked_for(shape: tuple[int, ...], num_warps: int, vec: int = 1,
     return BlockedEncoding(tuple(spt), tuple(tpw), tuple(wpc), order)
 
 
-def one_thread_blocked(shape: tuple[int, ...], order: tuple[int, ...] | None = None) -> BlockedEncoding:
+def one_thread_blocked(
+    shape: tuple[int, ...], order: tuple[int, ...] | None = None
+) -> BlockedEncoding:
     """A blocked layout that gives one thread every element (the cpu target's): `size_per_thread` is the
     shape, so every lane basis wraps to zero (lanes are copies) and one warp is the whole program."""
     rank = len(shape)

@@ -13,10 +13,12 @@ UNSUPPORTED: dict[type, str] = {}
 
 def lowers(*classes):
     """Register `fn(lowering, op)` as the lowering of `classes`."""
+
     def register(fn):
         for cls in classes:
             LOWERINGS[cls] = fn
         return fn
+
     return register
 
 
@@ -29,6 +31,7 @@ def elementwise(*classes):
             ELEMENTWISE[cls] = fn
             LOWERINGS[cls] = lower_elementwise
         return fn
+
     return register
 
 
@@ -50,8 +53,12 @@ STRUCTURAL: dict[type, str] = {
 # target-neutral descriptor ops: the descriptor pass (first in TILE_GPU) turns every one into TMA
 # copies or pointer tiles, so none reaches the lowering
 _BY_DESCRIPTOR_PASS = "lowered by passes/descriptors.py before the LLVM lowering (TMA or pointers)"
-UNSUPPORTED.update({cls: _BY_DESCRIPTOR_PASS for cls in (
-    _tt.MakeTensorDescOp, _tt.DescriptorLoadOp, _tt.DescriptorStoreOp)})
+UNSUPPORTED.update(
+    {
+        cls: _BY_DESCRIPTOR_PASS
+        for cls in (_tt.MakeTensorDescOp, _tt.DescriptorLoadOp, _tt.DescriptorStoreOp)
+    }
+)
 
 PARTIAL: dict[type, str] = {
     _tt.AtomicRMWOp: "8/16-bit integer atomics; fmax/fmin on f16/bf16",

@@ -19,7 +19,9 @@ def constant(lw, t, value) -> ir.Value:
         if isinstance(value, float):
             value = int(value)
         return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
-    if scalar_type_is_fp8(t):  # the byte of the value rounded to fp8 (zero for a masked load's other)
+    if scalar_type_is_fp8(
+        t
+    ):  # the byte of the value rounded to fp8 (zero for a masked load's other)
         import ml_dtypes
         import numpy as np
 
@@ -45,12 +47,26 @@ def lower_constant(lw, op) -> None:
 
 
 _INT_BINARY = {
-    arith.AddIOp: "add", arith.SubIOp: "sub", arith.MulIOp: "mul", arith.DivSIOp: "sdiv",
-    arith.DivUIOp: "udiv", arith.RemSIOp: "srem", arith.RemUIOp: "urem", arith.AndIOp: "and_",
-    arith.OrIOp: "or_", arith.XOrIOp: "xor", arith.ShLIOp: "shl", arith.ShRSIOp: "ashr",
+    arith.AddIOp: "add",
+    arith.SubIOp: "sub",
+    arith.MulIOp: "mul",
+    arith.DivSIOp: "sdiv",
+    arith.DivUIOp: "udiv",
+    arith.RemSIOp: "srem",
+    arith.RemUIOp: "urem",
+    arith.AndIOp: "and_",
+    arith.OrIOp: "or_",
+    arith.XOrIOp: "xor",
+    arith.ShLIOp: "shl",
+    arith.ShRSIOp: "ashr",
     arith.ShRUIOp: "lshr",
 }
-_FLOAT_BINARY = {arith.AddFOp: "fadd", arith.SubFOp: "fsub", arith.MulFOp: "fmul", arith.RemFOp: "frem"}
+_FLOAT_BINARY = {
+    arith.AddFOp: "fadd",
+    arith.SubFOp: "fsub",
+    arith.MulFOp: "fmul",
+    arith.RemFOp: "frem",
+}
 
 
 def _fp8_in_f32(rule):
@@ -88,8 +104,12 @@ def lower_divf(lw, op, lhs, rhs) -> ir.Value:
     return lw.builder.fdiv(lhs, rhs)
 
 
-_MINMAX_INT = {arith.MaxSIOp: (">", True), arith.MinSIOp: ("<", True),
-               arith.MaxUIOp: (">", False), arith.MinUIOp: ("<", False)}
+_MINMAX_INT = {
+    arith.MaxSIOp: (">", True),
+    arith.MinSIOp: ("<", True),
+    arith.MaxUIOp: (">", False),
+    arith.MinUIOp: ("<", False),
+}
 
 
 @elementwise(*_MINMAX_INT)
@@ -99,8 +119,12 @@ def lower_minmax_int(lw, op, lhs, rhs) -> ir.Value:
     return lw.builder.select(cmp(pred, lhs, rhs), lhs, rhs)
 
 
-_MINMAX_FLOAT = {arith.MaximumFOp: "llvm.maximum", arith.MinimumFOp: "llvm.minimum",
-                 arith.MaxNumFOp: "llvm.maxnum", arith.MinNumFOp: "llvm.minnum"}
+_MINMAX_FLOAT = {
+    arith.MaximumFOp: "llvm.maximum",
+    arith.MinimumFOp: "llvm.minimum",
+    arith.MaxNumFOp: "llvm.maxnum",
+    arith.MinNumFOp: "llvm.minnum",
+}
 
 
 @elementwise(*_MINMAX_FLOAT)
@@ -116,16 +140,38 @@ def lower_negf(lw, op, x) -> ir.Value:
     return lw.builder.fneg(x)
 
 
-_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
-         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
-_FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "rd": "ord", "no": "uno"}
+_ICMP = {
+    "eq": "==",
+    "ne": "!=",
+    "slt": "<",
+    "sle": "<=",
+    "sgt": ">",
+    "sge": ">=",
+    "ult": "<",
+    "ule": "<=",
+    "ugt": ">",
+    "uge": ">=",
+}
+_FCMP = {
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "rd": "ord",
+    "no": "uno",
+}
 
 
 @elementwise(arith.CmpIOp)
 def lower_cmpi(lw, op, lhs, rhs) -> ir.Value:
     pred = op.predicate
     if lhs.type == ir.PointerType(addrspace=1):
-        lhs, rhs = lw.builder.ptrtoint(lhs, ir.IntType(64)), lw.builder.ptrtoint(rhs, ir.IntType(64))
+        lhs, rhs = (
+            lw.builder.ptrtoint(lhs, ir.IntType(64)),
+            lw.builder.ptrtoint(rhs, ir.IntType(64)),
+        )
     if pred[0] == "s":
         return lw.builder.icmp_signed(_ICMP[pred], lhs, rhs)
     return lw.builder.icmp_unsigned(_ICMP[pred], lhs, rhs)
@@ -231,8 +277,9 @@ def float_to_fp8(lw, x, dst) -> ir.Value:
     kind = "e5m2" if dst.name == "f8e5" else "e4m3"
     if not _has_fp8_hw(lw):
         return _f32_to_e5m2_soft(lw, x) if kind == "e5m2" else _f32_to_e4m3_soft(lw, x)
-    pair = lw.asm(f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", I16,
-                  [ir.Constant(F32, 0.0), x])
+    pair = lw.asm(
+        f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", I16, [ir.Constant(F32, 0.0), x]
+    )
     return b.trunc(pair, I8)
 
 
@@ -243,9 +290,11 @@ def _e4m3_to_f32_soft(lw, x) -> ir.Value:
     sign = b.shl(b.lshr(bits, ir.Constant(I32, 7)), ir.Constant(I32, 31))
     exp = b.and_(b.lshr(bits, ir.Constant(I32, 3)), ir.Constant(I32, 0xF))
     man = b.and_(bits, ir.Constant(I32, 7))
-    normal = b.or_(b.shl(b.add(exp, ir.Constant(I32, 120)), ir.Constant(I32, 23)),
-                   b.shl(man, ir.Constant(I32, 20)))
-    sub = b.bitcast(b.fmul(b.uitofp(man, F32), ir.Constant(F32, 2.0 ** -9)), I32)
+    normal = b.or_(
+        b.shl(b.add(exp, ir.Constant(I32, 120)), ir.Constant(I32, 23)),
+        b.shl(man, ir.Constant(I32, 20)),
+    )
+    sub = b.bitcast(b.fmul(b.uitofp(man, F32), ir.Constant(F32, 2.0**-9)), I32)
     magnitude = b.select(b.icmp_unsigned("==", exp, ir.Constant(I32, 0)), sub, normal)
     is_nan = b.icmp_unsigned("==", b.and_(bits, ir.Constant(I32, 0x7F)), ir.Constant(I32, 0x7F))
     magnitude = b.select(is_nan, ir.Constant(I32, 0x7FC00000), magnitude)
@@ -291,4 +340,3 @@ def _f32_to_fp8_soft(lw, x, kind: str) -> ir.Value:
 
 def _has_fp8_hw(lw) -> bool:
     return lw.hooks.fp8_convert(lw)
-

@@ -44,7 +44,9 @@ class BoundsChecks:
         self.buffer: ir.Value | None = None
         self._report: ir.Function | None = None
         self._limits: dict[tuple, ir.Value] = {}
-        self._pending: list[tuple[ir.Value, ir.Value]] = []  # (failed, value) of the op being lowered
+        self._pending: list[
+            tuple[ir.Value, ir.Value]
+        ] = []  # (failed, value) of the op being lowered
         self._pending_site = 0
 
     def param_types(self) -> list[ir.Type]:
@@ -63,8 +65,12 @@ class BoundsChecks:
 
     def metadata(self) -> dict:
         """What the launcher needs to pass the hidden parameters and to explain a failure."""
-        return {"pointer_params": self.pointer_params, "sites": self.sites, "unchecked": self.unchecked,
-                "record_words": RECORD_WORDS}
+        return {
+            "pointer_params": self.pointer_params,
+            "sites": self.sites,
+            "unchecked": self.unchecked,
+            "record_words": RECORD_WORDS,
+        }
 
     # -- sites -----------------------------------------------------------------------------------
     def site(self, op, kind: str, **facts) -> int:
@@ -77,8 +83,10 @@ class BoundsChecks:
     def _note_unchecked(self, op, kind: str) -> None:
         loc = op.loc
         where = f"{loc.file}:{loc.line}" if loc.line > 0 else "<unknown location>"
-        note = (f"{where}: {kind} not bounds-checked: its pointer does not come from a pointer argument "
-                "alone (a pointer loaded from memory or made from an integer)")
+        note = (
+            f"{where}: {kind} not bounds-checked: its pointer does not come from a pointer argument "
+            "alone (a pointer loaded from memory or made from an integer)"
+        )
         if note not in self.unchecked:
             self.unchecked.append(note)
 
@@ -98,8 +106,10 @@ class BoundsChecks:
         ok = None
         for index in sorted(origin.args):
             low = self.ranges[index][0]
-            inside = b.and_(b.icmp_unsigned(">=", addr, low),
-                            b.icmp_unsigned("<=", addr, self._last_start(lw, index, elem_bytes * vec)))
+            inside = b.and_(
+                b.icmp_unsigned(">=", addr, low),
+                b.icmp_unsigned("<=", addr, self._last_start(lw, index, elem_bytes * vec)),
+            )
             ok = inside if ok is None else b.or_(ok, inside)
         if elem_bytes > 1 and min(lw.axis.info(op.ptr).divisibility) < elem_bytes:
             # misaligned pointers fault; where axis info proves alignment (an aligned argument plus
@@ -151,7 +161,9 @@ class BoundsChecks:
         fn.attributes.add("noinline")  # cold: one call per check, not its body
         buffer, site, value, *pid = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        claim = b.cmpxchg(buffer, ir.Constant(I32, 0), ir.Constant(I32, 1), "monotonic", "monotonic")
+        claim = b.cmpxchg(
+            buffer, ir.Constant(I32, 0), ir.Constant(I32, 1), "monotonic", "monotonic"
+        )
         with b.if_then(b.extract_value(claim, 1)):
             words = [b.zext(site, I64), value] + [b.zext(ctaid, I64) for ctaid in pid]
             for i, word in enumerate(words, start=1):
@@ -201,4 +213,3 @@ def check_access(lw, op, kind: str, address: ir.Value, mask: ir.Value | None, ve
     if checks is None:
         return mask
     return checks.guard(lw, op, kind, address, mask, vec)
-

@@ -23,7 +23,9 @@ def lower_elementwise(lw, op) -> None:
     same_as = constant_runs(layout, lw.axis.info(op.result).constancy)
     vals = []
     for r in range(layout.num_regs):
-        if same_as[r] != r:  # equal to an element already computed (a mask over 8 contiguous columns)
+        if (
+            same_as[r] != r
+        ):  # equal to an element already computed (a mask over 8 contiguous columns)
             vals.append(vals[same_as[r]])
             continue
         vals.append(rule(lw, op, *[a.vals[r] if isinstance(a, TVal) else a for a in args]))

@@ -28,7 +28,7 @@ def unflatten(lw, templates, flat: list) -> list:
         if isinstance(t.type, TensorType):
             layout = lw.layout(t)
             n = len(lw.hooks.carried_types(lw, layout, llvm_type(t.type)))
-            out.append(lw.hooks.tensor_of_registers(lw, flat[i:i + n], layout))
+            out.append(lw.hooks.tensor_of_registers(lw, flat[i : i + n], layout))
             i += n
         else:
             out.append(flat[i])
@@ -200,5 +200,3 @@ def lower_while(lw, op) -> None:
     b.position_at_end(exit_block)
     for res, value in zip(op.results, passed):
         lw.set(res, value)
-
-

@@ -42,8 +42,10 @@ def defer_conversion(lw, op: ConvertLayoutOp) -> bool:
     if not users or not all(isinstance(u, tt.DotOp) and u.c is not op.result for u in users):
         return False
     src = lw.get(op.src)
-    lw.set(op.result, DeferredOperand(src, op.src.type.shape, element_type(op.src.type),
-                                      lw.layout(op.result)))
+    lw.set(
+        op.result,
+        DeferredOperand(src, op.src.type.shape, element_type(op.src.type), lw.layout(op.result)),
+    )
     return True
 
 
@@ -98,6 +100,7 @@ def _dot_from_shared(lw, op, a: DeferredOperand, b: DeferredOperand, c) -> None:
 
     def b_index(coords):  # B[batch, 0, n]
         return sum(x * s for x, s in zip((*coords[:-2], 0, coords[-1]), sb))
+
     thread_a = lw.thread_offset(out_layout, a_index)
     thread_b = lw.thread_offset(out_layout, b_index)
     coords = out_layout.all_reg_coords()
@@ -106,11 +109,30 @@ def _dot_from_shared(lw, op, a: DeferredOperand, b: DeferredOperand, c) -> None:
     a_type, b_type = lw.get(op.a).src.vals[0].type, lw.get(op.b).src.vals[0].type
     acc = [c.vals[r] if isinstance(c, TVal) else c for r in range(len(coords))]
     for k in range(a.shape[-1]):
-        a_k = {row: convert_operand(lw, _load(lw, smem, builder.add(
-            thread_a, ir.Constant(I32, row + k)), ea, a_type), acc_type, op.a) for row in rows}
-        b_k = {col: convert_operand(lw, _load(lw, smem, builder.add(
-            thread_b, ir.Constant(I32, b_base + col + k * sb[-2])), eb, b_type), acc_type, op.b)
-            for col in cols}
+        a_k = {
+            row: convert_operand(
+                lw,
+                _load(lw, smem, builder.add(thread_a, ir.Constant(I32, row + k)), ea, a_type),
+                acc_type,
+                op.a,
+            )
+            for row in rows
+        }
+        b_k = {
+            col: convert_operand(
+                lw,
+                _load(
+                    lw,
+                    smem,
+                    builder.add(thread_b, ir.Constant(I32, b_base + col + k * sb[-2])),
+                    eb,
+                    b_type,
+                ),
+                acc_type,
+                op.b,
+            )
+            for col in cols
+        }
         for r, cd in enumerate(coords):
             acc[r] = _fma(lw, op, a_k[a_index(cd)], b_k[b_index(cd)], acc[r])
     lw.set(op.result, TVal(acc, out_layout))
@@ -118,7 +140,9 @@ def _dot_from_shared(lw, op, a: DeferredOperand, b: DeferredOperand, c) -> None:
 
 def _load(lw, smem, index, nbytes: int, reg_type):
     b = lw.builder
-    load = b.load(lw.smem_ptr(smem, b.mul(index, ir.Constant(I32, nbytes))), typ=_shared_type(reg_type))
+    load = b.load(
+        lw.smem_ptr(smem, b.mul(index, ir.Constant(I32, nbytes))), typ=_shared_type(reg_type)
+    )
     load.align = nbytes
     return _from_shared(lw, load, reg_type)
 
@@ -137,6 +161,7 @@ def convert_operand(lw, v, to, source):
     t = element_type(source.type)
     if t.is_float:
         from .arith import fp8_to_float, scalar_type_is_fp8
+
         if scalar_type_is_fp8(t):
             v = fp8_to_float(lw, v, t)
         return resize_float(lw, v, to)

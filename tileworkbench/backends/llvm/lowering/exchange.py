@@ -50,8 +50,9 @@ def in_registers(src: TVal, dst: LinearLayout, fmap, reg_map=None) -> TVal | Non
     return TVal(out, dst)
 
 
-def write_shared(lw, src: TVal, shape, base_index: int, elem_bytes: int, smem,
-                 owners_only: bool = False) -> None:
+def write_shared(
+    lw, src: TVal, shape, base_index: int, elem_bytes: int, smem, owners_only: bool = False
+) -> None:
     """Store every element of `src` (a tensor of `shape`) at `smem[base_index + flat(coords)]`;
     with `owners_only`, threads that merely hold copies do not write (their values may differ)."""
     b = lw.builder
@@ -73,8 +74,9 @@ def has_copies(layout: LinearLayout) -> bool:
     return any(not any(b) for b in layout.lanes + layout.warps)
 
 
-def read_shared(lw, dst: LinearLayout, weight, base_index: int, elem_bytes: int, smem,
-                reg_type) -> list:
+def read_shared(
+    lw, dst: LinearLayout, weight, base_index: int, elem_bytes: int, smem, reg_type
+) -> list:
     """Load, for each register of `dst`, `smem[base_index + weight(coords)]` (weight linear)."""
     b = lw.builder
     thread = lw.thread_offset(dst, weight)
@@ -109,8 +111,7 @@ def remap(lw, src: TVal, src_shape, dst: LinearLayout, fmap, elem_type) -> TVal:
     local = in_registers(src, dst, fmap)
     if local is not None:
         return local
-    return remap_shared(lw, [(src, src_shape)], dst,
-                        lambda c: flat(fmap(c), src_shape), elem_type)
+    return remap_shared(lw, [(src, src_shape)], dst, lambda c: flat(fmap(c), src_shape), elem_type)
 
 
 def remap_shared(lw, sources, dst: LinearLayout, weight, elem_type, read_base: int = 0) -> TVal:

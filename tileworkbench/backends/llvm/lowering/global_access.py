@@ -18,8 +18,12 @@ from ..llvm_types import GLOBAL_PTR, I1, I16, I32
 
 LOAD_CACHE = {"": "", ".ca": ".ca", ".cg": ".cg", ".cs": ".cs", ".cv": ".cv"}
 STORE_CACHE = {"": "", ".wb": ".wb", ".cg": ".cg", ".cs": ".cs", ".wt": ".wt"}
-EVICTION = {"": "", "evict_normal": ".L1::evict_normal", "evict_first": ".L1::evict_first",
-            "evict_last": ".L1::evict_last"}
+EVICTION = {
+    "": "",
+    "evict_normal": ".L1::evict_normal",
+    "evict_first": ".L1::evict_first",
+    "evict_last": ".L1::evict_last",
+}
 
 
 def qualifiers(op, store: bool) -> str:
@@ -33,8 +37,11 @@ def qualifiers(op, store: bool) -> str:
         cache, eviction = table[op.cache_modifier], EVICTION[op.eviction_policy]
         return cache or eviction
     except KeyError:
-        raise CompilationError(f"{op.loc}: unsupported cache modifier {op.cache_modifier!r} or eviction "
-                               f"policy {op.eviction_policy!r} on {op.name}", loc=op.loc) from None
+        raise CompilationError(
+            f"{op.loc}: unsupported cache modifier {op.cache_modifier!r} or eviction "
+            f"policy {op.eviction_policy!r} on {op.name}",
+            loc=op.loc,
+        ) from None
 
 
 def supports(etype: ir.Type, vec: int) -> bool:
@@ -61,8 +68,11 @@ def _word_type(bits: int) -> ir.IntType:
 def _to_words(b, value: ir.Value, etype: ir.Type, vec: int) -> list[ir.Value]:
     """A vector (or scalar) of `vec` elements as its words."""
     bits, count = _words(etype, vec)
-    packed = b.bitcast(value, ir.IntType(bits * count)) if count == 1 else \
-        b.bitcast(value, ir.VectorType(ir.IntType(bits), count))
+    packed = (
+        b.bitcast(value, ir.IntType(bits * count))
+        if count == 1
+        else b.bitcast(value, ir.VectorType(ir.IntType(bits), count))
+    )
     if count == 1:
         return [b.zext(packed, I16) if bits == 8 else packed]
     return [b.extract_element(packed, ir.Constant(I32, i)) for i in range(count)]
@@ -86,8 +96,15 @@ def _suffix(bits: int, count: int, load: bool) -> str:
     return (f".v{count}" if count > 1 else "") + f".b{bits}"
 
 
-def load(lw, ptr: ir.Value, pred: ir.Value | None, etype: ir.Type, vec: int, other: ir.Value | None,
-         quals: str) -> ir.Value:
+def load(
+    lw,
+    ptr: ir.Value,
+    pred: ir.Value | None,
+    etype: ir.Type,
+    vec: int,
+    other: ir.Value | None,
+    quals: str,
+) -> ir.Value:
     """`vec` elements from `ptr` (a vector when vec > 1); where `pred` is false, `other` (or zeros)."""
     b = lw.builder
     bits, count = _words(etype, vec)
@@ -113,7 +130,9 @@ def load(lw, ptr: ir.Value, pred: ir.Value | None, etype: ir.Type, vec: int, oth
     constraints.append("l")
     address = f"${count + len(args) - 1}"
     target = f"{{ {outs} }}" if count > 1 else "$0"
-    lines.append(f"{guard}ld.global{quals}{_suffix(bits, count, True)} {target}, [ {address} + 0 ];")
+    lines.append(
+        f"{guard}ld.global{quals}{_suffix(bits, count, True)} {target}, [ {address} + 0 ];"
+    )
     word = _word_type(bits)
     ret = word if count == 1 else ir.LiteralStructType([word] * count)
     result = lw.asm("\n\t".join(lines), ",".join(constraints), ret, args, side_effect=True)
@@ -121,8 +140,9 @@ def load(lw, ptr: ir.Value, pred: ir.Value | None, etype: ir.Type, vec: int, oth
     return _from_words(b, words, etype, vec)
 
 
-def store(lw, ptr: ir.Value, data: ir.Value, pred: ir.Value | None, etype: ir.Type, vec: int,
-          quals: str) -> None:
+def store(
+    lw, ptr: ir.Value, data: ir.Value, pred: ir.Value | None, etype: ir.Type, vec: int, quals: str
+) -> None:
     """`data` (`vec` elements) to `ptr` where `pred` holds."""
     bits, count = _words(etype, vec)
     reg = "r" if bits == 32 else "h"

@@ -17,12 +17,25 @@ from .arith import resize_float
 # nvvm-reflect-ftz): one MUFU.EX2, where the non-ftz form costs a compare and two multiplies more
 # (a third of the non-matmul instructions of attention's key loop); `enable_reflect_ftz=False` takes
 # the non-ftz form, as libdevice's exp2f does then (_NO_FTZ)
-_APPROX = {math.Exp2Op: "ex2.approx.ftz.f32", math.Log2Op: "lg2.approx.f32",
-           math.RsqrtOp: "rsqrt.approx.f32", math.SqrtOp: "sqrt.approx.f32",
-           math.SinOp: "sin.approx.f32", math.CosOp: "cos.approx.f32"}
+_APPROX = {
+    math.Exp2Op: "ex2.approx.ftz.f32",
+    math.Log2Op: "lg2.approx.f32",
+    math.RsqrtOp: "rsqrt.approx.f32",
+    math.SqrtOp: "sqrt.approx.f32",
+    math.SinOp: "sin.approx.f32",
+    math.CosOp: "cos.approx.f32",
+}
 _NO_FTZ = {"ex2.approx.ftz.f32": "ex2.approx.f32"}
-_LIBDEVICE = {math.ExpOp: "exp", math.Exp2Op: "exp2", math.LogOp: "log", math.Log2Op: "log2",
-              math.RsqrtOp: "rsqrt", math.SinOp: "sin", math.CosOp: "cos", math.ErfOp: "erf"}
+_LIBDEVICE = {
+    math.ExpOp: "exp",
+    math.Exp2Op: "exp2",
+    math.LogOp: "log",
+    math.Log2Op: "log2",
+    math.RsqrtOp: "rsqrt",
+    math.SinOp: "sin",
+    math.CosOp: "cos",
+    math.ErfOp: "erf",
+}
 
 
 def _in_f32(lw, x, compute):
@@ -39,22 +52,27 @@ def _approx(lw, text: str, x) -> ir.Value:
 @elementwise(math.ExpOp)
 def lower_exp(lw, op, x) -> ir.Value:
     """exp(x) = ex2.approx(x * log2(e)) on fp32, as Triton."""
+
     def f32(v):
         if isinstance(v.type, ir.DoubleType):
             return lw.libdevice("__nv_exp", F64, [v])
         scaled = lw.builder.fmul(v, ir.Constant(F32, 1.0 / pymath.log(2.0)), flags=lw.fp_flags)
         return _approx(lw, "ex2.approx.f32", scaled)
+
     return _in_f32(lw, x, f32)
 
 
 @elementwise(math.LogOp)
 def lower_log(lw, op, x) -> ir.Value:
     """log(x) = lg2.approx(x) * ln(2) on fp32."""
+
     def f32(v):
         if isinstance(v.type, ir.DoubleType):
             return lw.libdevice("__nv_log", F64, [v])
-        return lw.builder.fmul(_approx(lw, "lg2.approx.f32", v), ir.Constant(F32, pymath.log(2.0)),
-                               flags=lw.fp_flags)
+        return lw.builder.fmul(
+            _approx(lw, "lg2.approx.f32", v), ir.Constant(F32, pymath.log(2.0)), flags=lw.fp_flags
+        )
+
     return _in_f32(lw, x, f32)
 
 
@@ -69,6 +87,7 @@ def lower_approx(lw, op, x) -> ir.Value:
         if not lw.reflect_ftz:
             instruction = _NO_FTZ.get(instruction, instruction)
         return _approx(lw, instruction, v)
+
     return _in_f32(lw, x, f32)
 
 
@@ -78,18 +97,25 @@ def lower_erf(lw, op, x) -> ir.Value:
         if isinstance(v.type, ir.DoubleType):
             return lw.libdevice("__nv_erf", F64, [v])
         return lw.libdevice("__nv_erff", F32, [v])
+
     return _in_f32(lw, x, f)
 
 
-_INTRINSIC = {math.AbsFOp: "llvm.fabs", math.FloorOp: "llvm.floor", math.CeilOp: "llvm.ceil",
-              tt.PreciseSqrtOp: "llvm.sqrt"}
+_INTRINSIC = {
+    math.AbsFOp: "llvm.fabs",
+    math.FloorOp: "llvm.floor",
+    math.CeilOp: "llvm.ceil",
+    tt.PreciseSqrtOp: "llvm.sqrt",
+}
 
 
 @elementwise(*_INTRINSIC)
 def lower_float_intrinsic(lw, op, x) -> ir.Value:
     """fabs/floor/ceil; precise_sqrt is llvm.sqrt, which NVPTX emits as `sqrt.rn`."""
+
     def f(v):
         return lw.call_intrinsic(f"{_INTRINSIC[type(op)]}.{v.type.intrinsic_name}", v.type, [v])
+
     if isinstance(op, math.AbsFOp):
         if isinstance(x.type, ir.IntType):  # fp8 bits: clear the sign bit (there is no fabs of i8)
             return lw.builder.and_(x, ir.Constant(x.type, (1 << (x.type.width - 1)) - 1))

@@ -18,8 +18,11 @@ from .exchange import has_copies, read_shared, strides, write_shared
 
 @elementwise(tt.AddPtrOp)
 def lower_addptr(lw, op, ptr, offset) -> ir.Value:
-    etype = memory_type(op.result.type.pointee if isinstance(op.result.type, PointerType)
-                        else op.result.type.element.pointee)
+    etype = memory_type(
+        op.result.type.pointee
+        if isinstance(op.result.type, PointerType)
+        else op.result.type.element.pointee
+    )
     return lw.builder.gep(ptr, [offset], source_etype=etype)
 
 
@@ -47,12 +50,17 @@ def vector_width(lw, op, layout) -> int:
     dim = next(d for d, b in enumerate(basis) if b)
     run = 0
     while run < len(layout.regs) and layout.regs[run] == tuple(
-            (1 << run) if d == dim else 0 for d in range(len(basis))):
+        (1 << run) if d == dim else 0 for d in range(len(basis))
+    ):
         run += 1
     nbytes = byte_size(op.ptr.type.element.pointee)
     info = lw.axis.info(op.ptr)
-    vec = min(1 << run, info.contiguity[dim], max(1, info.divisibility[dim] // nbytes),
-              max(1, 16 // nbytes))
+    vec = min(
+        1 << run,
+        info.contiguity[dim],
+        max(1, info.divisibility[dim] // nbytes),
+        max(1, 16 // nbytes),
+    )
     if getattr(op, "mask", None) is not None:
         vec = min(vec, lw.axis.info(op.mask).constancy[dim])
     if isinstance(op, tt.StoreOp) and getattr(op.value.type, "element", None) == ScalarType("i1"):
@@ -113,9 +121,16 @@ def lower_load(lw, op) -> None:
     if not isinstance(ptr, TVal):
         mask = check_access(lw, op, "load", ptr, mask)
         fallback = _to_memory(lw, other, pointee) if other is not None else None
-        value = _access(lw, mask, quals, etype, 1, fallback,
-                        lambda: _load_one(lw, ptr, 1, etype, nbytes),
-                        lambda pred, fill: lw.hooks.global_load(lw, ptr, pred, etype, 1, fill, quals))
+        value = _access(
+            lw,
+            mask,
+            quals,
+            etype,
+            1,
+            fallback,
+            lambda: _load_one(lw, ptr, 1, etype, nbytes),
+            lambda pred, fill: lw.hooks.global_load(lw, ptr, pred, etype, 1, fill, quals),
+        )
         lw.set(op.result, _to_register(lw, value, pointee))
         return
     layout = ptr.layout
@@ -123,13 +138,23 @@ def lower_load(lw, op) -> None:
     out = []
     for start in range(0, layout.num_regs, vec):
         m = mask.vals[start] if isinstance(mask, TVal) else mask
-        fallback = _other_vector(lw, other, start, vec, etype, pointee) if other is not None else None
+        fallback = (
+            _other_vector(lw, other, start, vec, etype, pointee) if other is not None else None
+        )
         address = ptr.vals[start]
         m = check_access(lw, op, "load", address, m, vec)
-        value = _access(lw, m, quals, etype, vec, fallback,
-                        lambda address=address: _load_one(lw, address, vec, etype, nbytes),
-                        lambda pred, fill, address=address: lw.hooks.global_load(lw, address, pred, etype, vec,
-                                                                               fill, quals))
+        value = _access(
+            lw,
+            m,
+            quals,
+            etype,
+            vec,
+            fallback,
+            lambda address=address: _load_one(lw, address, vec, etype, nbytes),
+            lambda pred, fill, address=address: lw.hooks.global_load(
+                lw, address, pred, etype, vec, fill, quals
+            ),
+        )
         for i in range(vec):
             elem = value if vec == 1 else lw.builder.extract_element(value, ir.Constant(I32, i))
             out.append(_to_register(lw, elem, pointee))
@@ -185,8 +210,17 @@ def lower_store(lw, op) -> None:
         owner = lw.owner_predicate(None)
         m = check_access(lw, op, "store", ptr, owner if mask is None else b.and_(owner, mask))
         data = _to_memory(lw, value, pointee)
-        _access(lw, m, quals, etype, 1, None, lambda: _store(b, data, ptr, byte_size(pointee)),
-                lambda pred, _: lw.hooks.global_store(lw, ptr, data, pred, etype, 1, quals), load=False)
+        _access(
+            lw,
+            m,
+            quals,
+            etype,
+            1,
+            None,
+            lambda: _store(b, data, ptr, byte_size(pointee)),
+            lambda pred, _: lw.hooks.global_store(lw, ptr, data, pred, etype, 1, quals),
+            load=False,
+        )
         return
     layout = ptr.layout
     vec = vector_width(lw, op, layout)
@@ -195,16 +229,26 @@ def lower_store(lw, op) -> None:
         m = mask.vals[start] if isinstance(mask, TVal) else mask
         if owner is not None:  # one thread writes each element, as Triton's redundant-data mask
             m = owner if m is None else b.and_(owner, m)
-        elems = [_to_memory(lw, value.vals[start + i] if isinstance(value, TVal) else value, pointee)
-                 for i in range(vec)]
+        elems = [
+            _to_memory(lw, value.vals[start + i] if isinstance(value, TVal) else value, pointee)
+            for i in range(vec)
+        ]
         data = elems[0] if vec == 1 else _build_vector(lw, elems, etype)
         address = ptr.vals[start]
         m = check_access(lw, op, "store", address, m, vec)
-        _access(lw, m, quals, etype, vec, None,
-                lambda data=data, address=address: _store(b, data, address, byte_size(pointee) * vec),
-                lambda pred, _, data=data, address=address: lw.hooks.global_store(lw, address, data, pred,
-                                                                                 etype, vec, quals),
-                load=False)
+        _access(
+            lw,
+            m,
+            quals,
+            etype,
+            vec,
+            None,
+            lambda data=data, address=address: _store(b, data, address, byte_size(pointee) * vec),
+            lambda pred, _, data=data, address=address: lw.hooks.global_store(
+                lw, address, data, pred, etype, vec, quals
+            ),
+            load=False,
+        )
 
 
 def _store(b, data, ptr, align: int):
@@ -214,8 +258,18 @@ def _store(b, data, ptr, align: int):
 
 
 # -- atomics ----------------------------------------------------------------------------------------
-_RMW = {"add": "add", "fadd": "add", "max": "max", "umax": "max", "min": "min", "umin": "min",
-        "and": "and", "or": "or", "xor": "xor", "xchg": "exch"}
+_RMW = {
+    "add": "add",
+    "fadd": "add",
+    "max": "max",
+    "umax": "max",
+    "min": "min",
+    "umin": "min",
+    "and": "and",
+    "or": "or",
+    "xor": "xor",
+    "xchg": "exch",
+}
 _SEM = {"relaxed": ".relaxed", "acquire": ".acquire", "release": ".release", "acq_rel": ".acq_rel"}
 _SCOPE = {"gpu": ".gpu", "cta": ".cta", "sys": ".sys"}
 
@@ -246,8 +300,10 @@ def _atomic_asm(op, body: str, n_args: int) -> str:
     sem = _SEM.get(op.sem, ".acq_rel")
     scope = _SCOPE.get(op.scope, ".gpu")
     qualifiers = f"{sem}{scope}" if isinstance(op, tt.AtomicCASOp) else f"{scope}{sem}"
-    return ("{ .reg .pred %p; setp.ne.b32 %p, $" + str(n_args + 1) + ", 0; "
-            f"@%p atom.global{qualifiers}.{body}; }}")
+    return (
+        "{ .reg .pred %p; setp.ne.b32 %p, $" + str(n_args + 1) + ", 0; "
+        f"@%p atom.global{qualifiers}.{body}; }}"
+    )
 
 
 def _pred_i32(lw, pred) -> ir.Value:
@@ -267,18 +323,28 @@ def _float_minmax(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
     negative = b.icmp_signed("<", as_int, ir.Constant(ity, 0))
     is_max = op.kind == "fmax"
     results = []
-    for cond, name in ((b.not_(negative), f"{'max' if is_max else 'min'}.s{bits}"),
-                       (negative, f"{'min' if is_max else 'max'}.u{bits}")):
+    for cond, name in (
+        (b.not_(negative), f"{'max' if is_max else 'min'}.s{bits}"),
+        (negative, f"{'min' if is_max else 'max'}.u{bits}"),
+    ):
         text = _atomic_asm(op, f"{name} $0, [$1], $2", 2)
-        results.append(lw.asm(text, f"={reg},l,{reg},r", ity,
-                              [ptr, as_int, _pred_i32(lw, b.and_(pred, cond))], side_effect=True))
+        results.append(
+            lw.asm(
+                text,
+                f"={reg},l,{reg},r",
+                ity,
+                [ptr, as_int, _pred_i32(lw, b.and_(pred, cond))],
+                side_effect=True,
+            )
+        )
     return b.bitcast(b.select(negative, results[1], results[0]), llvm_type(t))
 
 
 def _needs_cas_loop(lw, kind: str, t: ScalarType) -> bool:
     """PTX has no `atom.exch.b16`, and `atom.add.bf16` needs sm_90 (the arch's bf16_atomic_add)."""
     return (kind == "xchg" and t.bitwidth == 16) or (
-        kind == "fadd" and t.name == "bf16" and not lw.hooks.bf16_atomic_add(lw))
+        kind == "fadd" and t.name == "bf16" and not lw.hooks.bf16_atomic_add(lw)
+    )
 
 
 def _cas_loop(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
@@ -299,7 +365,9 @@ def _cas_loop(lw, op, ptr, val, pred, t: ScalarType) -> ir.Value:
     else:
         new = b.bitcast(b.fadd(b.bitcast(guess, val.type), val), bits)
     text = _atomic_asm(op, "cas.b16 $0, [$1], $2, $3", 3)
-    seen = lw.asm(text, "=h,l,h,h,r", bits, [ptr, guess, new, ir.Constant(I32, 1)], side_effect=True)
+    seen = lw.asm(
+        text, "=h,l,h,h,r", bits, [ptr, guess, new, ir.Constant(I32, 1)], side_effect=True
+    )
     guess.add_incoming(seen, b.block)
     b.cbranch(b.icmp_unsigned("==", seen, guess), done, loop)
     b.position_at_end(done)
@@ -394,8 +462,15 @@ def _share_owned(lw, value: TVal, op) -> TVal:
     write_shared(lw, value, shape, 0, nbytes, smem, owners_only=True)
     lw.barrier()
     st = strides(shape)
-    vals = read_shared(lw, value.layout, lambda c: sum(x * s for x, s in zip(c, st)), 0, nbytes,
-                       smem, value.vals[0].type)
+    vals = read_shared(
+        lw,
+        value.layout,
+        lambda c: sum(x * s for x, s in zip(c, st)),
+        0,
+        nbytes,
+        smem,
+        value.vals[0].type,
+    )
     return TVal(vals, value.layout)
 
 

@@ -33,7 +33,7 @@ def lower_hint(lw, op) -> None:
 @lowers(tt.AssumeOp)
 def lower_assume(lw, op) -> None:
     cond = lw.get(op.condition)
-    for c in (cond.vals if isinstance(cond, TVal) else [cond]):
+    for c in cond.vals if isinstance(cond, TVal) else [cond]:
         lw.call_intrinsic("llvm.assume", ir.VoidType(), [c])
 
 
@@ -67,8 +67,11 @@ def lower_inline_asm(lw, op) -> None:
     tensor = next((a for a in args if isinstance(a, TVal)), None)
     n = tensor.layout.num_regs if tensor is not None else 1
     if n % pack:
-        raise lw.error(op, f"inline_asm_elementwise: pack={pack} does not divide the {n} elements each "
-                       "thread holds; use a smaller pack or a larger block")
+        raise lw.error(
+            op,
+            f"inline_asm_elementwise: pack={pack} does not divide the {n} elements each "
+            "thread holds; use a smaller pack or a larger block",
+        )
     registers = [_registers(t, pack) for t in elems]
     flat = [t for regs in registers for t in regs]
     ret = flat[0] if len(flat) == 1 else ir.LiteralStructType(flat)
@@ -76,14 +79,17 @@ def lower_inline_asm(lw, op) -> None:
     for start in range(0, n, pack):
         operands = []
         for a in args:
-            values = a.vals[start:start + pack] if isinstance(a, TVal) else [a] * pack
+            values = a.vals[start : start + pack] if isinstance(a, TVal) else [a] * pack
             operands += _pack(lw, values, pack)
         value = lw.asm(op.asm_string, op.constraints, ret, operands, side_effect=not op.pure)
-        parts = [value] if len(flat) == 1 else [lw.builder.extract_value(value, i)
-                                                for i in range(len(flat))]
+        parts = (
+            [value]
+            if len(flat) == 1
+            else [lw.builder.extract_value(value, i) for i in range(len(flat))]
+        )
         for i, (t, regs) in enumerate(zip(elems, registers)):
-            outs[i] += _unpack(lw, parts[:len(regs)], t, pack)
-            parts = parts[len(regs):]
+            outs[i] += _unpack(lw, parts[: len(regs)], t, pack)
+            parts = parts[len(regs) :]
     for res, vals in zip(op.results, outs):
         lw.set(res, TVal(vals, lw.layout(res)) if isinstance(res.type, TensorType) else vals[0])
 
@@ -110,7 +116,7 @@ def _pack(lw, values: list, pack: int) -> list:
     b, packed = lw.builder, []
     for i in range(0, pack, per):
         vector = ir.Constant(ir.VectorType(t, per), ir.Undefined)
-        for j, v in enumerate(values[i:i + per]):
+        for j, v in enumerate(values[i : i + per]):
             vector = b.insert_element(vector, v, ir.Constant(ir.IntType(32), j))
         packed.append(b.bitcast(vector, ir.IntType(per * bits)))
     return packed
@@ -135,8 +141,9 @@ def _cstring(lw, text: str) -> ir.Value:
     cache = lw._cache
     if key not in cache:
         ty = ir.ArrayType(I8, len(data))
-        var = ir.GlobalVariable(lw.module, ty, f"str_{len([k for k in cache if k[0] == 'cstr'])}",
-                                addrspace=4)
+        var = ir.GlobalVariable(
+            lw.module, ty, f"str_{len([k for k in cache if k[0] == 'cstr'])}", addrspace=4
+        )
         var.global_constant = True
         var.linkage = "internal"
         var.initializer = ir.Constant(ty, data)
@@ -147,16 +154,24 @@ def _cstring(lw, text: str) -> ir.Value:
 def _printf_arg(lw, v, t, hex_: bool):
     b = lw.builder
     if t.is_float:
-        x = v if isinstance(v.type, ir.DoubleType) else b.fpext(v, F64) if not isinstance(
-            v.type, ir.IntType) else v
+        x = (
+            v
+            if isinstance(v.type, ir.DoubleType)
+            else b.fpext(v, F64)
+            if not isinstance(v.type, ir.IntType)
+            else v
+        )
         return x, "%f" if not hex_ else "%a"
     if getattr(t, "pointee", None) is not None:
         return b.ptrtoint(v, I64), "%p"
     width = v.type.width
     if width < 32:
         v = b.sext(v, I32) if t.is_signed else b.zext(v, I32)
-    spec = ("%llx" if hex_ else ("%lld" if t.is_signed else "%llu")) if v.type.width == 64 else \
-        ("%x" if hex_ else ("%d" if t.is_signed else "%u"))
+    spec = (
+        ("%llx" if hex_ else ("%lld" if t.is_signed else "%llu"))
+        if v.type.width == 64
+        else ("%x" if hex_ else ("%d" if t.is_signed else "%u"))
+    )
     return v, spec
 
 
@@ -198,7 +213,9 @@ def lower_print(lw, op) -> None:
                 idx = [b.add(cv, ir.Constant(I32, c)) for cv, c in zip(coord_vals, coords)]
                 arg, spec = _printf_arg(lw, x.vals[r], t, op.hex)
                 dims = ", ".join(["%d"] * len(shape))
-                _vprintf(lw, f"pid (%d, %d, %d) idx ({dims}) {op.prefix}{spec}\n", pids + idx + [arg])
+                _vprintf(
+                    lw, f"pid (%d, %d, %d) idx ({dims}) {op.prefix}{spec}\n", pids + idx + [arg]
+                )
 
 
 @lowers(tt.AssertOp)
@@ -210,13 +227,21 @@ def lower_assert(lw, op) -> None:
         return
     cond = lw.get(op.condition)
     b = lw.builder
-    fail = lw.intrinsic("__assertfail", ir.VoidType(),
-                        [GENERIC_PTR, GENERIC_PTR, I32, GENERIC_PTR, I64])
+    fail = lw.intrinsic(
+        "__assertfail", ir.VoidType(), [GENERIC_PTR, GENERIC_PTR, I32, GENERIC_PTR, I64]
+    )
     loc = op.loc
-    for c in (cond.vals if isinstance(cond, TVal) else [cond]):
+    for c in cond.vals if isinstance(cond, TVal) else [cond]:
         if isinstance(c.type, ir.IntType) and c.type.width != 1:
             c = b.icmp_unsigned("!=", c, ir.Constant(c.type, 0))
         with b.if_then(b.not_(c), likely=False):
-            b.call(fail, [_cstring(lw, op.message), _cstring(lw, loc.file),
-                          ir.Constant(I32, max(loc.line, 0)), _cstring(lw, lw.func.sym_name),
-                          ir.Constant(I64, 1)])
+            b.call(
+                fail,
+                [
+                    _cstring(lw, op.message),
+                    _cstring(lw, loc.file),
+                    ir.Constant(I32, max(loc.line, 0)),
+                    _cstring(lw, lw.func.sym_name),
+                    ir.Constant(I64, 1),
+                ],
+            )

@@ -18,9 +18,12 @@ from ..values import TVal
 
 # (A/B type, C/D type) -> the instruction's type suffix, as .dtype.atype.btype.ctype
 _SUFFIX = {
-    ("f16", "f32"): "f32.f16.f16.f32", ("bf16", "f32"): "f32.bf16.bf16.f32",
-    ("f16", "f16"): "f16.f16.f16.f16", ("tf32", "f32"): "f32.tf32.tf32.f32",
-    ("s8", "s32"): "s32.s8.s8.s32", ("e4m3", "f32"): "f32.e4m3.e4m3.f32",
+    ("f16", "f32"): "f32.f16.f16.f32",
+    ("bf16", "f32"): "f32.bf16.bf16.f32",
+    ("f16", "f16"): "f16.f16.f16.f16",
+    ("tf32", "f32"): "f32.tf32.tf32.f32",
+    ("s8", "s32"): "s32.s8.s8.s32",
+    ("e4m3", "f32"): "f32.e4m3.e4m3.f32",
     ("e5m2", "f32"): "f32.e5m2.e5m2.f32",
 }
 
@@ -43,16 +46,28 @@ def lower_mma(lw, op, a: TVal, b: TVal, c) -> None:
     def a_frag(batch, m0, k0):
         key = (batch, m0, k0)
         if key not in a_frags:
-            a_frags[key] = [_pack(lw, kind, [a.vals[a_reg[(*batch, m0 + 8 * (j & 1),
-                                                             k0 + 4 * kw * (j >> 1) + e)]]
-                                             for e in range(kw)]) for j in range(4)]
+            a_frags[key] = [
+                _pack(
+                    lw,
+                    kind,
+                    [
+                        a.vals[a_reg[(*batch, m0 + 8 * (j & 1), k0 + 4 * kw * (j >> 1) + e)]]
+                        for e in range(kw)
+                    ],
+                )
+                for j in range(4)
+            ]
         return a_frags[key]
 
     def b_frag(batch, n0, k0):
         key = (batch, n0, k0)
         if key not in b_frags:
-            b_frags[key] = [_pack(lw, kind, [b.vals[b_reg[(*batch, k0 + 4 * kw * j + e, n0)]]
-                                             for e in range(kw)]) for j in range(2)]
+            b_frags[key] = [
+                _pack(
+                    lw, kind, [b.vals[b_reg[(*batch, k0 + 4 * kw * j + e, n0)]] for e in range(kw)]
+                )
+                for j in range(2)
+            ]
         return b_frags[key]
 
     # K outermost: consecutive mma instructions of one k-step are independent of each other
@@ -69,8 +84,13 @@ def lower_mma(lw, op, a: TVal, b: TVal, c) -> None:
 
 def _mma_step(lw, op, kind: MmaKind, a_regs, b_regs, acc):
     if op.input_precision != "tf32x3" or kind.ab != "tf32":
-        return _mma(lw, kind, [_tf32(lw, r, kind) for r in a_regs],
-                    [_tf32(lw, r, kind) for r in b_regs], acc)
+        return _mma(
+            lw,
+            kind,
+            [_tf32(lw, r, kind) for r in a_regs],
+            [_tf32(lw, r, kind) for r in b_regs],
+            acc,
+        )
     # tf32x3: x = big + small with both parts tf32; a*b ~ a_big*b_small + a_small*b_big + a_big*b_big
     a_big, a_small = zip(*[_split_tf32(lw, r) for r in a_regs])
     b_big, b_small = zip(*[_split_tf32(lw, r) for r in b_regs])
@@ -106,8 +126,10 @@ def pack_halves(lw, lo: ir.Value, hi: ir.Value) -> ir.Value:
     NVPTX makes one `cvt.rn.f16x2.f32` (`bf16x2`), rounds and packs them: not two cvt and a prmt."""
     b = lw.builder
     halves = [lo, hi]
-    sources = [getattr(h, "operands", [None])[0] if getattr(h, "opname", "") == "fptrunc" else None
-               for h in halves]
+    sources = [
+        getattr(h, "operands", [None])[0] if getattr(h, "opname", "") == "fptrunc" else None
+        for h in halves
+    ]
     if all(s is not None and s.type == F32 for s in sources) and lo.type == hi.type:
         vector = ir.Constant(ir.VectorType(F32, 2), ir.Undefined)
         for i, s in enumerate(sources):
@@ -146,8 +168,12 @@ def _mma(lw, kind: MmaKind, a_regs, b_regs, acc) -> list:
         # C and D are two registers of f16 pairs: (row g, columns 0-1) and (row g+8, columns 0-1)
         c_regs = [_pack(lw, kind, acc[0:2]), _pack(lw, kind, acc[2:4])]
         text += "{$0,$1}, {$2,$3,$4,$5}, {$6,$7}, {$8,$9};"
-        out = lw.asm(text, "=r,=r,r,r,r,r,r,r,0,1", ir.LiteralStructType([I32, I32]),
-                     [*a_regs, *b_regs, *c_regs])
+        out = lw.asm(
+            text,
+            "=r,=r,r,r,r,r,r,r,0,1",
+            ir.LiteralStructType([I32, I32]),
+            [*a_regs, *b_regs, *c_regs],
+        )
         return [half for i in range(2) for half in unpack_halves(lw, b.extract_value(out, i), F16)]
     reg = "f" if kind.cd == "f32" else "r"
     elem = F32 if kind.cd == "f32" else I32
@@ -155,4 +181,3 @@ def _mma(lw, kind: MmaKind, a_regs, b_regs, acc) -> list:
     constraints = ",".join([f"={reg}"] * 4 + ["r"] * 6 + ["0", "1", "2", "3"])
     out = lw.asm(text, constraints, ir.LiteralStructType([elem] * 4), [*a_regs, *b_regs, *acc])
     return [b.extract_value(out, i) for i in range(4)]
-

@@ -41,7 +41,7 @@ def lower_reduce(lw, op) -> None:
     for r, coords in enumerate(layout.all_reg_coords()):
         if lw.hooks.tree_reductions:
             break
-        o = out_index[tuple(coords[:axis]) + tuple(coords[axis + 1:])]
+        o = out_index[tuple(coords[:axis]) + tuple(coords[axis + 1 :])]
         elems = [s.vals[r] for s in srcs]
         accs[o] = elems if accs[o] is None else combine(lw, op.combine, accs[o], elems)
     # 2. Across the lanes that hold other positions along the axis.
@@ -67,11 +67,13 @@ def _within_thread_tree(lw, op, srcs, layout, out_index, axis) -> list:
     is one vector operation across outputs and elements. Reorders as the lanes' butterfly does."""
     groups: list[list] = [[] for _ in out_index]
     for r, coords in enumerate(layout.all_reg_coords()):
-        groups[out_index[tuple(coords[:axis]) + tuple(coords[axis + 1:])]].append([s.vals[r] for s in srcs])
+        groups[out_index[tuple(coords[:axis]) + tuple(coords[axis + 1 :])]].append(
+            [s.vals[r] for s in srcs]
+        )
     while any(len(g) > 1 for g in groups):
         for g in groups:
             half = len(g) // 2
-            g[:] = [combine(lw, op.combine, g[i], g[i + half]) for i in range(half)] + g[2 * half:]
+            g[:] = [combine(lw, op.combine, g[i], g[i + half]) for i in range(half)] + g[2 * half :]
     return [g[0] for g in groups]
 
 
@@ -104,6 +106,7 @@ def _across_warps(lw, op, accs, out_layout: LinearLayout, warp_bits: list[int]) 
 
     def weight(c):
         return sum(x * s for x, s in zip(c, st)) * n_warps
+
     thread = lw.thread_offset(out_layout, weight)
     if not private:
         lw.barrier_before_shared()
@@ -137,7 +140,9 @@ def _shuffle_partials(lw, op, smem, bases, sizes, thread, weight, out_layout, ac
     out = []
     for o, coords in enumerate(out_layout.all_reg_coords()):
         slot = b.add(b.add(thread, ir.Constant(I32, weight(coords))), lane_part)
-        out.append(_butterfly(lw, op, _load_partial(lw, smem, bases, sizes, slot, accs[o]), range(k)))
+        out.append(
+            _butterfly(lw, op, _load_partial(lw, smem, bases, sizes, slot, accs[o]), range(k))
+        )
     return out
 
 

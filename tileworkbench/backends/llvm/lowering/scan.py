@@ -91,12 +91,15 @@ def _warp_partner(lw, op, layout, total, value: int) -> list:
     thread = lw.thread_offset(layout, lambda v: sum(c * s for c, s in zip(v, st)))
     _, warp = lw.lane_and_warp()
     lw.barrier_before_shared()
-    index = [b.add(thread, ir.Constant(I32, sum(c * s for c, s in zip(coords, st))))
-             for coords in layout.all_reg_coords()]
+    index = [
+        b.add(thread, ir.Constant(I32, sum(c * s for c, s in zip(coords, st))))
+        for coords in layout.all_reg_coords()
+    ]
     for r, t in enumerate(total):
         for i, v in enumerate(t):
-            ptr = lw.smem_ptr(smem, b.add(ir.Constant(I32, bases[i]),
-                                          b.mul(index[r], ir.Constant(I32, sizes[i]))))
+            ptr = lw.smem_ptr(
+                smem, b.add(ir.Constant(I32, bases[i]), b.mul(index[r], ir.Constant(I32, sizes[i])))
+            )
             b.store(_to_shared(lw, v), ptr).align = sizes[i]
     lw.barrier()
     step = value * st[op.axis]
@@ -107,8 +110,13 @@ def _warp_partner(lw, op, layout, total, value: int) -> list:
     for r, t in enumerate(total):
         elems = []
         for i, v in enumerate(t):
-            ptr = lw.smem_ptr(smem, b.add(ir.Constant(I32, bases[i]),
-                                          b.mul(b.add(index[r], delta), ir.Constant(I32, sizes[i]))))
+            ptr = lw.smem_ptr(
+                smem,
+                b.add(
+                    ir.Constant(I32, bases[i]),
+                    b.mul(b.add(index[r], delta), ir.Constant(I32, sizes[i])),
+                ),
+            )
             load = b.load(ptr, typ=_shared_type(v.type))
             load.align = sizes[i]
             elems.append(_from_shared(lw, load, v.type))

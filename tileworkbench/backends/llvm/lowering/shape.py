@@ -54,6 +54,7 @@ def lower_broadcast(lw, op) -> None:
 
     def fmap(c):
         return tuple(0 if d in ones else x for d, x in enumerate(c))
+
     lw.set(op.result, remap(lw, src, src_shape, lw.layout(op.result), fmap, _elem(op)))
 
 
@@ -65,7 +66,8 @@ def lower_expand_dims(lw, op) -> None:
     axis = op.axis
 
     def fmap(c):
-        return tuple(c[:axis]) + tuple(c[axis + 1:])
+        return tuple(c[:axis]) + tuple(c[axis + 1 :])
+
     lw.set(op.result, remap(lw, src, op.src.type.shape, lw.layout(op.result), fmap, _elem(op)))
 
 
@@ -88,6 +90,7 @@ def lower_reshape(lw, op) -> None:
 
     def fmap(c):
         return unflat(flat(c, dst_shape), src_shape)
+
     lw.set(op.result, remap(lw, src, src_shape, lw.layout(op.result), fmap, _elem(op)))
 
 
@@ -101,6 +104,7 @@ def lower_trans(lw, op) -> None:
         for i, d in enumerate(order):
             out[d] = c[i]
         return tuple(out)
+
     lw.set(op.result, remap(lw, src, op.src.type.shape, lw.layout(op.result), fmap, _elem(op)))
 
 
@@ -113,6 +117,7 @@ def lower_join(lw, op) -> None:
 
     def weight(c):
         return sum(x * s for x, s in zip(c[:-1], st)) + c[-1] * numel
+
     dst = lw.layout(op.result)
     out = remap_shared(lw, [(lhs, shape or (1,)), (rhs, shape or (1,))], dst, weight, _elem(op))
     lw.set(op.result, out)
@@ -123,6 +128,7 @@ def _as_tensor(lw, v) -> TVal:
     if isinstance(x, TVal):
         return x
     from ....ir.ops.ttg import LinearLayout
+
     return TVal([x], LinearLayout((1,), (), ((0,),) * 5, ((0,),) * (lw.num_warps.bit_length() - 1)))
 
 
@@ -141,12 +147,18 @@ def lower_split(lw, op) -> None:
 
         def reg_map(c, k=k):
             return tuple(c) + (k,)
+
         local = in_registers(src, dst, thread_map, reg_map)
         if local is None:
             st = strides(src_shape)
-            local = remap_shared(lw, [(src, src_shape)], dst,
-                                 lambda c, st=st: sum(x * s for x, s in zip(tuple(c) + (0,), st)),
-                                 element_type(op.src.type), read_base=k * st[-1])
+            local = remap_shared(
+                lw,
+                [(src, src_shape)],
+                dst,
+                lambda c, st=st: sum(x * s for x, s in zip(tuple(c) + (0,), st)),
+                element_type(op.src.type),
+                read_base=k * st[-1],
+            )
         lw.set(res, local)
 
 
@@ -160,8 +172,13 @@ def lower_cat(lw, op) -> None:
     lhs, rhs = lw.get(op.lhs), lw.get(op.rhs)
     shape = op.lhs.type.shape
     dst_shape = op.result.type.shape
-    out = remap_shared(lw, [(lhs, shape), (rhs, shape)], lw.layout(op.result),
-                       lambda c: flat(c, dst_shape), _elem(op))
+    out = remap_shared(
+        lw,
+        [(lhs, shape), (rhs, shape)],
+        lw.layout(op.result),
+        lambda c: flat(c, dst_shape),
+        _elem(op),
+    )
     lw.set(op.result, out)
 
 
@@ -182,14 +199,22 @@ def lower_gather(lw, op) -> None:
 
     def weight(c):
         return sum(x * s for d, (x, s) in enumerate(zip(c, st)) if d != axis)
+
     thread = lw.thread_offset(dst, weight)
     out = []
     reg_type = src.vals[0].type
     for r, coords in enumerate(dst.all_reg_coords()):
-        index = b.sext(idx.vals[r], I32) if idx.vals[r].type.width < 32 else \
-            b.trunc(idx.vals[r], I32) if idx.vals[r].type.width > 32 else idx.vals[r]
-        offset = b.add(b.add(thread, ir.Constant(I32, weight(coords))),
-                       b.mul(index, ir.Constant(I32, st[axis])))
+        index = (
+            b.sext(idx.vals[r], I32)
+            if idx.vals[r].type.width < 32
+            else b.trunc(idx.vals[r], I32)
+            if idx.vals[r].type.width > 32
+            else idx.vals[r]
+        )
+        offset = b.add(
+            b.add(thread, ir.Constant(I32, weight(coords))),
+            b.mul(index, ir.Constant(I32, st[axis])),
+        )
         ptr = lw.smem_ptr(smem, b.mul(offset, ir.Constant(I32, nbytes)))
         out.append(_load_shared(lw, ptr, reg_type, nbytes))
     lw.set(op.result, TVal(out, dst))
@@ -197,6 +222,7 @@ def lower_gather(lw, op) -> None:
 
 def _load_shared(lw, ptr, reg_type, nbytes):
     from .exchange import _from_shared, _shared_type
+
     load = lw.builder.load(ptr, typ=_shared_type(reg_type))
     load.align = nbytes
     return _from_shared(lw, load, reg_type)
@@ -239,6 +265,7 @@ def _elem(op):
 
 def _bytes(op) -> int:
     from ..llvm_types import byte_size
+
     return byte_size(_elem(op))
 
 

@@ -60,7 +60,9 @@ def assign_shared_offsets(lw, func) -> None:
                 lw.smem_align = NVMMA_ALIGN
             lw.alloc_offsets[id(op)] = end
             size = (t.numel * byte_size(t.element) + 127) // 128 * 128
-            lw.alloc_regions.append((op, end, size))  # the resource panel's plan (nvptx/inventory.py)
+            lw.alloc_regions.append(
+                (op, end, size)
+            )  # the resource panel's plan (nvptx/inventory.py)
             end += size
             total = max(total, end)
         elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
@@ -146,8 +148,12 @@ def lower_local_load(lw, op) -> None:
     tile = lw.get(op.src)
     layout = lw.layout(op.result)
     enc = op.result.type.encoding
-    if (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, MmaEncoding)
-            and byte_size(tile.type.element) == 2 and len(tile.type.shape) == 2):
+    if (
+        isinstance(enc, DotOperandEncoding)
+        and isinstance(enc.parent, MmaEncoding)
+        and byte_size(tile.type.element) == 2
+        and len(tile.type.shape) == 2
+    ):
         return lw.set(op.result, TVal(_ldmatrix_operand(lw, tile, enc, layout), layout))
     lw.set(op.result, TVal(_load_elements(lw, tile, layout), layout))
 
@@ -168,11 +174,15 @@ def lower_async_copy(lw, op) -> None:
         ok = mask.vals[first] if isinstance(mask, TVal) else mask
         if pred is not None:
             ok = pred if ok is None else b.and_(ok, pred)
-        src_size = ir.Constant(I32, size) if ok is None else \
-            b.select(ok, ir.Constant(I32, size), ir.Constant(I32, 0))
+        src_size = (
+            ir.Constant(I32, size)
+            if ok is None
+            else b.select(ok, ir.Constant(I32, size), ir.Constant(I32, 0))
+        )
         kind = "cg" if size == 16 else "ca"
-        lw.call_intrinsic(f"llvm.nvvm.cp.async.{kind}.shared.global.{size}.s", ir.VoidType(),
-                          [dst, src, src_size])
+        lw.call_intrinsic(
+            f"llvm.nvvm.cp.async.{kind}.shared.global.{size}.s", ir.VoidType(), [dst, src, src_size]
+        )
 
 
 @lowers(ttg.AsyncCommitGroupOp)
@@ -213,15 +223,20 @@ def _swizzled(lw, t: MemDescType, row: ir.Value, col: ir.Value) -> ir.Value:
         # column blocks of one swizzled row's width, each stored whole (rows x width) in turn
         width = enc.row_elements
         rows = t.shape[1 - enc.order[0]]
-        block_start = b.mul(b.lshr(col, ir.Constant(I32, _log2(width))), ir.Constant(I32, rows * width))
+        block_start = b.mul(
+            b.lshr(col, ir.Constant(I32, _log2(width))), ir.Constant(I32, rows * width)
+        )
         col = b.and_(col, ir.Constant(I32, width - 1))
         row_len = width
-    phase = b.and_(b.lshr(row, ir.Constant(I32, _log2(enc.per_phase))),
-                   ir.Constant(I32, enc.max_phase - 1))
+    phase = b.and_(
+        b.lshr(row, ir.Constant(I32, _log2(enc.per_phase))), ir.Constant(I32, enc.max_phase - 1)
+    )
     chunk = b.xor(b.lshr(col, ir.Constant(I32, _log2(enc.vec))), phase)
     within = b.and_(col, ir.Constant(I32, enc.vec - 1))
-    index = b.add(b.mul(row, ir.Constant(I32, row_len)),
-                  b.add(b.mul(chunk, ir.Constant(I32, enc.vec)), within))
+    index = b.add(
+        b.mul(row, ir.Constant(I32, row_len)),
+        b.add(b.mul(chunk, ir.Constant(I32, enc.vec)), within),
+    )
     return index if block_start is None else b.add(block_start, index)
 
 
@@ -237,8 +252,9 @@ def _address(lw, tile: SharedTile, layout: LinearLayout, coords) -> ir.Value:
     b = lw.builder
     row_t, col_t = _thread_row_col(lw, layout, tile.type)
     row_c, col_c = _row_col(tile.type, coords)
-    index = _swizzled(lw, tile.type, b.add(row_t, ir.Constant(I32, row_c)),
-                      b.add(col_t, ir.Constant(I32, col_c)))
+    index = _swizzled(
+        lw, tile.type, b.add(row_t, ir.Constant(I32, row_c)), b.add(col_t, ir.Constant(I32, col_c))
+    )
     nbytes = byte_size(tile.type.element)
     return lw.smem_ptr(lw.shared_base(), b.add(tile.offset, b.mul(index, ir.Constant(I32, nbytes))))
 
@@ -341,7 +357,7 @@ def _ldmatrix_operand(lw, tile: SharedTile, enc: DotOperandEncoding, layout: Lin
         groups = []
         for k0 in k_tiles:
             for i in range(0, len(n_tiles), 2):
-                pair = n_tiles[i:i + 2]
+                pair = n_tiles[i : i + 2]
                 groups.append([(k0 + 8 * (j & 1), pair[j >> 1]) for j in range(2 * len(pair))])
     for group in groups:
         regs = _ldmatrix(lw, tile, layout, group, other, trans)
@@ -399,4 +415,3 @@ def _warps_only(layout: LinearLayout) -> LinearLayout:
 
 def _log2(n: int) -> int:
     return n.bit_length() - 1
-

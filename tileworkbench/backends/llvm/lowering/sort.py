@@ -83,8 +83,15 @@ def lower_sort(lw, op) -> None:
     smem, shape, _, nbytes = _sort_in_shared(lw, op, op.descending)
     st = strides(shape)
     dst = lw.layout(op.result)
-    vals = read_shared(lw, dst, lambda c: sum(x * s for x, s in zip(c, st)), 0, nbytes, smem,
-                       lw.get(op.src).vals[0].type)
+    vals = read_shared(
+        lw,
+        dst,
+        lambda c: sum(x * s for x, s in zip(c, st)),
+        0,
+        nbytes,
+        smem,
+        lw.get(op.src).vals[0].type,
+    )
     lw.set(op.result, TVal(vals, dst))
 
 
@@ -94,6 +101,13 @@ def lower_topk(lw, op) -> None:
     smem, shape, _, nbytes = _sort_in_shared(lw, op, op.largest)
     st = strides(shape)
     dst = lw.layout(op.result)
-    vals = read_shared(lw, dst, lambda c: sum(x * s for x, s in zip(c, st)), 0, nbytes, smem,
-                       lw.get(op.src).vals[0].type)
+    vals = read_shared(
+        lw,
+        dst,
+        lambda c: sum(x * s for x, s in zip(c, st)),
+        0,
+        nbytes,
+        smem,
+        lw.get(op.src).vals[0].type,
+    )
     lw.set(op.result, TVal(vals, dst))

@@ -44,8 +44,15 @@ def stmatrix_plan(lw, layout: LinearLayout, tile_type) -> list[list[tuple[int, i
         for bit, basis in enumerate(others[2:]):
             if g >> bit & 1:
                 base = [base[0] + basis[0], base[1] + basis[1]]
-        groups.append([(base[0] + (j & 1) * step_a[0] + (j >> 1) * step_b[0],
-                        base[1] + (j & 1) * step_a[1] + (j >> 1) * step_b[1]) for j in range(4)])
+        groups.append(
+            [
+                (
+                    base[0] + (j & 1) * step_a[0] + (j >> 1) * step_b[0],
+                    base[1] + (j & 1) * step_a[1] + (j >> 1) * step_b[1],
+                )
+                for j in range(4)
+            ]
+        )
     return groups
 
 
@@ -58,7 +65,9 @@ def store_with_stmatrix(lw, src, tile, groups, swizzled) -> None:
     lane, _ = lw.lane_and_warp()
     which = b.lshr(lane, ir.Constant(I32, 3))  # the matrix whose row this lane addresses
     row_in = b.and_(lane, ir.Constant(I32, 7))
-    warps = LinearLayout(layout.shape, layout.regs, tuple((0, 0) for _ in layout.lanes), layout.warps)
+    warps = LinearLayout(
+        layout.shape, layout.regs, tuple((0, 0) for _ in layout.lanes), layout.warps
+    )
     warp_row = lw.thread_offset(warps, lambda v: v[0])
     warp_col = lw.thread_offset(warps, lambda v: v[1])
     bit0 = b.and_(which, ir.Constant(I32, 1))
@@ -69,9 +78,12 @@ def store_with_stmatrix(lw, src, tile, groups, swizzled) -> None:
         col = b.add(warp_col, origin[1])
         element = swizzled(lw, tile.type, row, col)
         ptr = lw.smem_ptr(lw.shared_base(), b.add(tile.offset, b.mul(element, ir.Constant(I32, 2))))
-        words = [pack_halves(lw, src.vals[index[m]], src.vals[index[(m[0], m[1] + 1)]]) for m in group]
-        lw.call_intrinsic("llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16", ir.VoidType(),
-                          [ptr, *words])
+        words = [
+            pack_halves(lw, src.vals[index[m]], src.vals[index[(m[0], m[1] + 1)]]) for m in group
+        ]
+        lw.call_intrinsic(
+            "llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16", ir.VoidType(), [ptr, *words]
+        )
 
 
 def _linear(lw, bit0: ir.Value, bit1: ir.Value, values: list[int]) -> ir.Value:

@@ -58,9 +58,13 @@ def lower_global_scratch(lw, op) -> None:
     offsets, size = scratch_slots(lw.func)
     b = lw.entry_builder
     nctaid_x, nctaid_y = lw.sreg("nctaid.x"), lw.sreg("nctaid.y")
-    program = b.add(lw.sreg("ctaid.x"), b.mul(nctaid_x, b.add(lw.sreg("ctaid.y"),
-                                                               b.mul(nctaid_y, lw.sreg("ctaid.z")))))
-    start = b.add(b.mul(b.zext(program, I64), ir.Constant(I64, size)), ir.Constant(I64, offsets[id(op)]))
+    program = b.add(
+        lw.sreg("ctaid.x"),
+        b.mul(nctaid_x, b.add(lw.sreg("ctaid.y"), b.mul(nctaid_y, lw.sreg("ctaid.z")))),
+    )
+    start = b.add(
+        b.mul(b.zext(program, I64), ir.Constant(I64, size)), ir.Constant(I64, offsets[id(op)])
+    )
     lw.set(op.result, b.gep(lw.global_scratch, [start], source_etype=ir.IntType(8)))
 
 
@@ -80,12 +84,22 @@ def lower_tensormap_create(lw, op) -> None:
             _replace(lw, template, field, ordinal, value)
     with b.if_then(b.icmp_unsigned("<", tid, ir.Constant(I32, 32))):
         lw.call_intrinsic("llvm.nvvm.bar.warp.sync", ir.VoidType(), [ir.Constant(I32, -1)])
-        lw.asm("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu"
-               f".sync.aligned [$0], [$1], {MAP_BYTES};", "l,r", ir.VoidType(),
-               [destination, template], side_effect=True)
-        lw.asm(f"fence.proxy.tensormap::generic.acquire.gpu [$0], {MAP_BYTES};\n"
-               "cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;", "l", ir.VoidType(),
-               [destination], side_effect=True)
+        lw.asm(
+            "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu"
+            f".sync.aligned [$0], [$1], {MAP_BYTES};",
+            "l,r",
+            ir.VoidType(),
+            [destination, template],
+            side_effect=True,
+        )
+        lw.asm(
+            f"fence.proxy.tensormap::generic.acquire.gpu [$0], {MAP_BYTES};\n"
+            "cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;",
+            "l",
+            ir.VoidType(),
+            [destination],
+            side_effect=True,
+        )
     lw.barrier()  # every thread past the fences before any TMA copy uses the map
     lw.set(op.result, b.addrspacecast(destination, ir.PointerType()))
 
@@ -97,12 +111,20 @@ def _fields(lw, op) -> list[tuple[str, int | None, ir.Value | int]]:
     element_bytes = _element_bytes(op.elem_type)
     fields = [("global_address", None, b.ptrtoint(lw.get(op.base), I64)), ("rank", None, rank - 1)]
     fields += [("box_dim", i, box) for i, box in enumerate(reversed(op.box))]
-    fields += [("global_dim", i, b.trunc(lw.get(dim), I32)) for i, dim in enumerate(reversed(op.shape))]
-    fields += [("global_stride", i, b.mul(lw.get(stride), ir.Constant(I64, element_bytes)))
-               for i, stride in enumerate(reversed(op.strides))]
+    fields += [
+        ("global_dim", i, b.trunc(lw.get(dim), I32)) for i, dim in enumerate(reversed(op.shape))
+    ]
+    fields += [
+        ("global_stride", i, b.mul(lw.get(stride), ir.Constant(I64, element_bytes)))
+        for i, stride in enumerate(reversed(op.strides))
+    ]
     fields += [("element_stride", i, 1) for i in range(rank)]
-    fields += [("elemtype", None, op.elem_type), ("interleave_layout", None, 0),
-               ("swizzle_mode", None, _SWIZZLE_MODES[op.swizzle]), ("fill_mode", None, _FILL_MODES[op.fill])]
+    fields += [
+        ("elemtype", None, op.elem_type),
+        ("interleave_layout", None, 0),
+        ("swizzle_mode", None, _SWIZZLE_MODES[op.swizzle]),
+        ("fill_mode", None, _FILL_MODES[op.fill]),
+    ]
     return fields
 
 
@@ -121,5 +143,10 @@ def _replace(lw, template, field: str, ordinal: int | None, value) -> None:
         return
     width = "b64" if value.type == I64 else "b32"
     text = _REPLACE.format(field=field, width=width, ord=ord_text, value="$1")
-    lw.asm(text, "r," + ("l" if width == "b64" else "r"), ir.VoidType(), [template, value],
-           side_effect=True)
+    lw.asm(
+        text,
+        "r," + ("l" if width == "b64" else "r"),
+        ir.VoidType(),
+        [template, value],
+        side_effect=True,
+    )

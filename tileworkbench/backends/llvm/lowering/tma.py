@@ -34,8 +34,14 @@ from ....passes.tma import tma_shared_encoding
 from ..llvm_types import I1, I8, I16, I32, I64, byte_size
 from ..values import TVal
 from . import lowers
-from .shared import (TILE_ALIGN, SharedTile, _ldmatrix_operand, _load_elements, _store_tile,
-                     fence_async_shared)
+from .shared import (
+    TILE_ALIGN,
+    SharedTile,
+    _ldmatrix_operand,
+    _load_elements,
+    _store_tile,
+    fence_async_shared,
+)
 
 TENSOR_MAP_BYTES = 128
 CLUSTER_PTR = ir.PointerType(addrspace=7)  # shared::cluster, where cp.async.bulk.tensor writes
@@ -48,7 +54,9 @@ def tensor_map_param_types(func, params: list[ir.Type]) -> list[ir.Type]:
     for index, attrs in enumerate(func.arg_attrs):
         if attrs.get("tt.tensormap"):
             pointer = ir.PointerType()
-            pointer.pointee = ir.ArrayType(I8, TENSOR_MAP_BYTES)  # what llvmlite prints in byval(...)
+            pointer.pointee = ir.ArrayType(
+                I8, TENSOR_MAP_BYTES
+            )  # what llvmlite prints in byval(...)
             out[index] = pointer
     return out
 
@@ -107,7 +115,9 @@ def _align_up(lw) -> ir.Value:
     if key not in lw._cache:
         b = lw.entry_builder
         address = b.ptrtoint(lw.shared_base(), I32)
-        lw._cache[key] = b.and_(b.sub(ir.Constant(I32, 0), address), ir.Constant(I32, TILE_ALIGN - 1))
+        lw._cache[key] = b.and_(
+            b.sub(ir.Constant(I32, 0), address), ir.Constant(I32, TILE_ALIGN - 1)
+        )
     return lw._cache[key]
 
 
@@ -166,23 +176,40 @@ def _issue(lw, op, offset: ir.Value, mbar: ir.Value, block: tuple[int, ...], ele
     `offset`, one box per column block."""
     b = lw.builder
     x, *outer = _coordinates(lw, op)
-    lw.call_intrinsic("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", I64,
-                      [mbar, ir.Constant(I32, block[0] * block[1] * byte_size(element))])
+    lw.call_intrinsic(
+        "llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta",
+        I64,
+        [mbar, ir.Constant(I32, block[0] * block[1] * byte_size(element))],
+    )
     for column, byte_offset in box_copies(block, element):
         dst = lw.smem_ptr(lw.shared_base(), b.add(offset, ir.Constant(I32, byte_offset)))
         coords = [b.add(x, ir.Constant(I32, column)), *outer]
-        lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", ir.VoidType(),
-                          [b.addrspacecast(dst, CLUSTER_PTR), mbar, lw.get(op.desc), *coords,
-                           ir.Constant(I16, 0), ir.Constant(I64, 0), ir.Constant(I1, 0),
-                           ir.Constant(I1, 0), ir.Constant(I32, 0)])
+        lw.call_intrinsic(
+            f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d",
+            ir.VoidType(),
+            [
+                b.addrspacecast(dst, CLUSTER_PTR),
+                mbar,
+                lw.get(op.desc),
+                *coords,
+                ir.Constant(I16, 0),
+                ir.Constant(I64, 0),
+                ir.Constant(I1, 0),
+                ir.Constant(I1, 0),
+                ir.Constant(I32, 0),
+            ],
+        )
 
 
 def _read(lw, tile: SharedTile, result) -> None:
     """The tile into `result`'s layout: `ldmatrix` for a 16-bit mma operand, else shared loads."""
     layout = lw.layout(result)
     enc = result.type.encoding
-    if (isinstance(enc, DotOperandEncoding) and isinstance(enc.parent, MmaEncoding)
-            and byte_size(result.type.element) == 2):
+    if (
+        isinstance(enc, DotOperandEncoding)
+        and isinstance(enc.parent, MmaEncoding)
+        and byte_size(result.type.element) == 2
+    ):
         return lw.set(result, TVal(_ldmatrix_operand(lw, tile, enc, layout), layout))
     lw.set(result, TVal(_load_elements(lw, tile, layout), layout))
 
@@ -194,8 +221,9 @@ def _wait(lw, mbar: ir.Value, parity: ir.Value) -> None:
     done = lw.function.append_basic_block("tma_ready")
     b.branch(spin)
     b.position_at_end(spin)
-    ok = lw.call_intrinsic("llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", I1,
-                           [mbar, parity])
+    ok = lw.call_intrinsic(
+        "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta", I1, [mbar, parity]
+    )
     b.cbranch(ok, done, spin)
     b.position_at_end(done)
 
@@ -237,13 +265,16 @@ def lower_tma_store(lw, op) -> None:
         for column, byte_offset in box_copies(tuple(t.shape), t.element):
             src = lw.smem_ptr(lw.shared_base(), b.add(tile.offset, ir.Constant(I32, byte_offset)))
             coords = [b.add(x, ir.Constant(I32, column)), *outer]
-            lw.call_intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d",
-                              ir.VoidType(), [src, lw.get(op.desc), *coords, ir.Constant(I64, 0),
-                                              ir.Constant(I1, 0)])
+            lw.call_intrinsic(
+                f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d",
+                ir.VoidType(),
+                [src, lw.get(op.desc), *coords, ir.Constant(I64, 0), ir.Constant(I1, 0)],
+            )
         lw.call_intrinsic("llvm.nvvm.cp.async.bulk.commit.group", ir.VoidType(), [])
         # the tile may be reused once the engine has read it (the next use's barrier waits for us)
-        lw.call_intrinsic("llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(),
-                          [ir.Constant(I32, 0)])
+        lw.call_intrinsic(
+            "llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(), [ir.Constant(I32, 0)]
+        )
 
 
 # -- the ring of a pipelined loop (passes/tma_pipeline.py) ----------------------------------------------
@@ -268,12 +299,16 @@ def lower_tma_ring(lw, op) -> None:
     mbarriers = lw.private_shared_memory(8 * t.shape[0])
     if not hasattr(lw, "tma_mbarriers"):
         lw.tma_mbarriers = []
-    lw.tma_mbarriers += [lw.entry_builder.gep(mbarriers, [ir.Constant(I32, 8 * s)], source_etype=I8)
-                         for s in range(t.shape[0])]
+    lw.tma_mbarriers += [
+        lw.entry_builder.gep(mbarriers, [ir.Constant(I32, 8 * s)], source_etype=I8)
+        for s in range(t.shape[0])
+    ]
     phases = lw.entry_builder.alloca(I32)
     lw.entry_builder.store(ir.Constant(I32, 0), phases)
-    lw.set(op.result, _Ring(SharedTile(offset, slot), mbarriers, phases,
-                            slot.numel * byte_size(t.element)))
+    lw.set(
+        op.result,
+        _Ring(SharedTile(offset, slot), mbarriers, phases, slot.numel * byte_size(t.element)),
+    )
 
 
 def _slot(lw, ring: _Ring, slot: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -318,8 +353,11 @@ def _wait_slot(lw, op) -> ir.Value:
 def lower_tma_wait_read(lw, op) -> None:
     offset = _wait_slot(lw, op)
     t = op.result.type
-    view = MemDescType(tuple(t.shape), t.element, tma_shared_encoding(
-        _swizzle_of(op.ring.type), byte_size(t.element), op.trans))
+    view = MemDescType(
+        tuple(t.shape),
+        t.element,
+        tma_shared_encoding(_swizzle_of(op.ring.type), byte_size(t.element), op.trans),
+    )
     _read(lw, SharedTile(offset, view), op.result)
 
 

@@ -67,8 +67,17 @@ def descriptor_terms(t: MemDescType, op_idx: int) -> DescriptorTerms:
     elem_bytes = enc.element_bits // 8
     width = enc.row_elements
     if mn_major:
-        return DescriptorTerms(rows * sw // width, rows * sw, 8 * sw, SWIZZLE_MODE[sw], True, width,
-                               rows, elem_bytes, sw)
+        return DescriptorTerms(
+            rows * sw // width,
+            rows * sw,
+            8 * sw,
+            SWIZZLE_MODE[sw],
+            True,
+            width,
+            rows,
+            elem_bytes,
+            sw,
+        )
     return DescriptorTerms(sw, 16, 8 * sw, SWIZZLE_MODE[sw], False, width, rows, elem_bytes, sw)
 
 
@@ -86,8 +95,12 @@ def _group_origin(lw, layout: LinearLayout, dim: int) -> ir.Value:
 def _group_origin_from_tid(lw, layout: LinearLayout, dim: int) -> ir.Value:
     """The same offset from tid.x (the probe's comparison)."""
     zero = tuple([0] * len(layout.shape))
-    groups = LinearLayout(layout.shape, layout.regs, tuple(zero for _ in layout.lanes),
-                          (zero, zero) + tuple(layout.warps[2:]))
+    groups = LinearLayout(
+        layout.shape,
+        layout.regs,
+        tuple(zero for _ in layout.lanes),
+        (zero, zero) + tuple(layout.warps[2:]),
+    )
     return lw.thread_offset(groups, lambda v: v[dim])
 
 
@@ -141,8 +154,10 @@ def lower_warp_group_dot(lw, op) -> None:
         acc = fenced
     for k0 in range(0, op.a.type.shape[1], instr_k):
         for m0, n0 in origins:
-            slots = [regs[(m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))]
-                     for i in range(instr_n // 2)]
+            slots = [
+                regs[(m0 + 8 * ((i >> 1) & 1), n0 + 8 * (i >> 2) + (i & 1))]
+                for i in range(instr_n // 2)
+            ]
             if a_in_registers:
                 a_operand = a_regs[(m0, k0)]
             else:
@@ -164,9 +179,12 @@ def _a_fragments(lw, a: TVal, origins: list, k: int, instr_k: int) -> dict:
     for m0 in sorted({m for m, _ in origins}):
         for k0 in range(0, k, instr_k):
             frags[(m0, k0)] = [
-                pack_halves(lw, *[a.vals[index[(m0 + 8 * (j & 1), k0 + 8 * (j >> 1) + e)]]
-                                  for e in range(2)])
-                for j in range(4)]
+                pack_halves(
+                    lw,
+                    *[a.vals[index[(m0 + 8 * (j & 1), k0 + 8 * (j >> 1) + e)]] for e in range(2)],
+                )
+                for j in range(4)
+            ]
     return frags
 
 
@@ -182,8 +200,13 @@ def _fence(lw, a_regs: dict, acc: list = ()) -> tuple[dict, list]:
     count = len(values)
     kinds = ["r" if v.type == I32 else "f" if v.type == F32 else "h" for v in values]
     constraints = ",".join([f"={k}" for k in kinds] + [str(i) for i in range(count)])
-    out = lw.asm("wgmma.fence.sync.aligned;", constraints,
-                 ir.LiteralStructType([v.type for v in values]), values, side_effect=True)
+    out = lw.asm(
+        "wgmma.fence.sync.aligned;",
+        constraints,
+        ir.LiteralStructType([v.type for v in values]),
+        values,
+        side_effect=True,
+    )
     flat = iter(lw.builder.extract_value(out, i) for i in range(count))
     fenced = {key: [next(flat) for _ in frag] for key, frag in a_regs.items()}
     return fenced, [next(flat) for _ in acc]
@@ -200,8 +223,10 @@ def _instruction(n: int, k: int, acc: str, ab: str, trans_a: bool | None, trans_
         b_at = count + 4
     else:
         a_text, b_at = f"${count}", count + 1
-    text = (f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{ab}.{ab} {{{regs}}}, {a_text}, "
-            f"${b_at}, ${b_at + 1}")
+    text = (
+        f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{ab}.{ab} {{{regs}}}, {a_text}, "
+        f"${b_at}, ${b_at + 1}"
+    )
     if trans_a is None:
         return text + f", 1, 1, {int(trans_b)};"
     if ab in ("f16", "bf16"):
@@ -218,11 +243,13 @@ def _issue(lw, text: str, acc_type: str, values: list, a_operand: list, b_desc) 
     reg = "f" if acc_type == "f32" else "r"
     count = len(regs)
     a_constraints = ["r"] * 4 if len(a_operand) == 4 else ["l"]
-    constraints = ",".join([f"={reg}"] * count + a_constraints + ["l", "b"]
-                           + [str(i) for i in range(count)])
+    constraints = ",".join(
+        [f"={reg}"] * count + a_constraints + ["l", "b"] + [str(i) for i in range(count)]
+    )
     ret = ir.LiteralStructType([regs[0].type] * count)
-    out = lw.asm(text, constraints, ret, [*a_operand, b_desc, ir.Constant(I1, 1), *regs],
-                 side_effect=True)
+    out = lw.asm(
+        text, constraints, ret, [*a_operand, b_desc, ir.Constant(I1, 1), *regs], side_effect=True
+    )
     words = [b.extract_value(out, i) for i in range(count)]
     return [h for w in words for h in unpack_halves(lw, w, F16)] if packed else words
 
@@ -246,10 +273,13 @@ def lower_warp_group_dot_wait(lw, op) -> None:
         packed = values[0].type == F16
         groups.append((_pack_halves(lw, values) if packed else values, packed))
     regs = [r for group, _ in groups for r in group]
-    constraints = ",".join([f"={_register_class(r)}" for r in regs] + [str(i) for i in range(len(regs))])
+    constraints = ",".join(
+        [f"={_register_class(r)}" for r in regs] + [str(i) for i in range(len(regs))]
+    )
     ret = ir.LiteralStructType([r.type for r in regs])
-    result = lw.asm(f"wgmma.wait_group.sync.aligned {op.pendings};", constraints, ret, regs,
-                    side_effect=True)
+    result = lw.asm(
+        f"wgmma.wait_group.sync.aligned {op.pendings};", constraints, ret, regs, side_effect=True
+    )
     out = iter([lw.builder.extract_value(result, i) for i in range(len(regs))])
     for wait, acc, (group, packed) in zip(waits, accs, groups):
         values = [next(out) for _ in group]
@@ -263,9 +293,12 @@ def waits_lowered_with(op) -> list:
     takes them too."""
     ops = op.parent.ops
     found = []
-    for after in ops[ops.index(op) + 1:]:
-        if not (isinstance(after, WarpGroupDotWaitOp) and after.pendings == op.pendings
-                and all(after.acc is not w.result for w in [op] + found)):
+    for after in ops[ops.index(op) + 1 :]:
+        if not (
+            isinstance(after, WarpGroupDotWaitOp)
+            and after.pendings == op.pendings
+            and all(after.acc is not w.result for w in [op] + found)
+        ):
             break
         found.append(after)
     return found

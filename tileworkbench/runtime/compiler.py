@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import inspect
 import json
 import math
 import threading
@@ -365,7 +366,12 @@ def _parse_signature(fn: Callable, signature) -> list[ArgSpec]:
         return list(signature)
     if isinstance(signature, str):
         signature = dict(item.split("=", 1) for item in signature.split(",") if item.strip())
-    return [parse_arg(name.strip(), text) for name, text in signature.items()]
+    specs = [parse_arg(name.strip(), text) for name, text in signature.items()]
+    # bound by name: a signature in another order than the parameters means the same kernel (in
+    # the given order its types went to the wrong parameters); unknown names go last, for the
+    # frontend's error that names them
+    order = {name: i for i, name in enumerate(inspect.signature(fn).parameters)}
+    return sorted(specs, key=lambda spec: order.get(spec.name, len(order)))
 
 
 def compile(

@@ -2,13 +2,12 @@
 `tensor_descriptor` (IR values for base, shape and strides; a constant block shape) around a
 target-neutral `tt.make_tensor_descriptor`, and its `load` / `store` become `tt.descriptor_load` /
 `tt.descriptor_store`. Whether they copy by TMA or through masked pointer tiles is decided later,
-by the target (passes/descriptors.py). `atomic_add` and block pointers lower to pointer tiles here:
-positions outside the shape read as the padding value and are never written.
+by the target (passes/descriptors.py). `atomic_add` and block pointers lower to pointer tiles here,
+built as that pass builds them (passes/block_tiles.py): positions outside the shape read as the
+padding value and are never written.
 """
 
 from __future__ import annotations
-
-import ast
 
 from ..errors import TileTypeError
 from ..ir.ops import tt
@@ -16,6 +15,7 @@ from ..ir.types import TensorDescType
 from ..language import core
 from ..language.core import tensor
 from ..language.descriptor import block_pointer, tensor_descriptor
+from ..passes.block_tiles import block_tile
 from .calls import BUILTIN_IMPLS, check_shape, impl
 from .semantics import unwrap
 
@@ -111,40 +111,33 @@ def _checked_offsets(cg, desc, offsets) -> list:
 def _block_pointers(cg, desc: tensor_descriptor, offsets) -> tuple[tensor, tensor]:
     """The tile of pointers of a descriptor's block at `offsets`, and its in-bounds mask."""
     offsets = _checked_offsets(cg, desc, offsets)
-    return _block_tile(
-        cg,
-        desc.base,
-        desc.shape,
-        desc.strides,
-        offsets,
-        desc.block_shape,
-        range(len(desc.block_shape)),
-    )
+    return _block_tile(cg, desc.base, desc.shape, desc.strides, offsets, desc.block_shape)
 
 
 def _block_tile(
-    cg, base, shape, strides, offsets, block_shape, checked
+    cg, base, shape, strides, offsets, block_shape, checked=None
 ) -> tuple[tensor, tensor | None]:
     """Pointers to the block of `block_shape` at `offsets`, and the mask of positions inside `shape`
-    along the `checked` axes (None when no axis is checked).
+    along the `checked` axes (all when None; the mask is None when no axis is checked), built by
+    the descriptor pass's builder (passes/block_tiles.py) so the two cannot drift apart."""
+    pointers, mask = block_tile(
+        cg.sem.builder,
+        base.handle,
+        [_index(v) for v in shape],
+        [_index(v) for v in strides],
+        [_index(v) for v in offsets],
+        tuple(block_shape),
+        checked,
+    )
+    pointers = tensor(pointers, core.block_type(base.dtype, tuple(block_shape)))
+    return pointers, None if mask is None else tensor(
+        mask, core.block_type(core.int1, tuple(block_shape))
+    )
 
-    Positions are int64, so that large tensors do not wrap (TMA addresses in 64 bits)."""
-    rank = len(block_shape)
-    pointers, mask = base, None
-    for axis, (offset, size) in enumerate(zip(offsets, block_shape)):
-        position = cg.call_builtin("arange", [0, size], {})
-        for other in range(rank):  # shape (1, .., size, .., 1) with the size at `axis`
-            if other != axis:
-                position = cg.sem.expand_dims(position, other)
-        position = cg.binary(ast.Add, cg.sem.cast(position, core.int64), offset)
-        if axis in checked:
-            lower = cg.compare(ast.GtE, position, 0)
-            inside = cg.sem.logical("and", lower, cg.compare(ast.Lt, position, shape[axis]))
-            mask = inside if mask is None else cg.sem.logical("and", mask, inside)
-        pointers = cg.binary(ast.Add, pointers, cg.binary(ast.Mult, position, strides[axis]))
-    block_shape = tuple(block_shape)
-    mask = None if mask is None else cg.sem.broadcast_to(mask, block_shape)
-    return cg.sem.broadcast_to(pointers, block_shape), mask
+
+def _index(value):
+    """A shape, stride or offset as the builder takes it: a Python int, or a scalar's IR value."""
+    return value.handle if isinstance(value, tensor) else value
 
 
 @impl("descriptor_load")

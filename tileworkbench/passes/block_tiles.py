@@ -1,41 +1,46 @@
-"""The pointer form of a descriptor block: the tile of pointers to the block at some offsets and
-its in-bounds mask, built as Tile IR ops. The descriptor pass (descriptors.py) writes descriptor
-loads and stores that do not take TMA this way, op for op as the frontend once wrote them (int64
-positions, so large tensors do not wrap), so the IR after cleanup is what it always was.
+"""The pointer form of a block of a strided tensor: the tile of pointers to the block at some
+offsets and its in-bounds mask, built as Tile IR ops (int64 positions, so large tensors do not
+wrap). The one builder of it: the descriptor pass (descriptors.py) writes descriptor loads and
+stores that do not take TMA this way, and the frontend its block pointers (`tl.make_block_ptr`)
+and descriptor atomics (frontend/descriptors.py).
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection, Sequence
 
 from ..ir.builder import Builder
 from ..ir.ops import arith, tt
 from ..ir.types import PointerType, ScalarType, TensorType, f32, i1, i32, i64
 from ..ir.values import Value
 
-BlockTile = tuple[Value, Value]  # (pointers, mask), both of the block's shape
+BlockTile = tuple[Value, Value | None]  # (pointers, mask), both of the block's shape
+Index = Value | int  # a scalar integer Value, or a Python int made a constant where it is used
 
 
 def block_tile(
     builder: Builder,
     base: Value,
-    shape: list[Value],
-    strides: list[Value],
-    offsets: list[Value],
+    shape: Sequence[Index],
+    strides: Sequence[Index],
+    offsets: Sequence[Index],
     block_shape: tuple[int, ...],
+    checked: Collection[int] | None = None,
 ) -> BlockTile:
-    """Pointers to the block of `block_shape` at `offsets` in the tensor at `base` (`strides`:
-    every dimension's but the innermost, which is 1), and the mask of positions inside `shape`."""
+    """Pointers to the block of `block_shape` at `offsets` in the tensor at `base` (`strides`: one
+    per dimension), and the mask of positions inside `shape` along the `checked` axes (all when
+    None; the mask is None when no axis is checked)."""
     rank = len(block_shape)
-    strides = [*strides, builder.value(arith.ConstantOp, i32, value=1)]
     pointers, mask = base, None
     for axis, (offset, size) in enumerate(zip(offsets, block_shape)):
         position = _position(builder, axis, size, rank)
         position = _binary(builder, arith.AddIOp, position, offset)
-        zero = builder.value(arith.ConstantOp, i32, value=0)
-        lower = _compare(builder, "sge", position, zero)
-        inside = _binary(
-            builder, arith.AndIOp, lower, _compare(builder, "slt", position, shape[axis])
-        )
-        mask = inside if mask is None else _binary(builder, arith.AndIOp, mask, inside)
+        if checked is None or axis in checked:
+            lower = _compare(builder, "sge", position, 0)
+            inside = _binary(
+                builder, arith.AndIOp, lower, _compare(builder, "slt", position, shape[axis])
+            )
+            mask = inside if mask is None else _binary(builder, arith.AndIOp, mask, inside)
         pointers = _add_pointer(
             builder, pointers, _binary(builder, arith.MulIOp, position, strides[axis])
         )
@@ -80,23 +85,28 @@ def _like(shape, element) -> TensorType:
     return TensorType(tuple(shape), element)
 
 
-def _as_i64_tile(builder: Builder, value: Value, shape) -> Value:
-    """A scalar integer widened to int64 and splatted to `shape` (the frontend's promotion)."""
+def _as_i64_tile(builder: Builder, value: Index, shape) -> Value:
+    """A scalar integer widened to int64 and splatted to `shape` (the frontend's promotion; a
+    Python int is first its constant, int32 where it fits)."""
+    if isinstance(value, int):
+        small = -(2**31) <= value < 2**31
+        value = builder.value(arith.ConstantOp, i32 if small else i64, value=value)
     if value.type != i64:
-        ext = arith.ExtUIOp if value.type.name.startswith("u") else arith.ExtSIOp
+        unsigned = value.type.name.startswith("u") or value.type == i1
+        ext = arith.ExtUIOp if unsigned else arith.ExtSIOp
         value = builder.value(ext, i64, operand=value)
     return builder.value(tt.SplatOp, _like(shape, i64), operand=value)
 
 
-def _binary(builder: Builder, cls, lhs: Value, rhs: Value) -> Value:
+def _binary(builder: Builder, cls, lhs: Value, rhs: Index) -> Value:
     """`lhs <op> rhs` with a scalar right side splatted and unequal shapes broadcast."""
-    if not isinstance(rhs.type, TensorType):
+    if isinstance(rhs, int) or not isinstance(rhs.type, TensorType):
         rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
     lhs, rhs = _broadcast_pair(builder, lhs, rhs)
     return builder.value(cls, lhs.type, lhs=lhs, rhs=rhs)
 
 
-def _compare(builder: Builder, predicate: str, lhs: Value, rhs: Value) -> Value:
+def _compare(builder: Builder, predicate: str, lhs: Value, rhs: Index) -> Value:
     rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
     return builder.value(
         arith.CmpIOp, _like(lhs.type.shape, i1), predicate=predicate, lhs=lhs, rhs=rhs

@@ -246,8 +246,9 @@ def _pointer_access(func: tt.FuncOp, op: Op, make: tt.MakeTensorDescOp) -> None:
     builder = Builder(loc=op.loc)
     first = _conversions_before(op) if isinstance(op, tt.DescriptorStoreOp) else op
     with builder.before_op(first):
+        one = builder.value(arith.ConstantOp, i32, value=1)  # the innermost stride
         pointers, mask = block_tile(
-            builder, make.base, make.shape, make.strides, op.offsets, block.shape
+            builder, make.base, make.shape, [*make.strides, one], op.offsets, block.shape
         )
     with builder.before_op(op):
         if isinstance(op, tt.DescriptorLoadOp):

@@ -210,7 +210,10 @@ class DescriptorStoreOp(Op, name="tt.descriptor_store"):
     """Writes `value` (a tile of the block type) as the block at `offsets`; positions outside the
     tensor's shape are not written. `converts`: how many ops right before it made `value` of the
     block type (the frontend's cast and broadcast): a pointer form builds its tile before them, in
-    the order `tl.store` has."""
+    the order `tl.store` has. Without the count a pass cannot tell those from a `.to()` of the
+    user's right before the store, and a tile built just before the store changes the PTX (a
+    converted f16 store on sm_80, the cpu target); it goes when the conversion itself moves into
+    the descriptor pass."""
 
     desc: Value = operand()
     value: Value = operand()

@@ -436,14 +436,20 @@ def _lower_atomic(lw, op, one) -> None:
         return
     layout = ptr.layout
     owner = lw.owner_predicate(layout)
+    # every lane taken once, here: each atomic below opens blocks, and a value held as one vector
+    # (the cpu target) gives its lanes per block, so reading them in the loop extracted every lane
+    # again per lane (quadratic: a 32x32 block's compile ran out of memory)
+    ptrs = ptr.vals
+    masks = mask.vals if isinstance(mask, TVal) else None
+    lanes = [v.vals if isinstance(v, TVal) else None for v in others]
     out = []
     for r in range(layout.num_regs):
         pred = owner
         if mask is not None:
-            pred = b.and_(pred, mask.vals[r] if isinstance(mask, TVal) else mask)
-        args = [v.vals[r] if isinstance(v, TVal) else v for v in others]
-        pred = check_access(lw, op, "atomic", ptr.vals[r], pred)
-        out.append(one(lw, op, ptr.vals[r], *args, pred, t))
+            pred = b.and_(pred, masks[r] if masks is not None else mask)
+        args = [v if lane is None else lane[r] for v, lane in zip(others, lanes)]
+        pred = check_access(lw, op, "atomic", ptrs[r], pred)
+        out.append(one(lw, op, ptrs[r], *args, pred, t))
     result = TVal(out, layout)
     if has_copies(layout) and lw.users.get(id(op.result)):
         result = _share_owned(lw, result, op)

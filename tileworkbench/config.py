@@ -16,6 +16,18 @@ def _flag_on(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in ("0", "false", "no", "off")
 
 
+def _switch(name: str) -> bool | None:
+    """On (1, true, yes, on), off (0, false, no, off), or unset: None, the setting's own choice."""
+    text = os.environ.get(name, "").strip().lower()
+    if not text:
+        return None
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be 1 or 0 (on or off), got {text!r}")
+
+
 def _count(name: str, default: int | None) -> int | None:
     """A non-negative integer setting; unset or empty gives `default`."""
     text = os.environ.get(name, "").strip()
@@ -56,8 +68,10 @@ class Config:
     process; runtime/parallel_compile.py);
     `TILEWORKBENCH_COMPILE_START` is how compile processes start: "forkserver" (default: forked by a
     server that preloaded the compiler) or "spawn" (runtime/compile_pool.py);
-    `TILEWORKBENCH_COMPILE_PRESTART=1` starts them when `tw.autotune` decorates a kernel, not when
-    its first tune begins;
+    `TILEWORKBENCH_COMPILE_PRESTART` starts their forkserver (its preload: the compiler, torch,
+    a warm-up compile, ~4 s on the H100 host) when `tw.autotune` decorates a kernel, so it is
+    ready by the first tune: unset, on hosts of 8 cores or more, for kernels that workers can
+    import; 1 always, 0 never (the first tune then starts it);
     `TILEWORKBENCH_AUTOTUNE_SCREEN=0` times every config in full; by default a tune whose configs
     compile in workers screens each config with a short timing as it is built and times only the
     finalists in full (runtime/screening.py);
@@ -101,7 +115,9 @@ class Config:
     compile_start: str | None = field(
         default_factory=lambda: os.environ.get("TILEWORKBENCH_COMPILE_START") or None
     )
-    compile_prestart: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_COMPILE_PRESTART"))
+    compile_prestart: bool | None = field(
+        default_factory=lambda: _switch("TILEWORKBENCH_COMPILE_PRESTART")
+    )
     autotune_screen: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_AUTOTUNE_SCREEN"))
     autotune_finalists: int = field(
         default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_FINALISTS", 3)

@@ -291,3 +291,19 @@ def test_worker_count_setting(monkeypatch):
 
     with pytest.raises(ValueError, match="TILEWORKBENCH_COMPILE_WORKERS must be"):
         Config()
+
+
+def test_while_the_pool_starts_one_lane_takes_every_config_and_several_lanes_half(monkeypatch):
+    """One GPU times configs one at a time, so this process compiles each as its GPU takes it
+    until the workers are up (here never); several GPUs take configs as fast as they come, so
+    they get half and the workers keep the rest."""
+    started = []
+    monkeypatch.setattr(compile_pool, "ready", lambda workers: False)
+    monkeypatch.setattr(compile_pool, "prestart", lambda workers, target: started.append(workers))
+    jobs = _jobs(6)
+    for lanes, taken in ((1, 6), (2, 3)):
+        left = dict(jobs)
+        handed = list(parallel_compile._while_starting(left, 4, "cpu", lanes))
+        assert [b.label for b in handed] == list(jobs)[:taken] and len(left) == 6 - taken
+        assert all(b.fallback and b.where == "this process" for b in handed)
+    assert started == [4, 4]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -247,6 +248,7 @@ def test_a_reused_worker_fills_a_new_cache_folder(monkeypatch, tmp_path):
     from tileworkbench.runtime.cache import KernelCache
 
     try:
+        compile_pool.pool(1, target="cpu")  # up first: else this process builds it itself
         for folder in ("one", "two"):
             monkeypatch.setattr(settings, "cache_dir", tmp_path / folder)
             built = list(parallel_compile.build({"0": _job("cpu")}, workers=1))
@@ -265,6 +267,7 @@ def test_workers_file_entries_under_the_parents_compiler_fingerprint(monkeypatch
     monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
     monkeypatch.setattr(compiler, "_COMPILER_HASH", "0" * 64)  # as if read before an edit
     try:
+        compile_pool.pool(1, target="cpu")  # up first: else this process builds it itself
         built = list(parallel_compile.build({"0": _job("cpu")}, workers=1))
         assert built[0].error is None and built[0].fallback is None, built
         x = np.zeros((3, 50), np.float32)
@@ -280,18 +283,42 @@ def test_workers_file_entries_under_the_parents_compiler_fingerprint(monkeypatch
         compile_pool.shutdown()
 
 
-def test_the_prestart_setting_starts_workers_when_autotune_decorates(monkeypatch):
+def test_the_prestart_setting_preloads_the_forkserver_when_autotune_decorates(monkeypatch):
+    """Decorating starts the forkserver and waits for its preload on a background thread, no
+    worker yet; the first tune's pool then forks from it at once."""
+    from multiprocessing import forkserver
+
     monkeypatch.setattr(settings, "compile_prestart", True)
     monkeypatch.setattr(settings, "compile_workers", 2)
     monkeypatch.setattr(settings, "target", "cpu")
     monkeypatch.setattr(settings, "interpret", False)
-    compile_pool.shutdown()
+    compile_pool.shutdown(forkserver=True)
     try:
         tw.autotune(configs=CONFIGS, key=["n_cols"])(scaled_sum)
         starting = [thread for thread in compile_pool._STARTING if thread.is_alive()]
-        assert starting or compile_pool.ready(2)  # started on a background thread
+        assert starting, "decorating started nothing"
         for thread in starting:
             thread.join(timeout=300)
-        assert compile_pool.ready(2) and compile_pool.info()["workers"] == 2
+        assert compile_pool._server_running(forkserver) and compile_pool.info() == {}
+        begin = time.perf_counter()
+        compile_pool.pool(2, target="cpu")
+        assert compile_pool.ready(2) and time.perf_counter() - begin < 2.0  # forked, not preloaded
     finally:
-        compile_pool.shutdown()
+        compile_pool.shutdown(forkserver=True)
+
+
+def test_no_prestart_when_off_or_for_a_kernel_workers_cannot_import(monkeypatch):
+    monkeypatch.setattr(settings, "compile_workers", 2)
+    monkeypatch.setattr(settings, "target", "cpu")
+    monkeypatch.setattr(settings, "interpret", False)
+    compile_pool.shutdown(forkserver=True)
+
+    @tw.jit
+    def local_kernel(x_ptr, n, BLOCK: tl.constexpr):  # defined in a function: not importable
+        tl.store(x_ptr + tl.arange(0, BLOCK), 1.0, mask=tl.arange(0, BLOCK) < n)
+
+    for setting, kernel, key in ((False, scaled_sum, "n_cols"), (True, local_kernel, "n")):
+        monkeypatch.setattr(settings, "compile_prestart", setting)
+        before = list(compile_pool._STARTING)
+        tw.autotune(configs=CONFIGS, key=[key])(kernel)
+        assert compile_pool._STARTING == before, (setting, kernel)

@@ -19,6 +19,7 @@ the tuner is the sequential one: compile, time in full, next.
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -266,7 +267,7 @@ class Autotuner(KernelInterface):
         screen = self._screens(configs)
         phase = "screen" if screen else "full"
         with record.paused():  # the workbench records the real launch, not the timing runs
-            built = self._built(args, named_args, grid, kwargs, configs)
+            built = self._built(args, named_args, grid, kwargs, configs, len(lanes))
             done = parallel_compile.time_on_lanes(
                 ((config, item, phase) for config, item in built), lanes, _handed_back
             )
@@ -360,7 +361,9 @@ class Autotuner(KernelInterface):
             result.update(ms=final["ms"], bench_s=final["bench_s"])
             result["where"]["timed"] = lane
 
-    def _built(self, args: tuple, named_args: dict[str, Any], grid, kwargs, configs: list[Config]):
+    def _built(
+        self, args: tuple, named_args: dict[str, Any], grid, kwargs, configs: list[Config], lanes=1
+    ):
         """(config, parallel_compile.Built) as each config is compiled: in worker processes (or
         `executor`'s workers) where they can take it, else one after another in this process."""
         jobs = self._jobs(args, named_args, kwargs, configs)
@@ -370,7 +373,7 @@ class Autotuner(KernelInterface):
             return
         by_label = {str(i): config for i, config in enumerate(configs)}
         labelled = {str(i): jobs[config] for i, config in enumerate(configs)}
-        for built in parallel_compile.build(labelled, self.executor):
+        for built in parallel_compile.build(labelled, self.executor, lanes=lanes):
             config = by_label[built.label]
             if built.error is not None:  # the config's own failure, as a sequential tune reports it
                 built.error = _WorkerError(built.error)
@@ -582,11 +585,7 @@ def autotune(
     """
 
     def decorator(fn) -> Autotuner:
-        if settings.compile_prestart and executor is None:
-            from tileworkbench.runtime import compile_pool
-
-            compile_pool.prestart(target=_default_target)
-        return Autotuner(
+        tuner = Autotuner(
             fn,
             _arg_names(fn),
             configs,
@@ -599,6 +598,11 @@ def autotune(
             do_bench,
             executor,
         )
+        if executor is None and len(configs) > 1 and _prestarts(fn):
+            from tileworkbench.runtime import compile_pool
+
+            compile_pool.prestart_server(target=_default_target)
+        return tuner
 
     return decorator
 
@@ -610,6 +614,26 @@ def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[
         return Heuristics(fn, _arg_names(fn), values)
 
     return decorator
+
+
+def _prestarts(fn) -> bool:
+    """Whether decorating `fn` starts the compile workers' forkserver (config.compile_prestart:
+    unset, on hosts of 8 cores or more): never in a compile worker or another engine's worker
+    process, nor where workers would not be used (one worker, a kernel they cannot import)."""
+    import multiprocessing
+
+    wanted = settings.compile_prestart
+    if wanted is None:
+        wanted = (os.cpu_count() or 1) >= _PRESTART_CORES
+    return (
+        wanted
+        and multiprocessing.current_process().name == "MainProcess"
+        and parallel_compile.worker_count(_PRESTART_CORES) > 1
+        and parallel_compile.may_ship(fn)
+    )
+
+
+_PRESTART_CORES = 8
 
 
 def _default_target() -> str | None:

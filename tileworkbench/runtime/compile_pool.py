@@ -7,10 +7,12 @@ compile costs in the parent, where a spawned worker would first pay its imports 
 on the H100 host). A fork from the forkserver, never from the parent: the parent may have
 initialised CUDA. `TILEWORKBENCH_COMPILE_START=spawn` goes back to spawned workers.
 
-`prestart()` starts the pool on a background thread (a tune calls it as it begins; with
-`TILEWORKBENCH_COMPILE_PRESTART=1`, `tw.autotune` calls it when it decorates a kernel), and `pool()`
-waits for a start under way. `ready()` says whether the pool is up without waiting, so a tune can
-compile configs itself while the workers start.
+`prestart_server()` starts the forkserver and its preload on a background thread: `tw.autotune`
+calls it when it decorates a kernel (config.compile_prestart: by default on hosts of 8 cores or
+more), so the preload's seconds pass while the script makes its inputs. `prestart()` starts the
+pool itself on a background thread (a tune calls it as it begins), and `pool()` waits for a start
+under way. `ready()` says whether the pool is up without waiting, so a tune can compile configs
+itself while the workers start.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ import concurrent.futures as futures
 import contextlib
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -107,12 +112,78 @@ def pool(workers: int, target: str | None = None) -> WorkerPool:
             _POOL.update(pool=current, method=method)
         if len(current.slots) < workers:
             begin = time.perf_counter()
-            # the forkserver starts with the first process, with the target to warm up in its
-            # environment and the parent's script out of its sight
+            if method == "forkserver":
+                _start_server(target)
+            # (spawned processes import and warm up in each process; the forkserver's workers
+            # fork from its preloaded state, ~0.1 s for 16)
             with _preload_target(target):
                 current.grow(workers)
             _POOL["started_s"] = time.perf_counter() - begin
         return current
+
+
+def _start_server(target: str | None) -> None:
+    """Start the forkserver (where it is not running) and wait until its preload is done
+    (worker_preload.py touches the file named in its environment), so the processes forked after
+    are forked at once: the parent's `__main__` is hidden only while they fork, not for the
+    seconds the preload takes."""
+    from multiprocessing import forkserver as server
+
+    if _server_running(server):
+        return
+    done = os.path.join(tempfile.mkdtemp(prefix="tileworkbench-forkserver-"), "preloaded")
+    with _preload_target(target, done):
+        server.ensure_running()
+    deadline = time.monotonic() + _PRELOAD_TIMEOUT_S
+    while not os.path.exists(done) and time.monotonic() < deadline and _server_running(server):
+        time.sleep(0.01)
+    # past the deadline (or the server gone) the first fork waits for it, or fails, and says so
+    shutil.rmtree(os.path.dirname(done), ignore_errors=True)
+
+
+def _server_running(server: Any) -> bool:
+    pid = getattr(server._forkserver, "_forkserver_pid", None)
+    if pid is None:
+        return False
+    try:  # WNOWAIT: an exited server is left for multiprocessing to reap (it waits for it)
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # not our child: it is not running for us
+        return False
+
+
+_PRELOAD_TIMEOUT_S = 300.0
+
+
+def prestart_server(target: str | Callable[[], str] | None = None) -> threading.Thread | None:
+    """Start the forkserver and its preload on a background thread, workers not yet forked (a
+    tune forks them from it in a fraction of a second). `tw.autotune` calls this as it decorates
+    a kernel (config.compile_prestart), so the preload's seconds pass while the script makes its
+    inputs. None where the pool does not start workers from a forkserver, or a start is under
+    way or done."""
+    if start_method() != "forkserver" or _POOL.get("pool") is not None:
+        return None
+    if any(thread.is_alive() for thread in _STARTING):
+        return None
+
+    def start() -> None:
+        from ..backends import backend_for
+
+        try:
+            resolved = target() if callable(target) else target
+            if resolved is None or not backend_for(resolved).cacheable:
+                return  # no target yet, or the interpreter's: no worker would compile for it
+            with _LOCK:
+                if start_method() == "forkserver":
+                    context = multiprocessing.get_context("forkserver")
+                    context.set_forkserver_preload([PRELOAD])
+                    _start_server(resolved)
+        except Exception:  # the tune that needs the pool starts it again and reports the error
+            pass
+
+    thread = threading.Thread(target=start, name="tileworkbench-forkserver-start", daemon=True)
+    _STARTING[:] = [t for t in _STARTING if t.is_alive()] + [thread]
+    thread.start()
+    return thread
 
 
 def ready(workers: int) -> bool:
@@ -164,14 +235,26 @@ def _ready() -> dict:
 
 
 @contextlib.contextmanager
-def _preload_target(target: str | None) -> Iterator[None]:
-    """The forkserver's environment: the target to warm up, and the heavy modules to import that
-    this process has imported (worker_preload.py)."""
-    from .worker_preload import HEAVY_MODULES, MODULES_VARIABLE, TARGET_VARIABLE
+def _preload_target(target: str | None, done: str | None = None) -> Iterator[None]:
+    """The forkserver's environment: the target to warm up, the heavy modules to import that
+    this process has imported, and the file to touch when the preload is done
+    (worker_preload.py)."""
+    from .worker_preload import (
+        DONE_VARIABLE,
+        HEAVY_MODULES,
+        MODULES_VARIABLE,
+        ROLE_VARIABLE,
+        TARGET_VARIABLE,
+    )
 
-    values = {MODULES_VARIABLE: ",".join(m for m in HEAVY_MODULES if m in sys.modules)}
+    values = {
+        ROLE_VARIABLE: "1",
+        MODULES_VARIABLE: ",".join(m for m in HEAVY_MODULES if m in sys.modules),
+    }
     if target is not None:
         values[TARGET_VARIABLE] = target
+    if done is not None:
+        values[DONE_VARIABLE] = done
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:
@@ -213,27 +296,21 @@ def shutdown(forkserver: bool = False) -> None:
 
 @contextlib.contextmanager
 def main_hidden() -> Iterator[None]:
-    """While workers start: the parent's `__main__` without its file and spec, so a spawned worker
-    (or the forkserver) does not run the parent's script (multiprocessing would, to rebuild
-    `__main__`); a kernel that lives there is imported by parallel_compile from its file instead,
-    and only from a guarded script."""
+    """While workers start: a bare module in place of the parent's `__main__` in `sys.modules`, so
+    a spawned worker (or one forked by the forkserver, which runs multiprocessing's preparation)
+    does not run the parent's script (multiprocessing would, to rebuild `__main__`); a kernel that
+    lives there is imported by parallel_compile from its file instead, and only from a guarded
+    script. The script's own globals (its `__file__`) are left alone."""
     with _MAIN_LOCK:  # threads that start workers at once (a prestart, the dispatcher) take turns
         main = sys.modules.get("__main__")
-        saved = {
-            name: main.__dict__[name]
-            for name in ("__file__", "__spec__")
-            if main is not None and name in main.__dict__
-        }
+        sys.modules["__main__"] = types.ModuleType("__main__")
         try:
-            for name in saved:
-                if name == "__file__":
-                    del main.__file__
-                else:
-                    main.__spec__ = None
             yield
         finally:
-            for name, value in saved.items():
-                setattr(main, name, value)
+            if main is None:
+                sys.modules.pop("__main__", None)
+            else:
+                sys.modules["__main__"] = main
 
 
 _MAIN_LOCK = threading.RLock()

@@ -12,10 +12,10 @@ architecture the parent resolved) imports the kernel's module, compiles through 
 the parent's own compile of that config is then a cache hit (the tuner records the seconds it took
 as `load_s`). A worker forgets what it compiled for earlier jobs, so an in-memory hit never keeps
 an entry out of the cache a later job names. While the pool starts, the parent compiles
-configs itself (up to half of them). Workers of an outside engine (a
-`concurrent.futures.Executor`, or a Dask `distributed.Client`, e.g. over dask-cuda's
-`LocalCUDACluster`) compile into a private cache and return the entry's files, which the parent puts
-into its cache, so no shared file system is needed.
+configs itself, one at a time as its GPU takes them (with several GPUs timing, up to half).
+Workers of an outside engine (a `concurrent.futures.Executor`, or a Dask `distributed.Client`,
+e.g. over dask-cuda's `LocalCUDACluster`) compile into a private cache and return the entry's
+files, which the parent puts into its cache, so no shared file system is needed.
 
 A config whose kernel cannot be found by a worker (defined in a notebook cell, or an argument
 with no stand-in) is compiled by the parent as before. A compile error or out-of-resources error
@@ -251,6 +251,21 @@ def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
     again: `module.__tileworkbench_rebuild__ = (loader module, function, [args])`, as
     tests/tutorials/tutorial_loader.py does for Triton's tutorials."""
 
+    module_name, module, qualname, file = _home(kernel)
+    found = getattr(module, qualname, None)
+    steps = 0
+    while found is not None and found is not kernel and steps < 8:
+        found = getattr(found, "fn", None)
+        steps += 1
+    if found is not kernel:
+        raise NotShippable(f"{module_name}.{qualname} is not the object being tuned")
+    rebuild = getattr(module, "__tileworkbench_rebuild__", None)
+    return module_name, file, qualname, steps, list(rebuild) if rebuild else None
+
+
+def _home(kernel: Any) -> tuple[str, Any, str, str | None]:
+    """(module name, module, qualified name, file) of the function under `kernel`'s wrappers, or
+    NotShippable where a worker could not import it from there."""
     import inspect
 
     base = kernel
@@ -258,9 +273,9 @@ def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
     while not inspect.isfunction(base) and hasattr(base, "fn") and id(base) not in seen:
         seen.add(id(base))  # a wrapper whose .fn is itself must not loop forever
         base = base.fn
-    module_name = getattr(base, "__module__", None)
+    module_name = getattr(base, "__module__", None) or ""
     qualname = getattr(base, "__qualname__", "")
-    module = sys.modules.get(module_name or "")
+    module = sys.modules.get(module_name)
     if module is None or "<locals>" in qualname or "." in qualname:
         raise NotShippable(f"{qualname or kernel!r} is not a module-level kernel")
     file = getattr(module, "__file__", None)
@@ -272,15 +287,17 @@ def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
                 f'{file} has no `if __name__ == "__main__":` guard: a worker '
                 "importing it would run the script"
             )
-    found = getattr(module, qualname, None)
-    steps = 0
-    while found is not None and found is not kernel and steps < 8:
-        found = getattr(found, "fn", None)
-        steps += 1
-    if found is not kernel:
-        raise NotShippable(f"{module_name}.{qualname} is not the object being tuned")
-    rebuild = getattr(module, "__tileworkbench_rebuild__", None)
-    return module_name, file, qualname, steps, list(rebuild) if rebuild else None
+    return module_name, module, qualname, file
+
+
+def may_ship(kernel: Any) -> bool:
+    """Whether workers could import `kernel` (checked as it is decorated: the module is still
+    being run, so whether the name is bound to it yet is left to `locate`)."""
+    try:
+        _home(kernel)
+    except NotShippable:
+        return False
+    return True
 
 
 def _guarded_script(file: str) -> bool:
@@ -481,11 +498,13 @@ def build(
     executor: Any = None,
     workers: int | None = None,
     marker_dir: str | None = None,
+    lanes: int = 1,
 ) -> Iterator[Built]:
     """Compile `jobs` (label -> job; None: the parent compiles it) and yield each config's
     `Built` as soon as it is done; configs the parent compiles come first. Each attempt at a job
     leaves a file `<label>.<pid>.<random>` in `marker_dir` (default: a temporary folder), which
-    counts retries."""
+    counts retries. `lanes`: how many consumers take the configs at once (GPUs that time them;
+    see `_while_starting`)."""
     local = [label for label, job in jobs.items() if job is None]
     remote = {label: job for label, job in jobs.items() if job is not None}
     for label in local:
@@ -506,7 +525,7 @@ def build(
         if executor is not None:
             yield from _build_with(_engine(executor), remote)
         else:
-            yield from _build_local(remote, workers or worker_count(len(remote)))
+            yield from _build_local(remote, workers or worker_count(len(remote)), lanes)
     finally:
         if own_markers:
             shutil.rmtree(marker_dir, ignore_errors=True)
@@ -522,10 +541,10 @@ def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
             yield Built(label, fallback=f"{type(error).__name__}: {error}")
 
 
-def _build_local(jobs: dict[str, CompileJob], workers: int) -> Iterator[Built]:
+def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> Iterator[Built]:
     target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
-    yield from _while_starting(left, workers, target)
+    yield from _while_starting(left, workers, target, lanes)
     if not left:
         return
     pool = compile_pool.pool(workers, target=target)
@@ -598,16 +617,17 @@ def _outcome(future: futures.Future, label: str, deaths: collections.Counter) ->
 
 
 def _while_starting(
-    left: dict[str, CompileJob], workers: int, target: str | None
+    left: dict[str, CompileJob], workers: int, target: str | None, lanes: int = 1
 ) -> Iterator[Built]:
     """While the pool starts (on a background thread), hand configs to this process, which
-    compiles and times each as it is handed one (one lane: no more than it can do before the
-    workers are up; once they are, the rest go to them). At most half of them: with several
-    lanes, which take configs as fast as they come, the workers keep the other half."""
+    compiles and times each as it is handed one. With one lane that is no more than it can do
+    before the workers are up (once they are, the rest go to them), so it may take them all;
+    several lanes take configs as fast as they come, so they get at most half and the workers
+    keep the other half."""
     if compile_pool.ready(workers):
         return
     compile_pool.prestart(workers, target)
-    for _ in range(len(left) // 2):
+    for _ in range(len(left) if lanes <= 1 else len(left) // 2):
         if compile_pool.ready(workers):
             return
         label = next(iter(left))

@@ -23,6 +23,9 @@ from .jit import jit
 
 TARGET_VARIABLE = "TILEWORKBENCH_PRELOAD_TARGET"
 MODULES_VARIABLE = "TILEWORKBENCH_PRELOAD_MODULES"
+DONE_VARIABLE = "TILEWORKBENCH_PRELOAD_DONE"  # a file to touch when the preload is done
+ROLE_VARIABLE = "TILEWORKBENCH_PRELOAD"  # set while the pool starts: a process that imports this
+# module then preloads; the parent, which imports it for these names before setting it, does not
 HEAVY_MODULES = ("torch",)
 WARMED: dict[str, float] = {}  # target -> seconds the warm-up took (read by tests and the bench)
 
@@ -117,16 +120,22 @@ def _preload() -> None:
             pass
     _import_compiler()
     target = os.environ.get(TARGET_VARIABLE)
-    if not target:
-        return
-    from ..config import config
+    if target:
+        from ..config import config
 
-    saved = config.cache_dir
-    config.cache_dir = type(saved)(tempfile.gettempdir()) / "tileworkbench-preload-unused"
-    try:
-        warm_up(target)
-    finally:
-        config.cache_dir = saved
+        saved = config.cache_dir
+        config.cache_dir = type(saved)(tempfile.gettempdir()) / "tileworkbench-preload-unused"
+        try:
+            warm_up(target)
+        finally:
+            config.cache_dir = saved
+    done = os.environ.get(DONE_VARIABLE)
+    if done:
+        try:
+            open(done, "a").close()
+        except OSError:  # the parent stopped waiting and removed its folder
+            pass
 
 
-_preload()
+if os.environ.get(ROLE_VARIABLE):
+    _preload()

@@ -1,0 +1,166 @@
+"""Cold autotunes as a script meets them: each in a fresh Python process with an empty compile
+cache, so nothing is warm (no compile workers, no forkserver, no imports), side by side (issue 24).
+
+    PYTHONPATH=. python3 bench/autotune_fresh.py                 # on the GPU host
+    PYTHONPATH=. python3 bench/autotune_fresh.py --cpu --quick   # no GPU: to check the script
+
+The workloads of bench/autotune_parallel.py (Triton's tutorial-06 attention forward, its own
+source, 21 configs, head dim 64 and 128; a 32-config tutorial-03 matmul 4096^3 fp16; with --cpu
+the cpu target's 8-config matmul). Each child process imports torch (as the tutorial's script
+does, first), imports the workload (where `tw.autotune` decorates the kernel), makes the inputs,
+and times its first call (which tunes, then launches) to a device synchronize. Modes, each its
+environment:
+
+- `sequential`: TILEWORKBENCH_COMPILE_WORKERS=0, one config after another, each timed in full;
+- `parallel`: the default tuner (compile workers, screening) with TILEWORKBENCH_COMPILE_PRESTART=1:
+  the workers' forkserver starts its preload when the kernel is decorated (the default on hosts of
+  8 cores or more);
+- `parallel-no-prestart`: the same with TILEWORKBENCH_COMPILE_PRESTART=0: the pool starts when the
+  first tune begins, and the tune compiles configs itself meanwhile.
+
+Per child: `first_call_s` (the tune and one launch), `since_start_s` (from the child's first line
+to the end of the first call: imports, decoration, inputs, tune), the choice, the output's relative
+error against float64. Modes alternate over `--rounds` rounds; the medians and their ratios to
+`sequential` are reported. JSON: bench/results/<device>-autotune-fresh.json unless --out.
+"""
+
+from __future__ import annotations
+
+import time
+
+_BEGIN = time.perf_counter()  # a child's clock starts before its imports
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODES = {
+    "sequential": {"TILEWORKBENCH_COMPILE_WORKERS": "0"},
+    "parallel": {"TILEWORKBENCH_COMPILE_PRESTART": "1"},
+    "parallel-no-prestart": {"TILEWORKBENCH_COMPILE_PRESTART": "0"},
+}
+GPU_WORKLOADS = ("attention-tutorial06-d64", "attention-tutorial06-d128", "matmul-32")
+
+
+def child(name: str) -> dict:
+    """In a fresh process: import, decorate, make inputs, time the first call."""
+    if name != "matmul-cpu-8":
+        import torch  # noqa: F401  (first, as the tutorial's script imports it)
+    for folder in (ROOT, ROOT / "tests" / "tutorials"):
+        sys.path.insert(0, str(folder))
+    from bench import autotune_parallel as workloads
+
+    if name == "matmul-cpu-8":
+        tuner, setup = workloads.cpu_matmul()
+    elif name == "matmul-32":
+        tuner, setup = workloads.gpu_matmul()
+    else:
+        tuner, setup = workloads.tutorial_attention(int(name.rsplit("d", 1)[1]), False)
+    prepared = setup()
+    prepared.sync()
+    begin = time.perf_counter()
+    prepared.launch()
+    prepared.sync()
+    end = time.perf_counter()
+    from tileworkbench.runtime import compile_pool
+
+    return {
+        "first_call_s": end - begin,
+        "since_start_s": end - _BEGIN,
+        "choice": str(tuner.best_config),
+        "phases": dict(getattr(tuner, "phase_seconds", {})),
+        "compiled_here": sum(
+            r.get("where", {}).get("compiled") == "this process" for r in tuner.last_results.values()
+        ),
+        "configs": len(tuner.last_results),
+        "pool": compile_pool.info(),
+        "max_relative_error": prepared.error(),
+    }
+
+
+def run_child(name: str, mode: str, timeout: float) -> dict:
+    cache = tempfile.mkdtemp(prefix="tw-autotune-fresh-")
+    env = {**os.environ, **MODES[mode], "TILEWORKBENCH_CACHE_DIR": cache}
+    if name == "matmul-cpu-8":  # the target decoration resolves (the default is the interpreter)
+        env["TILEWORKBENCH_TARGET"] = "cpu"
+    begin = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__, "--child", name], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - begin
+    subprocess.run(["rm", "-rf", cache])
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} {mode}: exit {done.returncode}\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["process_wall_s"] = wall
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", action="store_true", help="the cpu target's matmul (no GPU)")
+    parser.add_argument("--quick", action="store_true", help="one round")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", help="run the workloads whose name contains this")
+    parser.add_argument("--timeout", type=float, default=240)
+    parser.add_argument("--out", type=Path)
+    options = parser.parse_args()
+    if options.child:
+        print(json.dumps(child(options.child), default=str))
+        return 0
+    names = ["matmul-cpu-8"] if options.cpu else list(GPU_WORKLOADS)
+    names = [n for n in names if not options.only or options.only in n]
+    rounds = 1 if options.quick else options.rounds
+    report = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "rounds": rounds,
+              "workloads": []}
+    modes = list(MODES)
+    for name in names:
+        runs: dict[str, list] = {mode: [] for mode in modes}
+        for index in range(rounds):
+            for mode in modes[index % len(modes):] + modes[:index % len(modes)]:
+                runs[mode].append(run_child(name, mode, options.timeout))
+        row = {"workload": name, "modes": {}, "runs": runs}
+        base = {what: statistics.median(r[what] for r in runs["sequential"])
+                for what in ("first_call_s", "since_start_s")}
+        for mode in modes:
+            median = {what: statistics.median(r[what] for r in runs[mode]) for what in base}
+            row["modes"][mode] = {
+                **median,
+                **{f"{what}_ratio": median[what] / base[what] for what in base},
+                "same_choice": all(r["choice"] == runs["sequential"][0]["choice"]
+                                   for r in runs[mode]),
+                "max_relative_error": max(r["max_relative_error"] for r in runs[mode]),
+            }
+            m = row["modes"][mode]
+            print(f"{name:28s} {mode:22s} first call {m['first_call_s']:6.2f} s "
+                  f"({m['first_call_s_ratio']:.3f}x)  since start {m['since_start_s']:6.2f} s "
+                  f"({m['since_start_s_ratio']:.3f}x)  same choice {m['same_choice']}  "
+                  f"rel error {m['max_relative_error']:.2g}", flush=True)
+        report["workloads"].append(row)
+    if options.cpu:
+        report["device"] = "cpu"
+    else:
+        import torch
+
+        report["device"] = torch.cuda.get_device_name()
+    sys.path.insert(0, str(ROOT))
+    from bench import result_file
+
+    out = options.out or result_file.default_path(
+        report["device"], "autotune-fresh" + ("-quick" if options.quick else ""))
+    out.write_text(json.dumps(report, indent=1, default=str))
+    print(f"wrote {out}")
+    bad = [row["workload"] for row in report["workloads"]
+           for m in row["modes"].values() if not m["max_relative_error"] < 1e-2]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -289,6 +289,7 @@ def test_the_prestart_setting_preloads_the_forkserver_when_autotune_decorates(mo
     from multiprocessing import forkserver
 
     monkeypatch.setattr(settings, "compile_prestart", True)
+    monkeypatch.setattr(settings, "compile_start", "forkserver")  # (forked workers need none)
     monkeypatch.setattr(settings, "compile_workers", 2)
     monkeypatch.setattr(settings, "target", "cpu")
     monkeypatch.setattr(settings, "interpret", False)
@@ -322,3 +323,41 @@ def test_no_prestart_when_off_or_for_a_kernel_workers_cannot_import(monkeypatch)
         before = list(compile_pool._STARTING)
         tw.autotune(configs=CONFIGS, key=[key])(kernel)
         assert compile_pool._STARTING == before, (setting, kernel)
+
+
+def test_forked_workers_start_at_once_and_run_ptxas_after_the_parent_did(monkeypatch, tmp_path):
+    """Workers forked from this process (the Linux default) are up in well under a second, and
+    each starts its own ptxas thread: the parent's, running when it forked, is not in the fork
+    (a worker that waited for it would never finish)."""
+    import threading
+
+    from tileworkbench.runtime import compiler
+    from tileworkbench.runtime.cache import KernelCache
+
+    monkeypatch.setattr(settings, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(settings, "compile_start", "fork")
+    compile_pool.shutdown()
+    signature = "x_ptr=*fp32:16,out_ptr=*fp32:16,n_cols=i32,scale=fp32"
+    parent = tw.compile(scaled_sum, signature, {"BLOCK": 64}, target="sm_90a", num_warps=2,
+                        use_cache=False)
+    parent._wait()
+    assert compiler._ASSEMBLER  # the parent's ptxas thread pool exists as the workers fork
+    built: list = []
+    try:
+        begin = time.perf_counter()
+        compile_pool.pool(2, target="sm_90a")
+        assert time.perf_counter() - begin < 5.0 and compile_pool.info()["method"] == "fork"
+        thread = threading.Thread(
+            target=lambda: built.extend(parallel_compile.build({"0": _job("sm_90a")}, workers=2)),
+            daemon=True)
+        thread.start()
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "the forked worker never finished its compile"
+        assert built[0].error is None and built[0].fallback is None and built[0].where != (
+            "this process"), built
+        (key,) = KernelCache().keys()
+        assert json.loads(KernelCache().get(key)["asm.json"])["ptx"] == parent.asm["ptx"]
+    finally:
+        for pid in compile_pool.info().get("pids", []):  # a stuck worker would stall the shutdown
+            os.kill(pid, signal.SIGKILL)
+        compile_pool.shutdown()

@@ -1,18 +1,22 @@
 """The local pool of compile processes that runtime/parallel_compile.py hands configs to, kept
-between tunes and warm before configs arrive.
+between tunes.
 
-Workers are forked by a `forkserver` that imported runtime/worker_preload.py first (the compiler,
-llvmlite's targets, libdevice, one small compile), so a worker's first compile costs what a warm
-compile costs in the parent, where a spawned worker would first pay its imports and warm-up (~3 s
-on the H100 host). A fork from the forkserver, never from the parent: the parent may have
-initialised CUDA. `TILEWORKBENCH_COMPILE_START=spawn` goes back to spawned workers.
+On Linux the workers are forks of this process, made by the thread that starts a tune, as it
+begins (~0.02 s a process, 16 in well under a second): each starts with the compiler, its caches
+and the kernel's module already loaded, where a forkserver's preload takes ~4 s on the H100 host
+and a spawned worker ~3 s of imports. A fork of a process that has initialised CUDA is safe for
+them: a worker only compiles, for the target the parent resolved, and never calls CUDA; the one
+thread it needs, ptxas's, is started afresh in it (compiler.py forgets the parent's at fork). A
+worker that dies is replaced by a spawned process (see `WorkerPool`).
 
-`prestart_server()` starts the forkserver and its preload on a background thread: `tw.autotune`
-calls it when it decorates a kernel (config.compile_prestart: by default on hosts of 8 cores or
-more), so the preload's seconds pass while the script makes its inputs. `prestart()` starts the
-pool itself on a background thread (a tune calls it as it begins), and `pool()` waits for a start
-under way. `ready()` says whether the pool is up without waiting, so a tune can compile configs
-itself while the workers start.
+`TILEWORKBENCH_COMPILE_START` picks another start: "forkserver" (the default where fork is not
+safe: macOS; workers are forked by a server that imported runtime/worker_preload.py first: the
+compiler, llvmlite's targets, libdevice, torch where the parent has it, one small compile) or
+"spawn". With a forkserver, `prestart_server()` starts the server and its preload on a
+background thread: `tw.autotune` calls it when it decorates a kernel (config.compile_prestart: by
+default on hosts of 8 cores or more), and `prestart()` starts the pool itself on a background
+thread as a tune begins, while the tune compiles configs itself (`ready()` says whether the pool
+is up without waiting); `pool()` waits for a start under way.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import tempfile
 import threading
 import time
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -40,14 +45,21 @@ class WorkerPool:
     process): a process that dies breaks only its executor, so only the config it was compiling
     is lost; `replace(slot)` puts a fresh process in its place."""
 
-    def __init__(self, context: Any):
+    def __init__(self, context: Any, replacements: Any = None):
         self.context = context
+        # a fork is made only by the thread that starts the pool, as a tune begins: a process
+        # that replaces a dead one is started by the dispatcher's thread while this process may
+        # be compiling (holding LLVM's locks, which a fork would copy held), so it is spawned
+        self.replacements = replacements or context
         self.slots: list[futures.ProcessPoolExecutor] = []
 
     def grow(self, workers: int) -> None:
         """At least `workers` processes, every one started and ready."""
-        fresh = [self._executor() for _ in range(workers - len(self.slots))]
-        with main_hidden():  # an executor starts its process in its first submit
+        fresh = [self._executor(self.context) for _ in range(workers - len(self.slots))]
+        # an executor starts its process in its first submit; Python 3.12 warns of any fork in a
+        # process with threads (CUDA's, the executors'): ours run nothing that they hold
+        with main_hidden(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
             waiting = [executor.submit(_ready) for executor in fresh]
         for future in waiting:
             future.result()
@@ -65,7 +77,7 @@ class WorkerPool:
 
     def replace(self, slot: int) -> None:
         self.slots[slot].shutdown(wait=False, cancel_futures=True)
-        self.slots[slot] = self._executor()
+        self.slots[slot] = self._executor(self.replacements)
 
     def pids(self) -> list[int]:
         return sorted(pid for executor in self.slots for pid in (executor._processes or {}))
@@ -75,9 +87,9 @@ class WorkerPool:
             executor.shutdown(wait=True, cancel_futures=True)
         self.slots = []
 
-    def _executor(self) -> futures.ProcessPoolExecutor:
+    def _executor(self, context: Any) -> futures.ProcessPoolExecutor:
         return futures.ProcessPoolExecutor(
-            max_workers=1, mp_context=self.context, initializer=start_worker
+            max_workers=1, mp_context=context, initializer=start_worker
         )
 
 
@@ -87,11 +99,18 @@ _STARTING: list[threading.Thread] = []
 
 
 def start_method() -> str:
-    """ "forkserver" (the default, where the platform has it) or "spawn" (settings.compile_start)."""
-    method = settings.compile_start or "forkserver"
+    """How workers start (settings.compile_start): "fork" (the default on Linux), "forkserver"
+    (the default elsewhere, where the platform has it) or "spawn"."""
+    method = settings.compile_start or ("fork" if sys.platform == "linux" else "forkserver")
     if method not in multiprocessing.get_all_start_methods():
         return "spawn"
     return method
+
+
+def forks_here() -> bool:
+    """Whether the pool's processes are forks of this process, started by the thread that asks
+    for the pool (no background start: see `WorkerPool`)."""
+    return start_method() == "fork"
 
 
 def pool(workers: int, target: str | None = None) -> WorkerPool:
@@ -108,7 +127,8 @@ def pool(workers: int, target: str | None = None) -> WorkerPool:
             context = multiprocessing.get_context(method)
             if method == "forkserver":
                 context.set_forkserver_preload([PRELOAD])
-            current = WorkerPool(context)
+            replacements = multiprocessing.get_context("spawn") if method == "fork" else None
+            current = WorkerPool(context, replacements)
             _POOL.update(pool=current, method=method)
         if len(current.slots) < workers:
             begin = time.perf_counter()
@@ -201,6 +221,8 @@ def prestart(
     `pool()` waits for it. `workers` defaults to the CPU count (settings.compile_workers);
     `target` (or a function that resolves it, called on that thread) is what the forkserver warms
     up for."""
+    if forks_here():
+        raise RuntimeError("forked compile workers start on the tune's own thread: call pool()")
     count = workers or settings.compile_workers or os.cpu_count() or 1
 
     def start() -> None:

@@ -12,6 +12,7 @@ import hashlib
 import inspect
 import json
 import math
+import os
 import threading
 import types
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -714,6 +715,15 @@ def _recompile(
 
 
 _ASSEMBLER: list[ThreadPoolExecutor] = []
+
+
+def _forget_assembler() -> None:
+    """A forked child (a compile worker) has none of the parent's threads: its ptxas pool, whose
+    threads it would wait for forever, starts afresh."""
+    _ASSEMBLER.clear()
+
+
+os.register_at_fork(after_in_child=_forget_assembler)
 
 
 def _assembler() -> ThreadPoolExecutor:

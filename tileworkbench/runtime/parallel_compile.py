@@ -4,15 +4,15 @@ devices as soon as each is built.
 Our frontend and passes are Python, so threads would only overlap LLVM and ptxas: parallelism comes
 from processes. Each config becomes a `CompileJob` of plain data (where the kernel lives, the
 arguments as stand-ins that carry only what specialization reads: dtype, address alignment, shape;
-the launch options; the settings that reach the cache key). A worker (forked by a forkserver that
-preloaded the compiler, runtime/compile_pool.py: never a fork of the parent, which may have
-initialised CUDA, and the compiler never initialises CUDA in it, as it compiles for the
-architecture the parent resolved) imports the kernel's module, compiles through to the cubin with
+the launch options; the settings that reach the cache key). A worker (a fork of the parent, or of a
+forkserver that preloaded the compiler: runtime/compile_pool.py; it never calls CUDA, as it
+compiles for the architecture the parent resolved) imports the kernel's module, compiles through to the cubin with
 `JITFunction.run(warmup=True)`, and leaves the kernel in the on-disk cache, which is plain files;
 the parent's own compile of that config is then a cache hit (the tuner records the seconds it took
 as `load_s`). A worker forgets what it compiled for earlier jobs, so an in-memory hit never keeps
-an entry out of the cache a later job names. While the pool starts, the parent compiles
-configs itself, one at a time as its GPU takes them (with several GPUs timing, up to half).
+an entry out of the cache a later job names. While a pool that is not forked here starts, the
+parent compiles configs itself, one at a time as its GPU takes them (with several GPUs timing, up
+to half).
 Workers of an outside engine (a `concurrent.futures.Executor`, or a Dask `distributed.Client`,
 e.g. over dask-cuda's `LocalCUDACluster`) compile into a private cache and return the entry's
 files, which the parent puts into its cache, so no shared file system is needed.
@@ -544,9 +544,10 @@ def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
 def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> Iterator[Built]:
     target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
-    yield from _while_starting(left, workers, target, lanes)
-    if not left:
-        return
+    if not compile_pool.forks_here():  # forks are made at once, here; other starts take seconds
+        yield from _while_starting(left, workers, target, lanes)
+        if not left:
+            return
     pool = compile_pool.pool(workers, target=target)
     done: queue.Queue = queue.Queue()
     # a thread of its own hands each process its next config as soon as it is free, while the

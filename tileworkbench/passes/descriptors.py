@@ -16,6 +16,8 @@ TMA is used only where it cannot fault or write past the tensor (tma_rules.py):
   one that is not).
 Descriptors the compiler's retry keeps off TMA for shared memory (`TargetInfo.tma_fallback`) take
 pointers too. Each pointer choice on a TMA target leaves a `ttng.tma_fallback` note saying why.
+A pointer load read only through `.T` builds its tile transposed, so `pipeline` can copy it into
+the shared tile its dot reads with cp.async, as it does hand-written pointer loads.
 Where anything changed, the cleanup passes run again, so the IR is what the frontend once wrote.
 """
 

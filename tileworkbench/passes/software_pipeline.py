@@ -18,8 +18,11 @@ load left in registers shares, as tutorial 03's `K - k * BK` when only A can tak
 the body for the current iteration where they derive from the induction variable and loop
 invariants alone; loops where the rest of the body reads a value that runs ahead (a carried
 address, or one computed from it), or where the slice reads something else the loop carries, are
-left alone, and so is a loop admitted that way whose rings would not fit in shared memory. Needs
-`stage_dot_operands`; reads the target's `num_stages` (1 = no pipelining) and shared memory.
+left alone, and so is a loop admitted that way whose rings would not fit in shared memory. A loop
+after another at the kernel's top level takes over that loop's rings of its tiles' type (the
+causal attention's off-band and on-band loops share one K and one V ring, as on TMA); where the
+compiler's retry keeps descriptors off TMA for shared memory, loads get rings only while they fit.
+Needs `stage_dot_operands`; reads the target's `num_stages` (1 = no pipelining) and shared memory.
 """
 
 from __future__ import annotations

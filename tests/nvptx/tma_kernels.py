@@ -125,3 +125,29 @@ def tma_persistent_matmul_to_pointers(a_desc, b_desc, c_ptr, M, N, K, BM: tl.con
         r = row + tl.arange(0, BM)[:, None]
         c = col + tl.arange(0, BN)[None, :]
         tl.store(c_ptr + r * N + c, acc, mask=(r < M) & (c < N))
+
+
+@tw.jit
+def tma_attention(q_desc, k_desc, v_desc, o_desc, n_ctx, qk_scale, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr):
+    """Tutorial 06's forward loop on host descriptors (one head of n_ctx rows): K read through `.T`,
+    the key offset carried by the loop (`offset_k += BLOCK_N`, as the tutorial's `offsetk_y`), and
+    keys past n_ctx masked out of the scores (their K and V rows read the descriptor's zeros)."""
+    row = tl.program_id(0) * BLOCK_M
+    q = q_desc.load([row, 0])
+    cols = tl.arange(0, BLOCK_N)
+    row_max = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, q_desc.block_shape[1]], dtype=tl.float32)
+    offset_k = 0
+    for start in range(0, n_ctx, BLOCK_N):
+        scores = tl.dot(q, k_desc.load([offset_k, 0]).T) * qk_scale
+        scores = tl.where((start + cols)[None, :] < n_ctx, scores, -1.0e6)
+        new_max = tl.maximum(row_max, tl.max(scores, 1))
+        p = tl.math.exp2(scores - new_max[:, None])
+        rescale = tl.math.exp2(row_max - new_max)
+        acc = tl.dot(p.to(tl.float16), v_desc.load([offset_k, 0]), acc * rescale[:, None])
+        row_sum = row_sum * rescale + tl.sum(p, 1)
+        row_max = new_max
+        offset_k += BLOCK_N
+    o_desc.store([row, 0], (acc / row_sum[:, None]).to(tl.float16))

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import CompilationError, LaunchError
 from ..target import NO_FALLBACK, TMAFallback
-from ..tma_rules import host_refusal
+from ..tma_rules import CHUNK, host_refusal
 from .specialize import ArgSpec, parse_type
 
 PREFIX = "tensordesc<"
@@ -56,12 +56,24 @@ def expand_arg(
         return [arg]
     element, block, _ = parsed
     rank = len(block)
+    chunk = _chunk_parts(element) if arg.divisible_16 else {}
     parts = [ArgSpec(arg.name, "*" + element, arg.divisible_16)]
-    parts += [ArgSpec(f"{arg.name}.shape{i}", "i64") for i in range(rank)]
-    parts += [ArgSpec(f"{arg.name}.stride{i}", "i64") for i in range(rank - 1)]
+    parts += [
+        ArgSpec(f"{arg.name}.shape{i}", "i64", **(chunk if i == rank - 1 else {}))
+        for i in range(rank)
+    ]
+    parts += [ArgSpec(f"{arg.name}.stride{i}", "i64", **chunk) for i in range(rank - 1)]
     if has_tensor_map(arg, tma, fallback):
         parts.append(ArgSpec(f"{arg.name}.{TENSOR_MAP}", TENSOR_MAP))
     return parts
+
+
+def _chunk_parts(element: str) -> dict:
+    """The divisibility of a `:16` descriptor's innermost extent and strides: whole 16-byte chunks
+    (`tma_rules.host_fits`), so its pointer tiles (passes/descriptors.py, where TMA is off or
+    refused) keep 16-byte vectors and cp.async; as ArgSpec fields, in elements."""
+    elements = max(1, CHUNK // max(1, parse_type(element).primitive_bitwidth // 8))
+    return {"divisible_16": True} if elements == CHUNK else {"divisible_by": elements}
 
 
 def has_tensor_map(arg: ArgSpec, tma: bool, fallback: TMAFallback = NO_FALLBACK) -> bool:

@@ -16,6 +16,8 @@ TMA is used only where it cannot fault or write past the tensor (tma_rules.py):
   one that is not).
 Descriptors the compiler's retry keeps off TMA for shared memory (`TargetInfo.tma_fallback`) take
 pointers too. Each pointer choice on a TMA target leaves a `ttng.tma_fallback` note saying why.
+A pointer load read only through `.T` builds its tile transposed, so `pipeline` can copy it into
+the shared tile its dot reads with cp.async, as it does hand-written pointer loads.
 Where anything changed, the cleanup passes run again, so the IR is what the frontend once wrote.
 """
 
@@ -245,20 +247,52 @@ def _pointer_access(func: tt.FuncOp, op: Op, make: tt.MakeTensorDescOp) -> None:
     # a store's value conversions came after the pointer tile in the frontend's order
     builder = Builder(loc=op.loc)
     first = _conversions_before(op) if isinstance(op, tt.DescriptorStoreOp) else op
+    trans = _sole_transpose(func, op)
+    order = tuple(trans.order) if trans is not None else tuple(range(len(block.shape)))
     with builder.before_op(first):
         one = builder.value(arith.ConstantOp, i32, value=1)  # the innermost stride
+        strides = [*make.strides, one]
         pointers, mask = block_tile(
-            builder, make.base, make.shape, [*make.strides, one], op.offsets, block.shape
+            builder,
+            make.base,
+            *(_permute(part, order) for part in (make.shape, strides, op.offsets, block.shape)),
         )
     with builder.before_op(op):
         if isinstance(op, tt.DescriptorLoadOp):
-            other = padding_value(builder, block.element, make.padding, block.shape)
+            result = op.result if trans is None else trans.result
+            shape = _permute(block.shape, order)
+            other = padding_value(builder, block.element, make.padding, shape)
             load = builder.value(
-                tt.LoadOp, op.result.type, op.result.name_hint, ptr=pointers, mask=mask, other=other
+                tt.LoadOp,
+                result.type,
+                result.name_hint or op.result.name_hint,
+                ptr=pointers,
+                mask=mask,
+                other=other,
             )
+            if trans is not None:
+                _replace(func, trans, load)
             return _replace(func, op, load)
         builder.create(tt.StoreOp, ptr=pointers, value=op.value, mask=mask)
     op.erase()
+
+
+def _sole_transpose(func: tt.FuncOp, op: Op) -> tt.TransOp | None:
+    """The `tt.trans` that is the only user of load `op`, if any. Its pointer tile then reads the
+    block transposed itself (`fold_tma_transpose` does the same for TMA): `desc.load(...).T` is the
+    tile a pointer kernel writes for K^T, whose load coalesce vectorizes along the rows it reads
+    and `pipeline` copies straight into the shared tile the dot reads (cp.async)."""
+    if not isinstance(op, tt.DescriptorLoadOp):
+        return None
+    users = [user for user in func.walk() if op.result in user.operands]
+    if len(users) == 1 and isinstance(users[0], tt.TransOp):
+        return users[0]
+    return None
+
+
+def _permute(values, order: tuple[int, ...]) -> list:
+    """`values` (one per block dimension) in the order of a `tt.trans` result."""
+    return [values[axis] for axis in order]
 
 
 def _conversions_before(store: tt.DescriptorStoreOp) -> Op:

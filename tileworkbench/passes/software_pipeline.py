@@ -18,8 +18,11 @@ load left in registers shares, as tutorial 03's `K - k * BK` when only A can tak
 the body for the current iteration where they derive from the induction variable and loop
 invariants alone; loops where the rest of the body reads a value that runs ahead (a carried
 address, or one computed from it), or where the slice reads something else the loop carries, are
-left alone, and so is a loop admitted that way whose rings would not fit in shared memory. Needs
-`stage_dot_operands`; reads the target's `num_stages` (1 = no pipelining) and shared memory.
+left alone, and so is a loop admitted that way whose rings would not fit in shared memory. A loop
+after another at the kernel's top level takes over that loop's rings of its tiles' type (the
+causal attention's off-band and on-band loops share one K and one V ring, as on TMA); where the
+compiler's retry keeps descriptors off TMA for shared memory, loads get rings only while they fit.
+Needs `stage_dot_operands`; reads the target's `num_stages` (1 = no pipelining) and shared memory.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..ir.ops.ttg import (
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
-from ..target import TargetInfo, target_pass
+from ..target import NO_FALLBACK, TargetInfo, target_pass
 from .shared_reuse import needs_barrier_before_copies, reuses_earlier_space
 
 i32 = ScalarType("i32")
@@ -53,8 +56,9 @@ def pipeline(func: tt.FuncOp, target: TargetInfo) -> bool:
     if stages < 2:
         return False
     changed = False
+    made: list[tuple[scf.ForOp, Value]] = []  # the rings so far, each with its loop
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _pipeline_loop(func, loop, stages, target)
+        changed |= _pipeline_loop(func, loop, stages, target, made)
     return changed
 
 
@@ -231,9 +235,10 @@ def _ring_slots(
     return stages + 1 if blocks[1] >= blocks[0] else stages
 
 
-def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
-    """shared(slots): the kernel's shared bytes with `found`'s loads in rings of `slots` slots, the
-    other tiles as they are (those that will lie over the rings counted apart)."""
+def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found, free=None):
+    """shared(slots): the kernel's shared bytes with `found`'s loads in rings of `slots` slots (those
+    taking over an earlier loop's ring, `free`, in its space), the other tiles as they are (those
+    that will lie over the rings counted apart)."""
     staged = {id(alloc) for _, alloc in found}
     own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)
     for op in func.walk():
@@ -242,7 +247,9 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
             over_rings = reuses_earlier_space(func, op, (loop, staged))
             (over if over_rings else own).append(size)
     slot = sum(
-        alloc.result.type.numel * alloc.result.type.element.bitwidth // 8 for _, alloc in found
+        alloc.result.type.numel * alloc.result.type.element.bitwidth // 8
+        for _, alloc in found
+        if id(alloc) not in (free or {})
     )
 
     def shared(slots: int) -> int:
@@ -263,11 +270,58 @@ _ALIGN_SLACK = 1024  # per shared tile: wgmma tiles start on 1024-byte boundarie
 _SCRATCH_RESERVE = 16 * 1024
 
 
-def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: TargetInfo) -> bool:
+def _fitting(func: tt.FuncOp, loop: scf.ForOp, found, free, stages: int, target: TargetInfo):
+    """`found` less its last loads (staged once each instead) until the rings fit in shared memory."""
+    found = list(found)
+    while _new_rings(found, free) and not _fits(
+        target, _shared_estimate(func, loop, found, free)(stages)
+    ):
+        found.pop()
+    return found
+
+
+def _new_rings(found, free) -> bool:
+    """Whether some of `found`'s loads need a ring of their own: loads that all take over earlier
+    rings need no more shared memory (their staging tiles go)."""
+    return any(id(alloc) not in free for _, alloc in found)
+
+
+def _free_rings(loop: scf.ForOp, found, stages: int, made: list) -> dict[int, Value]:
+    """id(alloc) -> a ring of `stages` slots of its tile that a loop before `loop` at the kernel's
+    top level filled, one per load: that loop is over, every copy into it complete and every wgmma
+    that read it retired (its drain, then `async_wait {num = 0}` and its barrier, come right after
+    it), so `loop`'s first copies may refill it. Attention's causal off-band and on-band loops share
+    their K and V rings so, as on TMA (tma_pipeline.py): the shared memory of one pair, not two."""
+    block, free = loop.parent, {}
+    if not isinstance(loop.parent_op, tt.FuncOp):
+        return free  # in a tile loop `prefetch_next_tile` moves prologues: not judged here
+    for _, alloc in found:
+        t = alloc.result.type
+        ring_type = MemDescType((stages, *t.shape), t.element, t.encoding)
+        for earlier, ring in made:
+            if (
+                earlier.parent is block
+                and block.ops.index(earlier) < block.ops.index(loop)
+                and ring.type == ring_type
+                and all(ring is not r for r in free.values())
+            ):
+                free[id(alloc)] = ring
+                break
+    return free
+
+
+def _pipeline_loop(
+    func: tt.FuncOp, loop: scf.ForOp, stages: int, target: TargetInfo, made: list
+) -> bool:
     body = loop.body.block
     if body.args[0].type != i32:
         return False
     found = _staged_loads(body)
+    free = _free_rings(loop, found, stages, made)
+    if target.tma_fallback != NO_FALLBACK:
+        # the compiler's retry keeps descriptors off TMA so the kernel fits shared memory
+        # (runtime/compiler.py): their pointer tiles take only the rings that fit
+        found = _fitting(func, loop, found, free, stages, target)
     if not found:
         return False
     loads = [load for load, _ in found]
@@ -275,7 +329,11 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     if sliced is None:
         return False
     slice_ops, carried, kept = sliced
-    if kept and not _fits(target, _shared_estimate(func, loop, found)(stages)):
+    if (
+        kept
+        and _new_rings(found, free)
+        and not _fits(target, _shared_estimate(func, loop, found, free)(stages))
+    ):
         # a loop admitted by keeping shared slice values (pipelined since session 10) stays as it was
         # where its rings would not fit, rather than fail to compile (the causal attention's second
         # key loop on the pointer path at head dim 128)
@@ -295,13 +353,18 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     # the spare slot serves `wgmma_pipeline`, which keeps a group in flight only where the loop has
     # one wgmma: attention's two would pay for it in occupancy (144 KB instead of 112 at head dim 128)
     one_wgmma = sum(isinstance(op, WarpGroupDotOp) for op in body.walk()) == 1
-    slots = _ring_slots(func, loop, found, stages, wgmma_reads and one_wgmma, target)
+    spare = wgmma_reads and one_wgmma and not free  # a ring taken over has `stages` slots
+    slots = _ring_slots(func, loop, found, stages, spare, target)
     rings = []
     for load, alloc in found:
         t = alloc.result.type
         ring_type = MemDescType((slots, *t.shape), t.element, t.encoding)
         # the ring takes the load's place (its source line is the load's)
-        rings.append(outside.add(LocalAllocOp(), [ring_type], load.loc, [alloc.result.name_hint]))
+        ring = free.get(id(alloc))
+        if ring is None:
+            ring = outside.add(LocalAllocOp(), [ring_type], load.loc, [alloc.result.name_hint])
+        rings.append(ring)
+    made.extend((loop, ring) for ring in rings if all(ring is not r for _, r in made))
 
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
         """Clone the address slice for iteration `iv_value` and copy its tiles into `slot`;

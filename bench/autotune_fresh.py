@@ -12,11 +12,11 @@ and times its first call (which tunes, then launches) to a device synchronize. M
 environment:
 
 - `sequential`: TILEWORKBENCH_COMPILE_WORKERS=0, one config after another, each timed in full;
-- `parallel`: the default tuner (compile workers, screening) with TILEWORKBENCH_COMPILE_PRESTART=1:
-  the workers' forkserver starts its preload when the kernel is decorated (the default on hosts of
-  8 cores or more);
-- `parallel-no-prestart`: the same with TILEWORKBENCH_COMPILE_PRESTART=0: the pool starts when the
-  first tune begins, and the tune compiles configs itself meanwhile.
+- `parallel`: the default tuner (compile workers, screening); on Linux its workers are forks of
+  the process, made as the tune begins;
+- `forkserver-prestart`: TILEWORKBENCH_COMPILE_START=forkserver with TILEWORKBENCH_COMPILE_PRESTART=1:
+  workers forked by a forkserver whose preload starts when the kernel is decorated (the default
+  where fork is not used), the tune compiling configs itself until they are up.
 
 Per child: `first_call_s` (the tune and one launch), `since_start_s` (from the child's first line
 to the end of the first call: imports, decoration, inputs, tune), the choice, the output's relative
@@ -43,8 +43,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 MODES = {
     "sequential": {"TILEWORKBENCH_COMPILE_WORKERS": "0"},
-    "parallel": {"TILEWORKBENCH_COMPILE_PRESTART": "1"},
-    "parallel-no-prestart": {"TILEWORKBENCH_COMPILE_PRESTART": "0"},
+    "parallel": {},
+    "forkserver-prestart": {
+        "TILEWORKBENCH_COMPILE_START": "forkserver",
+        "TILEWORKBENCH_COMPILE_PRESTART": "1",
+    },
 }
 GPU_WORKLOADS = ("attention-tutorial06-d64", "attention-tutorial06-d128", "matmul-32")
 
@@ -139,7 +142,7 @@ def main() -> int:
                 "max_relative_error": max(r["max_relative_error"] for r in runs[mode]),
             }
             m = row["modes"][mode]
-            print(f"{name:28s} {mode:22s} first call {m['first_call_s']:6.2f} s "
+            print(f"{name:28s} {mode:20s} first call {m['first_call_s']:6.2f} s "
                   f"({m['first_call_s_ratio']:.3f}x)  since start {m['since_start_s']:6.2f} s "
                   f"({m['since_start_s_ratio']:.3f}x)  same choice {m['same_choice']}  "
                   f"rel error {m['max_relative_error']:.2g}", flush=True)

@@ -26,8 +26,9 @@ wall seconds, the ratio to sequential, the wall split (built: compiling and timi
 arrive; finalists), the per-config sums of compile, load, screen and bench seconds, and the choice's
 re-timed ms over the sequential choice's.
 
-`pool` compares worker starts on the matmul: for spawn and for forkserver with the compiler
-preloaded, the pool's start, and a worker's first and second compile against the parent's.
+`pool` compares worker starts on the matmul: for spawn, for forkserver with the compiler
+preloaded, and for forks of this process (the Linux default), the pool's start, and a worker's
+first and second compile against the parent's.
 
 JSON goes to bench/results/<device>-autotune-parallel.json (bench/result_file.py) unless --out.
 """
@@ -349,13 +350,13 @@ def _print_row(row: dict) -> None:
 
 
 def pool_starts(target: str, configs: list) -> dict:
-    """For spawn and forkserver+preload: the pool's start (one worker), then a worker's first and
-    second compile of the 4096^3 fp16 matmul (two configs, for `target`, no launch: stand-in
+    """For spawn, forkserver+preload and fork: the pool's start (one worker), then a worker's
+    first and second compile of the 4096^3 fp16 matmul (two configs, for `target`, no launch: stand-in
     arguments), against the parent's compile of the same two configs."""
     saved = config.cache_dir, config.compile_start, config.target
     out = {}
     try:
-        for method in ("spawn", "forkserver"):
+        for method in ("spawn", "forkserver", "fork"):
             config.compile_start = method
             compile_pool.shutdown(forkserver=True)
             config.cache_dir = Path(tempfile.mkdtemp(prefix="tw-pool-bench-"))

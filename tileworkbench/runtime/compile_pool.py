@@ -291,11 +291,17 @@ def _preload_target(target: str | None, done: str | None = None) -> Iterator[Non
 
 def start_worker() -> None:
     """A local compile process yields the CPU to the parent, which times configs meanwhile: a
-    launch that waits for a core would stretch the time between its CUDA events."""
+    launch that waits for a core would stretch the time between its CUDA events. A fork of a
+    Jupyter kernel writes to the process's own stdout and stderr: the kernel's streams send
+    through its threads, which a fork does not have (the kernel forwards the file descriptors)."""
     try:
         os.nice(5)
     except OSError:
         pass
+    for name in ("stdout", "stderr"):
+        original = getattr(sys, f"__{name}__", None)
+        if original is not None:
+            setattr(sys, name, original)
 
 
 def shutdown(forkserver: bool = False) -> None:

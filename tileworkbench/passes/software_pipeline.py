@@ -1,7 +1,8 @@
 """`pipeline`: software pipelining of the loads that feed tensor-core dots in a loop (`num_stages`).
 
-A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` (a dot
-operand staged by `stage_dot_operands`) becomes a `cp.async` copy into a ring of `num_stages`
+A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` or wgmma
+(a dot operand staged by `stage_dot_operands`), directly or through a `ttg.memdesc_trans` view,
+becomes a `cp.async` copy into a ring of `num_stages`
 shared slots. The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
 copies of iterations 0..S-2 are issued, each load's its own commit group (L loads: L groups per
 iteration); iteration i waits until the groups of iteration i are complete (`ttg.async_wait
@@ -35,6 +36,7 @@ from ..ir.ops.ttg import (
     LocalAllocOp,
     LocalLoadOp,
     MemDescIndexOp,
+    MemDescTransOp,
 )
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
@@ -90,6 +92,10 @@ def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
             continue
         alloc = users[0]
         readers = uses.get(id(alloc.result), [])
+        # a transposed view is read as the tile is (tl.trans of an operand also used as it is)
+        views = [r for r in readers if isinstance(r, MemDescTransOp)]
+        readers = [r for r in readers if r not in views]
+        readers += [r for view in views for r in uses.get(id(view.result), [])]
         if not readers or not all(isinstance(r, (LocalLoadOp, WarpGroupDotOp)) for r in readers):
             continue
         enc = op.result.type.encoding

@@ -23,8 +23,10 @@ from ..ir.ops.ttg import (
     LocalAllocOp,
     LocalLoadOp,
     MemDescIndexOp,
+    MemDescTransOp,
     MmaEncoding,
     NvmmaSharedEncoding,
+    trans_memdesc,
 )
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
@@ -154,6 +156,9 @@ def wgmma(func: tt.FuncOp) -> bool:
         dot.erase()
         for operand in (dot.a, dot.b):
             _erase_if_unused(func, operand)
+    if dots:
+        _stage_untransposed(func)
+        _merge_equal_allocs(func)
     return bool(dots)
 
 
@@ -190,13 +195,61 @@ def _shared_tile(dot: tt.DotOp, op_idx: int, value: Value) -> Value:
     return alloc.result
 
 
+def _stage_untransposed(func: tt.FuncOp) -> None:
+    """`local_alloc(tt.trans(x))` read only by wgmma -> `memdesc_trans(local_alloc(x))`: x's bytes in
+    the permuted layout are x.T's, so x is stored as it is and read transposed (Triton's
+    FuseTransMMAV3Plus). A load used both ways (attention's backward: k @ qT and ds @ qT.T) then
+    fills one tile (`_merge_equal_allocs`), which `pipeline` can make a cp.async ring."""
+    for alloc in [op for op in func.walk() if isinstance(op, LocalAllocOp)]:
+        trans = alloc.src.op if isinstance(alloc.src, OpResult) else None
+        if not (isinstance(trans, tt.TransOp) and tuple(trans.order) == (1, 0)):
+            continue
+        tile = alloc.result.type
+        readers = _users(func, alloc.result)
+        if not isinstance(tile.encoding, NvmmaSharedEncoding) or not all(
+            isinstance(r, WarpGroupDotOp) for r in readers
+        ):
+            continue
+        staged = LocalAllocOp(src=trans.src)
+        staged.results = [OpResult(trans_memdesc(tile, trans.order), staged, 0, trans.src.name_hint)]
+        view = MemDescTransOp(src=staged.result, order=trans.order)
+        view.results = [OpResult(tile, view, 0, alloc.result.name_hint)]
+        staged.loc = view.loc = alloc.loc
+        block = alloc.parent
+        block.insert(block.ops.index(alloc), staged)
+        block.insert(block.ops.index(alloc), view)
+        for reader in readers:
+            reader.replace_operand(alloc.result, view.result)
+        alloc.erase()
+        _erase_if_unused(func, trans.result)
+
+
 def _erase_if_unused(func: tt.FuncOp, value: Value) -> None:
-    if not isinstance(value, OpResult) or not isinstance(value.op, LocalLoadOp):
+    """Erase the operand's `local_load` or `tt.trans` once no op reads it (a load feeding both a tile
+    and a dead trans in registers would not be pipelined)."""
+    if not isinstance(value, OpResult) or not isinstance(value.op, (LocalLoadOp, tt.TransOp)):
         return
     if any(v is value for op in func.walk() for v in op.operands):
         return
-    load = value.op
-    load.erase()
+    value.op.erase()
+
+
+def _merge_equal_allocs(func: tt.FuncOp) -> None:
+    """One tile for the `local_alloc`s of one value with one layout in one block: each later one's
+    readers read the first (a tile is written only when allocated). The loads of attention's
+    backward that feed two dots then have one tile each; K and V, read by two loops, take 16 KB
+    less each at head dim 64."""
+    first: dict[tuple, LocalAllocOp] = {}
+    for op in list(func.walk()):
+        if not isinstance(op, LocalAllocOp) or op.src is None:
+            continue
+        key = (id(op.src), id(op.parent), op.result.type)
+        if key not in first:
+            first[key] = op
+            continue
+        for user in func.walk():
+            user.replace_operand(op.result, first[key].result)
+        op.erase()
 
 
 # -- one wgmma group in flight ------------------------------------------------------------------------

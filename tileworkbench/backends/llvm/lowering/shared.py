@@ -1,5 +1,6 @@
 """Shared-memory tiles (`!ttg.memdesc`): `ttg.local_alloc`, `ttg.local_load` (`ldmatrix` for the
-16-bit `mma.sync` fragments), `ttg.memdesc_index` and the `cp.async` ops of the pipeline.
+16-bit `mma.sync` fragments), `ttg.memdesc_index`, `ttg.memdesc_trans` and the `cp.async` ops of
+the pipeline.
 
 Every `local_alloc` and TMA ring owns a fixed region at the start of the dynamic shared memory
 (`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans) starts after
@@ -141,6 +142,13 @@ def lower_memdesc_index(lw, op) -> None:
     b = lw.builder
     offset = b.add(src.offset, b.mul(lw.get(op.index), ir.Constant(I32, slot_bytes)))
     lw.set(op.result, SharedTile(offset, slot))
+
+
+@lowers(ttg.MemDescTransOp)
+def lower_memdesc_trans(lw, op) -> None:
+    """The same bytes: the result type says how they are read (addresses and wgmma descriptors
+    follow the layout's `order`, which the view permutes with the shape)."""
+    lw.set(op.result, SharedTile(lw.get(op.src).offset, op.result.type))
 
 
 @lowers(ttg.LocalLoadOp)

@@ -3,7 +3,8 @@
 A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` or wgmma
 (a dot operand staged by `stage_dot_operands`), directly or through a `ttg.memdesc_trans` view,
 becomes a `cp.async` copy into a ring of `num_stages`
-shared slots. The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
+shared slots; so does a load read in registers whose value reaches a dot (attention backward's rows
+of M and D), staged through shared memory first (`pipeline_register_loads.py`). The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
 copies of iterations 0..S-2 are issued, each load's its own commit group (L loads: L groups per
 iteration); iteration i waits until the groups of iteration i are complete (`ttg.async_wait
 {num = (S-2)*L}`, which ends in a barrier), reads
@@ -42,6 +43,7 @@ from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
 from ..target import TargetInfo, target_pass
+from .pipeline_register_loads import register_loads, stage_in_shared
 from .shared_reuse import needs_barrier_before_copies, reuses_earlier_space
 
 i32 = ScalarType("i32")
@@ -280,12 +282,21 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     sliced = _address_slice(body, loads, loop)
     if sliced is None:
         return False
+    # loads read in registers that reach a dot take rings too, where their addresses run ahead with
+    # the others' and keep no more of the slice in the body (pipeline_register_loads.py)
+    extra = register_loads(body, found, _is_zero)
+    with_extra = _address_slice(body, loads + extra, loop) if extra else None
+    if with_extra is not None and len(with_extra[2]) == len(sliced[2]):
+        sliced = with_extra
+    else:
+        extra = []
     slice_ops, carried, kept = sliced
     if kept and not _fits(target, _shared_estimate(func, loop, found)(stages)):
         # a loop admitted by keeping shared slice values (pipelined since session 10) stays as it was
         # where its rings would not fit, rather than fail to compile (the causal attention's second
         # key loop on the pointer path at head dim 128)
         return False
+    found = found + [(load, stage_in_shared(func, load)) for load in extra]
     carried = sorted(carried)
     parent = loop.parent
     loc = loop.loc

@@ -211,7 +211,9 @@ def _stage_untransposed(func: tt.FuncOp) -> None:
         ):
             continue
         staged = LocalAllocOp(src=trans.src)
-        staged.results = [OpResult(trans_memdesc(tile, trans.order), staged, 0, trans.src.name_hint)]
+        staged.results = [
+            OpResult(trans_memdesc(tile, trans.order), staged, 0, trans.src.name_hint)
+        ]
         view = MemDescTransOp(src=staged.result, order=trans.order)
         view.results = [OpResult(tile, view, 0, alloc.result.name_hint)]
         staged.loc = view.loc = alloc.loc
@@ -313,20 +315,22 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
 
 
 def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
-    """In a loop of two wgmma dots where the second accumulates into a carried value (attention's
-    p @ v), leave the second in flight across the back edge, as Triton does: the next iteration
-    waits for it together with its first dot (one `wgmma.wait_group 0` for both), before anything
-    reads the carried value; the loop's result is waited for after the loop. Where the second dot's
-    B ring has `num_stages` slots, a barrier before the refill copies keeps every warp group's
-    in-flight read of the slot ahead of them (each warp group's wait retires its own wgmmas only)."""
+    """In a loop of two or more wgmma dots where the last accumulates into a carried value
+    (attention's p @ v; the backward's dk += ds @ q and dq += ds @ k), leave the last in flight across
+    the back edge, as Triton does: the next iteration waits for it together with its first dot (one
+    `wgmma.wait_group 0` for both), before anything reads the carried value; the loop's result is
+    waited for after the loop. Where the last dot's B ring has `num_stages` slots, a barrier before
+    the refill copies keeps every warp group's in-flight read of the slot ahead of them (each warp
+    group's wait retires its own wgmmas only)."""
     body = loop.body.block
     dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
-    if len(dots) != 2:
+    if len(dots) < 2:
         return False
     waits = [_users(func, dot.result) for dot in dots]
     if any(len(w) != 1 or not isinstance(w[0], WarpGroupDotWaitOp) or w[0].pendings for w in waits):
         return False
-    (first_wait,), (second_wait,) = waits
+    first_wait, second_wait = waits[0][0], waits[-1][0]
+    dots = [dots[0], dots[-1]]
     yield_op = body.ops[-1]
     if _users(func, second_wait.result) != [yield_op]:
         return False
@@ -386,6 +390,8 @@ def _ring_kind(tile: Value, stages: int) -> str | None:
     (`ttng.tma_wait`: its copies come after the wait and a barrier already)."""
     if isinstance(tile, OpResult) and isinstance(tile.op, ttng.TMAWaitOp):
         return "tma"
+    if isinstance(tile, OpResult) and isinstance(tile.op, MemDescTransOp):
+        tile = tile.op.src  # a slot read transposed
     if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
         return None
     ring = tile.op.src

@@ -2,8 +2,9 @@
 Q^T in k @ qT and ds @ qT.T, dO in p @ do and v @ do.T): the `wgmma` pass stores the tile once and
 gives the transposed use a `ttg.memdesc_trans` view of it, so `pipeline` turns the load into a
 cp.async ring, as Triton does; the rows of M and delta read in registers take rings too
-(`pipeline_register_loads.py`), and the last dot stays in flight into the next iteration. Checked in the Tile IR and PTX, by ptxas, and by emulated runs against
-NumPy float64 (outputs poisoned with NaN first)."""
+(`pipeline_register_loads.py`), and the last dot stays in flight into the next iteration. Checked
+in the Tile IR and PTX, by ptxas, and by emulated runs against NumPy float64 (outputs poisoned
+with NaN first)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ import tileworkbench.language as tl
 RNG = np.random.default_rng()  # fresh inputs each run
 
 
-def _dkdv(head_dim=64, block_m=32, block_n=128, stages=5):
+def _dkdv(head_dim=64, block_m=32, block_n=128, stages=5, causal=False):
     return tw.compile(attention_dkdv, signature=DKDV_SIGNATURE,
-                      constexprs={"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n},
+                      constexprs={"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
+                                  "CAUSAL": causal},
                       target="sm_90a", num_warps=4, num_stages=stages, use_cache=False)
 
 
@@ -31,8 +33,11 @@ def _loop_body(gpu: str) -> str:
     return gpu[gpu.index("scf.for"):gpu.index("scf.yield")]
 
 
-def test_both_uses_of_qT_and_do_read_one_ring_slot():
-    gpu = _dkdv().asm["tile-gpu"]
+@pytest.mark.parametrize("causal", [False, True])
+def test_both_uses_of_qT_and_do_read_one_ring_slot(causal):
+    """Also where the mask reads the query rows' carried counter, which M's and delta's addresses
+    read too: the body reads it from the induction variable, so their copies can run ahead."""
+    gpu = _dkdv(causal=causal).asm["tile-gpu"]
     before = gpu[:gpu.index("scf.for")]
     # one ring per load, of num_stages slots: Q^T K-major for k @ qT, dO MN-major for p @ do
     assert re.search(r"%qT = ttg\.local_alloc : !ttg\.memdesc<5x64x32xf16", before)
@@ -106,20 +111,20 @@ def test_the_rings_assemble(head_dim, tmp_path):
     assert result.returncode == 0, result.stderr[:2000]
 
 
-@pytest.mark.parametrize("head_dim, block_m, block_n, stages, n_ctx", [
-    (64, 32, 64, 3, 192),
-    (128, 16, 64, 2, 64),
-], ids=["d64-3-stages-6-steps", "d128-2-stages"])
-def test_emulated_dkdv(head_dim, block_m, block_n, stages, n_ctx):
+@pytest.mark.parametrize("head_dim, block_m, block_n, stages, n_ctx, causal", [
+    (64, 32, 64, 3, 192, True),
+    (128, 16, 64, 2, 64, False),
+], ids=["d64-causal-3-stages-6-steps", "d128-2-stages"])
+def test_emulated_dkdv(head_dim, block_m, block_n, stages, n_ctx, causal):
     heads = 1
     q, k, v, do = (RNG.normal(0.0, 0.5, (heads * n_ctx, head_dim)).astype(np.float16)
                    for _ in range(4))
     k = (k * np.float16(0.5 * 1.4426950408889634)).astype(np.float16)  # sm_scale / ln(2)
-    dk_want, dv_want, m, delta = dkdv_reference(q, k, v, do)
+    dk_want, dv_want, m, delta = dkdv_reference(q, k, v, do, causal)
     dk, dv = np.full_like(k, np.nan), np.full_like(v, np.nan)
     emulator = Emulator(attention_dkdv, DKDV_SIGNATURE,
-                        {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n}, 4,
-                        wgmma=True, num_stages=stages)
+                        {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n,
+                         "CAUSAL": causal}, 4, wgmma=True, num_stages=stages)
     emulator.launch((n_ctx // block_n, heads), q, k, v, do, m.astype(np.float32),
                     delta.astype(np.float32), dk, dv, n_ctx)
     for name, got, want in (("dK", dk, dk_want), ("dV", dv, dv_want)):

@@ -8,11 +8,13 @@ to every load it depends on). `stage_in_shared` makes one a staged tile, `local_
 
 from __future__ import annotations
 
-from ..ir.ops import tt
+from ..ir.ops import arith, scf, tt
 from ..ir.ops.ttg import BlockedEncoding, ConvertLayoutOp, LocalAllocOp, LocalLoadOp, SharedEncoding
 from ..ir.ops.wgmma import WarpGroupDotOp
-from ..ir.types import MemDescType
-from ..ir.values import OpResult
+from ..ir.types import MemDescType, ScalarType
+from ..ir.values import BlockArgument, OpResult
+
+I32 = ScalarType("i32")
 
 
 def register_loads(body, staged: list, is_zero) -> list[tt.LoadOp]:
@@ -51,6 +53,69 @@ def _reaches_dot(value, uses: dict[int, list]) -> bool:
                 seen.add(id(user))
                 work.extend(user.results)
     return False
+
+
+def derive_counters(loop: scf.ForOp, roots: list) -> bool:
+    """Carried i32 counters that `roots` (the loads' pointers and masks) depend on, `c = init` and
+    `c += inc` per iteration with `inc` invariant, in a loop of step 1: the body reads `init + (iv -
+    lower) * inc` instead (the yield still carries `c` for the loop's result). A counter the rest of
+    the body reads too (the causal dK/dV loop's `curr_m`, in the mask and in M's address) then no
+    longer runs ahead with the addresses: `pipeline` keeps its uses in the body. Returns changed."""
+    body = loop.body.block
+    if not _is_constant(loop.step, 1):
+        return False
+    yield_op = body.ops[-1]
+    walked = _walk_args(body, roots)
+    changed = False
+    for arg in [a for a in body.args[1:] if id(a) in walked and a.type == I32]:
+        update = yield_op.operands[arg.index - 1]
+        if not (isinstance(update, OpResult) and isinstance(update.op, arith.AddIOp)):
+            continue
+        add = update.op
+        inc = add.rhs if add.lhs is arg else add.lhs if add.rhs is arg else None
+        if inc is None or _defined_in(inc, body):
+            continue
+        top = body.ops[0]
+        steps = _insert(body, top, arith.SubIOp(lhs=body.args[0], rhs=loop.lower), loop.loc)
+        offset = _insert(body, top, arith.MulIOp(lhs=steps, rhs=inc), loop.loc)
+        init = loop.init_args[arg.index - 1]
+        value = _insert(body, top, arith.AddIOp(lhs=init, rhs=offset), loop.loc, arg.name_hint)
+        for op in list(body.walk()):
+            if op is not add:
+                op.replace_operand(arg, value)
+        changed = True
+    return changed
+
+
+def _walk_args(body, roots: list) -> set[int]:
+    """The ids of the body's block arguments that `roots` depend on within one iteration."""
+    found, seen, work = set(), set(), list(roots)
+    while work:
+        v = work.pop()
+        if isinstance(v, BlockArgument) and v.block is body:
+            found.add(id(v))
+        elif isinstance(v, OpResult) and id(v.op) not in seen and _defined_in(v, body):
+            seen.add(id(v.op))
+            work.extend(v.op.operands)
+    return found
+
+
+def _defined_in(v, body) -> bool:
+    op = v.op if isinstance(v, OpResult) else None
+    while op is not None and op.parent is not body:
+        op = op.parent_op
+    return op is not None or (isinstance(v, BlockArgument) and v.block is body)
+
+
+def _is_constant(v, value: int) -> bool:
+    return isinstance(v, OpResult) and isinstance(v.op, arith.ConstantOp) and v.op.value == value
+
+
+def _insert(block, before, op, loc, name=None):
+    op.results = [OpResult(I32, op, 0, name)]
+    op.loc = loc
+    block.insert(block.ops.index(before), op)
+    return op.results[0]
 
 
 def stage_in_shared(func: tt.FuncOp, load: tt.LoadOp) -> LocalAllocOp:

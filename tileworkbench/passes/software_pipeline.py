@@ -38,12 +38,13 @@ from ..ir.ops.ttg import (
     LocalLoadOp,
     MemDescIndexOp,
     MemDescTransOp,
+    NvmmaSharedEncoding,
 )
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
 from ..target import TargetInfo, target_pass
-from .pipeline_register_loads import register_loads, stage_in_shared
+from .pipeline_register_loads import derive_counters, register_loads, stage_in_shared
 from .shared_reuse import needs_barrier_before_copies, reuses_earlier_space
 
 i32 = ScalarType("i32")
@@ -259,6 +260,39 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found):
     return shared
 
 
+def _placed_bytes(func: tt.FuncOp, loop: scf.ForOp, found, slots: int) -> int:
+    """The shared bytes the NVPTX lowering will lay out (`assign_shared_offsets`) with `found`'s
+    tiles in rings of `slots` slots before `loop`: tiles in program order, 1024-byte aligned where
+    wgmma reads them, starting over at 0 from a tile placed over every earlier one."""
+    staged = {id(alloc) for _, alloc in found}
+    end = total = 0
+
+    def place(t, count: int = 1) -> None:
+        nonlocal end, total
+        if isinstance(t.encoding, NvmmaSharedEncoding):
+            end = -(-end // _ALIGN_SLACK) * _ALIGN_SLACK
+        end += -(-count * _tile_bytes(t) // 128) * 128
+        total = max(total, end)
+
+    for op in func.walk():
+        if op is loop:
+            for _, alloc in found:
+                place(alloc.result.type, slots)
+        elif isinstance(op, LocalAllocOp) and id(op) not in staged:
+            if reuses_earlier_space(func, op, (loop, staged)):
+                end = 0
+            place(op.result.type)
+    return total
+
+
+def _read_transposed(body, alloc: LocalAllocOp) -> bool:
+    return any(isinstance(op, MemDescTransOp) and op.src is alloc.result for op in body.walk())
+
+
+def _tile_bytes(t) -> int:
+    return t.numel * t.element.bitwidth // 8
+
+
 def _fits(target: TargetInfo, nbytes: int) -> bool:
     """Whether `nbytes` of tiles (a `_shared_estimate`), with room for alignment and the scratch, fit
     the block's shared memory (`target.shared_per_block`)."""
@@ -276,20 +310,37 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     if body.args[0].type != i32:
         return False
     found = _staged_loads(body)
+    if not _fits(target, _placed_bytes(func, loop, found, stages)):
+        # tiles also read transposed (in rings since session 14) stay out of rings that would not
+        # fit, as before, rather than fail to compile (the tests' causal attention at head dim 128
+        # on the pointer path: K's ring besides V's)
+        found = [(load, alloc) for load, alloc in found if not _read_transposed(body, alloc)]
     if not found:
         return False
     loads = [load for load, _ in found]
     sliced = _address_slice(body, loads, loop)
     if sliced is None:
         return False
-    # loads read in registers that reach a dot take rings too, where their addresses run ahead with
-    # the others' and keep no more of the slice in the body (pipeline_register_loads.py)
+    # loads read in registers that reach a dot take rings too, where they fit and their addresses
+    # can run ahead with the others' (pipeline_register_loads.py)
     extra = register_loads(body, found, _is_zero)
+    more = stages * sum(_tile_bytes(x.result.type) + 128 for x in extra)
+    if not _fits(target, _placed_bytes(func, loop, found, stages) + more):
+        extra = []
     with_extra = _address_slice(body, loads + extra, loop) if extra else None
-    if with_extra is not None and len(with_extra[2]) == len(sliced[2]):
+    roots = [v for load in extra for v in (load.ptr, load.mask) if v is not None]
+    if extra and with_extra is None and derive_counters(loop, roots):
+        # their addresses read a counter the body reads too: now from the induction variable
+        sliced = _address_slice(body, loads, loop)
+        with_extra = _address_slice(body, loads + extra, loop)
+    if with_extra is not None and (
+        not with_extra[2] or _fits(target, _shared_estimate(func, loop, found)(stages))
+    ):
         sliced = with_extra
     else:
         extra = []
+    if sliced is None:
+        return False
     slice_ops, carried, kept = sliced
     if kept and not _fits(target, _shared_estimate(func, loop, found)(stages)):
         # a loop admitted by keeping shared slice values (pipelined since session 10) stays as it was

@@ -2,14 +2,14 @@
 
 A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` or wgmma
 (a dot operand staged by `stage_dot_operands`), directly or through a `ttg.memdesc_trans` view,
-becomes a `cp.async` copy into a ring of `num_stages`
-shared slots; so does a load read in registers whose value reaches a dot (attention backward's rows
-of M and D), staged through shared memory first (`pipeline_register_loads.py`). The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
-copies of iterations 0..S-2 are issued, each load's its own commit group (L loads: L groups per
-iteration); iteration i waits until the groups of iteration i are complete (`ttg.async_wait
-{num = (S-2)*L}`, which ends in a barrier), reads
-slot i % S, computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1
-read (the barrier ordered those reads first). Copies for iterations past the end are skipped.
+becomes a `cp.async` copy into a ring of `num_stages` shared slots; so does a load read in
+registers whose value reaches a dot (attention backward's rows of M and D), staged through shared
+memory first (`pipeline_register_loads.py`). The loop is then software-pipelined as Triton's
+(`Pipeliner/`): before the loop the copies of iterations 0..S-2 are issued, each load's its own
+commit group (L loads: L groups per iteration); iteration i waits until the groups of iteration i
+are complete (`ttg.async_wait {num = (S-2)*L}`, which ends in a barrier), reads slot i % S,
+computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1 read (the
+barrier ordered those reads first). Copies for iterations past the end are skipped.
 Slots read by `wgmma` (`ttng.warp_group_dot`) get a fence for the async proxy, and a spare slot
 where shared memory has room (`_ring_slots`), so the wgmma of iteration i-1 may still be running.
 
@@ -285,6 +285,30 @@ def _placed_bytes(func: tt.FuncOp, loop: scf.ForOp, found, slots: int) -> int:
     return total
 
 
+def _with_register_loads(func, loop, found, sliced, stages: int, target: TargetInfo):
+    """(address slice, register loads): loads read in registers that reach a dot take rings too,
+    where they fit and their addresses can run ahead with the others' (pipeline_register_loads.py);
+    else `sliced` (`found`'s), and none. A counter their addresses share with the rest of the body
+    is read from the induction variable first (`derive_counters`)."""
+    body = loop.body.block
+    loads = [load for load, _ in found]
+    extra = register_loads(body, found, _is_zero)
+    more = stages * sum(_tile_bytes(x.result.type) + 128 for x in extra)
+    if not extra or not _fits(target, _placed_bytes(func, loop, found, stages) + more):
+        return sliced, []
+    with_extra = _address_slice(body, loads + extra, loop)
+    roots = [v for load in extra for v in (load.ptr, load.mask) if v is not None]
+    if with_extra is None and derive_counters(loop, roots):
+        sliced = _address_slice(body, loads, loop)
+        with_extra = _address_slice(body, loads + extra, loop)
+    # kept slice values (see the module docstring) only where the rings fit
+    if with_extra is not None and (
+        not with_extra[2] or _fits(target, _shared_estimate(func, loop, found)(stages))
+    ):
+        return with_extra, extra
+    return sliced, []
+
+
 def _read_transposed(body, alloc: LocalAllocOp) -> bool:
     return any(isinstance(op, MemDescTransOp) and op.src is alloc.result for op in body.walk())
 
@@ -321,24 +345,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     sliced = _address_slice(body, loads, loop)
     if sliced is None:
         return False
-    # loads read in registers that reach a dot take rings too, where they fit and their addresses
-    # can run ahead with the others' (pipeline_register_loads.py)
-    extra = register_loads(body, found, _is_zero)
-    more = stages * sum(_tile_bytes(x.result.type) + 128 for x in extra)
-    if not _fits(target, _placed_bytes(func, loop, found, stages) + more):
-        extra = []
-    with_extra = _address_slice(body, loads + extra, loop) if extra else None
-    roots = [v for load in extra for v in (load.ptr, load.mask) if v is not None]
-    if extra and with_extra is None and derive_counters(loop, roots):
-        # their addresses read a counter the body reads too: now from the induction variable
-        sliced = _address_slice(body, loads, loop)
-        with_extra = _address_slice(body, loads + extra, loop)
-    if with_extra is not None and (
-        not with_extra[2] or _fits(target, _shared_estimate(func, loop, found)(stages))
-    ):
-        sliced = with_extra
-    else:
-        extra = []
+    sliced, extra = _with_register_loads(func, loop, found, sliced, stages, target)
     if sliced is None:
         return False
     slice_ops, carried, kept = sliced

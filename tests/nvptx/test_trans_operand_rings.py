@@ -88,6 +88,19 @@ def test_a_transposed_only_operand_is_pipelined_too():
     assert "ttg.memdesc_trans" in body and "tt.load" not in body
 
 
+def test_slots_read_only_through_views_are_fenced_for_wgmma():
+    """Both operands transposed: wgmma reads the slots only through views, and the wait before it
+    still fences the copies for the async proxy."""
+    p16 = "*fp16:16"
+    gpu = tw.compile(_dot_both_trans, signature={"a_ptr": p16, "b_ptr": p16, "c_ptr": "*fp32:16",
+                                                 "K": "i32:16"},
+                     constexprs={"BM": 64, "BN": 64, "BK": 64}, target="sm_90a", num_warps=4,
+                     num_stages=3, use_cache=False).asm["tile-gpu"]
+    body = _loop_body(gpu)
+    assert body.count("ttg.memdesc_trans") == 2 and body.count("async_copy_global_to_local") == 2
+    assert "ttg.async_wait {num = 2, fence_async = true}" in body
+
+
 @tw.jit
 def _dot_b_trans(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     rows, cols, ks = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
@@ -96,6 +109,17 @@ def _dot_b_trans(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK:
         a = tl.load(a_ptr + rows[:, None] * K + (k + ks)[None, :])
         b = tl.load(b_ptr + cols[:, None] * K + (k + ks)[None, :])
         acc = tl.dot(a, tl.trans(b), acc)
+    tl.store(c_ptr + rows[:, None] * BN + cols[None, :], acc)
+
+
+@tw.jit
+def _dot_both_trans(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rows, cols, ks = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        a_t = tl.load(a_ptr + (k + ks)[:, None] * BM + rows[None, :])  # K x M
+        b = tl.load(b_ptr + cols[:, None] * K + (k + ks)[None, :])
+        acc = tl.dot(tl.trans(a_t), tl.trans(b), acc)
     tl.store(c_ptr + rows[:, None] * BN + cols[None, :], acc)
 
 

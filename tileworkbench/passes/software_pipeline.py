@@ -362,9 +362,12 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, target: Target
     outside = _Emitter(parent, loop)
 
     # the rings, one per load; wgmma reads its slots through the async proxy (see the fence below)
+    read = {id(alloc.result) for _, alloc in found}  # the tiles and their transposed views
+    read |= {
+        id(op.result) for op in body.walk() if isinstance(op, MemDescTransOp) and id(op.src) in read
+    }
     wgmma_reads = any(
-        isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
-        for _, alloc in found
+        isinstance(r, WarpGroupDotOp) and any(id(v) in read for v in r.operands)
         for r in body.walk()
     )
     # the spare slot serves `wgmma_pipeline`, which keeps a group in flight only where the loop has

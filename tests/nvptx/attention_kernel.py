@@ -1,8 +1,8 @@
-"""A flash-attention forward kernel shaped like the forward of Triton's tutorial 06 (online softmax
-over key blocks, tensor descriptors made in the kernel, K read through `.T`, a constexpr-bounded
-loop when not causal, and an off-band then on-band pass when causal), a masked variant on plain
-pointers for sequence lengths that are not a multiple of the blocks, and the NumPy float64
-reference. fp16 or bf16, as the pointers are. Used by the emulated and GPU attention tests."""
+"""Flash-attention kernels shaped like Triton's tutorial 06: the forward (online softmax over key
+blocks, descriptors made in the kernel, K read through `.T`, a constexpr-bounded loop if not causal,
+an off-band then on-band pass when causal), a masked variant on pointers for any sequence length,
+the backward's dK/dV loop (`attention_dkdv`), and NumPy float64 references. fp16 or bf16, as the
+pointers are. Used by the emulated and GPU attention tests."""
 
 from __future__ import annotations
 
@@ -114,6 +114,67 @@ def attention_forward_masked(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
     out = (acc / row_sum[:, None]).to(o_ptr.dtype.element_ty)
     tl.store(o_ptr + head + rows[:, None] * HEAD_DIM + dims[None, :], out,
              mask=rows[:, None] < n_ctx)
+
+
+@tw.jit
+def attention_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, m_ptr, delta_ptr, dk_ptr, dv_ptr, n_ctx,
+                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   CAUSAL: tl.constexpr):
+    """The key block's dK and dV as tutorial 06's `_attn_bwd_dkdv` computes them: each step loads
+    Q^T and dO once and reads each in two dots, once through `tl.trans`; the query rows are a
+    carried counter, which the causal mask reads too. K is pre-scaled to base 2 and M is the
+    base-2 log-sum-exp, as the tutorial's; dK is left unscaled. Grid: (n_ctx // BLOCK_N, heads)."""
+    head = tl.program_id(1)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, HEAD_DIM)
+    rows = head * n_ctx * HEAD_DIM + offs_n[:, None] * HEAD_DIM + dims[None, :]
+    k = tl.load(k_ptr + rows)
+    v = tl.load(v_ptr + rows)
+    offs_m = tl.arange(0, BLOCK_M)
+    qT_ptrs = q_ptr + head * n_ctx * HEAD_DIM + offs_m[None, :] * HEAD_DIM + dims[:, None]
+    do_ptrs = do_ptr + head * n_ctx * HEAD_DIM + offs_m[:, None] * HEAD_DIM + dims[None, :]
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    curr_m = 0
+    for _ in range(n_ctx // BLOCK_M):
+        qT = tl.load(qT_ptrs)
+        offs_m = curr_m + tl.arange(0, BLOCK_M)
+        m = tl.load(m_ptr + head * n_ctx + offs_m)
+        pT = tl.math.exp2(tl.dot(k, qT) - m[None, :])
+        if CAUSAL:
+            pT = tl.where(offs_m[None, :] >= offs_n[:, None], pT, 0.0)
+        do = tl.load(do_ptrs)
+        dv += tl.dot(pT.to(tl.float16), do)
+        delta = tl.load(delta_ptr + head * n_ctx + offs_m)
+        dpT = tl.dot(v, tl.trans(do))
+        dsT = pT * (dpT - delta[None, :])
+        dk += tl.dot(dsT.to(tl.float16), tl.trans(qT))
+        curr_m += BLOCK_M
+        qT_ptrs += BLOCK_M * HEAD_DIM
+        do_ptrs += BLOCK_M * HEAD_DIM
+    tl.store(dk_ptr + rows, dk.to(tl.float16))
+    tl.store(dv_ptr + rows, dv.to(tl.float16))
+
+
+DKDV_SIGNATURE = {"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16",
+                  "do_ptr": "*fp16:16", "m_ptr": "*fp32:16", "delta_ptr": "*fp32:16",
+                  "dk_ptr": "*fp16:16", "dv_ptr": "*fp16:16", "n_ctx": "i32:16"}
+
+
+def dkdv_reference(q, k, v, do, causal: bool):
+    """(dK, dV, M, delta) of one head in float64 for `attention_dkdv`: k is the pre-scaled (base-2)
+    K, M the base-2 log-sum-exp of q @ k.T, delta the rows of O * dO."""
+    q, k, v, do = (x.astype(np.float64) for x in (q, k, v, do))
+    scores = q @ k.T
+    if causal:
+        n = scores.shape[0]
+        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+    top = scores.max(1, keepdims=True)
+    m = top[:, 0] + np.log2(np.exp2(scores - top).sum(1))
+    p = np.exp2(scores - m[:, None])
+    delta = (p @ v * do).sum(1)
+    ds = p * (do @ v.T - delta[:, None])
+    return ds.T @ q, p.T @ do, m, delta
 
 
 def signature(dtype: str = "fp16", aligned: bool = False) -> dict:

@@ -1,13 +1,15 @@
 """`pipeline`: software pipelining of the loads that feed tensor-core dots in a loop (`num_stages`).
 
-A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` (a dot
-operand staged by `stage_dot_operands`) becomes a `cp.async` copy into a ring of `num_stages`
-shared slots. The loop is then software-pipelined as Triton's (`Pipeliner/`): before the loop the
-copies of iterations 0..S-2 are issued, each load's its own commit group (L loads: L groups per
-iteration); iteration i waits until the groups of iteration i are complete (`ttg.async_wait
-{num = (S-2)*L}`, which ends in a barrier), reads
-slot i % S, computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1
-read (the barrier ordered those reads first). Copies for iterations past the end are skipped.
+A load in an `scf.for` body whose only use is a `ttg.local_alloc` read by `ttg.local_load` or wgmma
+(a dot operand staged by `stage_dot_operands`), directly or through a `ttg.memdesc_trans` view,
+becomes a `cp.async` copy into a ring of `num_stages` shared slots; so does a load read in
+registers whose value reaches a dot (attention backward's rows of M and D), staged through shared
+memory first (`pipeline_register_loads.py`). The loop is then software-pipelined as Triton's
+(`Pipeliner/`): before the loop the copies of iterations 0..S-2 are issued, each load's its own
+commit group (L loads: L groups per iteration); iteration i waits until the groups of iteration i
+are complete (`ttg.async_wait {num = (S-2)*L}`, which ends in a barrier), reads slot i % S,
+computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1 read (the
+barrier ordered those reads first). Copies for iterations past the end are skipped.
 Slots read by `wgmma` (`ttng.warp_group_dot`) get a fence for the async proxy, and a spare slot
 where shared memory has room (`_ring_slots`), so the wgmma of iteration i-1 may still be running.
 
@@ -38,11 +40,14 @@ from ..ir.ops.ttg import (
     LocalAllocOp,
     LocalLoadOp,
     MemDescIndexOp,
+    MemDescTransOp,
+    NvmmaSharedEncoding,
 )
 from ..ir.ops.wgmma import WarpGroupDotOp
 from ..ir.types import MemDescType, ScalarType
 from ..ir.values import BlockArgument, OpResult, Value
 from ..target import NO_FALLBACK, TargetInfo, target_pass
+from .pipeline_register_loads import derive_counters, register_loads, stage_in_shared
 from .shared_reuse import needs_barrier_before_copies, reuses_earlier_space
 
 i32 = ScalarType("i32")
@@ -94,6 +99,10 @@ def _staged_loads(body) -> list[tuple[tt.LoadOp, LocalAllocOp]]:
             continue
         alloc = users[0]
         readers = uses.get(id(alloc.result), [])
+        # a transposed view is read as the tile is (tl.trans of an operand also used as it is)
+        views = [r for r in readers if isinstance(r, MemDescTransOp)]
+        readers = [r for r in readers if r not in views]
+        readers += [r for view in views for r in uses.get(id(view.result), [])]
         if not readers or not all(isinstance(r, (LocalLoadOp, WarpGroupDotOp)) for r in readers):
             continue
         enc = op.result.type.encoding
@@ -258,6 +267,63 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found, free=None):
     return shared
 
 
+def _placed_bytes(func: tt.FuncOp, loop: scf.ForOp, found, slots: int) -> int:
+    """The shared bytes the NVPTX lowering will lay out (`assign_shared_offsets`) with `found`'s
+    tiles in rings of `slots` slots before `loop`: tiles in program order, 1024-byte aligned where
+    wgmma reads them, starting over at 0 from a tile placed over every earlier one."""
+    staged = {id(alloc) for _, alloc in found}
+    end = total = 0
+
+    def place(t, count: int = 1) -> None:
+        nonlocal end, total
+        if isinstance(t.encoding, NvmmaSharedEncoding):
+            end = -(-end // _ALIGN_SLACK) * _ALIGN_SLACK
+        end += -(-count * _tile_bytes(t) // 128) * 128
+        total = max(total, end)
+
+    for op in func.walk():
+        if op is loop:
+            for _, alloc in found:
+                place(alloc.result.type, slots)
+        elif isinstance(op, LocalAllocOp) and id(op) not in staged:
+            if reuses_earlier_space(func, op, (loop, staged)):
+                end = 0
+            place(op.result.type)
+    return total
+
+
+def _with_register_loads(func, loop, found, sliced, stages: int, target: TargetInfo):
+    """(address slice, register loads): loads read in registers that reach a dot take rings too,
+    where they fit and their addresses can run ahead with the others' (pipeline_register_loads.py);
+    else `sliced` (`found`'s), and none. A counter their addresses share with the rest of the body
+    is read from the induction variable first (`derive_counters`)."""
+    body = loop.body.block
+    loads = [load for load, _ in found]
+    extra = register_loads(body, found, _is_zero)
+    more = stages * sum(_tile_bytes(x.result.type) + 128 for x in extra)
+    if not extra or not _fits(target, _placed_bytes(func, loop, found, stages) + more):
+        return sliced, []
+    with_extra = _address_slice(body, loads + extra, loop)
+    roots = [v for load in extra for v in (load.ptr, load.mask) if v is not None]
+    if with_extra is None and derive_counters(loop, roots):
+        sliced = _address_slice(body, loads, loop)
+        with_extra = _address_slice(body, loads + extra, loop)
+    # kept slice values (see the module docstring) only where the rings fit
+    if with_extra is not None and (
+        not with_extra[2] or _fits(target, _shared_estimate(func, loop, found)(stages))
+    ):
+        return with_extra, extra
+    return sliced, []
+
+
+def _read_transposed(body, alloc: LocalAllocOp) -> bool:
+    return any(isinstance(op, MemDescTransOp) and op.src is alloc.result for op in body.walk())
+
+
+def _tile_bytes(t) -> int:
+    return t.numel * t.element.bitwidth // 8
+
+
 def _fits(target: TargetInfo, nbytes: int) -> bool:
     """Whether `nbytes` of tiles (a `_shared_estimate`), with room for alignment and the scratch, fit
     the block's shared memory (`target.shared_per_block`)."""
@@ -317,6 +383,11 @@ def _pipeline_loop(
     if body.args[0].type != i32:
         return False
     found = _staged_loads(body)
+    if not _fits(target, _placed_bytes(func, loop, found, stages)):
+        # tiles also read transposed (in rings since session 14) stay out of rings that would not
+        # fit, as before, rather than fail to compile (the tests' causal attention at head dim 128
+        # on the pointer path: K's ring besides V's)
+        found = [(load, alloc) for load, alloc in found if not _read_transposed(body, alloc)]
     free = _free_rings(loop, found, stages, made)
     if target.tma_fallback != NO_FALLBACK:
         # the compiler's retry keeps descriptors off TMA so the kernel fits shared memory
@@ -326,6 +397,9 @@ def _pipeline_loop(
         return False
     loads = [load for load, _ in found]
     sliced = _address_slice(body, loads, loop)
+    if sliced is None:
+        return False
+    sliced, extra = _with_register_loads(func, loop, found, sliced, stages, target)
     if sliced is None:
         return False
     slice_ops, carried, kept = sliced
@@ -338,6 +412,7 @@ def _pipeline_loop(
         # where its rings would not fit, rather than fail to compile (the causal attention's second
         # key loop on the pointer path at head dim 128)
         return False
+    found = found + [(load, stage_in_shared(func, load)) for load in extra]
     carried = sorted(carried)
     parent = loop.parent
     loc = loop.loc
@@ -345,9 +420,12 @@ def _pipeline_loop(
     outside = _Emitter(parent, loop)
 
     # the rings, one per load; wgmma reads its slots through the async proxy (see the fence below)
+    read = {id(alloc.result) for _, alloc in found}  # the tiles and their transposed views
+    read |= {
+        id(op.result) for op in body.walk() if isinstance(op, MemDescTransOp) and id(op.src) in read
+    }
     wgmma_reads = any(
-        isinstance(r, WarpGroupDotOp) and any(v is alloc.result for v in r.operands)
-        for _, alloc in found
+        isinstance(r, WarpGroupDotOp) and any(id(v) in read for v in r.operands)
         for r in body.walk()
     )
     # the spare slot serves `wgmma_pipeline`, which keeps a group in flight only where the loop has

@@ -23,8 +23,10 @@ from ..ir.ops.ttg import (
     LocalAllocOp,
     LocalLoadOp,
     MemDescIndexOp,
+    MemDescTransOp,
     MmaEncoding,
     NvmmaSharedEncoding,
+    trans_memdesc,
 )
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import MemDescType, element_type
@@ -154,6 +156,9 @@ def wgmma(func: tt.FuncOp) -> bool:
         dot.erase()
         for operand in (dot.a, dot.b):
             _erase_if_unused(func, operand)
+    if dots:
+        _stage_untransposed(func)
+        _merge_equal_allocs(func)
     return bool(dots)
 
 
@@ -190,13 +195,65 @@ def _shared_tile(dot: tt.DotOp, op_idx: int, value: Value) -> Value:
     return alloc.result
 
 
+def _stage_untransposed(func: tt.FuncOp) -> None:
+    """`local_alloc(tt.trans(x))` read only by wgmma -> `memdesc_trans(local_alloc(x))`: x's bytes in
+    the permuted layout are x.T's, so x is stored as it is and read transposed (Triton's
+    FuseTransMMAV3Plus). A load used both ways (attention's backward: k @ qT and ds @ qT.T) then
+    fills one tile (`_merge_equal_allocs`), which `pipeline` can make a cp.async ring."""
+    for alloc in [op for op in func.walk() if isinstance(op, LocalAllocOp)]:
+        trans = alloc.src.op if isinstance(alloc.src, OpResult) else None
+        if not (isinstance(trans, tt.TransOp) and tuple(trans.order) == (1, 0)):
+            continue
+        if isinstance(getattr(trans.src, "op", None), ttng.TMALoadOp):
+            continue  # TMA's passes put a slot in an alloc's place, whose view assumes its layout
+        tile = alloc.result.type
+        readers = _users(func, alloc.result)
+        if not isinstance(tile.encoding, NvmmaSharedEncoding) or not all(
+            isinstance(r, WarpGroupDotOp) for r in readers
+        ):
+            continue
+        staged = LocalAllocOp(src=trans.src)
+        staged.results = [
+            OpResult(trans_memdesc(tile, trans.order), staged, 0, trans.src.name_hint)
+        ]
+        view = MemDescTransOp(src=staged.result, order=trans.order)
+        view.results = [OpResult(tile, view, 0, alloc.result.name_hint)]
+        staged.loc = view.loc = alloc.loc
+        block = alloc.parent
+        block.insert(block.ops.index(alloc), staged)
+        block.insert(block.ops.index(alloc), view)
+        for reader in readers:
+            reader.replace_operand(alloc.result, view.result)
+        alloc.erase()
+        _erase_if_unused(func, trans.result)
+
+
 def _erase_if_unused(func: tt.FuncOp, value: Value) -> None:
-    if not isinstance(value, OpResult) or not isinstance(value.op, LocalLoadOp):
+    """Erase the operand's `local_load` or `tt.trans` once no op reads it (a load feeding both a tile
+    and a dead trans in registers would not be pipelined)."""
+    if not isinstance(value, OpResult) or not isinstance(value.op, (LocalLoadOp, tt.TransOp)):
         return
     if any(v is value for op in func.walk() for v in op.operands):
         return
-    load = value.op
-    load.erase()
+    value.op.erase()
+
+
+def _merge_equal_allocs(func: tt.FuncOp) -> None:
+    """One tile for the `local_alloc`s of one value with one layout in one block: each later one's
+    readers read the first (a tile is written only when allocated). The loads of attention's
+    backward that feed two dots then have one tile each; K and V, read by two loops, take 16 KB
+    less each at head dim 64."""
+    first: dict[tuple, LocalAllocOp] = {}
+    for op in list(func.walk()):
+        if not isinstance(op, LocalAllocOp) or op.src is None:
+            continue
+        key = (id(op.src), id(op.parent), op.result.type)
+        if key not in first:
+            first[key] = op
+            continue
+        for user in func.walk():
+            user.replace_operand(op.result, first[key].result)
+        op.erase()
 
 
 # -- one wgmma group in flight ------------------------------------------------------------------------
@@ -260,20 +317,22 @@ def _keep_one_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
 
 
 def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> bool:
-    """In a loop of two wgmma dots where the second accumulates into a carried value (attention's
-    p @ v), leave the second in flight across the back edge, as Triton does: the next iteration
-    waits for it together with its first dot (one `wgmma.wait_group 0` for both), before anything
-    reads the carried value; the loop's result is waited for after the loop. Where the second dot's
-    B ring has `num_stages` slots, a barrier before the refill copies keeps every warp group's
-    in-flight read of the slot ahead of them (each warp group's wait retires its own wgmmas only)."""
+    """In a loop of two or more wgmma dots where the last accumulates into a carried value
+    (attention's p @ v; the backward's dk += ds @ q and dq += ds @ k), leave the last in flight across
+    the back edge, as Triton does: the next iteration waits for it together with its first dot (one
+    `wgmma.wait_group 0` for both), before anything reads the carried value; the loop's result is
+    waited for after the loop. Where the last dot's B ring has `num_stages` slots, a barrier before
+    the refill copies keeps every warp group's in-flight read of the slot ahead of them (each warp
+    group's wait retires its own wgmmas only)."""
     body = loop.body.block
     dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
-    if len(dots) != 2:
+    if len(dots) < 2:
         return False
     waits = [_users(func, dot.result) for dot in dots]
     if any(len(w) != 1 or not isinstance(w[0], WarpGroupDotWaitOp) or w[0].pendings for w in waits):
         return False
-    (first_wait,), (second_wait,) = waits
+    first_wait, second_wait = waits[0][0], waits[-1][0]
+    dots = [dots[0], dots[-1]]
     yield_op = body.ops[-1]
     if _users(func, second_wait.result) != [yield_op]:
         return False
@@ -333,6 +392,8 @@ def _ring_kind(tile: Value, stages: int) -> str | None:
     (`ttng.tma_wait`: its copies come after the wait and a barrier already)."""
     if isinstance(tile, OpResult) and isinstance(tile.op, ttng.TMAWaitOp):
         return "tma"
+    if isinstance(tile, OpResult) and isinstance(tile.op, MemDescTransOp):
+        tile = tile.op.src  # a slot read transposed
     if not (isinstance(tile, OpResult) and isinstance(tile.op, MemDescIndexOp)):
         return None
     ring = tile.op.src

@@ -10,8 +10,9 @@ NVPTX lowering compute addresses as "per-thread part + per-register constant".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ..types import MemDescType
 from ..values import Value
 from .base import Op, attribute, operand
 
@@ -390,6 +391,23 @@ class MemDescIndexOp(Op, name="ttg.memdesc_index", pure=True):
 
     src: Value = operand()
     index: Value = operand()
+
+
+@dataclass(eq=False)
+class MemDescTransOp(Op, name="ttg.memdesc_trans", pure=True):
+    """The tile read with its dimensions permuted (result dim i is source dim `order[i]`): the same
+    bytes, its layout's `order` permuted alike (`trans_memdesc`); `tl.trans` of a staged operand."""
+
+    src: Value = operand()
+    order: tuple = attribute()
+
+
+def trans_memdesc(t, order: tuple[int, ...]):
+    """The `!ttg.memdesc` type of `t` read through `ttg.memdesc_trans {order}`: the shape permuted,
+    and the same dimension still contiguous (the layout's `order` renamed to the new dimensions)."""
+    shape = tuple(t.shape[d] for d in order)
+    enc = replace(t.encoding, order=tuple(order.index(d) for d in t.encoding.order))
+    return MemDescType(shape, t.element, enc)
 
 
 @dataclass(eq=False)

@@ -1,5 +1,6 @@
 """Shared-memory tiles (`!ttg.memdesc`): `ttg.local_alloc`, `ttg.local_load` (`ldmatrix` for the
-16-bit `mma.sync` fragments), `ttg.memdesc_index` and the `cp.async` ops of the pipeline.
+16-bit `mma.sync` fragments), `ttg.memdesc_index`, `ttg.memdesc_trans` and the `cp.async` ops of
+the pipeline.
 
 Every `local_alloc` and TMA ring owns a fixed region at the start of the dynamic shared memory
 (`assign_shared_offsets`, before lowering); the scratch of other ops (conversions, scans) starts after
@@ -143,6 +144,13 @@ def lower_memdesc_index(lw, op) -> None:
     lw.set(op.result, SharedTile(offset, slot))
 
 
+@lowers(ttg.MemDescTransOp)
+def lower_memdesc_trans(lw, op) -> None:
+    """The same bytes: the result type says how they are read (addresses and wgmma descriptors
+    follow the layout's `order`, which the view permutes with the shape)."""
+    lw.set(op.result, SharedTile(lw.get(op.src).offset, op.result.type))
+
+
 @lowers(ttg.LocalLoadOp)
 def lower_local_load(lw, op) -> None:
     tile = lw.get(op.src)
@@ -166,6 +174,8 @@ def lower_async_copy(lw, op) -> None:
     pred = lw.get(op.pred) if op.pred is not None else None
     nbytes = byte_size(tile.type.element)
     b = lw.builder
+    # threads holding copies of an element (a row of 32 over 128 threads) copy it alike: the same
+    # bytes, zeros alike where masked (the mask is per element), so no thread needs to be left out
     for first, count in _vector_runs(ptrs.layout, tile.type, nbytes):
         coords = ptrs.layout.reg_coords(first)
         dst = _address(lw, tile, ptrs.layout, coords)
@@ -208,9 +218,10 @@ def fence_async_shared(lw) -> None:
 
 
 def _row_col(t: MemDescType, coords) -> tuple[int, int]:
-    """(row, column) of a 2-D tile's element: the column runs along the contiguous dimension."""
+    """(row, column) of a tile's element: the column runs along the contiguous dimension (a 1-D
+    tile is one row)."""
     col_dim = t.encoding.order[0]
-    return coords[1 - col_dim], coords[col_dim]
+    return (coords[1 - col_dim] if len(coords) == 2 else 0), coords[col_dim]
 
 
 def _swizzled(lw, t: MemDescType, row: ir.Value, col: ir.Value) -> ir.Value:
@@ -242,6 +253,8 @@ def _swizzled(lw, t: MemDescType, row: ir.Value, col: ir.Value) -> ir.Value:
 
 def _thread_row_col(lw, layout: LinearLayout, t: MemDescType):
     col_dim = t.encoding.order[0]
+    if len(t.shape) == 1:  # one row
+        return ir.Constant(I32, 0), lw.thread_offset(layout, lambda v: v[0])
     row = lw.thread_offset(layout, lambda v: v[1 - col_dim])
     col = lw.thread_offset(layout, lambda v: v[col_dim])
     return row, col

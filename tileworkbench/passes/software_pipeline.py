@@ -370,10 +370,19 @@ def _free_rings(loop: scf.ForOp, found, stages: int, made: list) -> dict[int, Va
                 and block.ops.index(earlier) < block.ops.index(loop)
                 and ring.type == ring_type
                 and all(ring is not r for r in free.values())
+                and not _tiles_between(block, earlier, loop)
             ):
                 free[id(alloc)] = ring
                 break
     return free
+
+
+def _tiles_between(block, earlier: scf.ForOp, loop: scf.ForOp) -> bool:
+    """Whether shared tiles are made between the two loops (attention backward's dK and dV
+    epilogues): they lie over the earlier loop's rings once it is done (shared_reuse.py), which a
+    ring kept alive for the later loop would forbid."""
+    ops = block.ops[block.ops.index(earlier) + 1 : block.ops.index(loop)]
+    return any(isinstance(inner, LocalAllocOp) for op in ops for inner in op.walk())
 
 
 def _pipeline_loop(

@@ -27,7 +27,7 @@ arrive; finalists), the per-config sums of compile, load, screen and bench secon
 re-timed ms over the sequential choice's.
 
 `pool` compares worker starts on the matmul: for spawn, for forkserver with the compiler
-preloaded, and for forks of this process (the Linux default), the pool's start, and a worker's
+preloaded, and for forks of this process (TILEWORKBENCH_COMPILE_START=fork), the pool's start, and a worker's
 first and second compile against the parent's.
 
 JSON goes to bench/results/<device>-autotune-parallel.json (bench/result_file.py) unless --out.

@@ -289,7 +289,7 @@ def test_the_prestart_setting_preloads_the_forkserver_when_autotune_decorates(mo
     from multiprocessing import forkserver
 
     monkeypatch.setattr(settings, "compile_prestart", True)
-    monkeypatch.setattr(settings, "compile_start", "forkserver")  # (forked workers need none)
+    monkeypatch.setattr(settings, "compile_start", "forkserver")
     monkeypatch.setattr(settings, "compile_workers", 2)
     monkeypatch.setattr(settings, "target", "cpu")
     monkeypatch.setattr(settings, "interpret", False)
@@ -326,7 +326,7 @@ def test_no_prestart_when_off_or_for_a_kernel_workers_cannot_import(monkeypatch)
 
 
 def test_forked_workers_start_at_once_and_run_ptxas_after_the_parent_did(monkeypatch, tmp_path):
-    """Workers forked from this process (the Linux default) are up in well under a second, and
+    """Workers forked from this process (TILEWORKBENCH_COMPILE_START=fork) are up in well under a second, and
     each starts its own ptxas thread: the parent's, running when it forked, is not in the fork
     (a worker that waited for it would never finish)."""
     import threading

@@ -1,22 +1,23 @@
 """The local pool of compile processes that runtime/parallel_compile.py hands configs to, kept
 between tunes.
 
-On Linux the workers are forks of this process, made by the thread that starts a tune, as it
-begins (~0.02 s a process, 16 in well under a second): each starts with the compiler, its caches
-and the kernel's module already loaded, where a forkserver's preload takes ~4 s on the H100 host
-and a spawned worker ~3 s of imports. A fork of a process that has initialised CUDA is safe for
-them: a worker only compiles, for the target the parent resolved, and never calls CUDA; the one
-thread it needs, ptxas's, is started afresh in it (compiler.py forgets the parent's at fork). A
-worker that dies is replaced by a spawned process (see `WorkerPool`).
-
-`TILEWORKBENCH_COMPILE_START` picks another start: "forkserver" (the default where fork is not
-safe: macOS; workers are forked by a server that imported runtime/worker_preload.py first: the
-compiler, llvmlite's targets, libdevice, torch where the parent has it, one small compile) or
-"spawn". With a forkserver, `prestart_server()` starts the server and its preload on a
-background thread: `tw.autotune` calls it when it decorates a kernel (config.compile_prestart: by
-default on hosts of 8 cores or more), and `prestart()` starts the pool itself on a background
+By default workers are forked by a `forkserver` that imported runtime/worker_preload.py first
+(the compiler, llvmlite's targets, libdevice, torch where the parent has it, one small compile),
+so a worker's first compile costs what a warm compile costs in the parent. The preload takes ~4 s
+on the H100 host: `prestart_server()` starts it on a background thread when `tw.autotune`
+decorates a kernel (config.compile_prestart: by default on hosts of 8 cores or more), so it
+passes while the script makes its inputs; `prestart()` starts the pool itself on a background
 thread as a tune begins, while the tune compiles configs itself (`ready()` says whether the pool
 is up without waiting); `pool()` waits for a start under way.
+
+`TILEWORKBENCH_COMPILE_START=fork` makes the workers forks of this process instead, made by the
+thread that starts a tune, as it begins (~0.02 s a process): each starts with the compiler, its
+caches and the kernel's module loaded, with no preload to wait for. A fork of a process that has
+initialised CUDA should be safe for them (a worker only compiles, for the target the parent
+resolved, and never calls CUDA; the one thread it needs, ptxas's, is started afresh in it:
+compiler.py forgets the parent's at fork; a worker that dies is replaced by a spawned process,
+see `WorkerPool`), but that was checked on the CPU only, so it is not the default yet.
+"spawn" starts each worker afresh.
 """
 
 from __future__ import annotations
@@ -99,9 +100,11 @@ _STARTING: list[threading.Thread] = []
 
 
 def start_method() -> str:
-    """How workers start (settings.compile_start): "fork" (the default on Linux), "forkserver"
-    (the default elsewhere, where the platform has it) or "spawn"."""
-    method = settings.compile_start or ("fork" if sys.platform == "linux" else "forkserver")
+    """How workers start (settings.compile_start): "forkserver" (the default, where the platform
+    has it), "fork" or "spawn". Forks of this process start fastest; they stay a choice, not the
+    default, until a GPU run has checked them in a process that initialised CUDA (they were
+    checked on the CPU only)."""
+    method = settings.compile_start or "forkserver"
     if method not in multiprocessing.get_all_start_methods():
         return "spawn"
     return method

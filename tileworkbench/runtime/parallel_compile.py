@@ -544,7 +544,7 @@ def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
 def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> Iterator[Built]:
     target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
-    if not compile_pool.forks_here():  # forks are made at once, here; other starts take seconds
+    if not compile_pool.forks_here():  # forks of this process are made at once, here
         yield from _while_starting(left, workers, target, lanes)
         if not left:
             return

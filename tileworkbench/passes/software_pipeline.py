@@ -393,9 +393,9 @@ def _pipeline_loop(
         return False
     found = _staged_loads(body)
     if not _fits(target, _placed_bytes(func, loop, found, stages)):
-        # tiles also read transposed (in rings since session 14) stay out of rings that would not
-        # fit, as before, rather than fail to compile (the tests' causal attention at head dim 128
-        # on the pointer path: K's ring besides V's)
+        # tiles also read transposed (through memdesc_trans) stay out of rings that would not fit,
+        # rather than fail to compile (the tests' causal attention at head dim 128 on the pointer
+        # path: K's ring besides V's)
         found = [(load, alloc) for load, alloc in found if not _read_transposed(body, alloc)]
     free = _free_rings(loop, found, stages, made)
     if target.tma_fallback != NO_FALLBACK:

@@ -252,13 +252,10 @@ def _shared_estimate(func: tt.FuncOp, loop: scf.ForOp, found, free=None):
     own, over = [], [0]  # tiles with their own space; tiles placed over earlier ones (the epilogue)
     for op in func.walk():
         if isinstance(op, LocalAllocOp) and id(op) not in staged:
-            size = op.result.type.numel * op.result.type.element.bitwidth // 8
             over_rings = reuses_earlier_space(func, op, (loop, staged))
-            (over if over_rings else own).append(size)
+            (over if over_rings else own).append(_tile_bytes(op.result.type))
     slot = sum(
-        alloc.result.type.numel * alloc.result.type.element.bitwidth // 8
-        for _, alloc in found
-        if id(alloc) not in (free or {})
+        _tile_bytes(alloc.result.type) for _, alloc in found if id(alloc) not in (free or {})
     )
 
     def shared(slots: int) -> int:

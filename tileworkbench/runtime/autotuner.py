@@ -598,7 +598,7 @@ def autotune(
             do_bench,
             executor,
         )
-        if executor is None and len(configs) > 1 and _prestarts(fn):
+        if executor is None and _prestarts(fn, len(configs)):
             from tileworkbench.runtime import compile_pool
 
             compile_pool.prestart_server(target=_default_target)
@@ -616,10 +616,11 @@ def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[
     return decorator
 
 
-def _prestarts(fn) -> bool:
+def _prestarts(fn, n_configs: int) -> bool:
     """Whether decorating `fn` starts the compile workers' forkserver (config.compile_prestart:
     unset, on hosts of 8 cores or more): never in a compile worker or another engine's worker
-    process, nor where workers would not be used (one worker, a kernel they cannot import)."""
+    process, nor where workers would not be used (one config or worker, a kernel they cannot
+    import)."""
     import multiprocessing
 
     wanted = settings.compile_prestart
@@ -628,7 +629,7 @@ def _prestarts(fn) -> bool:
     return (
         wanted
         and multiprocessing.current_process().name == "MainProcess"
-        and parallel_compile.worker_count(_PRESTART_CORES) > 1
+        and parallel_compile.worker_count(n_configs) > 1
         and parallel_compile.may_ship(fn)
     )
 

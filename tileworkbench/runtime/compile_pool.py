@@ -110,6 +110,14 @@ def start_method() -> str:
     return method
 
 
+def _context(method: str) -> Any:
+    """multiprocessing's context for `method`; a forkserver's imports worker_preload.py first."""
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload([PRELOAD])
+    return context
+
+
 def forks_here() -> bool:
     """Whether the pool's processes are forks of this process, started by the thread that asks
     for the pool (no background start: see `WorkerPool`)."""
@@ -127,11 +135,8 @@ def pool(workers: int, target: str | None = None) -> WorkerPool:
             current.shutdown()
             current = None
         if current is None:
-            context = multiprocessing.get_context(method)
-            if method == "forkserver":
-                context.set_forkserver_preload([PRELOAD])
             replacements = multiprocessing.get_context("spawn") if method == "fork" else None
-            current = WorkerPool(context, replacements)
+            current = WorkerPool(_context(method), replacements)
             _POOL.update(pool=current, method=method)
         if len(current.slots) < workers:
             begin = time.perf_counter()
@@ -196,10 +201,8 @@ def prestart_server(target: str | Callable[[], str] | None = None) -> threading.
             if resolved is None or not backend_for(resolved).cacheable:
                 return  # no target yet, or the interpreter's: no worker would compile for it
             with _LOCK:
-                if start_method() == "forkserver":
-                    context = multiprocessing.get_context("forkserver")
-                    context.set_forkserver_preload([PRELOAD])
-                    _start_server(resolved)
+                _context("forkserver")  # its preload list, before the server starts
+                _start_server(resolved)
         except Exception:  # the tune that needs the pool starts it again and reports the error
             pass
 

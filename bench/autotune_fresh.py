@@ -8,7 +8,9 @@ The workloads of bench/autotune_parallel.py (Triton's tutorial-06 attention forw
 source, 21 configs, head dim 64 and 128; a 32-config tutorial-03 matmul 4096^3 fp16; with --cpu
 the cpu target's 8-config matmul). Each child process imports torch (as the tutorial's script
 does, first), imports the workload (where `tw.autotune` decorates the kernel), makes the inputs,
-and times its first call (which tunes, then launches) to a device synchronize. Modes, each its
+and times its first call (which tunes, then launches) to a device synchronize. `sweep-matmul-32`
+(with --cpu `sweep-matmul-cpu-8`) is the workbench's `%%tilekernel --sweep` over the same 32
+configs in an IPython shell: the cell is timed, each config compiled, run, timed and checked. Modes, each its
 environment:
 
 - `sequential`: TILEWORKBENCH_COMPILE_WORKERS=0, one config after another, each timed in full;
@@ -47,11 +49,40 @@ MODES = {
     "parallel": {"TILEWORKBENCH_COMPILE_PRESTART": "1"},
     "parallel-fork": {"TILEWORKBENCH_COMPILE_START": "fork"},
 }
-GPU_WORKLOADS = ("attention-tutorial06-d64", "attention-tutorial06-d128", "matmul-32")
+GPU_WORKLOADS = ("attention-tutorial06-d64", "attention-tutorial06-d128", "matmul-32",
+                 "sweep-matmul-32")
+
+# `%%tilekernel --sweep` over the 32 configs of autotune_parallel.MATMUL_CONFIGS, on tutorial 03's
+# matmul imported from bench/kernels.py (a kernel a worker can import), 4096^3 fp16; with --cpu the
+# cpu target's 8 configs at 128^3 on CPU torch tensors
+SWEEPS = {
+    "sweep-matmul-32": ('"BM=64,128 BN=64,128 BK=32,64 num_stages=3,4 num_warps=4,8"', "cuda", 4096),
+    "sweep-matmul-cpu-8": ('"BM=32,64 BN=32,64 BK=16,32 num_warps=4"', "cpu", 128),
+}
+SWEEP_SETUP = """
+import torch
+import tileworkbench as tw
+from bench.kernels import matmul_kernel
+size = {size}
+torch.manual_seed(0)
+dtype = torch.float16 if "{device}" == "cuda" else torch.float32
+a = torch.randn((size, size), device="{device}", dtype=dtype)
+b = torch.randn((size, size), device="{device}", dtype=dtype)
+c = torch.full((size, size), float("nan"), device="{device}", dtype=dtype)
+grid = lambda meta: (tw.cdiv(size, meta["BM"]) * tw.cdiv(size, meta["BN"]),)
+sync = torch.cuda.synchronize if "{device}" == "cuda" else (lambda: None)
+sync()
+"""
+SWEEP_CELL = """
+matmul_kernel[grid](a, b, c, size, size, size, *a.stride(), *b.stride(), *c.stride(),
+                    BM=32, BN=32, BK=16, GROUP_M=8)
+"""
 
 
 def child(name: str) -> dict:
     """In a fresh process: import, decorate, make inputs, time the first call."""
+    if name in SWEEPS:
+        return sweep_child(*SWEEPS[name])
     if name != "matmul-cpu-8":
         import torch  # noqa: F401  (first, as the tutorial's script imports it)
     for folder in (ROOT, ROOT / "tests" / "tutorials"):
@@ -86,10 +117,44 @@ def child(name: str) -> dict:
     }
 
 
+def sweep_child(sweep: str, device: str, size: int) -> dict:
+    """In a fresh process: an IPython shell with the extension loaded, the inputs made, then the
+    `%%tilekernel --sweep` cell timed; the choice is the sweep's fastest config."""
+    sys.path.insert(0, str(ROOT))
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from tileworkbench.workbench import load_ipython_extension
+
+    shell = InteractiveShell.instance()
+    load_ipython_extension(shell)
+    shell.run_cell(SWEEP_SETUP.format(size=size, device=device), store_history=False)
+    begin = time.perf_counter()
+    shell.run_cell_magic("tilekernel", f"--sweep {sweep}", SWEEP_CELL)
+    shell.user_ns["sync"]()
+    end = time.perf_counter()
+    ns = shell.user_ns
+    section = next(s for s in ns["_tilekernel_reports"][0].sections if s.title == "sweep")
+    timed = [(row.ms, row) for row in section.rows if row.ms is not None]
+    failed = [row.failure for row in section.rows if row.failure]
+    a, b, c = ns["a"], ns["b"], ns["c"]  # the last config's output
+    error = float(((c[:256].double() - a[:256].double() @ b.double()).abs().max()
+                   / (a[:256].double() @ b.double()).abs().max()).item())
+    return {
+        "first_call_s": end - begin,
+        "since_start_s": end - _BEGIN,
+        "choice": min(timed, key=lambda t: t[0])[1].config if timed else None,
+        "configs": len(section.rows),
+        "timed": len(timed),
+        "failures": failed,
+        "compiled_elsewhere": sum(row.compile_s is not None for row in section.rows),
+        "max_relative_error": error,
+    }
+
+
 def run_child(name: str, mode: str, timeout: float) -> dict:
     cache = tempfile.mkdtemp(prefix="tw-autotune-fresh-")
     env = {**os.environ, **MODES[mode], "TILEWORKBENCH_CACHE_DIR": cache}
-    if name == "matmul-cpu-8":  # the target decoration resolves (the default is the interpreter)
+    if "cpu" in name:  # the target decoration resolves (the default is the interpreter)
         env["TILEWORKBENCH_TARGET"] = "cpu"
     begin = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, "--child", name], env=env, cwd=ROOT,
@@ -116,7 +181,7 @@ def main() -> int:
     if options.child:
         print(json.dumps(child(options.child), default=str))
         return 0
-    names = ["matmul-cpu-8"] if options.cpu else list(GPU_WORKLOADS)
+    names = ["matmul-cpu-8", "sweep-matmul-cpu-8"] if options.cpu else list(GPU_WORKLOADS)
     names = [n for n in names if not options.only or options.only in n]
     rounds = 1 if options.quick else options.rounds
     report = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "rounds": rounds,

@@ -20,9 +20,11 @@ TensorCores = Literal["wgmma", "mma.sync", "none"]
 class TMAFallback:
     """The compiler's choice to keep descriptors that TMA's rules allow on the pointer path, because
     their rings and staged tiles do not fit in shared memory: the host descriptor parameters named
-    in `host` take no tensor map, and (`device`) descriptors made in the kernel build none.
-    `reason` is what each `ttng.tma_fallback` note says. The descriptor pass reads it from the
-    TargetInfo; the kernel's metadata keeps it (`as_dict`) for the launcher."""
+    in `host` take no tensor map, and (`device`) descriptors made in the kernel build none. Any
+    plan but NO_FALLBACK also cuts the pointer rings to what fits (where TMA takes no descriptor,
+    that is all it does). `reason` is what each `ttng.tma_fallback` note says. The descriptor pass
+    and the pipeliner read it from the TargetInfo; the kernel's metadata keeps it (`as_dict`) for
+    the launcher."""
 
     host: tuple[str, ...] = ()
     device: bool = False
@@ -58,7 +60,8 @@ class TargetInfo:
         tensormap_create: descriptors made in the kernel may build their tensor map on the device
             (`tensormap.replace`, the sm_90a family; only with `tma`).
         tma_fallback: descriptors TMA's rules allow but that stay on pointers, as their rings did
-            not fit in shared memory (the compiler's retry, runtime/compiler.py).
+            not fit in shared memory, and pointer rings cut to fit (the compiler's retry,
+            runtime/compiler.py).
         shared_per_block: the most shared memory one block may opt in to (bytes); 0: no limit known,
             so passes that need room take none.
         shared_per_sm: shared memory per SM (bytes), for how many blocks stay resident.

@@ -5,21 +5,29 @@ loads are (passes/software_pipeline.py), and the edges they mask read zeros. Bef
 descriptor's strides were unknown to axis info (one fp16 element per thread, below cp.async's 4
 bytes) and `desc.load(...).T` was a register transpose: every tile went through registers. Checked in
 the tile-gpu IR and PTX (ptxas: no spills), and on the emulator against float64 on ragged shapes.
-A descriptor padded with NaN keeps its loads in registers: cp.async fills zeros only."""
+A descriptor padded with NaN keeps its loads in registers: cp.async fills zeros only. Where the full
+rings do not fit in shared memory, the compiler's retry keeps only the rings that fit (descriptor
+lowering is its choice: no OutOfResources for it); a hand-written pointer kernel still raises."""
 
 from __future__ import annotations
 
 import re
+
+import dataclasses
 
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
 from nvptx_support import needs_ptxas
 from attention_kernel import attention_forward, reference, signature
+from tensor_core_kernels import matmul_kernel, matmul_signature
 from tma_kernels import descriptor_args, tma_attention, tma_matmul, tma_matmul_bt
 
 import tileworkbench as tw
+from tileworkbench.backends.nvptx import archs
+from tileworkbench.errors import OutOfResources
 from tileworkbench.frontend import ArgSpec
+from tileworkbench.target import TMAFallback
 
 RNG = np.random.default_rng()
 FP16_TOLERANCE = 2e-3  # relative (norm-wise): fp16 operands, fp32 accumulation, fp16 output
@@ -51,26 +59,27 @@ def _assert_pipelined(compiled, copies: int) -> None:
         assert compiled.metadata.n_spills == 0, compiled.metadata.resources
 
 
-def _matmul(kernel, b_block, padding="zero", stages=3):
+def _matmul(kernel, b_block, padding="zero", stages=3, block=(128, 128, 64), arch="sm_90a"):
+    bm, bn, bk = block
     args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16",
-                           [(128, 64), b_block, (128, 128)], padding)
+                           [(bm, bk), b_block, (bm, bn)], padding)
     if kernel is tma_matmul:
-        sizes, consts = [ArgSpec("K", "i32", True)], {"BM": 128, "BN": 128, "BK": 64}
+        sizes, consts = [ArgSpec("K", "i32", True)], {"BM": bm, "BN": bn, "BK": bk}
     else:
         sizes = [ArgSpec(n, "i32", True) for n in "MNK"]
         consts = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
-    return tw.compile(kernel, signature=args + sizes, constexprs=consts, target="sm_90a",
+    return tw.compile(kernel, signature=args + sizes, constexprs=consts, target=arch,
                       num_warps=8, num_stages=stages, use_cache=False)
 
 
-def _attention(head_dim, stages=2, block_m=128, block_n=64):
+def _attention(head_dim, stages=2, block_m=128, block_n=64, warps=4):
     args = descriptor_args(["q_desc", "k_desc", "v_desc", "o_desc"], "fp16",
                            [(block_m, head_dim), (block_n, head_dim), (block_n, head_dim),
                             (block_m, head_dim)])
     args += [ArgSpec("n_ctx", "i32"), ArgSpec("qk_scale", "fp32")]
     return tw.compile(tma_attention, signature=args,
                       constexprs={"BLOCK_M": block_m, "BLOCK_N": block_n}, target="sm_90a",
-                      num_warps=4, num_stages=stages, use_cache=False)
+                      num_warps=warps, num_stages=stages, use_cache=False)
 
 
 @needs_ptxas
@@ -114,6 +123,48 @@ def test_causal_loops_share_their_rings():
     assert len(_loops(gpu)) == 2
     _assert_pipelined(compiled, copies=2)
     assert compiled.metadata.shared == 224 * 1024
+
+
+def _rings(gpu: str) -> list[str]:
+    return re.findall(r"= ttg\.local_alloc : !ttg\.memdesc<(\d+x\d+x\d+)xf16", gpu)
+
+
+def _assert_cut_to_fit(compiled, rings: list[str]) -> None:
+    """The retry's plan (no tensor map to leave out: it only cuts the rings), the rings kept, and
+    ptxas's view: it fits the block's shared memory with no spills."""
+    md = compiled.launch_metadata
+    assert md.tma_fallback["host"] == [] and not md.tma_fallback["device"]
+    assert "the rings of its pointer loads need" in md.tma_fallback["reason"]
+    assert _rings(compiled.asm["tile-gpu"]) == rings
+    assert md.shared <= archs.ARCHS[md.target].shared_per_block
+    assert ("cp.async.cg.shared.global" in compiled.asm["ptx"]) == bool(rings)
+    assert compiled.cubin is not None and compiled.metadata.n_spills == 0
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch, stages, ring, shared_kb",
+                         [("sm_90a", 8, "9x128x64", 160), ("sm_80", 6, "6x128x64", 112)])
+def test_rings_that_do_not_fit_are_cut_where_tma_is_off(arch, stages, ring, shared_kb):
+    """128 x 128 x 64 blocks: A's and B's rings (32 KB a stage) exceed the block's shared memory
+    (227 KB on sm_90a, 163 KB on sm_80); the retry keeps A's ring and stages B once (wgmma keeps a
+    spare slot for the dot in flight). The same matmul on hand-written pointers raises."""
+    compiled = _matmul(tma_matmul, (64, 128), stages=stages, arch=arch)
+    _assert_cut_to_fit(compiled, [ring])
+    assert compiled.metadata.shared == shared_kb * 1024
+    with pytest.raises(OutOfResources, match=rf"num_stages={stages}\), required {stages * 32768}"):
+        tw.compile(matmul_kernel, signature=matmul_signature("fp16"), target=arch,
+                   constexprs=dict(BM=128, BN=128, BK=64, PRECISION="tf32", OUT_F16=False),
+                   num_warps=8, num_stages=stages, use_cache=False)
+
+
+@needs_ptxas
+def test_tutorial_attention_at_four_stages_fits_where_tma_is_off():
+    """Tutorial 06's autotune config of 128 x 128 blocks, 8 warps and 4 stages at head dim 128
+    raised OutOfResources with TMA off (two 128 KB rings and four 32 KB tiles); beside Q, P and the
+    output's tiles not even one ring fits, so K and V are staged once per step (96 KB in all)."""
+    compiled = _attention(128, stages=4, block_m=128, block_n=128, warps=8)
+    _assert_cut_to_fit(compiled, [])
+    assert compiled.metadata.shared == 96 * 1024
 
 
 def test_nan_padding_stays_in_registers():
@@ -227,3 +278,25 @@ def test_causal_loops_sharing_rings_emulated(stages):
     assert not np.isnan(o).any()
     assert _relative_error(o, want_o) <= FP16_TOLERANCE
     assert np.abs(lse - want_lse).max() < 1e-3
+
+
+def test_rings_cut_to_fit_emulated(monkeypatch):
+    """The retry's plan at a block limit of 95 KB (8 stages of A and B need 96 KB): A keeps its
+    8-slot ring, B is staged once per step; 10 K steps wrap the ring, the last one ragged, M and N
+    ragged too: against float64, the output poisoned."""
+    m, n, k, bm, bn, bk, stages, limit = 40, 48, 600, 64, 32, 64, 8, 95 * 1024
+    row = archs.ARCHS["sm_90a"]
+    monkeypatch.setitem(archs.ARCHS, "sm_90a", dataclasses.replace(row, shared_per_block=limit))
+    compiled = _matmul(tma_matmul, (bk, bn), stages=stages, block=(bm, bn, bk))
+    assert _rings(compiled.asm["tile-gpu"]) == ["8x64x64"]
+    args = descriptor_args(["a_desc", "b_desc", "c_desc"], "fp16", [(bm, bk), (bk, bn), (bm, bn)])
+    emulator = Emulator(tma_matmul, args + [ArgSpec("K", "i32")], {"BM": bm, "BN": bn, "BK": bk},
+                        num_warps=4, wgmma=True, num_stages=stages, shared_limit=limit,
+                        tma_fallback=TMAFallback.from_dict(compiled.launch_metadata.tma_fallback))
+    assert "@emu_cp_async(" in emulator.text
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    emulator.launch((-(-m // bm), -(-n // bn)), *_flat(a), *_flat(b), *_flat(c), k)
+    assert not np.isnan(c).any()
+    assert _relative_error(c, a.astype(np.float64) @ b.astype(np.float64)) <= FP16_TOLERANCE

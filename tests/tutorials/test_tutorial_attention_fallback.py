@@ -109,3 +109,21 @@ def test_tutorial_forward_without_tma_on_the_cpu_emulator(forward, causal):
         assert error <= 2e-3, f"head {head}: relative error {error:.2e}"
         want_lse = (scores.max(1) + np.log(weights.sum(1))) / np.log(2.0)
         assert np.abs(lse[rows] - want_lse).max() <= 1e-3
+
+
+@pytest.mark.parametrize("causal, block_m, block_n, warps",
+                         [(False, 64, 128, 4), (False, 128, 128, 4), (False, 128, 128, 8),
+                          (True, 128, 128, 4), (True, 128, 128, 8)])
+def test_tutorial_four_stage_configs_at_head_dim_128_fit_without_tma(forward, causal, block_m,
+                                                                     block_n, warps):
+    """The autotune configs (4 stages, head dim 128) whose K and V rings (128 KB each at 128-row
+    key blocks) raised OutOfResources with TMA off: the compiler's retry keeps only the rings that
+    fit (runtime/compiler.py), as it does where TMA's rings do not fit."""
+    compiled = tw.compile(forward, signature=_signature(128, block_m, block_n),
+                          constexprs=_constexprs(128, block_m, block_n, causal), target="sm_90a",
+                          num_warps=warps, num_stages=4, use_cache=False)
+    fallback = compiled.launch_metadata.tma_fallback
+    assert fallback["host"] == [] and "the rings of its pointer loads need" in fallback["reason"]
+    assert compiled.metadata.shared <= 232448
+    if shutil.which("ptxas"):
+        assert compiled.cubin is not None

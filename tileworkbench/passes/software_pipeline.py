@@ -396,8 +396,8 @@ def _pipeline_loop(
         found = [(load, alloc) for load, alloc in found if not _read_transposed(body, alloc)]
     free = _free_rings(loop, found, stages, made)
     if target.tma_fallback != NO_FALLBACK:
-        # the compiler's retry keeps descriptors off TMA so the kernel fits shared memory
-        # (runtime/compiler.py): their pointer tiles take only the rings that fit
+        # the compiler's retry of a kernel with descriptors that did not fit shared memory, TMA or
+        # not (runtime/compiler.py): pointer tiles take only the rings that fit
         found = _fitting(func, loop, found, free, stages, target)
     if not found:
         return False

@@ -522,12 +522,15 @@ def _compile_fresh(
     debug: bool = False,
     options: TargetOptions = DEFAULT_OPTIONS,
 ) -> CompiledKernel:
-    """The frontend and TILE_OPT once; then the backend, and where TMA's rings do not fit in shared
-    memory, the backend again on copies of the `tile-opt` IR with descriptors kept off TMA."""
+    """The frontend and TILE_OPT once; then the backend, and where a kernel with descriptors does
+    not fit in shared memory, the backend again on copies of the `tile-opt` IR with descriptors kept
+    off TMA and their rings cut to fit (`_fallbacks`). Descriptor lowering is the compiler's choice,
+    so TMA off or unavailable must not turn a config that fits into an error; hand-written pointer
+    kernels get no retry (their OutOfResources stands, as in Triton)."""
     backend = backend_for(target)
     front = tile_opt_ir(py_fn, args, constexprs, num_warps, debug)
     func = front[0]
-    retry = backend.has_tma(target) and _has_descriptors(func)
+    retry = _has_descriptors(func)
     kept = clone(func) if retry else None  # the backend's passes rewrite `func` in place
     compile_with = functools.partial(
         _compile_with,
@@ -548,7 +551,8 @@ def _compile_fresh(
     except OutOfResources as error:
         if not (retry and _short_of_shared_memory(error)):
             raise
-        return _compile_fitting(compile_with, kept, args, backend.builds_tensor_maps(target), error)
+        plans = _fallbacks(args, backend.has_tma(target), backend.builds_tensor_maps(target), error)
+        return _compile_fitting(compile_with, kept, plans, error)
 
 
 def _has_descriptors(func: tt.FuncOp) -> bool:
@@ -560,19 +564,15 @@ def _short_of_shared_memory(error: OutOfResources) -> bool:
 
 
 def _compile_fitting(
-    compile_with: Callable,
-    kept: tt.FuncOp,
-    args: list[ArgSpec],
-    device_tma: bool,
-    error: OutOfResources,
+    compile_with: Callable, kept: tt.FuncOp, plans: list[TMAFallback], error: OutOfResources
 ) -> CompiledKernel:
-    """TMA's rings and staged tiles did not fit in shared memory (the pointer path stages less):
-    run the backend again on a copy of the `tile-opt` IR with descriptors kept off TMA
-    (`_fallbacks`, which the descriptor pass reads from the TargetInfo), the fewest first, until
-    the kernel fits. The IR notes each descriptor kept off (`ttng.tma_fallback`) and the metadata
-    names them, so launches pass no tensor map for them. Where nothing fits, the last plan's
-    OutOfResources (which names the kernel, its shared buffers and their lines) is raised."""
-    for fallback in _fallbacks(args, device_tma, error):
+    """The kernel's rings and staged tiles did not fit in shared memory: run the backend again on a
+    copy of the `tile-opt` IR with each of `plans` (`_fallbacks`, which the descriptor pass and the
+    pipeliner read from the TargetInfo) in turn until the kernel fits. The IR notes each descriptor
+    kept off TMA (`ttng.tma_fallback`) and the metadata names them, so launches pass no tensor map
+    for them. Where nothing fits, the last plan's OutOfResources (which names the kernel, its
+    shared buffers and their lines) is raised."""
+    for fallback in plans:
         try:
             return compile_with(clone(kept), fallback=fallback)
         except OutOfResources as again:
@@ -582,19 +582,29 @@ def _compile_fitting(
     raise error
 
 
-def _fallbacks(args: list[ArgSpec], device_tma: bool, error: OutOfResources) -> list[TMAFallback]:
+def _fallbacks(
+    args: list[ArgSpec], tma: bool, device_tma: bool, error: OutOfResources
+) -> list[TMAFallback]:
     """The plans to try: descriptors made in the kernel off TMA (where the target builds them) with
     the host descriptor of the largest block, then with the next largest too, and so on; a kernel
-    with no host tensor maps has the one plan of all its descriptors on pointers."""
+    with no host tensor maps has the one plan of all its descriptors on pointers. Every plan cuts
+    the pointer rings to what fits (software_pipeline.py `_fitting`), so where nothing is on TMA
+    (`tma` off, or TMA refused every descriptor) that is the one plan left."""
     from ..frontend.descriptor_args import parse_descriptor_type, takes_tensor_map
 
     host = [a for a in args if parse_descriptor_type(a.type) is not None and takes_tensor_map(a)]
-    host.sort(key=_block_bytes, reverse=True)
+    host = sorted(host, key=_block_bytes, reverse=True) if tma else []
+    if not (host or device_tma):
+        reason = (
+            f"the rings of its pointer loads need {error.required} bytes of shared memory, more "
+            f"than the {error.limit} a block may have: only the rings that fit"
+        )
+        return [TMAFallback((), False, reason)]
     reason = (
         f"TMA's rings and staged tiles need {error.required} bytes of shared memory, more "
         f"than the {error.limit} a block may have: pointer loads and stores instead"
     )
-    counts = range(1, len(host) + 1) if host else ([0] if device_tma else [])
+    counts = range(1, len(host) + 1) if host else [0]
     names = [a.name for a in host]
     return [TMAFallback(tuple(names[:count]), device_tma, reason) for count in counts]
 

@@ -361,3 +361,50 @@ def test_forked_workers_start_at_once_and_run_ptxas_after_the_parent_did(monkeyp
         for pid in compile_pool.info().get("pids", []):  # a stuck worker would stall the shutdown
             os.kill(pid, signal.SIGKILL)
         compile_pool.shutdown()
+
+
+def _local_kernel():
+    """A kernel defined in a function (as in a notebook cell, no worker can import it)."""
+
+    @tw.jit
+    def local_sum(x_ptr, out_ptr, n_cols, scale, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+        tl.store(out_ptr + row * n_cols + cols, x * scale + tl.sum(x, axis=0), mask=mask)
+
+    return local_sum
+
+
+def test_forked_workers_build_kernels_no_worker_could_import(cpu_target, monkeypatch):
+    """With forked workers, kernels defined in a function (or a notebook cell) compile in the
+    workers: they are in this process's memory as it forks. A kernel defined after the workers
+    forked makes them fork again; a worker that is no fork of this process (a spawned
+    replacement) leaves the config to the parent."""
+    monkeypatch.setattr(settings, "compile_start", "fork")
+    monkeypatch.setattr(settings, "print_autotuning", False)
+    compile_pool.shutdown()
+    with pytest.raises(parallel_compile.NotShippable):
+        parallel_compile.locate(_local_kernel())  # not without forks
+    first_pids = None
+    for scale in (1.5, -0.75):  # the second kernel is defined after the first tune's forks
+        tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=4)(_local_kernel())
+        x, out = _rows(n_cols=45)
+        tuned[(x.shape[0],)](x, out, x.shape[1], scale)
+        _check(out, x, scale)
+        compiled = [r["where"]["compiled"] for r in tuned.last_results.values()]
+        pids = set(compile_pool._POOL["pool"].pids())
+        assert any(where.startswith("pid ") for where in compiled), compiled
+        assert {int(w[4:]) for w in compiled if w.startswith("pid ")} <= pids
+        if first_pids is not None:
+            assert not pids & first_pids, "the workers did not fork again for the new kernel"
+        first_pids = pids
+
+    pool = compile_pool._POOL["pool"]
+    pool.replace(0)  # a spawned process: no fork of this one
+    job = _job("cpu")
+    job.module, job.file, job.qualname, job.steps, job.rebuild = parallel_compile.locate(
+        _local_kernel(), forked=True)
+    (built,) = list(parallel_compile.build({"0": job}, workers=1))
+    assert built.fallback and "LookupError" in built.fallback, built

@@ -232,3 +232,28 @@ def test_sweep_configs_after_the_first_compile_in_workers(tilekernel, tmp_path, 
     table = section.table()
     assert section.headers()[-2:] == ("compile s", "compiled in")
     assert table[1][-1].startswith("pid ") and table[0][-2] == "-"
+
+
+def test_forked_workers_compile_a_kernel_defined_in_the_cell(tilekernel, tmp_path, monkeypatch):
+    """With workers forked from this process (TILEWORKBENCH_COMPILE_START=fork), the kernel the
+    cell defines is in their memory: the configs after the first compile there too, and each
+    config's own run finds their build in the cache."""
+    from tileworkbench.config import config
+    from tileworkbench.runtime import parallel_compile
+
+    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(config, "compile_workers", 2)
+    monkeypatch.setattr(config, "compile_start", "fork")
+    parallel_compile.shutdown_pool()
+    assert "def add_kernel" in cell()
+    try:
+        reports = tilekernel(
+            "--target cpu --ref 'x.astype(np.float64) + y' --sweep \"BLOCK=128,256 num_warps=2,4\"",
+            cell(),
+        )
+    finally:
+        parallel_compile.shutdown_pool()
+    section = next(s for s in reports[0].sections if s.title == "sweep")
+    assert [row.status() for row in section.rows] == ["ok"] * 4
+    for row in section.rows[1:]:
+        assert row.where.startswith("pid ") and row.report.compiled.metadata.cache_hit, row.where

@@ -26,7 +26,7 @@ from typing import Any
 
 from tileworkbench.config import config as settings
 from tileworkbench.errors import TileworkbenchError
-from tileworkbench.runtime import parallel_compile, record, screening
+from tileworkbench.runtime import compile_pool, parallel_compile, record, screening
 
 
 class Config:
@@ -388,7 +388,8 @@ class Autotuner(KernelInterface):
             target = parallel_compile.launch_target(kwargs)
             if not parallel_compile.cacheable_target(target):
                 return None
-            place = parallel_compile.locate(self.fn)
+            forked = self.executor is None and compile_pool.forks_here()
+            place = parallel_compile.locate(self.fn, forked=forked)
         except (parallel_compile.NotShippable, TileworkbenchError):
             return None
         jobs = {}
@@ -599,8 +600,6 @@ def autotune(
             executor,
         )
         if executor is None and _prestarts(fn, len(configs)):
-            from tileworkbench.runtime import compile_pool
-
             compile_pool.prestart_server(target=_default_target)
         return tuner
 

@@ -244,14 +244,20 @@ class CompileJob:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def locate(kernel: Any) -> tuple[str, str | None, str, int, list | None]:
+def locate(kernel: Any, forked: bool = False) -> tuple[str, str | None, str, int, list | None]:
     """(module, file, attribute, steps, rebuild) by which a worker finds `kernel`, or NotShippable.
 
     A module made at run time (a loader's, not importable by name) can say how a worker makes it
     again: `module.__tileworkbench_rebuild__ = (loader module, function, [args])`, as
-    tests/tutorials/tutorial_loader.py does for Triton's tutorials."""
-
-    module_name, module, qualname, file = _home(kernel)
+    tests/tutorials/tutorial_loader.py does for Triton's tutorials. With `forked` (the local
+    workers are forks of this process), a kernel no worker could import (defined in a notebook
+    cell or a function) is handed to them in this process's memory (`compile_pool.carry`)."""
+    try:
+        module_name, module, qualname, file = _home(kernel)
+    except NotShippable:
+        if not forked:
+            raise
+        return _FORKED, None, str(compile_pool.carry(kernel)), 0, None
     found = getattr(module, qualname, None)
     steps = 0
     while found is not None and found is not kernel and steps < 8:
@@ -313,6 +319,7 @@ def _guarded_script(file: str) -> bool:
 
 
 _MAIN_ALIAS = "__tileworkbench_main__"
+_FORKED = "<carried to forks>"  # a job's module for a kernel handed over by forking
 
 
 def worker_settings(target: str) -> dict:
@@ -399,6 +406,8 @@ def _find(job: dict) -> Any:
     import importlib.util
 
     name = job["module"]
+    if name == _FORKED:
+        return compile_pool.carried(int(job["qualname"]))
     if name in ("__main__", "__mp_main__"):  # the parent's script, imported under a name of its own
         name = _MAIN_ALIAS
     module = sys.modules.get(name)
@@ -548,7 +557,8 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
         yield from _while_starting(left, workers, target, lanes)
         if not left:
             return
-    pool = compile_pool.pool(workers, target=target)
+    carrying = max((int(j.qualname) for j in left.values() if j.module == _FORKED), default=-1)
+    pool = compile_pool.pool(workers, target=target, carrying=carrying)
     done: queue.Queue = queue.Queue()
     # a thread of its own hands each process its next config as soon as it is free, while the
     # caller times what was built

@@ -269,7 +269,7 @@ def run_sweep(
     configs = parse_sweep(sweep)
     rows = [SweepRow(config) for config in configs]
     launch = _run_config(shell, cell, rows[0], recorder, build_report, run_inner)
-    jobs = _compile_jobs(launch, configs[1:]) if launch is not None else None
+    jobs = _compile_jobs(launch, configs[1:], executor) if launch is not None else None
     if jobs is None:
         for row in rows[1:]:
             _run_config(shell, cell, row, recorder, build_report, run_inner)
@@ -306,11 +306,13 @@ def _run_config(shell, cell: str, row: SweepRow, recorder, build_report, run_inn
     return None
 
 
-def _compile_jobs(launch, configs: list[dict[str, Any]]):
+def _compile_jobs(launch, configs: list[dict[str, Any]], executor: Any = None):
     """Label ("1", "2", ...: the row) -> CompileJob for each config after the first, made from the
     first config's recorded launch; None where workers would not help (one worker, the interpreter,
-    a kernel defined in the notebook, which no worker can import). A job that turns out wrong (a
-    config naming no parameter) only costs its worker's time: the cell's own run reports it."""
+    a kernel defined in the notebook where no local worker is a fork of this process, as another
+    engine's workers are not). A job that turns out wrong (a config naming no parameter) only costs
+    its worker's time: the cell's own run reports it."""
+    from ..runtime import compile_pool
     from ..runtime import parallel_compile as pc
     from ..runtime.record import LAUNCH_OPTIONS as RUN_OPTIONS
 
@@ -320,7 +322,7 @@ def _compile_jobs(launch, configs: list[dict[str, Any]]):
         target = pc.launch_target({})
         if target != launch.target or not pc.cacheable_target(target):
             return None
-        place = pc.locate(launch.kernel)
+        place = pc.locate(launch.kernel, forked=executor is None and compile_pool.forks_here())
         meta = launch.compiled.metadata
         base = {name: pc.encode_value(value) for name, value in launch.args.items()}
         for name in (

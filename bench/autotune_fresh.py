@@ -14,12 +14,12 @@ configs in an IPython shell: the cell is timed, each config compiled, run, timed
 environment:
 
 - `sequential`: TILEWORKBENCH_COMPILE_WORKERS=0, one config after another, each timed in full;
-- `parallel`: the default tuner (compile workers forked by a forkserver, screening), with
-  TILEWORKBENCH_COMPILE_PRESTART=1 (the default on hosts of 8 cores or more): the forkserver's
-  preload starts when the kernel is decorated, and the tune compiles configs itself until the
-  workers are up;
-- `parallel-fork`: TILEWORKBENCH_COMPILE_START=fork: the workers are forks of the process, made as
-  the tune begins.
+- `parallel-forkserver`: compile workers forked by a forkserver (the default off Linux), with
+  screening and TILEWORKBENCH_COMPILE_PRESTART=1 (the default on hosts of 8 cores or more): the
+  forkserver's preload starts when the kernel is decorated, and the tune compiles configs itself
+  until the workers are up;
+- `parallel-fork`: the default on Linux: the workers are forks of the process, made as the tune
+  begins.
 
 Per child: `first_call_s` (the tune and one launch), `since_start_s` (from the child's first line
 to the end of the first call: imports, decoration, inputs, tune), the choice, the output's relative
@@ -46,7 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 MODES = {
     "sequential": {"TILEWORKBENCH_COMPILE_WORKERS": "0"},
-    "parallel": {"TILEWORKBENCH_COMPILE_PRESTART": "1"},
+    "parallel-forkserver": {"TILEWORKBENCH_COMPILE_START": "forkserver",
+                            "TILEWORKBENCH_COMPILE_PRESTART": "1"},
     "parallel-fork": {"TILEWORKBENCH_COMPILE_START": "fork"},
 }
 GPU_WORKLOADS = ("attention-tutorial06-d64", "attention-tutorial06-d128", "matmul-32",

@@ -66,9 +66,10 @@ class Config:
     `TILEWORKBENCH_COMPILE_WORKERS` is how many processes compile an autotuner's or a sweep's
     configs (unset: one per config up to the CPU count; 0 or 1: one after another in this
     process; runtime/parallel_compile.py);
-    `TILEWORKBENCH_COMPILE_START` is how compile processes start: "forkserver" (default: forked by a
-    server that preloaded the compiler), "fork" (forks of this process as a tune begins: no
-    preload to wait for; checked on the CPU only) or "spawn" (runtime/compile_pool.py);
+    `TILEWORKBENCH_COMPILE_START` is how compile processes start: "fork" (the default on Linux:
+    forks of this process as a tune begins, no preload to wait for, kernels defined in a notebook
+    included), "forkserver" (the default elsewhere: forked by a server that preloaded the
+    compiler) or "spawn" (runtime/compile_pool.py);
     `TILEWORKBENCH_COMPILE_PRESTART` starts their forkserver (its preload: the compiler, torch,
     a warm-up compile, ~4 s on the H100 host) when `tw.autotune` decorates a kernel, so it is
     ready by the first tune: unset, on hosts of 8 cores or more, for kernels that workers can

@@ -1,23 +1,24 @@
 """The local pool of compile processes that runtime/parallel_compile.py hands configs to, kept
 between tunes.
 
-By default workers are forked by a `forkserver` that imported runtime/worker_preload.py first
-(the compiler, llvmlite's targets, libdevice, torch where the parent has it, one small compile),
-so a worker's first compile costs what a warm compile costs in the parent. The preload takes ~4 s
-on the H100 host: `prestart_server()` starts it on a background thread when `tw.autotune`
-decorates a kernel (config.compile_prestart: by default on hosts of 8 cores or more), so it
-passes while the script makes its inputs; `prestart()` starts the pool itself on a background
-thread as a tune begins, while the tune compiles configs itself (`ready()` says whether the pool
-is up without waiting); `pool()` waits for a start under way.
+On Linux the workers are forks of this process, made by the thread that starts a tune, as it
+begins (~0.02 s a process): each starts with the compiler, its caches and the kernel's module
+loaded, so nothing is preloaded or waited for, and a kernel no worker could import (defined in a
+notebook cell or in a function) is in its memory (`carry`). A fork of a process that has
+initialised CUDA is safe for them: a worker only compiles, for the target the parent resolved,
+and never calls CUDA; the one thread it needs, ptxas's, is started afresh in it (compiler.py
+forgets the parent's at fork). A worker that dies is replaced by a spawned process (see
+`WorkerPool`).
 
-`TILEWORKBENCH_COMPILE_START=fork` makes the workers forks of this process instead, made by the
-thread that starts a tune, as it begins (~0.02 s a process): each starts with the compiler, its
-caches and the kernel's module loaded, with no preload to wait for. A fork of a process that has
-initialised CUDA should be safe for them (a worker only compiles, for the target the parent
-resolved, and never calls CUDA; the one thread it needs, ptxas's, is started afresh in it:
-compiler.py forgets the parent's at fork; a worker that dies is replaced by a spawned process,
-see `WorkerPool`), but that was checked on the CPU only, so it is not the default yet.
-"spawn" starts each worker afresh.
+`TILEWORKBENCH_COMPILE_START=forkserver` (the default where fork is not safe: macOS) forks them
+from a server that imported runtime/worker_preload.py first (the compiler, llvmlite's targets,
+libdevice, torch where the parent has it, one small compile), so a worker's first compile costs
+what a warm compile costs in the parent. The preload takes ~4 s on the H100 host:
+`prestart_server()` starts it on a background thread when `tw.autotune` decorates a kernel
+(config.compile_prestart: by default on hosts of 8 cores or more), so it passes while the script
+makes its inputs; `prestart()` starts the pool itself on a background thread as a tune begins,
+while the tune compiles configs itself (`ready()` says whether the pool is up without waiting);
+`pool()` waits for a start under way. "spawn" starts each worker afresh.
 """
 
 from __future__ import annotations
@@ -122,11 +123,9 @@ _STARTING: list[threading.Thread] = []
 
 
 def start_method() -> str:
-    """How workers start (settings.compile_start): "forkserver" (the default, where the platform
-    has it), "fork" or "spawn". Forks of this process start fastest; they stay a choice, not the
-    default, until a GPU run has checked them in a process that initialised CUDA (they were
-    checked on the CPU only)."""
-    method = settings.compile_start or "forkserver"
+    """How workers start (settings.compile_start): "fork" (the default on Linux), "forkserver"
+    (the default elsewhere: macOS's system libraries are not fork-safe) or "spawn"."""
+    method = settings.compile_start or ("fork" if sys.platform.startswith("linux") else "forkserver")
     if method not in multiprocessing.get_all_start_methods():
         return "spawn"
     return method

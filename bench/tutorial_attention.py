@@ -7,8 +7,10 @@ each compiler's gradients are checked against float64 on a small problem.
 
 Without `--tuned` both run the tutorial's fixed forward config (128x64, 4 warps, 2 stages: what the
 tutorial itself picks under pytest); with it, each autotunes the tutorial's own config list. The
-backward kernels have one config in the tutorial (32x128 / 128x32, 4 warps, 5 stages). The tutorial
-file comes from TRITON_TUTORIALS_DIR or `.tutorials/` (never part of this repository).
+backward kernels have one config in the tutorial (32x128 / 128x32, 4 warps, 5 stages). With `--fp8`
+the forward alone runs on float8 e5m2 inputs, as the tutorial's own fp8 check makes them (V stored
+transposed for Hopper's fp8 wgmma), checked against float64 on those inputs. The tutorial file comes
+from TRITON_TUTORIALS_DIR or `.tutorials/` (never part of this repository).
 """
 
 from __future__ import annotations
@@ -60,6 +62,34 @@ def _inputs(z: int, h: int, n: int, d: int, dtype, seed: int):
     return [t.requires_grad_() for t in (q, k, v)], do
 
 
+def _fp8(q, k, v):
+    """The tutorial's fp8 inputs: e5m2, V laid out transposed (Hopper's fp8 wgmma reads K-major B)."""
+    import torch
+
+    v = v.detach().permute(0, 1, 3, 2).contiguous().permute(0, 1, 3, 2)
+    return tuple(t.detach().to(torch.float8_e5m2) for t in (q, k, v))
+
+
+def _reference(q, k, v, causal: bool):
+    import torch
+
+    scores = q @ k.transpose(-1, -2) * SCALE
+    if causal:
+        scores = scores.masked_fill(torch.ones_like(scores).triu(1).bool(), float("-inf"))
+    return torch.softmax(scores, -1) @ v
+
+
+def check_fp8(module, d: int, causal: bool) -> dict:
+    """Relative error of the fp8 forward against float64 on the same e5m2 inputs (Z1 H2 N512)."""
+    import torch
+
+    (q, k, v), _ = _inputs(1, 2, 512, d, torch.float16, seed=d + causal)
+    q8, k8, v8 = _fp8(q, k, v)
+    out = module.attention(q8, k8, v8, causal, SCALE, False)
+    ref = _reference(q8.double(), k8.double(), v8.double(), causal)
+    return {"out": float((out.double() - ref).norm() / ref.norm())}
+
+
 def check(module, d: int, causal: bool) -> dict:
     """Relative errors of the output and the three gradients against float64 autograd (Z1 H2 N512)."""
     import torch
@@ -68,27 +98,33 @@ def check(module, d: int, causal: bool) -> dict:
     out = module.attention(q, k, v, causal, SCALE, False)
     grads = torch.autograd.grad(out, (q, k, v), do)
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    scores = q64 @ k64.transpose(-1, -2) * SCALE
-    if causal:
-        scores = scores.masked_fill(torch.ones_like(scores).triu(1).bool(), float("-inf"))
-    ref = torch.softmax(scores, -1) @ v64
+    ref = _reference(q64, k64, v64, causal)
     refs = (ref, *torch.autograd.grad(ref, (q64, k64, v64), do.double()))
     return {name: float((got.double() - want).norm() / want.norm())
             for name, got, want in zip(("out", "dq", "dk", "dv"), (out, *grads), refs)}
 
 
-def timed(modules: dict, d: int, causal: bool) -> dict:
-    """Forward and backward milliseconds of each compiler, paired, with Triton's A/A control."""
+def timed(modules: dict, d: int, causal: bool, fp8: bool = False) -> dict:
+    """Forward and backward milliseconds of each compiler, paired, with Triton's A/A control (with
+    `fp8`, the forward alone on e5m2 inputs)."""
     import torch
 
     (q, k, v), do = _inputs(SHAPE["z"], SHAPE["h"], SHAPE["n"], d, torch.float16, seed=1)
-    outs = {name: m.attention(q, k, v, causal, SCALE, False) for name, m in modules.items()}
-    forward = {name: (lambda m=m: m.attention(q, k, v, causal, SCALE, False)) for name, m in modules.items()}
-    backward = {name: (lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
-                for name, o in outs.items()}
-    row = {}
     flops = 4.0 * SHAPE["z"] * SHAPE["h"] * SHAPE["n"] ** 2 * d * (0.5 if causal else 1.0)
-    for phase, fns, phase_flops in (("forward", forward, flops), ("backward", backward, 2.5 * flops)):
+    if fp8:
+        q8, k8, v8 = _fp8(q, k, v)
+        forward = {name: (lambda m=m: m.attention(q8, k8, v8, causal, SCALE, False))
+                   for name, m in modules.items()}
+        phases = (("forward", forward, flops),)
+    else:
+        outs = {name: m.attention(q, k, v, causal, SCALE, False) for name, m in modules.items()}
+        forward = {name: (lambda m=m: m.attention(q, k, v, causal, SCALE, False))
+                   for name, m in modules.items()}
+        backward = {name: (lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+                    for name, o in outs.items()}
+        phases = (("forward", forward, flops), ("backward", backward, 2.5 * flops))
+    row = {}
+    for phase, fns, phase_flops in phases:
         fns = {**fns, "triton_control": fns["triton"]}
         times = paired_times(fns, reps=50)
         row[phase] = {
@@ -105,6 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tuned", action="store_true", help="each autotunes the tutorial's config list")
     parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--fp8", action="store_true", help="the forward alone on float8 e5m2 inputs")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     import torch
@@ -113,10 +150,11 @@ def main() -> None:
     rows = []
     for d in (int(x) for x in args.head_dims.split(",")):
         for causal in (False, True):
-            row = {"head_dim": d, "causal": causal, **SHAPE}
+            row = {"head_dim": d, "causal": causal, "dtype": "fp8e5" if args.fp8 else "fp16", **SHAPE}
             try:
-                row["errors"] = {name: check(m, d, causal) for name, m in modules.items()}
-                row.update(timed(modules, d, causal))
+                checker = check_fp8 if args.fp8 else check
+                row["errors"] = {name: checker(m, d, causal) for name, m in modules.items()}
+                row.update(timed(modules, d, causal, args.fp8))
             except Exception as exc:  # a failing compiler is reported in the row, not fatal
                 row["failed"] = f"{type(exc).__name__}: {exc}"[:2000]
             rows.append(row)
@@ -125,9 +163,10 @@ def main() -> None:
                                 for p in ("forward", "backward") if p in row}), flush=True)
     device = torch.cuda.get_device_name()
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "device": device, "tuned": args.tuned, "triton": __import__("triton").__version__,
-              "rows": rows}
-    out = args.out or default_path(device, "tutorial-attention" + ("-tuned" if args.tuned else ""))
+              "device": device, "tuned": args.tuned, "fp8": args.fp8,
+              "triton": __import__("triton").__version__, "rows": rows}
+    name = "tutorial-attention" + ("-fp8" if args.fp8 else "") + ("-tuned" if args.tuned else "")
+    out = args.out or default_path(device, name)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")

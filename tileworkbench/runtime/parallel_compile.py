@@ -257,7 +257,10 @@ def locate(kernel: Any, forked: bool = False) -> tuple[str, str | None, str, int
     except NotShippable:
         if not forked:
             raise
-        return _FORKED, None, str(compile_pool.carry(kernel)), 0, None
+        try:
+            return _FORKED, None, str(compile_pool.carry(kernel)), 0, None
+        except TypeError:  # no weak reference to it can be held
+            raise NotShippable(f"{kernel!r} cannot be handed to forked workers") from None
     found = getattr(module, qualname, None)
     steps = 0
     while found is not None and found is not kernel and steps < 8:

@@ -125,7 +125,9 @@ _STARTING: list[threading.Thread] = []
 def start_method() -> str:
     """How workers start (settings.compile_start): "fork" (the default on Linux), "forkserver"
     (the default elsewhere: macOS's system libraries are not fork-safe) or "spawn"."""
-    method = settings.compile_start or ("fork" if sys.platform.startswith("linux") else "forkserver")
+    method = settings.compile_start or (
+        "fork" if sys.platform.startswith("linux") else "forkserver"
+    )
     if method not in multiprocessing.get_all_start_methods():
         return "spawn"
     return method

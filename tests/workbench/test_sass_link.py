@@ -11,7 +11,13 @@ import pytest
 import tileworkbench as tw
 import tileworkbench.language as tl
 from tileworkbench.backends.nvptx.tools import find_tool
-from tileworkbench.workbench.sass_link import link, parse_ptx, parse_sass, pc_lines
+from tileworkbench.workbench.sass_link import (
+    link,
+    parse_ptx,
+    parse_sass,
+    pc_lines,
+    with_ptx_lines,
+)
 
 pytestmark = pytest.mark.skipif(
     find_tool("ptxas") is None or find_tool("nvdisasm") is None,
@@ -111,3 +117,49 @@ def test_global_loads_link_to_ldg_and_every_sass_has_a_line():
     assert all(s.pc == 16 * s.index for s in sass)  # 16-byte instructions from offset 0
     loads = {s.line for s in sass if s.mnemonic == "LDG"}
     assert loads == {_line_of(add_kernel, "tl.store(out_ptr")}  # loads inside the store's line
+
+
+@tw.jit
+def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale,
+                     D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    head = tl.program_id(1)
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    base = head * N * D
+    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :])
+    m_i = tl.full((BM,), -float("inf"), tl.float32)
+    l_i = tl.zeros((BM,), tl.float32)
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in range(0, N, BN):
+        k = tl.load(k_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
+        s = tl.dot(q, tl.trans(k)) * scale
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16))
+
+
+def test_moved_hgmma_is_attributed_to_its_dot_line():
+    """ptxas schedules the register-A p @ v wgmma among the softmax's sums and nvdisasm's line table
+    gives its HGMMAs that line (`l_i = ...`); `with_ptx_lines` puts them back on the dot's line,
+    as the PTX has them, so a profile shows tensor work on both `tl.dot` lines."""
+    sig = {"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16", "o_ptr": "*fp16:16",
+           "N": "i32:16", "scale": "fp32"}
+    c = tw.compile(attention_kernel, signature=sig, constexprs={"D": 64, "BM": 128, "BN": 64},
+                   target="sm_90a", num_warps=8, num_stages=2, use_cache=False)
+    ptx, sass = parse_ptx(c.asm["ptx"]), parse_sass(c.asm["sass"])
+    moved = with_ptx_lines(sass, ptx)
+    for text in ("s = tl.dot(", "acc = tl.dot("):
+        line = _line_of(attention_kernel, text)
+        wgmma = sum(p.line == line and p.family == "wgmma" for p in ptx)
+        assert wgmma == 4, (text, wgmma)
+        assert sum(s.line == line and s.mnemonic == "HGMMA" for s in moved) == wgmma, text
+    own = {"HGMMA", "LDGSTS", "LDSM", "STSM"}  # only these may move
+    assert [(s.pc, s.line) for s in moved if s.mnemonic not in own] == [
+        (s.pc, s.line) for s in sass if s.mnemonic not in own]
+    assert len(moved) == len(sass) and [s.pc for s in moved] == [s.pc for s in sass]

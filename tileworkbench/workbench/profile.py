@@ -409,7 +409,7 @@ def profile_launch(report: Any) -> Profile:
 
     from ..backends import is_gpu
     from .export import reproducer
-    from .sass_link import parse_sass
+    from .sass_link import parse_ptx, parse_sass, with_ptx_lines
 
     record = getattr(report, "record", None)
     compiled = getattr(
@@ -432,4 +432,5 @@ def profile_launch(report: Any) -> Profile:
         package_root = str(Path(__file__).resolve().parents[2])
         path_env = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         pages = run_ncu(str(path), compiled.name, tmp, env={"PYTHONPATH": path_env})
-    return from_pages(pages["source"], pages["raw"], parse_sass(sass_text), compiled.name)
+    sass = with_ptx_lines(parse_sass(sass_text), parse_ptx(compiled.asm.get("ptx", "")))
+    return from_pages(pages["source"], pages["raw"], sass, compiled.name)

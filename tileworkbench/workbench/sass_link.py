@@ -13,7 +13,7 @@ family (integer arithmetic, moves) are linked only through their line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # PTX opcode prefix -> family, most specific first (cp.async.bulk.tensor is TMA, not cp.async).
 PTX_FAMILIES = (
@@ -222,6 +222,30 @@ def _pair(links: Links, ps: list[PtxInstr], ss: list[SassInstr]) -> None:
     else:  # one PTX became several SASS (unrolled, split wide loads): one to several
         for j, s in enumerate(ss):
             links.add(ps[j * len(ps) // len(ss)].index, s.index)
+
+
+# families whose every SASS instruction is the PTX's own (ptxas makes none of them up, as it makes
+# FFMAs out of a mul and an add, or LDL/STL for spills): where nvdisasm puts one on a line whose PTX
+# has none of its family, it is the linked PTX instruction's, moved by ptxas's scheduler
+_OWN_FAMILIES = ("wgmma", "mma", "ldmatrix", "stmatrix", "tma-load", "bulk-copy", "cp.async")
+
+
+def with_ptx_lines(sass: list[SassInstr], ptx: list[PtxInstr]) -> list[SassInstr]:
+    """`sass` with each tensor-core or asynchronous-copy instruction that nvdisasm's line table
+    puts on a line where the PTX has no instruction of its family given the line of the PTX
+    instruction it links to (ptxas schedules a register-A `wgmma`'s HGMMAs among the softmax's
+    sums before it, and gives them that code's line), so a `tl.dot` line keeps its tensor work."""
+    if not ptx:
+        return sass
+    links = link(ptx, sass)
+    lines = {(p.line, p.family) for p in ptx if p.family}
+    moved = []
+    for s in sass:
+        linked = links.sass_to_ptx.get(s.index)
+        if s.family in _OWN_FAMILIES and s.line and (s.line, s.family) not in lines and linked:
+            s = replace(s, line=ptx[linked[0]].line)
+        moved.append(s)
+    return moved
 
 
 def pc_lines(sass: list[SassInstr]) -> dict[int, tuple[str | None, int]]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from attention_source import ATTENTION_KERNEL
+
 from tileworkbench.workbench.ncu import find_ncu
 
 pytest.importorskip("IPython")
@@ -69,32 +71,7 @@ b = cp.random.standard_normal((m, m), dtype=cp.float32).astype(cp.float16)
 c = cp.full((m, m), cp.nan, cp.float16)
 mm_kernel[(m // 128, m // 128)](a, b, c, m, m, m, m, BM=128, BN=128, BK=64)
 """
-ATTENTION = HEAD + """
-@tw.jit
-def attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale,
-                D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
-    head = tl.program_id(1)
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    offs_d = tl.arange(0, D)
-    base = head * N * D
-    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :])
-    m_i = tl.full((BM,), -float("inf"), tl.float32)
-    l_i = tl.zeros((BM,), tl.float32)
-    acc = tl.zeros((BM, D), tl.float32)
-    for start in range(0, N, BN):
-        k = tl.load(k_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
-        s = tl.dot(q, tl.trans(k)) * scale
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        m_i = m_new
-    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16))
-
-H, N, D = 16, 2048, 64
+ATTENTION = HEAD + ATTENTION_KERNEL + """H, N, D = 16, 2048, 64
 q, k, v = (cp.random.standard_normal((H, N, D), dtype=cp.float32).astype(cp.float16) for _ in range(3))
 o = cp.full((H, N, D), cp.nan, cp.float16)
 attn_kernel[(N // 128, H)](q, k, v, o, N, D ** -0.5, D=D, BM=128, BN=64, num_warps=8, num_stages=2)

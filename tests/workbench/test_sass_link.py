@@ -119,37 +119,27 @@ def test_global_loads_link_to_ldg_and_every_sass_has_a_line():
     assert loads == {_line_of(add_kernel, "tl.store(out_ptr")}  # loads inside the store's line
 
 
-@tw.jit
-def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale,
-                     D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
-    head = tl.program_id(1)
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.arange(0, BN)
-    offs_d = tl.arange(0, D)
-    base = head * N * D
-    q = tl.load(q_ptr + base + offs_m[:, None] * D + offs_d[None, :])
-    m_i = tl.full((BM,), -float("inf"), tl.float32)
-    l_i = tl.zeros((BM,), tl.float32)
-    acc = tl.zeros((BM, D), tl.float32)
-    for start in range(0, N, BN):
-        k = tl.load(k_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
-        s = tl.dot(q, tl.trans(k)) * scale
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + base + (start + offs_n)[:, None] * D + offs_d[None, :])
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        m_i = m_new
-    tl.store(o_ptr + base + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(tl.float16))
+def _attention_kernel(folder):
+    """The `--profile` GPU test's attention kernel, from a module file (tw.jit reads its source)."""
+    import importlib.util
+
+    from attention_source import ATTENTION_KERNEL
+
+    path = folder / "attention_module.py"
+    path.write_text("import tileworkbench as tw\nimport tileworkbench.language as tl\n" + ATTENTION_KERNEL)
+    spec = importlib.util.spec_from_file_location("attention_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.attn_kernel
 
 
-def test_moved_hgmma_is_attributed_to_its_dot_line():
+def test_moved_hgmma_is_attributed_to_its_dot_line(tmp_path):
     """ptxas schedules the register-A p @ v wgmma among the softmax's sums and nvdisasm's line table
     gives its HGMMAs that line (`l_i = ...`); `with_ptx_lines` puts them back on the dot's line,
     as the PTX has them, so a profile shows tensor work on both `tl.dot` lines."""
     sig = {"q_ptr": "*fp16:16", "k_ptr": "*fp16:16", "v_ptr": "*fp16:16", "o_ptr": "*fp16:16",
            "N": "i32:16", "scale": "fp32"}
+    attention_kernel = _attention_kernel(tmp_path)
     c = tw.compile(attention_kernel, signature=sig, constexprs={"D": 64, "BM": 128, "BN": 64},
                    target="sm_90a", num_warps=8, num_stages=2, use_cache=False)
     ptx, sass = parse_ptx(c.asm["ptx"]), parse_sass(c.asm["sass"])

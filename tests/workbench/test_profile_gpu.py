@@ -71,7 +71,7 @@ b = cp.random.standard_normal((m, m), dtype=cp.float32).astype(cp.float16)
 c = cp.full((m, m), cp.nan, cp.float16)
 mm_kernel[(m // 128, m // 128)](a, b, c, m, m, m, m, BM=128, BN=128, BK=64)
 """
-ATTENTION = HEAD + ATTENTION_KERNEL + """H, N, D = 16, 2048, 64
+ATTENTION = HEAD + "\n" + ATTENTION_KERNEL + """H, N, D = 16, 2048, 64
 q, k, v = (cp.random.standard_normal((H, N, D), dtype=cp.float32).astype(cp.float16) for _ in range(3))
 o = cp.full((H, N, D), cp.nan, cp.float16)
 attn_kernel[(N // 128, H)](q, k, v, o, N, D ** -0.5, D=D, BM=128, BN=64, num_warps=8, num_stages=2)

@@ -70,10 +70,10 @@ class Config:
     forks of this process as a tune begins, no preload to wait for, kernels defined in a notebook
     included), "forkserver" (the default elsewhere: forked by a server that preloaded the
     compiler) or "spawn" (runtime/compile_pool.py);
-    `TILEWORKBENCH_COMPILE_PRESTART` starts their forkserver (its preload: the compiler, torch,
-    a warm-up compile, ~4 s on the H100 host) when `tw.autotune` decorates a kernel, so it is
-    ready by the first tune: unset, on hosts of 8 cores or more, for kernels that workers can
-    import; 1 always, 0 never (the first tune then starts it);
+    `TILEWORKBENCH_COMPILE_PRESTART`, where workers come from the forkserver, starts it (its
+    preload: the compiler, torch, a warm-up compile, ~4 s on the H100 host) when `tw.autotune`
+    decorates a kernel, so it is ready by the first tune: unset, on hosts of 8 cores or more, for
+    kernels that workers can import; 1 always, 0 never (the first tune then starts it);
     `TILEWORKBENCH_AUTOTUNE_SCREEN=0` times every config in full; by default a tune whose configs
     compile in workers screens each config with a short timing as it is built and times only the
     finalists in full (runtime/screening.py);

@@ -180,6 +180,22 @@ def run_child(name: str, mode: str, timeout: float) -> dict:
     return result
 
 
+def _write(report: dict, options) -> Path:
+    if options.cpu:
+        report["device"] = "cpu"
+    else:
+        import torch
+
+        report["device"] = torch.cuda.get_device_name()
+    sys.path.insert(0, str(ROOT))
+    from bench import result_file
+
+    out = options.out or result_file.default_path(
+        report["device"], "autotune-fresh" + ("-quick" if options.quick else ""))
+    out.write_text(json.dumps(report, indent=1, default=str))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -199,6 +215,7 @@ def main() -> int:
     report = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "rounds": rounds,
               "workloads": []}
     modes = list(MODES)
+    out = None
     for name in names:
         runs: dict[str, list] = {mode: [] for mode in modes}
         for index in range(rounds):
@@ -222,19 +239,8 @@ def main() -> int:
                   f"({m['since_start_s_ratio']:.3f}x)  same choice {m['same_choice']}  "
                   f"rel error {m['max_relative_error']:.2g}", flush=True)
         report["workloads"].append(row)
-    if options.cpu:
-        report["device"] = "cpu"
-    else:
-        import torch
-
-        report["device"] = torch.cuda.get_device_name()
-    sys.path.insert(0, str(ROOT))
-    from bench import result_file
-
-    out = options.out or result_file.default_path(
-        report["device"], "autotune-fresh" + ("-quick" if options.quick else ""))
-    out.write_text(json.dumps(report, indent=1, default=str))
-    print(f"wrote {out}")
+        out = _write(report, options)  # after each workload: a run cut short keeps what it measured
+    print(f"wrote {out}" if out else f"no workload matches --only {options.only!r}")
     bad = [row["workload"] for row in report["workloads"]
            for m in row["modes"].values() if not m["max_relative_error"] < 1e-2]
     return 1 if bad else 0

@@ -153,3 +153,41 @@ copy_kernel[(1,)](x, out, x.size, BLOCK=128)'''
     assert outputs[-1]["output_type"] == "error" and outputs[-1]["ename"] == "OutOfBoundsError"
     assert "x_ptr" in "".join(outputs[-1]["traceback"])
     assert not nb.cells[2].outputs and nb.cells[2].get("execution_count") is None
+
+
+def test_a_notebook_kernel_sweeps_on_forked_workers_in_a_jupyter_kernel(tmp_path, monkeypatch):
+    """In a real Jupyter kernel (ipykernel's threads running), a `--sweep` of the kernel the cell
+    defines compiles its configs after the first in workers forked from the kernel's process, and
+    every config runs and checks."""
+    import ast
+    import sys
+
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("workers are forks of the process by default on Linux only")
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TILEWORKBENCH_COMPILE_WORKERS", "2")
+    monkeypatch.delenv("TILEWORKBENCH_COMPILE_START", raising=False)  # the default: fork
+    kernel = '''%%tilekernel --target cpu --no-roofline --ref 'x.astype(np.float64) * 2' --sweep "BLOCK=64,128,256"
+import numpy as np
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+x = np.random.default_rng().standard_normal(1000).astype(np.float32)
+out = np.full_like(x, np.nan)
+twice_kernel[(tw.cdiv(x.size, 64),)](x, out, x.size, BLOCK=64)'''
+    report = '''section = next(s for s in _tilekernel_reports[0].sections if s.title == "sweep")
+print([(row.status(), row.where) for row in section.rows])'''
+    nb = new_notebook(cells=[new_code_cell("%load_ext tileworkbench"), new_code_cell(kernel),
+                             new_code_cell(report)])
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3").execute()
+    text = "".join(o.get("text", "") for o in nb.cells[2].outputs)
+    rows = ast.literal_eval(text.strip())  # the list the cell printed
+    assert [status for status, _ in rows] == ["ok"] * 3, rows
+    assert rows[0][1] == "this process" and all(w.startswith("pid ") for _, w in rows[1:]), rows

@@ -1,14 +1,15 @@
-"""The local pool of compile processes that runtime/parallel_compile.py hands configs to, kept
-between tunes.
+"""The local pool of compile processes that runtime/parallel_compile.py hands configs to.
 
 On Linux the workers are forks of this process, made by the thread that starts a tune, as it
 begins (~0.02 s a process): each starts with the compiler, its caches and the kernel's module
 loaded, so nothing is preloaded or waited for, and a kernel no worker could import (defined in a
-notebook cell or in a function) is in its memory (`carry`). A fork of a process that has
-initialised CUDA is safe for them: a worker only compiles, for the target the parent resolved,
-and never calls CUDA; the one thread it needs, ptxas's, is started afresh in it (compiler.py
-forgets the parent's at fork). A worker that dies is replaced by a spawned process (see
-`WorkerPool`).
+notebook cell or in a function) is in its memory (`carry`). They last one tune or sweep
+(parallel_compile.py shuts them down after it): a fork shares this process's memory as it was,
+copy-on-write, and one kept alive would hold a second copy of every page written after it. A
+fork of a process that has initialised CUDA is safe for them (checked on an H100): a worker only
+compiles, for the target the parent resolved, and never calls CUDA; the one thread it needs,
+ptxas's, is started afresh in it (compiler.py forgets the parent's at fork). A worker that dies
+is replaced by a spawned process (see `WorkerPool`).
 
 `TILEWORKBENCH_COMPILE_START=forkserver` (the default where fork is not safe: macOS) forks them
 from a server that imported runtime/worker_preload.py first (the compiler, llvmlite's targets,
@@ -18,7 +19,8 @@ what a warm compile costs in the parent. The preload takes ~4 s on the H100 host
 (config.compile_prestart: by default on hosts of 8 cores or more), so it passes while the script
 makes its inputs; `prestart()` starts the pool itself on a background thread as a tune begins,
 while the tune compiles configs itself (`ready()` says whether the pool is up without waiting);
-`pool()` waits for a start under way. "spawn" starts each worker afresh.
+`pool()` waits for a start under way. That pool is kept between tunes. "spawn" starts each
+worker afresh.
 """
 
 from __future__ import annotations

@@ -571,8 +571,15 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
         name="tileworkbench-compile-dispatch",
         daemon=True,
     ).start()
-    for _ in range(len(left)):
-        yield done.get()
+    try:
+        for _ in range(len(left)):
+            yield done.get()
+    finally:
+        if compile_pool.forks_here():
+            # a fork shares the memory this process had as it forked (copy-on-write): kept between
+            # tunes, it would hold a second copy of every page a notebook writes after it; a fork
+            # costs ~0.02 s, so each tune or sweep forks its own workers
+            compile_pool.shutdown()
 
 
 def _dispatch(
@@ -661,6 +668,9 @@ def _built(result: dict) -> Built:
     )
     if built.attempts > 1:
         built.notes.append(f"attempt {built.attempts}: a worker died compiling it")
+    if built.fallback is not None:  # this process compiles it: say so, and why the worker could not
+        built.notes.append(f"compiled here: {where} could not ({built.fallback})")
+        built.where = "this process"
     files = result.get("files")
     if files:
         from .cache import KernelCache

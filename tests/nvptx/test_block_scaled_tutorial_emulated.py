@@ -138,13 +138,9 @@ def test_c_kept_on_pointers_emulated():
 
 
 def _tutorial_module():
-    pytest.importorskip("torch", reason="the tutorial builds its inputs with torch")
-    from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
+    from tutorial_loader import load_tutorial, tutorial_or_skip
 
-    folder = tutorials_dir()
-    if folder is None or not (folder / "10-block-scaled-matmul.py").is_file():
-        pytest.skip(f"{ENV_VAR} does not hold 10-block-scaled-matmul.py (not in this repo)")
-    return load_tutorial(folder / "10-block-scaled-matmul.py")
+    return load_tutorial(tutorial_or_skip("10-block-scaled-matmul.py"))
 
 
 def _tutorial_launch(module, scale_type: str, m: int, n: int, k: int):

@@ -247,6 +247,8 @@ def test_a_reused_worker_fills_a_new_cache_folder(monkeypatch, tmp_path):
     in-memory hit would leave the new folder empty, and the parent would compile it again)."""
     from tileworkbench.runtime.cache import KernelCache
 
+    # a kept pool (forked workers last one tune, so each build would fork a fresh worker)
+    monkeypatch.setattr(settings, "compile_start", "forkserver")
     try:
         compile_pool.pool(1, target="cpu")  # up first: else this process builds it itself
         for folder in ("one", "two"):

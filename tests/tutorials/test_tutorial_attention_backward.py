@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
+from tutorial_loader import load_tutorial, tutorial_or_skip
 
 import tileworkbench as tw
 
@@ -29,11 +29,7 @@ RCP_LN2, LN2 = 1.4426950408889634, 0.6931471824645996
 
 @pytest.fixture(scope="module")
 def backward():
-    pytest.importorskip("torch", reason="Triton's tutorials import torch")
-    folder = tutorials_dir()
-    if folder is None or not (folder / TUTORIAL).is_file():
-        pytest.skip(f"{ENV_VAR} is not set to a folder holding {TUTORIAL} (not in this repo)")
-    return load_tutorial(folder / TUTORIAL)._attn_bwd
+    return load_tutorial(tutorial_or_skip(TUTORIAL))._attn_bwd
 
 
 def _compile(kernel, head_dim, causal):

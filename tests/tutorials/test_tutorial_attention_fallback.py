@@ -10,7 +10,7 @@ import re
 import shutil
 
 import pytest
-from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
+from tutorial_loader import load_tutorial, tutorial_or_skip
 
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
@@ -29,13 +29,9 @@ def tma_off(monkeypatch):
 @pytest.fixture(scope="module")
 def forward():
     """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
-    pytest.importorskip("torch", reason="Triton's tutorials import torch")
     from tileworkbench.runtime.jit import JITFunction
 
-    folder = tutorials_dir()
-    if folder is None or not (folder / TUTORIAL).is_file():
-        pytest.skip(f"{ENV_VAR} does not name a folder holding {TUTORIAL} (not in this repo)")
-    kernel = load_tutorial(folder / TUTORIAL)._attn_fwd
+    kernel = load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd
     while not isinstance(kernel, JITFunction):
         kernel = kernel.fn
     return kernel

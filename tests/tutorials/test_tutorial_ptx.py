@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 
-from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
+from tutorial_loader import load_tutorial, tutorial_or_skip
 
 import tileworkbench as tw
 
@@ -53,13 +53,10 @@ KERNELS = [
                          ids=[f"{k[0][:2]}-{k[1]}" for k in KERNELS])
 def test_tutorial_kernel_assembles_for_sm_90(name, kernel, signature, constexprs, expected,
                                              tmp_path):
-    pytest.importorskip("torch", reason="Triton's tutorials import torch")
-    folder = tutorials_dir()
-    if folder is None or not (folder / name).is_file():
-        pytest.skip(f"{ENV_VAR} is not set to a folder holding {name} (not in this repo)")
+    path = tutorial_or_skip(name)
     if shutil.which("ptxas") is None:
         pytest.skip("ptxas is not installed")
-    jitted = getattr(load_tutorial(folder / name), kernel)
+    jitted = getattr(load_tutorial(path), kernel)
     jitted = getattr(jitted, "fn", jitted)  # an Autotuner wraps the kernel
     compiled = tw.compile(jitted, signature=signature, constexprs=constexprs, target="sm_90",
                           num_warps=8 if "matmul" in kernel else 4, use_cache=False)

@@ -51,6 +51,18 @@ def tutorials_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def tutorial_or_skip(name: str) -> Path:
+    """The path of Triton's tutorial `name` (e.g. "06-fused-attention.py"); the calling test skips
+    where torch (which every tutorial imports) or the file is missing."""
+    import pytest
+
+    pytest.importorskip("torch", reason="Triton's tutorials import torch")
+    folder = tutorials_dir()
+    if folder is None or not (folder / name).is_file():
+        pytest.skip(f"{ENV_VAR} does not name a folder holding {name} (not in this repo)")
+    return folder / name
+
+
 # -- the import rewrite ---------------------------------------------------------------------------------
 
 

@@ -58,23 +58,10 @@ class WorkerPool:
         # be compiling (holding LLVM's locks, which a fork would copy held), so it is spawned
         self.replacements = replacements or context
         self.slots: list[futures.ProcessPoolExecutor] = []
-        # per slot, the objects handed to forks (`carry`) that its process has: the last key
-        # carried when it was forked (-1: a process that forked nothing of this one's)
-        self.carries: list[int] = []
 
-    def grow(self, workers: int, carrying: int = -1) -> None:
-        """At least `workers` processes, every one started and ready; where the processes are
-        forks of this one, the first `workers` have every object carried up to key `carrying`
-        (older forks are replaced by new ones, forked here)."""
-        stale = [
-            slot
-            for slot in range(min(workers, len(self.slots)))
-            if self.context.get_start_method() == "fork" and self.carries[slot] < carrying
-        ]
-        for slot in stale:
-            self.slots[slot].shutdown(wait=False, cancel_futures=True)
-        fresh = [self._executor(self.context) for _ in stale]
-        fresh += [self._executor(self.context) for _ in range(workers - len(self.slots))]
+    def grow(self, workers: int) -> None:
+        """At least `workers` processes, every one started and ready."""
+        fresh = [self._executor(self.context) for _ in range(workers - len(self.slots))]
         # an executor starts its process in its first submit; Python 3.12 warns of any fork in a
         # process with threads (CUDA's, the executors'): ours run nothing that they hold
         with main_hidden(), warnings.catch_warnings():
@@ -82,12 +69,7 @@ class WorkerPool:
             waiting = [executor.submit(_ready) for executor in fresh]
         for future in waiting:
             future.result()
-        now = _carried_key() if self.context.get_start_method() == "fork" else -1
-        for slot, executor in zip(stale, fresh):
-            self.slots[slot], self.carries[slot] = executor, now
-        added = fresh[len(stale) :]
-        self.slots += added
-        self.carries += [now] * len(added)
+        self.slots += fresh
 
     def submit(self, slot: int, fn: Any, *args: Any) -> futures.Future:
         """Run fn(*args) in process `slot` (a dead process there is replaced first)."""
@@ -102,8 +84,6 @@ class WorkerPool:
     def replace(self, slot: int) -> None:
         self.slots[slot].shutdown(wait=False, cancel_futures=True)
         self.slots[slot] = self._executor(self.replacements)
-        if self.replacements.get_start_method() != "fork":
-            self.carries[slot] = -1
 
     def pids(self) -> list[int]:
         return sorted(pid for executor in self.slots for pid in (executor._processes or {}))
@@ -111,7 +91,7 @@ class WorkerPool:
     def shutdown(self) -> None:
         for executor in self.slots:
             executor.shutdown(wait=True, cancel_futures=True)
-        self.slots, self.carries = [], []
+        self.slots = []
 
     def _executor(self, context: Any) -> futures.ProcessPoolExecutor:
         return futures.ProcessPoolExecutor(
@@ -149,10 +129,10 @@ def forks_here() -> bool:
     return start_method() == "fork"
 
 
-def pool(workers: int, target: str | None = None, carrying: int = -1) -> WorkerPool:
+def pool(workers: int, target: str | None = None) -> WorkerPool:
     """The shared pool, grown to at least `workers` processes, all started (a start under way
     on another thread is waited for). `target` is what the forkserver warms up for, when this
-    starts it; `carrying`, the last `carry` key the forks must have (see `carry`)."""
+    starts it."""
     with _LOCK:
         current = _POOL.get("pool")
         method = start_method()
@@ -163,36 +143,32 @@ def pool(workers: int, target: str | None = None, carrying: int = -1) -> WorkerP
             replacements = multiprocessing.get_context("spawn") if method == "fork" else None
             current = WorkerPool(_context(method), replacements)
             _POOL.update(pool=current, method=method)
-        if len(current.slots) < workers or min(current.carries[:workers], default=0) < carrying:
+        if len(current.slots) < workers:
             begin = time.perf_counter()
             if method == "forkserver":
                 _start_server(target)
             # (spawned processes import and warm up in each process; the forkserver's workers
             # fork from its preloaded state, ~0.1 s for 16)
             with _preload_target(target):
-                current.grow(workers, carrying)
+                current.grow(workers)
             _POOL["started_s"] = time.perf_counter() - begin
         return current
 
 
 # Objects a worker could not import (a kernel defined in a notebook cell or in a function) handed
 # to workers by being in this process as they fork: key -> object, weakly held (a cell run again
-# defines a new kernel; the old one may go)
+# defines a new kernel; the old one may go). Forks are made for each tune, after its kernel is here.
 _CARRIED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _CARRY_KEYS = itertools.count()
-_LAST_KEY = [-1]
 
 
 def carry(obj: Any) -> int:
-    """A key by which a process forked from now on finds `obj` (`carried`). Only forks of this
-    process have it: a pool asked for `carrying=key` forks its processes again where they are
-    older (a new notebook kernel costs one fork per worker, ~0.02 s each)."""
+    """A key by which a process forked from now on finds `obj` (`carried`)."""
     for key, held in list(_CARRIED.items()):
         if held is obj:
             return key
     key = next(_CARRY_KEYS)
     _CARRIED[key] = obj
-    _LAST_KEY[0] = key
     return key
 
 
@@ -206,10 +182,6 @@ def carried(key: int) -> Any:
         raise LookupError(
             f"object {key} was carried to forks made after it; this worker is not one"
         ) from None
-
-
-def _carried_key() -> int:
-    return _LAST_KEY[0]
 
 
 def _start_server(target: str | None) -> None:
@@ -268,10 +240,7 @@ def prestart_server(target: str | Callable[[], str] | None = None) -> threading.
         except Exception:  # the tune that needs the pool starts it again and reports the error
             pass
 
-    thread = threading.Thread(target=start, name="tileworkbench-forkserver-start", daemon=True)
-    _STARTING[:] = [t for t in _STARTING if t.is_alive()] + [thread]
-    thread.start()
-    return thread
+    return _in_background(start, "tileworkbench-forkserver-start")
 
 
 def ready(workers: int) -> bool:
@@ -299,7 +268,12 @@ def prestart(
         except Exception:  # the tune that needs the pool starts it again and reports the error
             pass
 
-    thread = threading.Thread(target=start, name="tileworkbench-compile-pool", daemon=True)
+    return _in_background(start, "tileworkbench-compile-pool")
+
+
+def _in_background(start: Callable[[], None], name: str) -> threading.Thread:
+    """Run `start` on a daemon thread that `ready()` and `shutdown()` know of."""
+    thread = threading.Thread(target=start, name=name, daemon=True)
     _STARTING[:] = [t for t in _STARTING if t.is_alive()] + [thread]
     thread.start()
     return thread

@@ -556,12 +556,16 @@ def _build_with(engine: Any, jobs: dict[str, CompileJob]) -> Iterator[Built]:
 def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> Iterator[Built]:
     target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
-    if not compile_pool.forks_here():  # forks of this process are made at once, here
+    forked = compile_pool.forks_here()
+    if forked:
+        # forks of this process are made at once, here, for this tune alone: they have its
+        # kernel (a carried one too), and none outlives it (see the end)
+        compile_pool.shutdown()
+    else:
         yield from _while_starting(left, workers, target, lanes)
         if not left:
             return
-    carrying = max((int(j.qualname) for j in left.values() if j.module == _FORKED), default=-1)
-    pool = compile_pool.pool(workers, target=target, carrying=carrying)
+    pool = compile_pool.pool(workers, target=target)
     done: queue.Queue = queue.Queue()
     # a thread of its own hands each process its next config as soon as it is free, while the
     # caller times what was built
@@ -575,7 +579,7 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
         for _ in range(len(left)):
             yield done.get()
     finally:
-        if compile_pool.forks_here():
+        if forked:
             # a fork shares the memory this process had as it forked (copy-on-write): kept between
             # tunes, it would hold a second copy of every page a notebook writes after it; a fork
             # costs ~0.02 s, so each tune or sweep forks its own workers

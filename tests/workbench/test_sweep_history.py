@@ -72,6 +72,10 @@ def test_sweep_runs_every_config_with_gpu_resources(tilekernel):
     assert table[0][6] != table[1][6] or table[0][3] != table[1][3]  # warps change occupancy/regs
     page = reports[0]._repr_html_()
     assert 'class="twtable twsweep"' in page and "open BLOCK=256 num_warps=8" in page
+    # each config's fold is the compact view: its stages as plain text, each pass as its diff
+    fold = page.split("<summary>open BLOCK=256 num_warps=8</summary>")[1].split("<summary>open ")[0]
+    assert "%x = tt.load" in fold and '<span class="tw-' not in fold
+    assert "report.passes[1][1]" in fold
     assert "sweep:" in repr(reports[0]) and "fastest:" in repr(reports[0])
 
 
@@ -163,7 +167,7 @@ def _row(block: int, seconds: float | None):
         timing=Timing(ms, ms, ms, "do_bench, CUDA events" if seconds else "do_bench, host clock"),
         counts=None,
         check=None,
-        _repr_html_=lambda: "<div>config report</div>",
+        html=lambda compact=False: "<div>config report</div>",
     )
     return SweepRow({"BLOCK": block}, report)
 

@@ -85,13 +85,21 @@ def pass_html(report, index: int) -> tuple[str, str]:
     once. Both carry `sN` classes from the IR's `loc(...)`, so source-line linking reaches them."""
     cache = report.__dict__.setdefault("_pass_cache", {})
     if index not in cache:
+        _, text = report.passes[index]
+        cache[index] = render_stage(text, "tile", ir_line_map(text))
+    return cache[index], pass_diff_html(report, index)
+
+
+def pass_diff_html(report, index: int) -> str:
+    """Pass `index`'s diff against the previous pass (modulo value names), rendered once."""
+    cache = report.__dict__.setdefault("_diff_cache", {})
+    if index not in cache:
         name, text = report.passes[index]
-        diff = (
+        cache[index] = (
             render_rows(diff_rows(report.passes[index - 1][1], text), name)
             if index
             else '<div class="twnote">before it: (nothing); the IR as the frontend built it</div>'
         )
-        cache[index] = (render_stage(text, "tile", ir_line_map(text)), diff)
     return cache[index]
 
 
@@ -247,8 +255,8 @@ def _passes_panel(report, uid: str, compact: bool = False) -> str:
         same = "" if flags[i] else " twsame"
         style = PASS_SUMMARY_STYLE + ("" if flags[i] else "; color: #999")
         title = "" if flags[i] else ' title="changed nothing"'
-        ir, diff = pass_html(report, i)
-        if compact:  # diffs only
+        diff = pass_diff_html(report, i)
+        if compact:  # diffs only (the IR is not even highlighted)
             ir = (
                 f'<div class="twnote">(run the cell for the whole IR after each pass, or read '
                 f"report.passes[{i}][1])</div>"
@@ -260,6 +268,8 @@ def _passes_panel(report, uid: str, compact: bool = False) -> str:
                 f"{before}. {html.escape(report.passes[before][0])}, values renamed at most"
                 "</div>"
             )
+        else:
+            ir = pass_html(report, i)[0]
         sections.append(
             f'<details class="twpass twpp-{i}{same}" name="{uid}-pass"{is_open}>'
             f'<summary style="{style}"{title}>{i}. {html.escape(name)}'

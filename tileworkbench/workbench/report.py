@@ -151,9 +151,13 @@ class KernelReport:
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
+        return self.html()
+
+    def html(self, compact: bool = False) -> str:
+        """The static HTML view; `compact`: stage texts uncoloured, each pass as its diff only."""
         from .html_view import render_report
 
-        return render_report(self)
+        return render_report(self, compact=compact)
 
     def widget(self):
         """The interactive ipywidgets view (needs ipywidgets)."""

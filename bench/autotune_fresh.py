@@ -123,6 +123,11 @@ def child(name: str) -> dict:
             r.get("where", {}).get("compiled") == "this process" for r in tuner.last_results.values()
         ),
         "configs": len(tuner.last_results),
+        # per config: seconds to compile (worker or here), load, screen and time it, where
+        "results": {str(config): {k: v for k, v in result.items()
+                                  if k in ("compile_s", "load_s", "screen_s", "bench_s", "where",
+                                           "finalist", "error")}
+                    for config, result in tuner.last_results.items()},
         "pool": compile_pool.info(),
         "max_relative_error": prepared.error(),
     }

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -311,6 +313,7 @@ def test_the_prestart_setting_preloads_the_forkserver_when_autotune_decorates(mo
 
 
 def test_no_prestart_when_off_or_for_a_kernel_workers_cannot_import(monkeypatch):
+    monkeypatch.setattr(settings, "compile_start", "forkserver")  # forks would be handed it
     monkeypatch.setattr(settings, "compile_workers", 2)
     monkeypatch.setattr(settings, "target", "cpu")
     monkeypatch.setattr(settings, "interpret", False)
@@ -325,6 +328,39 @@ def test_no_prestart_when_off_or_for_a_kernel_workers_cannot_import(monkeypatch)
         before = list(compile_pool._STARTING)
         tw.autotune(configs=CONFIGS, key=[key])(kernel)
         assert compile_pool._STARTING == before, (setting, kernel)
+
+
+FORK_PRESTART = """
+import sys, threading
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.runtime import compile_pool
+
+@tw.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0, mask=tl.arange(0, BLOCK) < n)
+
+lazy = "tileworkbench.backends.cpu.codegen"  # imported by a first compile for the cpu target
+before = lazy in sys.modules
+tw.autotune(configs=[tw.Config({"BLOCK": b}) for b in (16, 32)], key=["n"])(kernel)
+names = [t.name for t in threading.enumerate()]
+compile_pool.pool(2, target="cpu")  # forks only once the import is done
+print(before, "tileworkbench-compiler-import" in names, lazy in sys.modules,
+      [t.name for t in compile_pool._STARTING if t.is_alive()], len(compile_pool.info()["pids"]))
+compile_pool.shutdown()
+"""
+
+
+def test_decorating_imports_the_compiler_for_forked_workers_on_a_background_thread():
+    """Where workers are forks of this process, decorating a kernel (the prestart setting) imports
+    the compiler's lazily imported modules on a background thread, for every fork to inherit; the
+    pool forks only after that thread is done (a fork mid-import would copy a held lock)."""
+    env = {**os.environ, "TILEWORKBENCH_COMPILE_START": "fork", "TILEWORKBENCH_COMPILE_PRESTART": "1",
+           "TILEWORKBENCH_COMPILE_WORKERS": "2", "TILEWORKBENCH_TARGET": "cpu"}
+    done = subprocess.run([sys.executable, "-c", FORK_PRESTART], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True", "True", "[]", "2"], done.stdout
 
 
 def test_forked_workers_start_at_once_and_run_ptxas_after_the_parent_did(monkeypatch, tmp_path):

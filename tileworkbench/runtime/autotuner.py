@@ -616,10 +616,10 @@ def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[
 
 
 def _prestarts(fn, n_configs: int) -> bool:
-    """Whether decorating `fn` starts the compile workers' forkserver (config.compile_prestart:
-    unset, on hosts of 8 cores or more): never in a compile worker or another engine's worker
-    process, nor where workers would not be used (one config or worker, a kernel they cannot
-    import)."""
+    """Whether decorating `fn` starts the compile workers' forkserver, or where workers are forks
+    of this process imports the compiler for them (config.compile_prestart: unset, on hosts of 8
+    cores or more): never in a compile worker or another engine's worker process, nor where
+    workers would not be used (one config or worker, a kernel they cannot import or be handed)."""
     import multiprocessing
 
     wanted = settings.compile_prestart
@@ -629,7 +629,7 @@ def _prestarts(fn, n_configs: int) -> bool:
         wanted
         and multiprocessing.current_process().name == "MainProcess"
         and parallel_compile.worker_count(n_configs) > 1
-        and parallel_compile.may_ship(fn)
+        and (compile_pool.forks_here() or parallel_compile.may_ship(fn))
     )
 
 

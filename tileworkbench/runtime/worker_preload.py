@@ -71,7 +71,7 @@ def warm_up(target: str) -> float:
     return WARMED[target]
 
 
-def _import_compiler() -> None:
+def import_compiler_modules() -> None:
     """Every module the compiler may import lazily (frontend, passes, back ends, runtime), so that
     no worker imports one in its first compile; the workbench (IPython, plots) is left out."""
     import importlib
@@ -118,7 +118,7 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception:  # the worker imports it again when a kernel needs it, and reports
             pass
-    _import_compiler()
+    import_compiler_modules()
     target = os.environ.get(TARGET_VARIABLE)
     if target:
         from ..config import config

@@ -363,6 +363,21 @@ def test_decorating_imports_the_compiler_for_forked_workers_on_a_background_thre
     assert done.stdout.split() == ["False", "True", "True", "[]", "2"], done.stdout
 
 
+def test_each_fork_starts_on_its_first_call_as_it_is_made(monkeypatch):
+    """A fork-mode tune forks its workers with their first configs (`fork_with`): each process runs
+    its call, and the pool they make is the one the dispatcher hands the rest to."""
+    monkeypatch.setattr(settings, "compile_start", "fork")
+    compile_pool.shutdown()
+    try:
+        pool, started = compile_pool.fork_with([(os.getpid, ())] * 3)
+        pids = [future.result(timeout=60) for future in started]
+        assert len(set(pids)) == 3 and os.getpid() not in pids
+        assert compile_pool.info()["pids"] == sorted(pids) and len(pool.slots) == 3
+        assert pool.submit(1, os.getpid).result(timeout=60) == pids[1]
+    finally:
+        compile_pool.shutdown()
+
+
 def test_forked_workers_start_at_once_and_run_ptxas_after_the_parent_did(monkeypatch, tmp_path):
     """Workers forked from this process (TILEWORKBENCH_COMPILE_START=fork) are up in well under a second, and
     each starts its own ptxas thread: the parent's, running when it forked, is not in the fork

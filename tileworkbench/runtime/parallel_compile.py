@@ -565,13 +565,23 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
         yield from _while_starting(left, workers, target, lanes)
         if not left:
             return
-    pool = compile_pool.pool(workers, target=target)
+    running: dict[futures.Future, tuple[str, int]] = {}
+    if forked:  # each fork starts on a config as it is made: the first compiles while the
+        first = list(left)[:workers]  # next are forked
+        pool, started = compile_pool.fork_with(
+            [(run_job, (left[label].as_dict(),)) for label in first]
+        )
+        running = {
+            future: (label, slot) for slot, (label, future) in enumerate(zip(first, started))
+        }
+    else:
+        pool = compile_pool.pool(workers, target=target)
     done: queue.Queue = queue.Queue()
     # a thread of its own hands each process its next config as soon as it is free, while the
     # caller times what was built
     threading.Thread(
         target=_dispatch,
-        args=(pool, left, min(workers, len(left)), done),
+        args=(pool, left, min(workers, len(left)), done, running),
         name="tileworkbench-compile-dispatch",
         daemon=True,
     ).start()
@@ -587,13 +597,19 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
 
 
 def _dispatch(
-    pool: compile_pool.WorkerPool, jobs: dict[str, CompileJob], workers: int, done: queue.Queue
+    pool: compile_pool.WorkerPool,
+    jobs: dict[str, CompileJob],
+    workers: int,
+    done: queue.Queue,
+    running: dict[futures.Future, tuple[str, int]] | None = None,
 ) -> None:
     """Run `jobs` on the first `workers` processes of `pool`, putting each config's Built on
-    `done` (exactly one per job). A process that dies costs only the config it was compiling:
-    a fresh process takes its place and the config is tried again, up to _MAX_DEATHS times."""
-    waiting = collections.deque(jobs)
-    running: dict[futures.Future, tuple[str, int]] = {}
+    `done` (exactly one per job); `running`: (label, slot) of the jobs already submitted, by
+    future. A process that dies costs only the config it was compiling: a fresh process takes
+    its place and the config is tried again, up to _MAX_DEATHS times."""
+    running = dict(running or {})
+    submitted = {label for label, _ in running.values()}
+    waiting = collections.deque(label for label in jobs if label not in submitted)
     deaths: collections.Counter = collections.Counter()
 
     def start(slot: int) -> None:
@@ -603,8 +619,9 @@ def _dispatch(
         except Exception as error:  # no process would start: the parent compiles it
             done.put(Built(label, fallback=f"{type(error).__name__}: {error}"))
 
+    busy = {slot for _, slot in running.values()}
     for slot in range(workers):
-        if waiting:
+        if waiting and slot not in busy:
             start(slot)
     while running:
         finished, _ = futures.wait(list(running), return_when=futures.FIRST_COMPLETED)

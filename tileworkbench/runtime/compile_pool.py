@@ -1,9 +1,11 @@
 """The local pool of compile processes that runtime/parallel_compile.py hands configs to.
 
 On Linux the workers are forks of this process, made by the thread that starts a tune, as it
-begins (~0.02 s a process): each starts with the compiler, its caches and the kernel's module
-loaded, so nothing is preloaded or waited for, and a kernel no worker could import (defined in a
-notebook cell or in a function) is in its memory (`carry`). They last one tune or sweep
+begins (~0.01-0.02 s a process), each with its first config (`fork_with`): each starts with the
+compiler (imported here first, on a background thread as `tw.autotune` decorates: see
+`prestart_server`), its caches and the kernel's module loaded, so nothing is preloaded or waited
+for, and a kernel no worker could import (defined in a notebook cell or in a function) is in its
+memory (`carry`). They last one tune or sweep
 (parallel_compile.py shuts them down after it): a fork shares this process's memory as it was,
 copy-on-write, and one kept alive would hold a second copy of every page written after it. A
 fork of a process that has initialised CUDA is safe for them (checked on an H100): a worker only

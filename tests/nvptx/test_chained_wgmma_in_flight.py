@@ -61,6 +61,34 @@ def test_p_at_v_is_waited_for_in_the_next_iteration():
 
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_p_at_v_stays_in_flight_over_a_tma_ring(causal):
+    """Tutorial 06's descriptor form on TMA: p @ v reads V's TMA slot and stays in flight across the
+    back edge (before, each iteration waited for it, then issued the next copies: the next K's
+    latency was not hidden behind it). Each loop's TMA copies come after its first wait, which
+    retires the previous iteration's p @ v (a copy refills the slot iteration i - 1 read, after a
+    barrier of its own); each loop's result is waited for after it."""
+    from attention_kernel import attention_forward, signature
+
+    gpu = tw.compile(attention_forward, signature=signature("fp16", aligned=True), target="sm_90a",
+                     constexprs={"N_CTX": 1024, "HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64,
+                                 "CAUSAL": causal},
+                     num_warps=8, num_stages=3, use_cache=False).asm["tile-gpu"]
+    loops = re.findall(r"scf\.for .*?scf\.yield[^\n]*\n[^\n]*\n[^\n]*\n", gpu, re.S)
+    assert len(loops) == (2 if causal else 1)
+    for loop in loops:
+        lines = loop.splitlines()
+        dots = [i for i, line in enumerate(lines) if "ttng.warp_group_dot " in line]
+        waits = [i for i, line in enumerate(lines) if "ttng.warp_group_dot_wait" in line]
+        copies = [i for i, line in enumerate(lines) if "ttng.tma_copy" in line]
+        assert len(dots) == 2 and waits[:2] == [dots[0] + 1, dots[0] + 2], loop
+        assert copies and min(copies) > waits[1]
+        p_at_v = re.match(r"\s*(%\w+) = ", lines[dots[1]]).group(1)
+        yielded = next(line for line in lines if "scf.yield" in line)
+        assert re.search(rf"scf\.yield [^:]*{p_at_v}\b", yielded), yielded  # yielded in flight
+        assert "ttng.warp_group_dot_wait" in lines[-1]  # the drain after the loop
+
+
 def test_off_waits_for_p_at_v_in_its_own_iteration(monkeypatch):
     """`TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=0`: each dot is waited for right after its issue, no
     drain after the loop, and the setting reads from the environment (on unless it says off)."""

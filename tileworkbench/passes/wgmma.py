@@ -348,8 +348,14 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> boo
         return False
     tiles = [t for t in (dots[1].a, dots[1].b) if isinstance(t.type, MemDescType)]
     rings = [_ring_kind(tile, stages) for tile in tiles]
-    if not set(rings) <= {"spare", "refilled"}:
+    if not set(rings) <= {"spare", "refilled", "tma"}:
         return False
+    if "tma" in rings:
+        # a TMA copy refills the slot iteration i - 1 read, after a barrier of its own: every warp
+        # group is then past its first wait of iteration i, which retired its last dot of i - 1
+        copies = [op for op in body.ops if isinstance(op, ttng.TMACopyOp)]
+        if any(body.ops.index(op) < after for op in copies):
+            return False
     if "refilled" in rings:
         copies = [op for op in body.ops[after:] if isinstance(op, AsyncCopyGlobalToLocalOp)]
         if not copies:

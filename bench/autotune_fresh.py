@@ -36,6 +36,7 @@ _BEGIN = time.perf_counter()  # a child's clock starts before its imports
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -207,7 +208,7 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true", help="the cpu target's matmul (no GPU)")
     parser.add_argument("--quick", action="store_true", help="one round")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--only", help="run the workloads whose name contains this")
+    parser.add_argument("--only", help="run the workloads whose name this regular expression finds")
     parser.add_argument("--timeout", type=float, default=240)
     parser.add_argument("--out", type=Path)
     options = parser.parse_args()
@@ -215,7 +216,7 @@ def main() -> int:
         print(json.dumps(child(options.child), default=str))
         return 0
     names = ["matmul-cpu-8", "sweep-matmul-cpu-8"] if options.cpu else list(GPU_WORKLOADS)
-    names = [n for n in names if not options.only or options.only in n]
+    names = [n for n in names if not options.only or re.search(options.only, n)]
     rounds = 1 if options.quick else options.rounds
     report = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "rounds": rounds,
               "workloads": []}

@@ -91,6 +91,20 @@ if [ "${PROFILE_LIMIT:-0}" != 0 ]; then
   tail -n 3 $P/ncu.txt
   tar czf "$OUT/profile.tgz" -C /tmp profile
 fi
+if [ "${FRESH_LIMIT:-0}" != 0 ]; then
+  # cold first-call autotunes in fresh processes, sequential beside forked and forkserver workers
+  # (issue 24; FRESH_ONLY: a regular expression of the workloads, e.g. "d64|sweep")
+  timeout "$FRESH_LIMIT" python3 bench/autotune_fresh.py --rounds "${FRESH_ROUNDS:-1}" \
+    --only "${FRESH_ONLY:-.}" --out "$OUT/autotune_fresh.json" > "$OUT/autotune_fresh.log" 2>&1
+  grep "first call" "$OUT/autotune_fresh.log" | tail -n 12
+fi
+if [ "${ATTN_LIMIT:-0}" != 0 ]; then
+  # Triton's tutorial-06 attention, its own source, compiled by each, forward and backward, paired
+  # (ATTN_ARGS: e.g. "--fp8", "--tuned", "--head-dims 256"; TILEWORKBENCH_TMA=0 for the pointer path)
+  timeout "$ATTN_LIMIT" python3 bench/tutorial_attention.py ${ATTN_ARGS:-} --out "$OUT/tutorial_attention.json" \
+    > "$OUT/tutorial_attention.log" 2>&1
+  tail -n 10 "$OUT/tutorial_attention.log"
+fi
 if [ "${NB_LIMIT:-60}" != 0 ] && [ -f bench/record_notebook_data.py ]; then
   timeout "${NB_LIMIT:-60}" python3 bench/record_notebook_data.py --out "$OUT/notebook_data.json" > "$OUT/nb.log" 2>&1
   tail -n 5 "$OUT/nb.log"

@@ -294,7 +294,7 @@ def fork_with(calls: list[tuple[Callable, tuple]]) -> tuple[WorkerPool, list[fut
 def import_compiler() -> None:
     """Import every module the compiler may import lazily (worker_preload.py's list), once per
     process: forked workers then start with them, as a forkserver's do after its preload, and do
-    not each import them in their first compile (~0.6 s on a 2-core host). No compile is run: a
+    not each import them in their first compile. No compile is run: a
     background thread of the user's process does only what is thread-safe."""
     if not _IMPORTED:
         from .worker_preload import import_compiler_modules

@@ -166,10 +166,8 @@ def pool(workers: int, target: str | None = None) -> WorkerPool:
             begin = time.perf_counter()
             if method == "forkserver":
                 _start_server(target)
-            elif method == "fork":  # no thread of ours importing as the process forks
-                for thread in list(_STARTING):
-                    thread.join()
-                import_compiler()
+            elif method == "fork":
+                _before_forking()
             # (spawned processes import and warm up in each process; the forkserver's workers
             # fork from its preloaded state, ~0.1 s for 16)
             with _preload_target(target):
@@ -277,9 +275,7 @@ def fork_with(calls: list[tuple[Callable, tuple]]) -> tuple[WorkerPool, list[fut
     compiler's imports are done; (the pool, the calls' futures)."""
     if not forks_here():
         raise RuntimeError("fork_with makes forks; this pool's workers are not")
-    for thread in list(_STARTING):  # no thread of ours importing as the process forks
-        thread.join()
-    import_compiler()
+    _before_forking()
     with _LOCK:
         current = _POOL.pop("pool", None)
         if current is not None:
@@ -289,6 +285,14 @@ def fork_with(calls: list[tuple[Callable, tuple]]) -> tuple[WorkerPool, list[fut
         started = fresh.start_with(calls)
         _POOL.update(pool=fresh, method="fork", started_s=time.perf_counter() - begin)
     return fresh, started
+
+
+def _before_forking() -> None:
+    """No thread of ours importing as the process forks (a fork would copy its held import lock),
+    and the compiler imported, for the forks to inherit."""
+    for thread in list(_STARTING):
+        thread.join()
+    import_compiler()
 
 
 def import_compiler() -> None:

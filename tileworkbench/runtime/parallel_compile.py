@@ -557,17 +557,12 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
     target = next(iter(jobs.values())).settings.get("target")
     left = dict(jobs)
     forked = compile_pool.forks_here()
-    if forked:
-        # forks of this process are made at once, here, for this tune alone: they have its
-        # kernel (a carried one too), and none outlives it (see the end)
-        compile_pool.shutdown()
-    else:
-        yield from _while_starting(left, workers, target, lanes)
-        if not left:
-            return
     running: dict[futures.Future, tuple[str, int]] = {}
-    if forked:  # each fork starts on a config as it is made: the first compiles while the
-        first = list(left)[:workers]  # next are forked
+    if forked:
+        # forks of this process are made here, for this tune alone (they have its kernel, a
+        # carried one too; none outlives it, see the end), each starting on a config as it is
+        # made: the first compiles while the next are forked
+        first = list(left)[:workers]
         pool, started = compile_pool.fork_with(
             [(run_job, (left[label].as_dict(),)) for label in first]
         )
@@ -575,6 +570,9 @@ def _build_local(jobs: dict[str, CompileJob], workers: int, lanes: int = 1) -> I
             future: (label, slot) for slot, (label, future) in enumerate(zip(first, started))
         }
     else:
+        yield from _while_starting(left, workers, target, lanes)
+        if not left:
+            return
         pool = compile_pool.pool(workers, target=target)
     done: queue.Queue = queue.Queue()
     # a thread of its own hands each process its next config as soon as it is free, while the

@@ -8,7 +8,7 @@
 # into an ignored folder (e.g. `.tutorials/`, listed in .git/info/exclude), name it in the device
 # call's `carry`, and point TRITON_TUTORIALS_DIR at it (default .tutorials); else the step skips.
 set -u
-export PYTHONPATH=. PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
+export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu_tests.log"

@@ -11,8 +11,9 @@ set -u
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TILEWORKBENCH_CACHE_DIR=/tmp/twcache
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$OUT/gpu_tests.log"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 if [ "${TEST_LIMIT:-170}" != 0 ]; then
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader > "$OUT/gpu_tests.log"
   timeout "${TEST_LIMIT:-170}" python3 -m pytest -q -m gpu -p no:cacheprovider --no-header -rfE tests \
     --ignore=tests/workbench/test_browser.py --ignore=tests/tutorials --ignore=tests/frontend \
     --ignore=tests/interpreter 2>&1 | grep -v "excepthook\|Original exception\|^$" | tail -n 60 >> "$OUT/gpu_tests.log"

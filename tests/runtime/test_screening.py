@@ -5,6 +5,7 @@ preloaded forkserver building what the parent builds, and the stats in the print
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -376,6 +377,29 @@ def test_each_fork_starts_on_its_first_call_as_it_is_made(monkeypatch):
         assert len(set(pids)) == 3 and os.getpid() not in pids
         assert compile_pool.info()["pids"] == sorted(pids) and len(pool.slots) == 3
         assert pool.submit(1, os.getpid).result(timeout=60) == pids[1]
+    finally:
+        compile_pool.shutdown()
+
+
+def _collect_inherited() -> tuple[int, int]:
+    """In a worker: objects frozen out of its collector, and tracked objects a full collection
+    still scans."""
+    gc.collect()
+    return gc.get_freeze_count(), len(gc.get_objects())
+
+
+def test_a_fork_keeps_what_it_inherits_out_of_its_garbage_collector(monkeypatch):
+    """A forked worker freezes the objects it inherits, so its collections do not write to (and
+    copy) the parent's pages: the parent's objects are frozen there, and a full collection scans
+    only the worker's own."""
+    monkeypatch.setattr(settings, "compile_start", "fork")
+    compile_pool.shutdown()
+    inherited = [{"row": [i, str(i)]} for i in range(50_000)]  # tracked objects of this process
+    try:
+        _, started = compile_pool.fork_with([(_collect_inherited, ())])
+        frozen, scanned = started[0].result(timeout=60)
+        assert frozen >= 2 * len(inherited)  # each row: a dict and a list
+        assert scanned < len(inherited) / 10
     finally:
         compile_pool.shutdown()
 

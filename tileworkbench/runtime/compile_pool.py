@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import contextlib
+import gc
 import itertools
 import multiprocessing
 import os
@@ -402,7 +403,12 @@ def start_worker() -> None:
     """A local compile process yields the CPU to the parent, which times configs meanwhile: a
     launch that waits for a core would stretch the time between its CUDA events. A fork of a
     Jupyter kernel writes to the process's own stdout and stderr: the kernel's streams send
-    through its threads, which a fork does not have (the kernel forwards the file descriptors)."""
+    through its threads, which a fork does not have (the kernel forwards the file descriptors).
+    The objects a fork inherits (the tuning process's, or the forkserver's preload) are frozen
+    out of its garbage collector: a full collection writes to every tracked object, copying each
+    page of the parent's heap into the fork (a compile forked from a process holding torch that
+    had just compiled two configs: 17,000 page faults, 6,300 frozen)."""
+    gc.freeze()
     try:
         os.nice(5)
     except OSError:

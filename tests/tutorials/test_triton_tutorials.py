@@ -27,18 +27,10 @@ INTERPRETER_UNSUPPORTED = {
         "on the GPU",
     ),
 }
-# Known failures on the GPU (H200, 2026-12-01). Not run: a device fault would end the CUDA context and
-# fail every later GPU test of the process.
-GPU_KNOWN_FAILURES = {
-    # 08 passed on the H200 on 2026-12-01 (round 1 of session 7): its illegal address of session 6
-    # was the check's ragged sizes (tests/nvptx/test_grouped_gemm_emulated.py)
-    "10-block-scaled-matmul.py": "not yet run on the GPU since it fits: the compiler keeps "
-                                 "descriptors on pointers where TMA's tiles do not fit, and C's "
-                                 "TMA staging now lies over the rings (all four formats keep it, "
-                                 "within 232448 bytes). Right on the emulator (tests/nvptx/"
-                                 "test_block_scaled_tutorial_emulated.py); ptxas takes minutes on "
-                                 "its 128x256 fp32 accumulators on 4 warps (255 registers, spills)",
-}
+# Known failures on the GPU, each with why. Not run: a device fault would end the CUDA context and
+# fail every later GPU test of the process. None now: 08 passed on the H200 on 2026-12-01, 10 on the
+# H100 on 2026-12-07 (all four formats, 52 s with its compiles).
+GPU_KNOWN_FAILURES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("on_gpu", [False, pytest.param(True, marks=pytest.mark.gpu)],

@@ -8,7 +8,14 @@ import re
 
 import pytest
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_matmul, tma_matmul_bt, tma_scale_copy, tma_shifted_copy
+from tma_kernels import (
+    descriptor_args,
+    tma_matmul,
+    tma_matmul_bt,
+    tma_scale_copy,
+    tma_shifted_copy,
+    tma_strided_sum,
+)
 
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
@@ -144,6 +151,22 @@ def test_unaligned_inner_offset_keeps_the_pointer_lowering():
         tma_shifted_copy, signature=descriptor_args(["src", "dst"], "fp32", [(64, 32), (64, 32)])
         + [ArgSpec("shift", "i32")], constexprs={"BM": 64, "BN": 32},
         target="sm_90a").asm["tile-gpu"]
+
+
+def test_an_innermost_offset_the_loop_carries_is_as_aligned_as_its_start_and_steps():
+    """`col += step` in the loop: the load's innermost offset is a carried value, a multiple of 16
+    elements where it starts as one (a block's column) and each step is one (`step` specialized
+    :16), so the load stays TMA; with a step of unknown divisibility it takes pointers and says
+    why (tutorial 06's fp8 V offset, `offsetv_y += BLOCK_N`, had fallen back this way)."""
+    for aligned in (False, True):
+        args = descriptor_args(["src", "dst"], "fp32", [(64, 32), (64, 32)])
+        args += [ArgSpec("n", "i32"), ArgSpec("step", "i32", aligned)]
+        tile = tw.compile(tma_strided_sum, signature=args, constexprs={"BM": 64, "BN": 32},
+                          target="sm_90a", use_cache=False).asm["tile-gpu"]
+        assert ("ttng.tma_fallback" in tile) != aligned
+        assert ("ttng.tma_copy" in tile or "ttng.tma_load" in tile) == aligned
+        if not aligned:
+            assert "innermost offset not provably a multiple of 16 bytes" in tile
 
 
 def test_interpreter_and_cpu_targets_take_no_tensor_map():

@@ -26,6 +26,19 @@ def tma_shifted_copy(src, dst, shift, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @tw.jit
+def tma_strided_sum(src, dst, n, step, BM: tl.constexpr, BN: tl.constexpr):
+    """dst's first block of each row band = the sum of n blocks of src, each `step` columns past
+    the last: the column offset is a value the loop carries (`col += step`)."""
+    row = tl.program_id(0) * BM
+    col = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), tl.float32)
+    for _ in range(n):
+        acc += src.load([row, col])
+        col += step
+    dst.store([row, tl.program_id(1) * BN], acc)
+
+
+@tw.jit
 def tma_load_to_pointers(src, out_ptr, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
     """A descriptor load stored through plain pointers (row-major out, masked at the edges): the
     shared tile's swizzle must match the engine's, as no TMA store undoes it."""

@@ -1,5 +1,7 @@
 """What a scalar integer or pointer is known to be a multiple of, read from the IR: constants,
-products, sums, casts, `tt.divisibility` parameters and loop induction variables (lower and step).
+products, sums, casts, `tt.divisibility` parameters, loop induction variables (lower and step) and
+values a loop carries (what it starts with and what each iteration yields: tutorial 06's fp8 V
+offset, `offsetv_y += BLOCK_N`).
 The descriptor pass (descriptors.py) asks it whether TMA's 16-byte rules hold; a wrong answer
 would fault or write past a tensor, so anything it cannot see is a multiple of 1.
 """
@@ -35,17 +37,17 @@ def pointer_multiple(value: Value) -> int:
     return 1
 
 
-def _multiple(value: Value, depth: int) -> int:
+def _multiple(value: Value, depth: int, assumed: dict | None = None) -> int:
     if depth > _DEPTH:
         return 1
     if isinstance(value, BlockArgument):
-        return _argument_multiple(value, depth)
+        return _argument_multiple(value, depth, assumed or {})
     if not isinstance(value, OpResult):
         return 1
     op = value.op
     if isinstance(op, arith.ConstantOp):
         return abs(op.value) or UNBOUNDED if isinstance(op.value, int) else 1
-    parts = [_multiple(x, depth + 1) for x in op.operands]
+    parts = [_multiple(x, depth + 1, assumed) for x in op.operands]
     if isinstance(op, arith.MulIOp):
         return min(UNBOUNDED, parts[0] * parts[1])
     if isinstance(op, (arith.AddIOp, arith.SubIOp)):
@@ -55,11 +57,26 @@ def _multiple(value: Value, depth: int) -> int:
     return 1
 
 
-def _argument_multiple(arg: BlockArgument, depth: int) -> int:
+def _argument_multiple(arg: BlockArgument, depth: int, assumed: dict) -> int:
     owner = arg.block.parent_op
-    if isinstance(owner, scf.ForOp) and arg.index == 0:  # the induction variable: lower + i * step
-        return gcd(_multiple(owner.lower, depth + 1), _multiple(owner.step, depth + 1))
-    return _argument_divisibility(arg)
+    if not isinstance(owner, scf.ForOp):
+        return _argument_divisibility(arg)
+    if arg.index == 0:  # the induction variable: lower + i * step
+        return gcd(
+            _multiple(owner.lower, depth + 1, assumed), _multiple(owner.step, depth + 1, assumed)
+        )
+    if id(arg) in assumed:
+        return assumed[id(arg)]
+    # a carried value: a multiple of m if it starts as one and each iteration yields one given
+    # that it is; m shrinks (a divisor each time) until it holds, within a few tries, else 1
+    yielded = arg.block.ops[-1].values[arg.index - 1]
+    multiple = _multiple(owner.init_args[arg.index - 1], depth + 1, assumed)
+    for _ in range(4):
+        after = gcd(multiple, _multiple(yielded, depth + 1, {**assumed, id(arg): multiple}))
+        if after == multiple:
+            return multiple
+        multiple = after
+    return 1
 
 
 def _argument_divisibility(arg: BlockArgument) -> int:

@@ -60,8 +60,9 @@ def wgmma_encoding(
     k = op.a.type.shape[-1]
     if m < INSTR_M or k % instr_k or n < 8:
         return None
-    if a_in_registers and bits != 16:
-        return None  # the register-A form built here is the 16-bit one
+    # the register-A form built here is the 16-bit one: an 8-bit A (fp8 attention's p) is staged
+    # through shared memory instead (`_a_from_registers`), as A of a plain dot is
+    a_in_registers = a_in_registers and bits == 16
     groups = num_warps // WARP_GROUP
     if chained:  # rows of the first dot's result stay in the warp that multiplies them by V
         if m < INSTR_M * groups:
@@ -111,12 +112,19 @@ def nvmma_for_operand(
 
 
 def operand_order(value: Value, load_orders: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
-    """The order a dot operand is staged in: its load's (through one-operand elementwise ops), else
-    row-major (the blocked default)."""
+    """The order a dot operand is staged in: its load's (through one-operand elementwise ops and
+    `tt.trans`, which is staged as its source and read transposed, as a TMA box folded with one
+    is), else row-major (the blocked default). An fp8 B read through `tt.trans` of a row-major tile
+    (`desc.load(...).T`) is then K-major, which `wgmma` needs of 8-bit operands."""
     while isinstance(value, OpResult):
         op = value.op
         if id(op) in load_orders:
             return load_orders[id(op)]
+        if isinstance(op, tt.TransOp):  # result dim i is source dim order[i]
+            source = operand_order(op.src, load_orders)
+            return tuple(tuple(op.order).index(dim) for dim in source)
+        if isinstance(op, ttng.TMALoadOp) and op.trans:  # a row-major box read transposed
+            return tuple(range(len(value.type.shape)))
         tensors = [v for v in op.operands if hasattr(v.type, "shape")]
         if not (op.elementwise and len(tensors) == 1):
             break

@@ -10,6 +10,7 @@ import ast
 import functools
 import hashlib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -586,8 +587,11 @@ def _fallbacks(
     args: list[ArgSpec], tma: bool, device_tma: bool, error: OutOfResources
 ) -> list[TMAFallback]:
     """The plans to try: descriptors made in the kernel off TMA (where the target builds them) with
-    the host descriptor of the largest block, then with the next largest too, and so on; a kernel
-    with no host tensor maps has the one plan of all its descriptors on pointers. Every plan cuts
+    one host descriptor off TMA, then two, and so on; among plans with as many, those that keep
+    the most bytes of blocks on TMA first (the larger a block, the more its copies gain from it).
+    The descriptor to take off need not be the largest: a tile read through registers (tutorial
+    10's scaled operands) can cost more shared memory on TMA than its ring. A kernel with no host
+    tensor maps has the one plan of all its descriptors on pointers. Every plan cuts
     the pointer rings to what fits (software_pipeline.py `_fitting`), so where nothing is on TMA
     (`tma` off, or TMA refused every descriptor) that is the one plan left."""
     from ..frontend.descriptor_args import parse_descriptor_type, takes_tensor_map
@@ -604,9 +608,14 @@ def _fallbacks(
         f"TMA's rings and staged tiles need {error.required} bytes of shared memory, more "
         f"than the {error.limit} a block may have: pointer loads and stores instead"
     )
-    counts = range(1, len(host) + 1) if host else [0]
-    names = [a.name for a in host]
-    return [TMAFallback(tuple(names[:count]), device_tma, reason) for count in counts]
+    plans = [
+        tuple(a.name for a in plan)
+        for count in range(1, len(host) + 1)
+        for plan in sorted(
+            itertools.combinations(host, count), key=lambda p: sum(map(_block_bytes, p))
+        )
+    ]
+    return [TMAFallback(plan, device_tma, reason) for plan in plans or [()]]
 
 
 def _block_bytes(arg: ArgSpec) -> int:

@@ -1,5 +1,6 @@
 """Where TMA's rings and staged tiles do not fit in shared memory, the compiler keeps descriptors on
-pointers, the largest block first, until the kernel fits (runtime/compiler.py `_compile_fitting`):
+pointers, as few as fit, of those the ones that leave the most bytes on TMA (runtime/compiler.py
+`_fallbacks`, `_compile_fitting`):
 host descriptors among them take no tensor map, each choice is a `ttng.tma_fallback` note in the IR
 and `metadata.tma_fallback` names them, so the launcher passes base, shape and strides only. The
 limit is lowered here (monkeypatched) so that small kernels show each case in a second; the
@@ -67,8 +68,9 @@ def test_a_kernel_that_fits_keeps_every_tensor_map(monkeypatch):
     assert [s.name for s in flat][-1] == "dst.tensormap"
 
 
-def test_the_largest_block_goes_to_pointers_first(monkeypatch):
-    """At 9000 bytes the store's 8 KB staging goes; the load keeps TMA."""
+def test_one_descriptor_goes_to_pointers_where_that_fits(monkeypatch):
+    """At 9000 bytes the store's 8 KB staging goes and the load keeps TMA (the load alone off TMA
+    leaves more bytes on it, and is tried first, but does not fit)."""
     kernel = _compile(monkeypatch, 9000)
     md = kernel.launch_metadata
     assert md.tma_fallback["host"] == ["dst"]
@@ -141,7 +143,7 @@ def test_the_choice_survives_the_cache(monkeypatch, wait_for_cache_entries):
 
 
 def test_one_descriptor_on_tma_one_on_pointers_emulated(monkeypatch):
-    """The kernel as `test_the_largest_block_goes_to_pointers_first` compiled it, run on the
+    """The kernel as `test_one_descriptor_goes_to_pointers_where_that_fits` compiled it, run on the
     emulator with the parameters the launcher passes: src through its tensor map, dst as base,
     shape and strides. Edge tiles: 70 x 150 is not whole 32 x 64 blocks."""
     fallback = TMAFallback(("dst",), True, "shared memory (test)")

@@ -13,7 +13,7 @@ import pytest
 
 
 from tutorial_checks import gpu_missing, interpreted, ran_on_gpu
-from tutorial_loader import ENV_VAR, load_tutorial, tutorials_dir
+from tutorial_loader import ENV_VAR, jit_function, load_tutorial, tutorials_dir
 
 from tileworkbench.runtime.record import record_launches
 
@@ -32,12 +32,7 @@ def torch():
 
 def _forward_kernel(module):
     """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
-    from tileworkbench.runtime.jit import JITFunction
-
-    kernel = module._attn_fwd
-    while not isinstance(kernel, JITFunction):
-        kernel = kernel.fn
-    return kernel
+    return jit_function(module._attn_fwd)
 
 
 def _load(on_gpu: bool):

@@ -10,7 +10,7 @@ import re
 import shutil
 
 import pytest
-from tutorial_loader import load_tutorial, tutorial_or_skip
+from tutorial_loader import jit_function, load_tutorial, tutorial_or_skip
 
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
@@ -29,12 +29,7 @@ def tma_off(monkeypatch):
 @pytest.fixture(scope="module")
 def forward():
     """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
-    from tileworkbench.runtime.jit import JITFunction
-
-    kernel = load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd
-    while not isinstance(kernel, JITFunction):
-        kernel = kernel.fn
-    return kernel
+    return jit_function(load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd)
 
 
 def _signature(head_dim: int, block_m: int, block_n: int) -> list[ArgSpec]:

@@ -11,7 +11,7 @@ import shutil
 
 import numpy as np
 import pytest
-from tutorial_loader import load_tutorial, tutorial_or_skip
+from tutorial_loader import jit_function, load_tutorial, tutorial_or_skip
 
 import tileworkbench as tw
 from tileworkbench.frontend import ArgSpec
@@ -22,12 +22,8 @@ SM_SCALE = 0.5
 
 @pytest.fixture(scope="module")
 def forward():
-    from tileworkbench.runtime.jit import JITFunction
-
-    kernel = load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd
-    while not isinstance(kernel, JITFunction):
-        kernel = kernel.fn
-    return kernel
+    """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
+    return jit_function(load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd)
 
 
 def _signature(head_dim: int, block_m: int, block_n: int) -> list[ArgSpec]:

@@ -259,3 +259,13 @@ def load_tutorial(path: Path | str, original: bool = False) -> types.ModuleType:
     sys.modules[name] = module  # dataclasses, pickling and inspect look modules up by name
     exec(compile(module_tree, filename, "exec"), module.__dict__)  # noqa: S102 (running it is the point)
     return module
+
+
+def jit_function(kernel):
+    """The `JITFunction` under a tutorial kernel's `@autotune` / `@heuristics` wrappers, to launch or
+    compile at chosen configs."""
+    from tileworkbench.runtime.jit import JITFunction
+
+    while not isinstance(kernel, JITFunction):
+        kernel = kernel.fn
+    return kernel

@@ -568,19 +568,38 @@ def _compile_fitting(
     compile_with: Callable, kept: tt.FuncOp, plans: list[TMAFallback], error: OutOfResources
 ) -> CompiledKernel:
     """The kernel's rings and staged tiles did not fit in shared memory: run the backend again on a
-    copy of the `tile-opt` IR with each of `plans` (`_fallbacks`, which the descriptor pass and the
-    pipeliner read from the TargetInfo) in turn until the kernel fits. The IR notes each descriptor
-    kept off TMA (`ttng.tma_fallback`) and the metadata names them, so launches pass no tensor map
-    for them. Where nothing fits, the last plan's OutOfResources (which names the kernel, its
-    shared buffers and their lines) is raised."""
-    for fallback in plans:
+    copy of the `tile-opt` IR with `plans` (`_fallbacks`, which the descriptor pass and the
+    pipeliner read from the TargetInfo) until the kernel fits. The plans with one descriptor off TMA
+    come first; then the last, which has the most off: where even it does not fit, none does, so a
+    kernel too large for any stops there (a tune's configs that never fit cost a few tries, not
+    one per plan); where it fits, the plans between are tried for one that keeps more on TMA, and
+    it is kept where none does. The IR notes each descriptor kept off TMA (`ttng.tma_fallback`) and
+    the metadata names them, so launches pass no tensor map for them. Where nothing fits, the last
+    plan's OutOfResources (which names the kernel, its shared buffers and their lines) is
+    raised."""
+    failed: list[OutOfResources] = [error]
+
+    def attempt(plan: TMAFallback) -> CompiledKernel | None:
         try:
-            return compile_with(clone(kept), fallback=fallback)
+            return compile_with(clone(kept), fallback=plan)
         except OutOfResources as again:
             if not _short_of_shared_memory(again):
                 raise
-            error = again
-    raise error
+            failed.append(again)
+            return None
+
+    alone = [plan for plan in plans[:-1] if len(plan.host) <= 1]
+    between = [plan for plan in plans[:-1] if len(plan.host) > 1]
+    for plan in alone:
+        if (kernel := attempt(plan)) is not None:
+            return kernel
+    last = attempt(plans[-1])
+    if last is None:
+        raise failed[-1]
+    for plan in between:
+        if (kernel := attempt(plan)) is not None:
+            return kernel
+    return last
 
 
 def _fallbacks(

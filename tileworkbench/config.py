@@ -80,7 +80,11 @@ class Config:
     `TILEWORKBENCH_AUTOTUNE_FINALISTS` is how many configs screening keeps (default 3, and any
     within 5% of the best screen time);
     `TILEWORKBENCH_AUTOTUNE_GPUS` is how many GPUs of this host time an autotuner's configs at once,
-    one config per GPU at a time (default 1; 0: every visible GPU)."""
+    one config per GPU at a time (default 1; 0: every visible GPU);
+    `TILEWORKBENCH_DISASSEMBLE=0` leaves a GPU kernel's SASS (nvdisasm) until `.asm` or `.line_map`
+    is first read, instead of disassembling each cubin in the background as it is assembled
+    (an autotuner's compile workers run so: nvdisasm took longer than the rest of an attention
+    config's compile, and a tune reads no SASS)."""
 
     interpret: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_INTERPRET"))
     target: str | None = field(
@@ -124,6 +128,7 @@ class Config:
     autotune_finalists: int = field(
         default_factory=lambda: _count("TILEWORKBENCH_AUTOTUNE_FINALISTS", 3)
     )
+    disassemble: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_DISASSEMBLE"))
 
 
 config = Config()

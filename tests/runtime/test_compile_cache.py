@@ -45,3 +45,46 @@ def test_cache_entry_follows_the_tools(wait_for_cache_entries, monkeypatch, tmp_
     monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
     back = _compile()
     assert back.metadata.cache_hit and back.cubin == with_tools.cubin
+
+
+def _sass_tools_missing() -> bool:
+    from tileworkbench.backends.nvptx.tools import missing_for
+
+    return missing_for("sass") is not None
+
+
+@pytest.mark.skipif(_sass_tools_missing(), reason="ptxas and nvdisasm (or cuobjdump) are needed")
+def test_sass_left_for_later_is_disassembled_when_first_read_fresh_or_cached(
+    wait_for_cache_entries, monkeypatch, tmp_path
+):
+    """With config.disassemble off (compile workers) a kernel is done, and cached, after ptxas;
+    nvdisasm runs only when `.asm` or `.line_map` is read, in the process that reads it, and gives
+    the SASS and line map an eager compile gives."""
+    import json
+
+    from tileworkbench.backends.nvptx import ptxas
+    from tileworkbench.runtime.cache import KernelCache
+
+    runs = []
+    disassemble = ptxas.disassemble
+    monkeypatch.setattr(ptxas, "disassemble", lambda cubin: runs.append(1) or disassemble(cubin))
+    monkeypatch.setattr(config, "disassemble", False)
+    later = _compile()
+    assert later.cubin is not None and later.metadata.n_regs
+    wait_for_cache_entries(1)
+    (key,) = KernelCache().keys()
+    assert "sass" not in json.loads(KernelCache().get(key)["asm.json"]) and not runs
+    sass_lines = later.line_map["sass"]  # the line map first: it makes the stage
+    assert len(runs) == 1 and sass_lines and "FMUL" in later.asm["sass"]
+    assert later.asm["sass"] and len(runs) == 1  # made once
+
+    hit = _compile()
+    assert hit.metadata.cache_hit and not runs[1:]
+    assert hit.asm["sass"] == later.asm["sass"] and len(runs) == 2
+    assert hit.line_map["sass"] == sass_lines
+
+    monkeypatch.setattr(config, "disassemble", True)
+    monkeypatch.setattr(config, "cache_dir", tmp_path / "eager")
+    eager = _compile()
+    assert not eager.metadata.cache_hit
+    assert eager.asm["sass"] == later.asm["sass"] and eager.line_map["sass"] == sass_lines

@@ -185,6 +185,7 @@ def test_gpu_configs_build_in_workers_with_no_gpu_and_the_parent_finds_them(monk
     """sm_90a configs of a kernel taking host descriptors, whose pre_hook sets their block shapes
     (part of the specialization): built by workers into the cache, where the parent's own compile
     of each config, as its tune makes it, is a hit."""
+    from tileworkbench.backends.nvptx.tools import missing_for
     from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
     monkeypatch.setattr(settings, "target", "sm_90a")
@@ -213,8 +214,12 @@ def test_gpu_configs_build_in_workers_with_no_gpu_and_the_parent_finds_them(monk
         config.pre_hook({**named, **options})
         compiled = copy_tiles.run(*args, grid=(1,), warmup=True, **options)
         assert compiled.metadata.cache_hit, config
+        # the worker stopped after ptxas: no SASS in the entry; this process makes it when read
+        assert compiled.cubin is not None and "sass" not in compiled._asm
         assert f"tensor<{config.kwargs['BLOCK']}x64xf16>" in compiled.asm["tile"]  # its block shape
         assert compiled.metadata.num_warps == config.num_warps
+        if missing_for("sass") is None:
+            assert "UTMALDG" in compiled.asm["sass"] and compiled.line_map["sass"]
 
 
 def test_a_kernel_no_worker_can_import_is_compiled_here():

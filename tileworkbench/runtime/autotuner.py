@@ -414,7 +414,7 @@ class Autotuner(KernelInterface):
             *place,
             args=[encode(value) for value in stand_args],
             kwargs={name: encode(value) for name, value in stand_options.items()},
-            settings=parallel_compile.worker_settings(target),
+            settings=parallel_compile.worker_settings(target, sass=False),
         )
 
     def _lanes(self, args: tuple, named_args, grid, kwargs, saved) -> list:

@@ -106,7 +106,7 @@ class CompiledKernel:
         module = ttgir_module(backend.triton_target(metadata.target), metadata.num_warps)
         self._asm = StageTexts(asm, metadata.target, backend.stages, module)
         self.passes = passes
-        self.line_map = line_map
+        self._line_map = line_map
         self._cubin = cubin
         self.source_file = source.file
         self.source_first_line = source.first_line
@@ -141,7 +141,7 @@ class CompiledKernel:
             self._cubin = assembly.cubin
             if assembly.sass:
                 self._asm["sass"] = assembly.sass
-            self.line_map.update(assembly.line_maps)
+            self._line_map.update(assembly.line_maps)
             md = self._metadata
             md.n_regs, md.n_spills = assembly.n_regs, assembly.n_spills
             md.resources = dict(assembly.resources)
@@ -159,9 +159,23 @@ class CompiledKernel:
     def asm(self) -> dict[str, str]:
         self._wait()
         while self._deferred:
-            stage, make = self._deferred.popitem()
-            self._asm[stage] = make()
+            self._make(next(iter(self._deferred)))
         return self._asm
+
+    @property
+    def line_map(self) -> dict[str, dict[int, list[int]]]:
+        """stage -> kernel source line -> line numbers in that stage's text; a stage made on
+        demand that maps lines (SASS disassembled late) is made first."""
+        self._wait()
+        if "sass" in self._deferred:
+            self._make("sass")
+        return self._line_map
+
+    def _make(self, stage: str) -> None:
+        """Make a deferred stage; a maker that finds it cannot (no disassembler) gives None."""
+        text = self._deferred.pop(stage)()
+        if text is not None:
+            self._asm[stage] = text
 
     @property
     def asm_made(self) -> dict[str, str]:
@@ -779,7 +793,7 @@ def _to_cache(kernel: CompiledKernel) -> dict[str, bytes | str]:
         "asm.json": json.dumps({**kernel.asm_made}),
         "passes.json": json.dumps(kernel.passes),
         "line_map.json": json.dumps(
-            {s: {str(k): v for k, v in m.items()} for s, m in kernel.line_map.items()}
+            {s: {str(k): v for k, v in m.items()} for s, m in kernel._line_map.items()}
         ),
     }
     if kernel.cubin is not None:

@@ -325,12 +325,16 @@ _MAIN_ALIAS = "__tileworkbench_main__"
 _FORKED = "<carried to forks>"  # a job's module for a kernel handed over by forking
 
 
-def worker_settings(target: str) -> dict:
+def worker_settings(target: str, sass: bool = True) -> dict:
     """The parent's settings as plain data, with the target resolved (a worker must not look for a
-    GPU: that would initialise CUDA in it) and no architecture override left to apply."""
+    GPU: that would initialise CUDA in it) and no architecture override left to apply. `sass`
+    False: the worker stops after ptxas and the SASS is disassembled where it is first read (an
+    autotuner reads none; nvdisasm took longer than the rest of an attention config's compile)."""
     values = {f.name: getattr(settings, f.name) for f in fields(settings)}
     values = {k: (str(v) if isinstance(v, Path) else v) for k, v in values.items()}
     values.update(target=target, interpret=False, override_arch=None)
+    if not sass:
+        values["disassemble"] = False
     return values
 
 

@@ -91,6 +91,7 @@ def import_compiler_modules() -> None:
     for package in ("language", "ir", "frontend", "passes", "backends", "runtime"):
         visit(f"tileworkbench.{package}")
     visit("tileworkbench.tools.tensor_descriptor")
+    visit("llvmlite.binding")  # the back ends import it on first use (~0.06 s on a 2-core host)
 
 
 # NumPy's versions of libdevice's functions (the interpreter's, and the cpu target's host calls,

@@ -133,11 +133,25 @@ class NvptxBackend(Backend):
         )
 
     def finish(self, kernel, recompile) -> None:
+        """ptxas in the background, then nvdisasm; with config.disassemble off (compile workers)
+        the kernel is done (and cached) after ptxas, its SASS made when first read."""
+        from ...config import config
         from . import assemble_cubin, disassemble_into
 
+        later = not config.disassemble
         kernel._assemble_in_background(
-            kernel.launch_metadata.target, assemble_cubin, disassemble_into
+            kernel.launch_metadata.target,
+            assemble_cubin,
+            (lambda assembly: assembly) if later else disassemble_into,
         )
+        if later:
+            _defer_sass(kernel)
+
+    def finish_cached(self, kernel) -> None:
+        """An entry cached without SASS (compiled with disassembly left for later) gets it when
+        `.asm` or `.line_map` is first read."""
+        if "sass" not in kernel._asm and kernel._cubin is not None:
+            _defer_sass(kernel)
 
     def missing_tools(self, stage) -> str | None:
         from .tools import missing_for
@@ -181,6 +195,26 @@ class NvptxBackend(Backend):
 
     def takes(self, value) -> bool:
         return hasattr(value, "__cuda_array_interface__") or hasattr(value, "__dlpack__")
+
+
+def _defer_sass(kernel) -> None:
+    """Disassemble `kernel`'s cubin when its SASS is first asked for (CompiledKernel._deferred),
+    where nvdisasm or cuobjdump is installed; else `asm["sass"]` says which tool is missing."""
+    from . import Assembly, disassemble_into
+    from .tools import missing_for
+
+    if missing_for("sass") is not None:
+        return
+
+    def make() -> str | None:
+        cubin = kernel.cubin
+        if cubin is None:  # ptxas failed or is missing: nothing to disassemble
+            return None
+        assembly = disassemble_into(Assembly(cubin, None, {}, None, None, {}))
+        kernel._line_map.update(assembly.line_maps)
+        return assembly.sass
+
+    kernel._deferred["sass"] = make
 
 
 BACKEND = register(NvptxBackend())

@@ -17,7 +17,7 @@ import re
 
 from .highlight import pygments_css, render_stage
 from .linking import static_script
-from .ssa_diff import diff_rows, ir_line_map, pass_changes, render_rows
+from .ssa_diff import diff_rows, ir_line_map, render_rows
 from .text_view import performance_lines, resources_line
 
 _ids = itertools.count()
@@ -90,13 +90,21 @@ def pass_html(report, index: int) -> tuple[str, str]:
     return cache[index], pass_diff_html(report, index)
 
 
+def pass_rows(report, index: int) -> list:
+    """Pass `index`'s diff rows against the previous pass (modulo value names), computed once:
+    the flags and the rendered diff both read them."""
+    cache = report.__dict__.setdefault("_diff_rows", {})
+    if index not in cache:
+        cache[index] = diff_rows(report.passes[index - 1][1], report.passes[index][1])
+    return cache[index]
+
+
 def pass_diff_html(report, index: int) -> str:
     """Pass `index`'s diff against the previous pass (modulo value names), rendered once."""
     cache = report.__dict__.setdefault("_diff_cache", {})
     if index not in cache:
-        name, text = report.passes[index]
         cache[index] = (
-            render_rows(diff_rows(report.passes[index - 1][1], text), name)
+            render_rows(pass_rows(report, index), report.passes[index][0])
             if index
             else '<div class="twnote">before it: (nothing); the IR as the frontend built it</div>'
         )
@@ -104,9 +112,13 @@ def pass_diff_html(report, index: int) -> str:
 
 
 def pass_flags(report) -> list[bool]:
-    """Which passes changed the IR (value names ignored), computed once per report."""
+    """Which passes changed the IR (value names ignored; the first, the input IR, counts as a
+    change), computed once per report."""
     if "_pass_flags" not in report.__dict__:
-        report.__dict__["_pass_flags"] = pass_changes(report.passes)
+        report.__dict__["_pass_flags"] = [True] + [
+            any(row.kind != "=" for row in pass_rows(report, i))
+            for i in range(1, len(report.passes))
+        ]
     return report.__dict__["_pass_flags"]
 
 

@@ -9,6 +9,7 @@ real changes show.
 from __future__ import annotations
 
 import difflib
+import functools
 import html
 import re
 from dataclasses import dataclass
@@ -28,21 +29,28 @@ class Row:
 
 # Debug locations name the file and line, which change when a notebook cell is rerun (IPython's temp
 # file names) or a line is inserted above; they are compared without their numbers and names.
+# Each with a substring that a line must hold for the pattern to apply (a cheap test first).
 DEBUG_LOCATION = [
-    (re.compile(r'\s*loc\("(?:[^"\\]|\\.)*":\d+\)'), ""),
-    (re.compile(r"^(\s*\.loc)\s+\d+\s+\d+\s+\d+.*$"), r"\1"),
-    (re.compile(r'^(\s*\.file)\s+\d+\s+".*"'), r"\1"),
+    ('loc("', re.compile(r'\s*loc\("(?:[^"\\]|\\.)*":\d+\)'), ""),
+    (".loc", re.compile(r"^(\s*\.loc)\s+\d+\s+\d+\s+\d+.*$"), r"\1"),
+    (".file", re.compile(r'^(\s*\.file)\s+\d+\s+".*"'), r"\1"),
 ]
 
 
 def _normal(line: str) -> str:
-    for pattern, replacement in DEBUG_LOCATION:
-        line = pattern.sub(replacement, line)
+    for marker, pattern, replacement in DEBUG_LOCATION:
+        if marker in line:
+            line = pattern.sub(replacement, line)
     return line
 
 
-def _shape(line: str) -> str:
-    return VALUE.sub("%", _normal(line))
+@functools.lru_cache(maxsize=64)
+def _normal_lines(text: str) -> tuple[list[str], list[str], list[str]]:
+    """`text`'s lines, without debug locations, and their shapes (value names blanked); kept for
+    the next diff, whose `before` is this one's `after` (a report's passes in order)."""
+    lines = text.splitlines()
+    normal = [_normal(line) for line in lines]
+    return lines, normal, [VALUE.sub("%", line) for line in normal]
 
 
 def _names(line: str) -> list[str]:
@@ -51,10 +59,9 @@ def _names(line: str) -> list[str]:
 
 def diff_rows(before: str, after: str) -> list[Row]:
     """Every line of `before` and `after` as diff rows, value names ignored where they correspond."""
-    old, new = before.splitlines(), after.splitlines()
-    matcher = difflib.SequenceMatcher(
-        None, [_shape(x) for x in old], [_shape(x) for x in new], False
-    )
+    old, old_normal, old_shapes = _normal_lines(before)
+    new, new_normal, new_shapes = _normal_lines(after)
+    matcher = difflib.SequenceMatcher(None, old_shapes, new_shapes, False)
     opcodes = matcher.get_opcodes()
     rename: dict[str, str] = {}
     taken: set[str] = set()  # a renaming is one-to-one: two values merged by a pass is a change
@@ -69,8 +76,8 @@ def diff_rows(before: str, after: str) -> list[Row]:
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2)):
-                renamed = VALUE.sub(lambda m: _renamed(m.group(0), rename, taken), _normal(old[i]))
-                if renamed == _normal(new[j]):
+                renamed = VALUE.sub(lambda m: _renamed(m.group(0), rename, taken), old_normal[i])
+                if renamed == new_normal[j]:
                     rows.append(Row("=", new[j]))
                 else:
                     rows += [Row("-", old[i]), Row("+", new[j])]

@@ -131,6 +131,7 @@ class CompiledKernel:
         self._assembly = pool.submit(lambda: disassemble(self._cubin_future.result()))
 
     def _wait(self) -> None:
+        """ptxas and the disassembler: the cubin, resources, SASS and its line map."""
         if self._assembly is None:
             return
         with self._lock:  # the cache writer's thread and the user's may both get here
@@ -138,22 +139,33 @@ class CompiledKernel:
             if future is None:
                 return
             assembly = future.result()  # re-raises a ptxas failure
-            self._cubin = assembly.cubin
+            self._take_ptxas(assembly)
             if assembly.sass:
                 self._asm["sass"] = assembly.sass
             self._line_map.update(assembly.line_maps)
-            md = self._metadata
-            md.n_regs, md.n_spills = assembly.n_regs, assembly.n_spills
-            md.resources = dict(assembly.resources)
             self._assembly = self._cubin_future = None
+
+    def _wait_ptxas(self) -> None:
+        """ptxas alone: the cubin and its resource report (registers, spills), not the SASS,
+        which nvdisasm may be making still (it took longer than ptxas on attention kernels)."""
+        future = self._cubin_future
+        if future is None:
+            return
+        assembly = future.result()  # re-raises a ptxas failure
+        with self._lock:
+            if self._cubin_future is future:
+                self._take_ptxas(assembly)
+
+    def _take_ptxas(self, assembly) -> None:
+        self._cubin = assembly.cubin
+        md = self._metadata
+        md.n_regs, md.n_spills = assembly.n_regs, assembly.n_spills
+        md.resources = dict(assembly.resources)
 
     def _wait_cubin(self) -> bytes | None:
         """The cubin, waiting for ptxas but not for the disassembler."""
-        future = self._cubin_future
-        if future is None:
-            self._wait()
-            return self._cubin
-        return future.result().cubin
+        self._wait_ptxas()
+        return self._cubin
 
     @property
     def asm(self) -> dict[str, str]:
@@ -185,12 +197,12 @@ class CompiledKernel:
 
     @property
     def metadata(self) -> KernelMetadata:
-        self._wait()
+        self._wait_ptxas()
         return self._metadata
 
     @property
     def cubin(self) -> bytes | None:
-        self._wait()
+        self._wait_ptxas()
         return self._cubin
 
     @property

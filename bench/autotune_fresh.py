@@ -127,7 +127,7 @@ def child(name: str) -> dict:
         # per config: seconds to compile (worker or here), load, screen and time it, where
         "results": {str(config): {k: v for k, v in result.items()
                                   if k in ("compile_s", "load_s", "screen_s", "bench_s", "where",
-                                           "finalist", "error")}
+                                           "finalist", "error", "ms", "screen_ms")}
                     for config, result in tuner.last_results.items()},
         "pool": compile_pool.info(),
         "max_relative_error": prepared.error(),
@@ -186,6 +186,21 @@ def run_child(name: str, mode: str, timeout: float) -> dict:
     return result
 
 
+def _choice_gap(runs: list[dict], sequential: list[dict]) -> float | None:
+    """How much slower than its best config the sequential tuner timed each choice of `runs`, at
+    most (0.0: every choice was the best it timed): whether two tuners that chose differently
+    differ by more than timing noise. None where the tuners' times were not recorded."""
+    gaps = []
+    for reference in sequential:
+        times = {config: r["ms"] for config, r in reference.get("results", {}).items()
+                 if r.get("ms") is not None}
+        if not times:
+            return None
+        best = min(times.values())
+        gaps += [times[run["choice"]] / best - 1 for run in runs if run["choice"] in times]
+    return max(gaps) if gaps else None
+
+
 def _write(report: dict, options) -> Path:
     if options.cpu:
         report["device"] = "cpu"
@@ -237,12 +252,15 @@ def main() -> int:
                 **{f"{what}_ratio": median[what] / base[what] for what in base},
                 "same_choice": all(r["choice"] == runs["sequential"][0]["choice"]
                                    for r in runs[mode]),
+                "choice_gap": _choice_gap(runs[mode], runs["sequential"]),
                 "max_relative_error": max(r["max_relative_error"] for r in runs[mode]),
             }
             m = row["modes"][mode]
             print(f"{name:28s} {mode:20s} first call {m['first_call_s']:6.2f} s "
                   f"({m['first_call_s_ratio']:.3f}x)  since start {m['since_start_s']:6.2f} s "
-                  f"({m['since_start_s_ratio']:.3f}x)  same choice {m['same_choice']}  "
+                  f"({m['since_start_s_ratio']:.3f}x)  same choice {m['same_choice']}"
+                  + (f" (within {m['choice_gap']:.1%})" if m["choice_gap"] is not None else "")
+                  + "  "
                   f"rel error {m['max_relative_error']:.2g}", flush=True)
         report["workloads"].append(row)
         out = _write(report, options)  # after each workload: a run cut short keeps what it measured

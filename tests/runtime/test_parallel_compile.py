@@ -100,6 +100,28 @@ def test_cold_tune_compiles_in_workers_and_launches_the_fastest(cpu_target):
     assert len(KernelCache().keys()) == len(CONFIGS)  # each config compiled once, by its worker
 
 
+def test_host_kernels_are_timed_only_once_every_config_is_built(cpu_target, monkeypatch):
+    """The cpu target's kernels run on the cores the workers compile on: no config is timed
+    until the last is built (a GPU tune times each as soon as it is built)."""
+    events = []
+    build = parallel_compile.build
+
+    def watched_build(*args, **kwargs):
+        for built in build(*args, **kwargs):
+            events.append("built")
+            yield built
+
+    tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=2)(scale_rows)
+    do_bench = tuned._do_bench
+    monkeypatch.setattr(parallel_compile, "build", watched_build)
+    monkeypatch.setattr(tuned, "_do_bench", lambda *a, **k: events.append("timed") or do_bench(*a, **k))
+    x, out = _rows(n_cols=37)
+    tuned[(x.shape[0],)](x, out, x.shape[1], 2.0)
+    _check(out, _expected(x, 2.0))
+    assert events == ["built"] * len(CONFIGS) + ["timed"] * len(CONFIGS), events
+    assert all(r["where"]["compiled"].startswith("pid ") for r in tuned.last_results.values())
+
+
 def test_print_autotuning_shows_compile_and_bench_time_and_where(cpu_target, monkeypatch, capsys):
     monkeypatch.setattr(settings, "print_autotuning", True)
     tuned = tw.autotune(configs=CONFIGS[:2], key=["n_cols"], warmup=1, rep=2)(scale_rows)

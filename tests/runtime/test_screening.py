@@ -184,17 +184,25 @@ def test_a_screened_tune_on_the_cpu_target(cpu_target, monkeypatch, capsys):
     assert "bench " in printed and "(cpu (CPU))" in printed
 
 
+def _kill_a_worker_after_the_first_build(monkeypatch) -> list[int]:
+    """Once the first config is built (the workers are on the next ones), SIGKILL a worker; the
+    list gets its pid. (The cpu target's configs are timed only once all are built, so the kill
+    comes from the build's own loop.)"""
+    build, killed = parallel_compile.build, []
+
+    def build_and_kill(*args, **kwargs):
+        for built in build(*args, **kwargs):
+            if not killed:
+                killed.append(compile_pool._POOL["pool"].pids()[0])
+                os.kill(killed[0], signal.SIGKILL)
+            yield built
+
+    monkeypatch.setattr(parallel_compile, "build", build_and_kill)
+    return killed
+
+
 def test_a_worker_killed_mid_tune_loses_only_its_config(cpu_target, monkeypatch):
-    real = screening.screen_bench
-    killed = []
-
-    def screen_and_kill(kernel_call, warmup, rep):
-        if not killed:  # the first config is built; the workers are on the next ones
-            killed.append(compile_pool._POOL["pool"].pids()[0])
-            os.kill(killed[0], signal.SIGKILL)
-        return real(kernel_call, warmup, rep)
-
-    monkeypatch.setattr(screening, "screen_bench", screen_and_kill)
+    killed = _kill_a_worker_after_the_first_build(monkeypatch)
     tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=4)(scaled_sum)
     x, out = _rows(n_cols=40)
     tuned[(x.shape[0],)](x, out, x.shape[1], 3.0)
@@ -482,15 +490,7 @@ def test_forked_workers_build_kernels_no_worker_could_import(cpu_target, monkeyp
 
     # a worker killed mid-tune is replaced by a spawned process, which has no carried kernel: the
     # config it was compiling is compiled here instead
-    real, killed = screening.screen_bench, []
-
-    def screen_and_kill(kernel_call, warmup, rep):
-        if not killed:
-            killed.append(compile_pool._POOL["pool"].pids()[0])
-            os.kill(killed[0], signal.SIGKILL)
-        return real(kernel_call, warmup, rep)
-
-    monkeypatch.setattr(screening, "screen_bench", screen_and_kill)
+    killed = _kill_a_worker_after_the_first_build(monkeypatch)
     tuned = tw.autotune(configs=CONFIGS, key=["n_cols"], warmup=1, rep=4)(_local_kernel())
     x, out = _rows(n_cols=33)
     tuned[(x.shape[0],)](x, out, x.shape[1], 0.5)
@@ -499,3 +499,40 @@ def test_forked_workers_build_kernels_no_worker_could_import(cpu_target, monkeyp
     assert killed and all("error" not in r and r["screen_ms"] > 0 for r in results), results
     retried = [r for r in results if "LookupError" in " ".join(r.get("notes", []))]
     assert len(retried) == 1 and not retried[0]["where"]["compiled"].startswith("pid "), results
+
+
+def _exit_slowly(seconds: float) -> int:
+    """In a worker: make its exit take `seconds` (a finalizer, run as the process ends); its pid."""
+    import multiprocessing.util
+
+    multiprocessing.util.Finalize(None, time.sleep, args=(seconds,), exitpriority=100)
+    return os.getpid()
+
+
+def _ended(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().split(") ")[1][0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers and /proc")
+def test_a_tune_stops_its_forks_without_waiting_for_them_to_exit(monkeypatch):
+    """A tune's forks are idle when it ends: stopping them must not wait for each to exit (they
+    exit on their own, joined by their executors' threads); waiting would."""
+    monkeypatch.setattr(settings, "compile_start", "fork")
+    compile_pool.shutdown()
+    timings = {}
+    for wait in (True, False):
+        _, started = compile_pool.fork_with([(_exit_slowly, (1.0,)) for _ in range(2)])
+        pids = [future.result(timeout=30) for future in started]
+        begin = time.perf_counter()
+        compile_pool.shutdown(wait=wait)
+        timings[wait] = time.perf_counter() - begin
+        deadline = time.monotonic() + 30
+        while not all(_ended(pid) for pid in pids):
+            assert time.monotonic() < deadline, f"workers {pids} never exited"
+            time.sleep(0.05)
+    assert timings[True] >= 1.0, timings  # the finalizer holds each exit for a second
+    assert timings[False] < 0.5, timings

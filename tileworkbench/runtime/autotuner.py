@@ -373,7 +373,10 @@ class Autotuner(KernelInterface):
             return
         by_label = {str(i): config for i, config in enumerate(configs)}
         labelled = {str(i): jobs[config] for i, config in enumerate(configs)}
-        for built in parallel_compile.build(labelled, self.executor, lanes=lanes):
+        builds = parallel_compile.build(labelled, self.executor, lanes=lanes)
+        if parallel_compile.runs_on_host(parallel_compile.launch_target(kwargs)):
+            builds = list(builds)  # all built before any is timed: see runs_on_host
+        for built in builds:
             config = by_label[built.label]
             if built.error is not None:  # the config's own failure, as a sequential tune reports it
                 built.error = _WorkerError(built.error)

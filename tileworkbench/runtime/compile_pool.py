@@ -108,9 +108,11 @@ class WorkerPool:
     def pids(self) -> list[int]:
         return sorted(pid for executor in self.slots for pid in (executor._processes or {}))
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop every process; `wait` False: each is told to stop and exits on its own, joined
+        by its executor's thread (a tune's forks, all idle, need not delay the tune's result)."""
         for executor in self.slots:
-            executor.shutdown(wait=True, cancel_futures=True)
+            executor.shutdown(wait=wait, cancel_futures=True)
         self.slots = []
 
     def _executor(self, context: Any) -> futures.ProcessPoolExecutor:
@@ -419,16 +421,17 @@ def start_worker() -> None:
             setattr(sys, name, original)
 
 
-def shutdown(forkserver: bool = False) -> None:
+def shutdown(forkserver: bool = False, wait: bool = True) -> None:
     """Stop the local compile processes (they are started again when needed); with `forkserver`,
-    its forkserver too, so the next start preloads again (what a cold start costs)."""
+    its forkserver too, so the next start preloads again (what a cold start costs); `wait`
+    False: without waiting for the processes to exit (WorkerPool.shutdown)."""
     for thread in list(_STARTING):
         thread.join()
     with _LOCK:
         current = _POOL.pop("pool", None)
         _POOL.clear()
     if current is not None:
-        current.shutdown()
+        current.shutdown(wait=wait)
     if forkserver:
         from multiprocessing import forkserver as server
 

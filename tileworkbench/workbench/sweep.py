@@ -274,9 +274,12 @@ def run_sweep(
         for row in rows[1:]:
             _run_config(shell, cell, row, recorder, build_report, run_inner)
     else:
-        from ..runtime.parallel_compile import build
+        from ..runtime.parallel_compile import build, runs_on_host
 
-        for built in build(jobs, executor):  # each config runs as soon as it is built
+        builds = build(jobs, executor)  # each config runs as soon as it is built,
+        if runs_on_host(launch.target):  # or, where it runs on the cores the workers compile
+            builds = list(builds)  # on, once all are (runtime/parallel_compile.py)
+        for built in builds:
             row = rows[int(built.label)]
             if built.fallback is None:
                 row.compile_s, row.where = built.seconds, built.where

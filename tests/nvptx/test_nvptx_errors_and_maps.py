@@ -4,6 +4,7 @@ source-line maps of the tile-gpu, llvm and ptx stages."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 from nvptx_kernels import CASES, add_kernel
@@ -27,6 +28,12 @@ def fp8e4_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float8e4nv).to(tl.float32))
 
 
+@tw.jit
+def fp8e5_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float8e5).to(tl.float32))
+
+
 def _line_of(fn, text: str) -> int:
     lines, first = inspect.getsourcelines(fn.fn)
     return first + next(i for i, line in enumerate(lines) if text in line)
@@ -46,6 +53,17 @@ def test_fp8_e4m3_uses_hardware_cvt_from_sm89_and_software_before():
     ptx = {arch: tw.compile(fp8e4_kernel, signature=signature, constexprs={"BLOCK": 128}, target=arch,
                             use_cache=False).asm["ptx"] for arch in ("sm_80", "sm_90")}
     assert "cvt.rn.satfinite.e4m3x2.f32" in ptx["sm_90"] and "e4m3" not in ptx["sm_80"]
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_truncation_converts_two_values_per_instruction(kind):
+    """A thread's eight values take four `cvt ... x2` (the instruction converts a pair), none with
+    a constant stand-in for its other half."""
+    kernel = fp8e4_kernel if kind == "e4m3" else fp8e5_kernel
+    ptx = tw.compile(kernel, signature={"x_ptr": "*fp32:16", "y_ptr": "*fp32:16"},
+                     constexprs={"BLOCK": 1024}, target="sm_90", use_cache=False).asm["ptx"]
+    cvts = re.findall(rf"cvt\.rn\.satfinite\.{kind}x2\.f32 [^;]*;", ptx)
+    assert len(cvts) == 4 and not any("0f00000000" in c for c in cvts), cvts
 
 
 def test_unknown_arch_is_refused():

@@ -1,11 +1,13 @@
 """An fp8 chain of two dots, written as tutorial 06's fp8 forward writes its loop: K and V^T read
 through host descriptors and `.T` (K-major, as 8-bit wgmma operands must be), the first dot's
 result cast to e5m2 and multiplied by V. On sm_90a both dots are wgmma (the second reads the cast
-result staged in shared memory) and both loads are TMA copies, the V offset carried by the loop.
+result from registers, moved there by shuffles) and both loads are TMA copies, the V offset
+carried by the loop.
 Compiled (ptxas where present) and run on the CPU emulator against float64."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -57,6 +59,13 @@ def test_both_dots_are_wgmma_on_tma_copies():
     assert "mma.sync" not in ptx
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n32k32.f32.e5m2.e5m2") >= 1
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2") >= 1
+    # p, cast in the accumulator's layout, reaches the second dot's A registers by shuffles
+    # within quads of lanes (no shared tile, no fence): the register-A form
+    cast = next(line for line in gpu.splitlines() if "arith.truncf" in line)
+    assert "xf8e5, #mma" in cast, cast
+    assert not any("local_alloc" in line and "f8e5" in line for line in gpu.splitlines())
+    assert re.search(r"m64n64k32\.f32\.e5m2\.e5m2 \{[^}]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}", ptx)
+    assert ptx.count("shfl.sync.idx") >= 8 and "fence.proxy.async" not in ptx
     if shutil.which("ptxas"):
         assert compiled.metadata.n_spills == 0, compiled.metadata.resources
 

@@ -24,7 +24,7 @@ FORMS: list[tuple] = []  # (n, k, acc, ab, trans_a, trans_b), indexed by the for
 _MMA = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k(\d+)\.(\w+)\.(\w+)\.\w+ .*?"
                   r"(?:, 1, 1, (\d), (\d))?;$")
 _MMA_REGISTER_A = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k(\d+)\.(\w+)\.(\w+)\.\w+ "
-                             r"\{[^}]*\}, \{[^}]*\}, .*?, 1, 1, (\d);$")
+                             r"\{[^}]*\}, \{[^}]*\}, [^,]*, [^,]*, 1, 1(?:, (\d))?;$")
 _ELEMENTS = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "tf32": np.float32, "s8": np.int8,
              "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 _SWIZZLE = {1: 128, 2: 64, 3: 32}
@@ -158,20 +158,26 @@ def read_operand(memory: np.ndarray, base: int, addresses: np.ndarray, ab: str) 
 
 
 def register_operand(words: np.ndarray, ab: str) -> np.ndarray:
-    """The 64 x 16 A of the register form from the 128 threads' 4 words each (PTX ISA, wgmma A
-    fragment of .f16/.bf16): warp w holds rows 16 w..16 w + 15 as mma.sync m16n8k16's A, lane l
-    (g = l / 4, t = l % 4) words a0..a3 = (g, 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8) with
-    two consecutive K each, the lower K in the low half."""
-    if ab not in ("f16", "bf16"):
+    """The 64 x K A of the register form from the 128 threads' 4 words each (PTX ISA, wgmma A
+    fragments): warp w holds rows 16 w..16 w + 15 as mma.sync's A (m16n8k16 for .f16/.bf16, K = 16;
+    m16n8k32 for .e4m3/.e5m2, K = 32), lane l (g = l / 4, t = l % 4) words a0..a3 = (g, c t),
+    (g + 8, c t), (g, c t + K / 2), (g + 8, c t + K / 2) with c consecutive K each (2 halves or 4
+    bytes), the lowest K in the low bits."""
+    if ab in ("f16", "bf16"):
+        per_word, size = 2, np.uint16
+    elif ab in ("e4m3", "e5m2"):
+        per_word, size = 4, np.uint8
+    else:
         raise ValueError(f"stand-in: no register-A form for {ab}")
-    halves = words.astype(np.uint32).copy().view(np.uint16).view(_ELEMENTS[ab])  # 128 x 8
-    a = np.zeros((64, 16))
+    k = 8 * per_word
+    parts = words.astype(np.uint32).copy().view(size).view(_ELEMENTS[ab])  # 128 x 4 per_word
+    a = np.zeros((64, k))
     for t in range(128):
         w, lane = t // 32, t % 32
         g, q = lane // 4, lane % 4
         for j in range(4):
-            row, col = 16 * w + g + 8 * (j & 1), 2 * q + 8 * (j >> 1)
-            a[row, col:col + 2] = halves[t, 2 * j:2 * j + 2].astype(np.float64)
+            row, col = 16 * w + g + 8 * (j & 1), per_word * q + k // 2 * (j >> 1)
+            a[row, col:col + per_word] = parts[t, per_word * j:per_word * (j + 1)].astype(np.float64)
     return a
 
 

@@ -13,6 +13,8 @@ from ..ir.ops import arith, scf, tt, ttng
 from ..ir.ops.ttg import (
     BlockedEncoding,
     ConvertLayoutOp,
+    DotOperandEncoding,
+    MmaEncoding,
     SliceEncoding,
     blocked_for,
     layout_chooser,
@@ -56,6 +58,19 @@ def set_operand(op, index: int, new: Value) -> None:
                 return None
             position += len(values)
     raise IndexError(f"{op.name} has no operand {index}")
+
+
+def _narrows_to_bytes(op, enc) -> bool:
+    """Whether `op` casts floats to an 8-bit float for a tensor-core dot operand (`enc`, whose A
+    operand fp8 attention's p is): the want stops there, so the dot operand's conversion moves
+    the bytes (four to a shuffle, lowering/exchange.py) instead of the 32-bit values before the
+    cast (through shared memory), and the math before it keeps the accumulator's layout."""
+    return (
+        isinstance(op, arith.TruncFOp)
+        and isinstance(enc, DotOperandEncoding)
+        and isinstance(enc.parent, MmaEncoding)
+        and op.result.type.element.bitwidth == 8
+    )
 
 
 def dot_result_encoding(
@@ -113,6 +128,8 @@ class LayoutAssigner:
             return
         if isinstance(op, _LEAVES):
             return set_encoding(v, enc)
+        if _narrows_to_bytes(op, enc):
+            return  # converted after the cast: see _narrows_to_bytes
         if isinstance(op, tt.ExpandDimsOp):
             set_encoding(v, enc)
             return self.want(op.src, SliceEncoding(op.axis, enc))

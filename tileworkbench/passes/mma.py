@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..dtypes import TABLE as DTYPES
 from ..ir.ops import tt
-from ..ir.ops.ttg import DotOperandEncoding, MmaEncoding
+from ..ir.ops.ttg import ConvertLayoutOp, DotOperandEncoding, MmaEncoding
 from ..ir.types import element_type
 
 
@@ -80,7 +80,7 @@ def warps_per_cta(shape: tuple[int, ...], num_warps: int, chained: bool) -> tupl
 
 def fed_by_dot(op, dots: tuple = (tt.DotOp,)) -> bool:
     """Whether the dot's A operand comes from another dot's result (an op of the classes `dots`)
-    through elementwise ops."""
+    through elementwise ops and layout conversions (an fp8 p's, into the A fragments)."""
     seen, work = set(), [op.a]
     while work:
         v = work.pop()
@@ -90,7 +90,7 @@ def fed_by_dot(op, dots: tuple = (tt.DotOp,)) -> bool:
         seen.add(id(producer))
         if isinstance(producer, dots):
             return True
-        if producer.elementwise and not producer.regions:
+        if (producer.elementwise and not producer.regions) or isinstance(producer, ConvertLayoutOp):
             work.extend(producer.operands)
     return False
 

@@ -60,9 +60,7 @@ def wgmma_encoding(
     k = op.a.type.shape[-1]
     if m < INSTR_M or k % instr_k or n < 8:
         return None
-    # the register-A form built here is the 16-bit one: an 8-bit A (fp8 attention's p) is staged
-    # through shared memory instead (`_a_from_registers`), as A of a plain dot is
-    a_in_registers = a_in_registers and bits == 16
+    a_in_registers = a_in_registers and bits in (8, 16)  # not tf32's: `_a_from_registers`
     groups = num_warps // WARP_GROUP
     if chained:  # rows of the first dot's result stay in the warp that multiplies them by V
         if m < INSTR_M * groups:
@@ -172,10 +170,11 @@ def wgmma(func: tt.FuncOp) -> bool:
 
 def _a_from_registers(dot: tt.DotOp) -> bool:
     """Whether the dot's A stays in registers (the `#dot_op` fragments of the register-A form): a
-    16-bit A fed by another dot's result, the same test `dot_layout.dot_encoding` chose the layout by
-    (the first dot of the chain may already be a `warp_group_dot` here). Any other A is read from
-    shared memory, so that a descriptor load feeding it can still land in a TMA ring slot."""
-    if element_type(dot.a.type).bitwidth != 16:
+    16- or 8-bit A fed by another dot's result, the same test `dot_layout.dot_encoding` chose the
+    layout by (the first dot of the chain may already be a `warp_group_dot` here). Any other A is
+    read from shared memory, so that a descriptor load feeding it can still land in a TMA ring
+    slot."""
+    if element_type(dot.a.type).bitwidth not in (8, 16):
         return False
     return fed_by_dot(dot, (tt.DotOp, WarpGroupDotOp, WarpGroupDotWaitOp))
 

@@ -1,6 +1,8 @@
 """Moving tensor elements between layouts: inside a thread's registers when every element a thread
-needs is already its own, else through shared memory (each thread writes its elements at their flat
-index, a barrier, each reads the elements its new layout gives it, a barrier).
+needs is already its own; bytes that move only within quads of lanes by shuffles, four to a
+shuffle (`byte_quad_plan`: a tensor-core accumulator cast to fp8, into the next dot's A fragments);
+else through shared memory (each thread writes its elements at their flat index, a barrier, each
+reads the elements its new layout gives it, a barrier).
 
 A coordinate map `fmap(coords) -> coords` says which source element a destination element reads. It
 must be linear on the bits of the coordinates (dropping, zeroing, permuting or reshaping dimensions):
@@ -135,3 +137,81 @@ def _numel(shape) -> int:
     for s in shape:
         n *= s
     return n
+
+
+# -- bytes within quads of lanes -------------------------------------------------------------------
+
+
+def byte_quad_plan(src: LinearLayout, dst: LinearLayout) -> list[tuple[int, int]] | None:
+    """How `dst`'s bytes come from `src`'s by two shuffles a 32-bit word, or None where they do
+    not. The shape this serves: an `#mma` accumulator holds pairs of adjacent columns per lane
+    (lane bits 0-1: columns 2 and 4), an 8-bit dot operand A runs of four (`kWidth` 4: columns 4
+    and 8), the rows alike. Destination lane (bits l0, l1 of its quad) then gets each word's bytes
+    0-1 from lane 2 l0 of its quad and bytes 2-3 from lane 2 l0 + 1, each pair from the source
+    register pair given for l1 (0 or 1). Per destination word (registers 4 w .. 4 w + 3): the first
+    source register of the pair for l1 = 0 and for l1 = 1; checked for every byte of every lane."""
+    if (
+        src.warps != dst.warps
+        or len(src.lanes) != 5
+        or len(dst.lanes) != 5
+        or src.lanes[2:] != dst.lanes[2:]
+        or src.num_regs != dst.num_regs
+        or dst.num_regs % 4
+    ):
+        return None
+
+    def at(layout: LinearLayout, reg: int, quad: int) -> tuple[int, ...]:
+        coords = layout.reg_coords(reg)
+        for bit in (0, 1):
+            if quad >> bit & 1:
+                coords = tuple(c + b for c, b in zip(coords, layout.lanes[bit]))
+        return coords
+
+    where = {at(src, r, q): (r, q) for r in range(src.num_regs) for q in range(4)}
+    if len(where) != 4 * src.num_regs:  # lanes of a quad holding copies
+        return None
+    plan = []
+    for word in range(0, dst.num_regs, 4):
+        pairs = []
+        for high in (0, 1):
+            found = where.get(at(dst, word, 2 * high))
+            if found is None or found[1] != 0 or found[0] % 2:
+                return None
+            pairs.append(found[0])
+        for quad in range(4):
+            for byte in range(4):
+                want = (pairs[quad >> 1] + byte % 2, 2 * (quad & 1) + byte // 2)
+                if where.get(at(dst, word + byte, quad)) != want:
+                    return None
+        plan.append((pairs[0], pairs[1]))
+    return plan
+
+
+def exchange_byte_quads(lw, src: TVal, dst: LinearLayout, plan) -> TVal:
+    """`dst` from `src` by `byte_quad_plan`'s `plan`: each source lane packs a word's two byte
+    pairs into 32 bits, each destination lane reads that word from two lanes of its quad
+    (`shfl.sync.idx`) and keeps the half its lane bit 1 names of each."""
+    b = lw.builder
+    lane, _ = lw.lane_and_warp()
+    low_bit = b.and_(lane, ir.Constant(I32, 1))
+    first = b.or_(b.and_(lane, ir.Constant(I32, 0x1C)), b.shl(low_bit, ir.Constant(I32, 1)))
+    second = b.or_(first, ir.Constant(I32, 1))
+    shift = b.shl(b.and_(b.lshr(lane, ir.Constant(I32, 1)), ir.Constant(I32, 1)), ir.Constant(I32, 4))
+    shuffle = lw.intrinsic("llvm.nvvm.shfl.sync.idx.i32", I32, [I32] * 4)
+    mask, clamp, half = ir.Constant(I32, -1), ir.Constant(I32, 0x1F), ir.Constant(I32, 0xFFFF)
+    out = []
+    for low, high in plan:
+        word = ir.Constant(I32, 0)
+        for index, register in enumerate((low, low + 1, high, high + 1)):
+            byte = b.zext(src.vals[register], I32)
+            word = b.or_(word, b.shl(byte, ir.Constant(I32, 8 * index)) if index else byte)
+        x = b.call(shuffle, [mask, word, first, clamp])
+        y = b.call(shuffle, [mask, word, second, clamp])
+        merged = b.or_(
+            b.and_(b.lshr(x, shift), half),
+            b.shl(b.and_(b.lshr(y, shift), half), ir.Constant(I32, 16)),
+        )
+        out += [
+            b.trunc(b.lshr(merged, ir.Constant(I32, 8 * i)) if i else merged, I8) for i in range(4)
+        ]
+    return TVal(out, dst)

@@ -9,10 +9,12 @@ from llvmlite import ir
 from ....ir.ops import tt
 from ....ir.ops.ttg import ConvertLayoutOp
 from ....ir.types import TensorType, element_type
-from ..llvm_types import I32, llvm_type
+from ..llvm_types import I8, I32, llvm_type
 from ..values import TVal
 from . import lowers
 from .exchange import (
+    byte_quad_plan,
+    exchange_byte_quads,
     flat,
     in_registers,
     read_shared,
@@ -77,8 +79,13 @@ def lower_convert_layout(lw, op) -> None:
 
     if defer_conversion(lw, op):
         return
-    src = lw.get(op.src)
-    lw.set(op.result, remap(lw, src, op.src.type.shape, lw.layout(op.result), tuple, _elem(op)))
+    src, dst = lw.get(op.src), lw.layout(op.result)
+    if isinstance(src, TVal) and src.vals[0].type == I8 and in_registers(src, dst, tuple) is None:
+        plan = byte_quad_plan(src.layout, dst)
+        if plan is not None:
+            lw.set(op.result, exchange_byte_quads(lw, src, dst, plan))
+            return
+    lw.set(op.result, remap(lw, src, op.src.type.shape, dst, tuple, _elem(op)))
 
 
 @lowers(tt.ReshapeOp)

@@ -172,20 +172,37 @@ def lower_warp_group_dot(lw, op) -> None:
 
 def _a_fragments(lw, a: TVal, origins: list, k: int, instr_k: int) -> dict:
     """This thread's A registers of each instruction, keyed by (m0, k0): per warp the mma.sync
-    m16n8k16 A fragment of rows m0 + 16 * (warp % 4)..+15 (the warp part is in the layout's thread
-    offset), a0..a3 = (row g, k 2t), (g + 8, 2t), (g, 2t + 8), (g + 8, 2t + 8), two halves each."""
+    A fragment (m16n8k16 for 16-bit A, m16n8k32 for 8-bit) of rows m0 + 16 * (warp % 4)..+15 (the
+    warp part is in the layout's thread offset): a0..a3 = (row g, k w t), (g + 8, w t),
+    (g, w t + instr_k / 2), (g + 8, w t + instr_k / 2), each the w = 4 bytes / element size
+    consecutive K of one 32-bit register, the lowest K in the low bits."""
     index = {coords: r for r, coords in enumerate(a.layout.all_reg_coords())}
+    per_word = instr_k // 8  # 2 halves or 4 bytes
     frags = {}
     for m0 in sorted({m for m, _ in origins}):
         for k0 in range(0, k, instr_k):
             frags[(m0, k0)] = [
-                pack_halves(
+                _word(
                     lw,
-                    *[a.vals[index[(m0 + 8 * (j & 1), k0 + 8 * (j >> 1) + e)]] for e in range(2)],
+                    [
+                        a.vals[index[(m0 + 8 * (j & 1), k0 + instr_k // 2 * (j >> 1) + e)]]
+                        for e in range(per_word)
+                    ],
                 )
                 for j in range(4)
             ]
     return frags
+
+
+def _word(lw, values: list) -> ir.Value:
+    """Two halves or four bytes in one 32-bit register, the first in the low bits."""
+    if len(values) == 2:
+        return pack_halves(lw, *values)
+    b = lw.builder
+    word = b.zext(values[0], I32)
+    for i, value in enumerate(values[1:], start=1):
+        word = b.or_(word, b.shl(b.zext(value, I32), ir.Constant(I32, 8 * i)))
+    return word
 
 
 def _fence(lw, a_regs: dict, acc: list = ()) -> tuple[dict, list]:
@@ -227,8 +244,8 @@ def _instruction(n: int, k: int, acc: str, ab: str, trans_a: bool | None, trans_
         f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{ab}.{ab} {{{regs}}}, {a_text}, "
         f"${b_at}, ${b_at + 1}"
     )
-    if trans_a is None:
-        return text + f", 1, 1, {int(trans_b)};"
+    if trans_a is None:  # only 16-bit types take B's transpose flag
+        return text + (f", 1, 1, {int(trans_b)};" if ab in ("f16", "bf16") else ", 1, 1;")
     if ab in ("f16", "bf16"):
         return text + f", 1, 1, {int(trans_a)}, {int(trans_b)};"
     return text + (";" if ab == "s8" else ", 1, 1;")

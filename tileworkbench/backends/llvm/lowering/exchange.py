@@ -196,7 +196,9 @@ def exchange_byte_quads(lw, src: TVal, dst: LinearLayout, plan) -> TVal:
     low_bit = b.and_(lane, ir.Constant(I32, 1))
     first = b.or_(b.and_(lane, ir.Constant(I32, 0x1C)), b.shl(low_bit, ir.Constant(I32, 1)))
     second = b.or_(first, ir.Constant(I32, 1))
-    shift = b.shl(b.and_(b.lshr(lane, ir.Constant(I32, 1)), ir.Constant(I32, 1)), ir.Constant(I32, 4))
+    shift = b.shl(
+        b.and_(b.lshr(lane, ir.Constant(I32, 1)), ir.Constant(I32, 1)), ir.Constant(I32, 4)
+    )
     shuffle = lw.intrinsic("llvm.nvvm.shfl.sync.idx.i32", I32, [I32] * 4)
     mask, clamp, half = ir.Constant(I32, -1), ir.Constant(I32, 0x1F), ir.Constant(I32, 0xFFFF)
     out = []

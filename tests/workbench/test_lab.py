@@ -76,8 +76,12 @@ def test_lab_copies_the_puzzles_with_their_subfolders(tmp_path):
     assert (tmp_path / "mine" / "puzzles" / "extra" / "data" / "p.json").read_text() == "{}"
 
 
+# JupyterLab installs its own SIGINT handler; so does the stand-in, so that a SIGINT ignored or
+# blocked in the test runner's process (which a child inherits) cannot keep it serving
 FAKE_JUPYTERLAB = """
-import http.server, os, pathlib, sys
+import http.server, os, pathlib, signal, sys
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
 port = int(sys.argv[sys.argv.index("--port") + 1])
 pathlib.Path(os.environ["FAKE_LAB_PID"]).write_text(f"{os.getpid()} {os.getcwd()} {sys.argv[1:]}")
 server = http.server.HTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)

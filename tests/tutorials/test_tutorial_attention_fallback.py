@@ -10,12 +10,10 @@ import re
 import shutil
 
 import pytest
-from tutorial_loader import jit_function, load_tutorial, tutorial_or_skip
+from attention_forward import forward_constexprs, forward_kernel, forward_signature
 
 import tileworkbench as tw
-from tileworkbench.frontend import ArgSpec
 
-TUTORIAL = "06-fused-attention.py"
 SM_SCALE = 0.5
 
 
@@ -28,22 +26,15 @@ def tma_off(monkeypatch):
 
 @pytest.fixture(scope="module")
 def forward():
-    """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
-    return jit_function(load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd)
+    return forward_kernel()
 
 
-def _signature(head_dim: int, block_m: int, block_n: int) -> list[ArgSpec]:
-    def desc(name, rows):
-        return ArgSpec(name, f"tensordesc<fp16,{rows}x{head_dim},zero>", True)
-
-    return [ArgSpec("sm_scale", "fp32"), ArgSpec("M", "*fp32", True), ArgSpec("Z", "i32"),
-            ArgSpec("H", "i32"), desc("desc_q", block_m), desc("desc_k", block_n),
-            desc("desc_v", block_n), desc("desc_o", block_m), ArgSpec("N_CTX", "i32", True)]
+def _signature(head_dim: int, block_m: int, block_n: int) -> list:
+    return forward_signature(head_dim, block_m, block_n)
 
 
 def _constexprs(head_dim: int, block_m: int, block_n: int, causal: bool) -> dict:
-    return {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "FP8_OUTPUT": False,
-            "STAGE": 3 if causal else 1, "warp_specialize": False, "IS_HOPPER": True}
+    return forward_constexprs(head_dim, block_m, block_n, causal)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["non-causal", "causal"])

@@ -11,41 +11,30 @@ import shutil
 
 import numpy as np
 import pytest
-from tutorial_loader import jit_function, load_tutorial, tutorial_or_skip
+from attention_forward import forward_constexprs, forward_kernel, forward_signature
 
 import tileworkbench as tw
-from tileworkbench.frontend import ArgSpec
 
-TUTORIAL = "06-fused-attention.py"
 SM_SCALE = 0.5
 
 
 @pytest.fixture(scope="module")
 def forward():
-    """The JITFunction under the tutorial's @autotune (launched here at fixed block sizes)."""
-    return jit_function(load_tutorial(tutorial_or_skip(TUTORIAL))._attn_fwd)
+    return forward_kernel()
 
 
-def _signature(head_dim: int, block_m: int, block_n: int) -> list[ArgSpec]:
-    def desc(name, block):
-        return ArgSpec(name, f"tensordesc<fp8e5,{block[0]}x{block[1]},zero>", True)
-
-    return [ArgSpec("sm_scale", "fp32"), ArgSpec("M", "*fp32", True), ArgSpec("Z", "i32"),
-            ArgSpec("H", "i32"), desc("desc_q", (block_m, head_dim)),
-            desc("desc_k", (block_n, head_dim)), desc("desc_v", (head_dim, block_n)),
-            desc("desc_o", (block_m, head_dim)), ArgSpec("N_CTX", "i32", True)]
+def _signature(head_dim: int, block_m: int, block_n: int) -> list:
+    return forward_signature(head_dim, block_m, block_n, fp8=True)
 
 
 def _constexprs(head_dim: int, block_m: int, block_n: int, causal: bool) -> dict:
-    return {"HEAD_DIM": head_dim, "BLOCK_M": block_m, "BLOCK_N": block_n, "FP8_OUTPUT": True,
-            "STAGE": 3 if causal else 1, "warp_specialize": False, "IS_HOPPER": True}
+    return forward_constexprs(head_dim, block_m, block_n, causal, fp8=True)
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_fp8_forward_runs_on_wgmma_with_v_on_tma(forward, head_dim):
-    """128 x 64 blocks, 4 warps, 2 stages: every dot a wgmma on e5m2 (p @ v reads p staged in
-    shared memory: the register-A form is 16-bit only), no mma.sync, V through its tensor map,
-    no spills."""
+    """128 x 64 blocks, 4 warps, 2 stages: every dot a wgmma on e5m2 (p @ v reads p from
+    registers), no mma.sync, V through its tensor map, no spills."""
     compiled = tw.compile(forward, signature=_signature(head_dim, 128, 64),
                           constexprs=_constexprs(head_dim, 128, 64, False), target="sm_90a",
                           num_warps=4, num_stages=2, use_cache=False)

@@ -302,15 +302,11 @@ def fp8_to_float(lw, x, src) -> ir.Value:
 
 def float_to_fp8(lw, x, dst) -> ir.Value:
     """Any float -> fp8 bits, rounding to nearest even and saturating to the finite range."""
-    b = lw.builder
     x = resize_float(lw, x, F32)
     kind = "e5m2" if dst.name == "f8e5" else "e4m3"
     if not _has_fp8_hw(lw):
         return _f32_to_e5m2_soft(lw, x) if kind == "e5m2" else _f32_to_e4m3_soft(lw, x)
-    pair = lw.asm(
-        f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", I16, [ir.Constant(F32, 0.0), x]
-    )
-    return b.trunc(pair, I8)
+    return _float_pair_to_fp8(lw, x, ir.Constant(F32, 0.0), dst)[0]
 
 
 def _float_pair_to_fp8(lw, x, y, dst) -> list[ir.Value]:

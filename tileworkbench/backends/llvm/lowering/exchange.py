@@ -16,6 +16,7 @@ from llvmlite import ir
 from ....ir.ops.ttg import LinearLayout
 from ..llvm_types import I8, I32, byte_size
 from ..values import TVal
+from .mma import pack_bits
 
 
 def strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -203,10 +204,7 @@ def exchange_byte_quads(lw, src: TVal, dst: LinearLayout, plan) -> TVal:
     mask, clamp, half = ir.Constant(I32, -1), ir.Constant(I32, 0x1F), ir.Constant(I32, 0xFFFF)
     out = []
     for low, high in plan:
-        word = ir.Constant(I32, 0)
-        for index, register in enumerate((low, low + 1, high, high + 1)):
-            byte = b.zext(src.vals[register], I32)
-            word = b.or_(word, b.shl(byte, ir.Constant(I32, 8 * index)) if index else byte)
+        word = pack_bits(lw, [src.vals[r] for r in (low, low + 1, high, high + 1)])
         x = b.call(shuffle, [mask, word, first, clamp])
         y = b.call(shuffle, [mask, word, second, clamp])
         merged = b.or_(

@@ -103,10 +103,10 @@ def _pack(lw, kind: MmaKind, values) -> ir.Value:
     """`k_width` consecutive K elements in one 32-bit register, the lowest K in the low bits."""
     if kind.k_width == 1:
         return values[0]  # fp32, rounded to tf32 per use (`_tf32`)
-    return _pack_bits(lw, values)
+    return pack_bits(lw, values)
 
 
-def _pack_bits(lw, values) -> ir.Value:
+def pack_bits(lw, values) -> ir.Value:
     """Values of 32 / len(values) bits in one 32-bit register, the first in the low bits. Integer
     shifts rather than a <2 x bfloat> vector: hosts without bfloat (the emulator's x86) would
     convert through float; on NVPTX both fold into one mov.b32 {lo, hi}."""
@@ -135,7 +135,7 @@ def pack_halves(lw, lo: ir.Value, hi: ir.Value) -> ir.Value:
         for i, s in enumerate(sources):
             vector = b.insert_element(vector, s, ir.Constant(I32, i))
         return b.bitcast(b.fptrunc(vector, ir.VectorType(lo.type, 2)), I32)
-    return _pack_bits(lw, halves)
+    return pack_bits(lw, halves)
 
 
 def unpack_halves(lw, word: ir.Value, elem: ir.Type) -> list[ir.Value]:

@@ -23,7 +23,7 @@ from ....ir.types import MemDescType, element_type
 from ..llvm_types import F16, F32, I1, I32, I64
 from ..values import TVal
 from . import lowers
-from .mma import pack_halves, unpack_halves
+from .mma import pack_bits, pack_halves, unpack_halves
 from .warp_uniform import uniform_group_origin
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}  # the descriptor's bits 62-63
@@ -182,27 +182,16 @@ def _a_fragments(lw, a: TVal, origins: list, k: int, instr_k: int) -> dict:
     for m0 in sorted({m for m, _ in origins}):
         for k0 in range(0, k, instr_k):
             frags[(m0, k0)] = [
-                _word(
-                    lw,
+                (pack_halves(lw, *word) if per_word == 2 else pack_bits(lw, word))
+                for word in (
                     [
                         a.vals[index[(m0 + 8 * (j & 1), k0 + instr_k // 2 * (j >> 1) + e)]]
                         for e in range(per_word)
-                    ],
+                    ]
+                    for j in range(4)
                 )
-                for j in range(4)
             ]
     return frags
-
-
-def _word(lw, values: list) -> ir.Value:
-    """Two halves or four bytes in one 32-bit register, the first in the low bits."""
-    if len(values) == 2:
-        return pack_halves(lw, *values)
-    b = lw.builder
-    word = b.zext(values[0], I32)
-    for i, value in enumerate(values[1:], start=1):
-        word = b.or_(word, b.shl(b.zext(value, I32), ir.Constant(I32, 8 * i)))
-    return word
 
 
 def _fence(lw, a_regs: dict, acc: list = ()) -> tuple[dict, list]:

@@ -1,9 +1,11 @@
 """Triton's tutorial-06 attention, its own source, compiled by tileworkbench (the import changed by
 tests/tutorials/tutorial_loader.py) and by Triton, forward and backward, side by side in one process:
-paired timing (bench/paired_timing.py) of ours, Triton's and Triton's again (the A/A control), after
-each compiler's gradients are checked against float64 on a small problem.
+paired timing (bench/paired_timing.py) of ours, Triton's, Triton's again (the A/A control) and torch's
+`scaled_dot_product_attention` (fp16: FlashAttention or cuDNN, whichever torch picks), after each
+compiler's gradients are checked against float64 on a small problem. A contender that fails (out of
+shared memory at head dim 256) is reported in its row and the others are timed.
 
-    PYTHONPATH=. python bench/tutorial_attention.py [--tuned] [--out FILE.json]
+    PYTHONPATH=. python bench/tutorial_attention.py [--tuned] [--head-dims 64,128,256] [--out FILE.json]
 
 Without `--tuned` both run the tutorial's fixed forward config (128x64, 4 warps, 2 stages: what the
 tutorial itself picks under pytest); with it, each autotunes the tutorial's own config list. The
@@ -104,9 +106,31 @@ def check(module, d: int, causal: bool) -> dict:
             for name, got, want in zip(("out", "dq", "dk", "dv"), (out, *grads), refs)}
 
 
+def _sdpa(q, k, v, causal: bool):
+    import torch
+
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)
+
+
+def _runnable(fns: dict) -> tuple[dict, dict]:
+    """The contenders whose first call works, and the errors of those whose call raised (one
+    compiler out of shared memory at head dim 256 leaves the others timed)."""
+    import torch
+
+    ok, failed = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+            ok[name] = fn
+        except Exception as exc:
+            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
+    return ok, failed
+
+
 def timed(modules: dict, d: int, causal: bool, fp8: bool = False) -> dict:
-    """Forward and backward milliseconds of each compiler, paired, with Triton's A/A control (with
-    `fp8`, the forward alone on e5m2 inputs)."""
+    """Forward and backward milliseconds of each compiler and of torch's SDPA (fp16 only), paired,
+    with Triton's A/A control (with `fp8`, the forward alone on e5m2 inputs)."""
     import torch
 
     (q, k, v), do = _inputs(SHAPE["z"], SHAPE["h"], SHAPE["n"], d, torch.float16, seed=1)
@@ -117,23 +141,32 @@ def timed(modules: dict, d: int, causal: bool, fp8: bool = False) -> dict:
                    for name, m in modules.items()}
         phases = (("forward", forward, flops),)
     else:
-        outs = {name: m.attention(q, k, v, causal, SCALE, False) for name, m in modules.items()}
-        forward = {name: (lambda m=m: m.attention(q, k, v, causal, SCALE, False))
-                   for name, m in modules.items()}
+        calls = {name: (lambda m=m: m.attention(q, k, v, causal, SCALE, False))
+                 for name, m in modules.items()}
+        calls["sdpa"] = lambda: _sdpa(q, k, v, causal)
+        forward, _ = _runnable(calls)
+        outs = {name: fn() for name, fn in forward.items()}
         backward = {name: (lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
                     for name, o in outs.items()}
-        phases = (("forward", forward, flops), ("backward", backward, 2.5 * flops))
+        phases = (("forward", calls, flops), ("backward", backward, 2.5 * flops))
     row = {}
     for phase, fns, phase_flops in phases:
-        fns = {**fns, "triton_control": fns["triton"]}
-        times = paired_times(fns, reps=50)
-        row[phase] = {
+        fns, failed = _runnable(fns)
+        if "triton" in fns:
+            fns["triton_control"] = fns["triton"]
+        times = paired_times(fns, reps=50) if fns else {}
+        entry = {
             "ms": {name: sorted(t)[len(t) // 2] for name, t in times.items()},
             "tflops": {name: phase_flops / (sorted(t)[len(t) // 2] * 1e9) for name, t in times.items()},
-            "ours_over_triton": ratio(times, "triton", "tileworkbench"),
-            "ours_over_triton_iqr": spread(times, "triton", "tileworkbench"),
-            "aa_control": ratio(times, "triton", "triton_control"),
+            "failed": failed,
         }
+        if "triton" in times:
+            entry["aa_control"] = ratio(times, "triton", "triton_control")
+        for other in ("triton", "sdpa"):
+            if other in times and "tileworkbench" in times:
+                entry[f"ours_over_{other}"] = ratio(times, other, "tileworkbench")
+                entry[f"ours_over_{other}_iqr"] = spread(times, other, "tileworkbench")
+        row[phase] = entry
     return row
 
 
@@ -151,15 +184,18 @@ def main() -> None:
     for d in (int(x) for x in args.head_dims.split(",")):
         for causal in (False, True):
             row = {"head_dim": d, "causal": causal, "dtype": "fp8e5" if args.fp8 else "fp16", **SHAPE}
-            try:
-                checker = check_fp8 if args.fp8 else check
-                row["errors"] = {name: checker(m, d, causal) for name, m in modules.items()}
-                row.update(timed(modules, d, causal, args.fp8))
-            except Exception as exc:  # a failing compiler is reported in the row, not fatal
-                row["failed"] = f"{type(exc).__name__}: {exc}"[:2000]
+            checker = check_fp8 if args.fp8 else check
+            row["errors"] = {}
+            for name, m in modules.items():
+                try:
+                    row["errors"][name] = checker(m, d, causal)
+                except Exception as exc:  # a failing compiler is reported in the row, not fatal
+                    row["errors"][name] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
+            row.update(timed(modules, d, causal, args.fp8))
             rows.append(row)
-            print(json.dumps({k: row.get(k) for k in ("head_dim", "causal", "failed")}
-                             | {p: {k: row[p][k] for k in ("ours_over_triton", "aa_control")}
+            keys = ("ours_over_triton", "ours_over_sdpa", "aa_control", "failed")
+            print(json.dumps({k: row.get(k) for k in ("head_dim", "causal")}
+                             | {p: {k: row[p].get(k) for k in keys}
                                 for p in ("forward", "backward") if p in row}), flush=True)
     device = torch.cuda.get_device_name()
     result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -556,6 +556,9 @@ def _asm_function(name: str, ret: str, asm: str, arg_types: tuple) -> str:
     if op == "rsqrt.approx.f32":
         return head + ("  %s = call float @llvm.sqrt.f32(float %a0)\n"
                        "  %r = fdiv float 1.0, %s\n  ret float %r\n}")
+    if op == "add.s64":  # a wgmma descriptor's `add.s64 $0, $1, constant;` (wgmma.py `_at`)
+        constant = re.fullmatch(r"add\.s64 \$0, \$1, (\d+);", asm).group(1)
+        return head + f"  %r = add i64 %a0, {constant}\n  ret i64 %r\n}}"
     if op == "div.full.f32":
         return head + "  %r = fdiv float %a0, %a1\n  ret float %r\n}"
     if "ld.global" in asm or "st.global" in asm:

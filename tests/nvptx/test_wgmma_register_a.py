@@ -72,8 +72,9 @@ def test_nothing_is_written_between_the_fence_and_the_register_a_wgmma(tmp_path)
     ptx = _attention_bench().asm["ptx"]
     fence = ptx.rindex("wgmma.fence.sync.aligned;")
     between = ptx[fence:ptx.index("wgmma.mma_async", fence)].splitlines()[1:]
-    assert all(not line.strip() or line.strip().startswith(("//", ".loc")) for line in between), \
-        between
+    # only B's descriptor (`add.s64`, wgmma.py `_at`) may be computed there: it is not A or C
+    assert all(not line.strip() or line.strip().startswith(("//", ".loc", "add.s64 %rd"))
+               for line in between), between
     if shutil.which("ptxas"):
         (tmp_path / "k.ptx").write_text(ptx)
         report = subprocess.run(["ptxas", "-v", "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o",

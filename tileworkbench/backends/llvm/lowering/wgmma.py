@@ -104,21 +104,26 @@ def _group_origin_from_tid(lw, layout: LinearLayout, dim: int) -> ir.Value:
     return lw.thread_offset(groups, lambda v: v[dim])
 
 
-def _base_descriptor(lw, tile, terms: DescriptorTerms, group_mn: ir.Value) -> ir.Value:
-    """The descriptor of the tile's instruction at (warp group origin, k = 0), as an i64."""
+def _base_descriptor(lw, tile, terms: DescriptorTerms, group_mn: ir.Value) -> tuple:
+    """The tile's descriptor at (warp group origin, k = 0) as its start address field (an i64) and
+    the constant high fields (`_at` adds them)."""
     b = lw.builder
     address = b.ptrtoint(lw.shared_base(), I32)
     address = b.add(address, b.add(tile.offset, b.mul(group_mn, ir.Constant(I32, terms.mn_stride))))
     # the ISA's matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4; adding an instruction's offset >> 4
     # later cannot carry out of the 14 bits, as shared memory is < 256 KB
     start = b.zext(b.lshr(b.and_(address, ir.Constant(I32, 0x3FFFF)), ir.Constant(I32, 4)), I64)
-    return b.or_(start, ir.Constant(I64, _high_bits(terms)))
+    return start, _high_bits(terms)
 
 
-def _at(lw, base: ir.Value, byte_offset: int) -> ir.Value:
-    if not byte_offset:
-        return base
-    return lw.builder.add(base, ir.Constant(I64, byte_offset >> 4))
+def _at(lw, base: tuple, byte_offset: int) -> ir.Value:
+    """One instruction's descriptor: the start field plus the high fields and the offset, as one
+    `add.s64` of a constant. In asm because LLVM, knowing the start's low bits and the high fields
+    disjoint, makes it an `or.b64`; ptxas recomputes an add at each use in uniform registers (as
+    Triton's descriptors are) but keeps an or's result live, in ordinary registers that spill
+    (tutorial 06's causal d128 backward: 1,988 / 2,316 bytes of spills -> 1,664 / 1,680)."""
+    start, high = base
+    return lw.asm(f"add.s64 $0, $1, {high + (byte_offset >> 4)};", "=l,l", I64, [start])
 
 
 @lowers(WarpGroupDotOp)

@@ -61,6 +61,25 @@ def test_p_at_v_is_waited_for_in_the_next_iteration():
 
 
 
+@pytest.mark.parametrize("stages", [2, 3])
+def test_refill_copies_at_two_stages_come_after_the_first_wait(stages):
+    """At 2 stages the copies of iteration i + 1 (into the slot iteration i - 1 read) are issued
+    right after iteration i's first wait, which retires p @ v of i - 1, and a barrier: issued at the
+    end of the iteration, the next iteration's first wait met them at once. With more stages they
+    stay at the end (their addresses would be live through the softmax)."""
+    gpu = _bench_attention(stages=stages).asm["tile-gpu"]
+    lines = gpu[gpu.index("scf.for"):gpu.index("scf.yield")].splitlines()
+    dots = [i for i, line in enumerate(lines) if "ttng.warp_group_dot " in line]
+    waits = [i for i, line in enumerate(lines) if "ttng.warp_group_dot_wait" in line]
+    barriers = [i for i, line in enumerate(lines) if "gpu.barrier" in line]
+    copies = [i for i, line in enumerate(lines) if "async_copy_global_to_local" in line]
+    assert len(dots) == 2 and len(copies) == 2
+    if stages == 2:
+        assert waits[1] < barriers[0] < min(copies) and max(copies) < dots[1]
+    else:
+        assert dots[1] < barriers[0] < min(copies)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_p_at_v_stays_in_flight_over_a_tma_ring(causal):
     """Tutorial 06's descriptor form on TMA: p @ v reads V's TMA slot and stays in flight across the

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..config import config
 from ..ir.ops import scf, tt, ttng
 from ..ir.ops.ttg import (
+    AsyncCommitGroupOp,
     AsyncCopyGlobalToLocalOp,
     LocalAllocOp,
     LocalLoadOp,
@@ -363,21 +364,52 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> boo
         copies = [op for op in body.ops if isinstance(op, ttng.TMACopyOp)]
         if any(body.ops.index(op) < after for op in copies):
             return False
+    issue = []
     if "refilled" in rings:
         copies = [op for op in body.ops[after:] if isinstance(op, AsyncCopyGlobalToLocalOp)]
         if not copies:
             return False
+        issue = _copy_issue(body, after) if stages == 2 else []
         barrier = tt.BarrierOp()
         barrier.loc = dots[1].loc
         body.insert(body.ops.index(copies[0]), barrier)
+        issue = [barrier, *issue] if issue else []
     waited = _wait_for(carried, dots[1].loc)
     for user in _users(func, carried):
         user.replace_operand(carried, waited.result)
     body.insert(after + 1, waited)
+    # at 2 stages the refill copies (of iteration i + 1, into slot i - 1, which no wgmma reads after
+    # that wait) go right after it, as TMA's do: at the end of the iteration the next one's first
+    # wait met them at once, and the ring hid nothing. With more stages they have iterations to
+    # arrive in, and issued early they would hold their addresses through the softmax (registers)
+    for offset, op in enumerate(issue):
+        body.remove(op)
+        body.insert(after + 2 + offset, op)
     yield_op.replace_operand(second_wait.result, dots[1].result)
     second_wait.erase()
     _drain_after(func, loop, position[0], dots[1].loc)
     return True
+
+
+def _copy_issue(body, after: int) -> list:
+    """The copies and commits after position `after` of `body` with the ops computing their
+    operands there (addresses, masks, slots), in order; [] where one of those is not pure."""
+    seeds = [
+        op
+        for op in body.ops[after + 1 :]
+        if isinstance(op, (AsyncCopyGlobalToLocalOp, AsyncCommitGroupOp))
+    ]
+    defined = {id(r): op for op in body.ops[after + 1 :] for r in op.results}
+    needed, stack = {id(op) for op in seeds}, list(seeds)
+    while stack:
+        for v in stack.pop().operands:
+            op = defined.get(id(v))
+            if op is not None and id(op) not in needed:
+                if not op.pure or op.regions:
+                    return []
+                needed.add(id(op))
+                stack.append(op)
+    return [op for op in body.ops[after + 1 :] if id(op) in needed]
 
 
 def _wait_for(value: Value, loc) -> WarpGroupDotWaitOp:

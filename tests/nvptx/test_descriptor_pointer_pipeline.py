@@ -300,3 +300,49 @@ def test_rings_cut_to_fit_emulated(monkeypatch):
     emulator.launch((-(-m // bm), -(-n // bn)), *_flat(a), *_flat(b), *_flat(c), k)
     assert not np.isnan(c).any()
     assert _relative_error(c, a.astype(np.float64) @ b.astype(np.float64)) <= FP16_TOLERANCE
+
+
+@tw.jit
+def _rows_at(in_desc, out_ptr, row, BM: tw.language.constexpr, BN: tw.language.constexpr):
+    tile = in_desc.load([row, 0])
+    r = tw.language.arange(0, BM)
+    c = tw.language.arange(0, BN)
+    tw.language.store(out_ptr + r[:, None] * BN + c[None, :], tile)
+
+
+@pytest.mark.parametrize("row", [40, -8, 2**31 - 8])
+def test_descriptor_rows_in_32_bits_mask_past_the_edges_emulated(row):
+    """The pointer form adds and compares a descriptor's row positions in 32 bits (its extents are
+    below 2**31, checked at launch). Rows past the tensor read zeros; so do rows whose 32-bit sum
+    wraps negative (row 2**31 - 8 + 8..15), whose true positions lie past the tensor too. The rows
+    inside read the tensor's. The loaded block goes out through pointers."""
+    bm, bn = 16, 16
+    args = descriptor_args(["in_desc"], "fp16", [(bm, bn)])
+    args += [ArgSpec("out_ptr", "*fp16", True), ArgSpec("row", "i32")]
+    emulator = Emulator(_rows_at, args, {"BM": bm, "BN": bn}, num_warps=4)
+    data = RNG.standard_normal((48, bn)).astype(np.float16)
+    out = np.full((bm, bn), np.nan, np.float16)
+    emulator.launch((1, 1), *_flat(data), out, row)
+    want = np.zeros((bm, bn), np.float64)
+    for i in range(bm):
+        if 0 <= row + i < data.shape[0]:
+            want[i] = data[row + i]
+    assert np.array_equal(out.astype(np.float64), want)
+
+
+def test_descriptor_rows_stay_64_bit_where_the_extent_may_not_fit_32():
+    """A descriptor made in the kernel from an int64 extent keeps 64-bit positions."""
+
+    @tw.jit
+    def made(base, rows, out_ptr, row, BM: tw.language.constexpr, BN: tw.language.constexpr):
+        desc = tw.language.make_tensor_descriptor(base, [rows, BN], [BN, 1], [BM, BN])
+        tile = desc.load([row, 0])
+        r = tw.language.arange(0, BM)
+        c = tw.language.arange(0, BN)
+        tw.language.store(out_ptr + r[:, None] * BN + c[None, :], tile)
+
+    signature = {"base": "*fp16:16", "out_ptr": "*fp16:16", "row": "i32"}
+    for rows, wide in (("i32", False), ("i64", True)):
+        ptx = tw.compile(made, signature={**signature, "rows": rows}, constexprs={"BM": 16, "BN": 16},
+                         target="sm_80", num_warps=4, use_cache=False).asm["ptx"]
+        assert ("setp.lt.s64" in ptx) == wide, rows

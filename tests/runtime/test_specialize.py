@@ -177,6 +177,17 @@ def test_descriptors_specialize_on_block_and_tma_fit(monkeypatch):
     assert wider is not first and wider is not other and len(desc_copy_kernel.cache) == 3
 
 
+def test_a_descriptor_extent_of_2_31_is_refused_at_launch(monkeypatch):
+    """Descriptor shapes are int32 (as Triton's): the pointer form of their blocks adds positions in
+    32 bits. A wider extent stops the launch with the argument's name, before anything runs."""
+    stand_in_gpu(monkeypatch, "sm_80")
+    base, out = DeviceArray(1 << 20), DeviceArray(2 << 20)
+    for shape in ([2**31, 64], [64, -1]):
+        with pytest.raises(LaunchError, match=r"tensor descriptor 'in_desc' has shape .*2\*\*31"):
+            desc_copy_kernel[(1,)](TensorDescriptor(base, shape, [64, 1], [16, 16]), out, BLOCK=16)
+    desc_copy_kernel[(1,)](TensorDescriptor(base, [2**31 - 1, 64], [64, 1], [16, 16]), out, BLOCK=16)
+
+
 def test_the_table_reads_every_argument_kind():
     rng = np.random.default_rng()
     address = 16 * int(rng.integers(1, 1 << 20))

@@ -102,12 +102,20 @@ def is_host_descriptor(value: Any) -> bool:
     return all(hasattr(value, a) for a in ("base", "shape", "strides", "block_shape"))
 
 
-def flatten_descriptor(value: Any, tensor_map=None) -> list[Any]:
+def flatten_descriptor(value: Any, tensor_map=None, name: str = "") -> list[Any]:
     """A host descriptor's runtime parameter values, in `expand_arg`'s order; `tensor_map(value)`
-    gives the encoded map where the kernel takes one."""
+    gives the encoded map where the kernel takes one. Its extents must be below 2**31, as
+    Triton's (int32 shapes): the pointer form of its blocks computes positions in 32 bits."""
     strides = [int(s) for s in value.strides]
+    what = f"tensor descriptor {name!r}" if name else "a tensor descriptor"
     if strides[-1] != 1:
-        raise LaunchError(f"the last stride of a tensor descriptor must be 1, got {strides}")
+        raise LaunchError(f"the last stride of {what} must be 1, got {strides}")
+    shape = [int(s) for s in value.shape]
+    if any(not 0 <= s < 2**31 for s in shape):
+        raise LaunchError(
+            f"{what} has shape {shape}: each extent must be in [0, 2**31) (descriptor shapes are "
+            "int32, as in Triton); split the tensor or use pointers"
+        )
     parts = [value.base, *(int(s) for s in value.shape), *strides[:-1]]
     if tensor_map is not None:
         parts.append(tensor_map(value))

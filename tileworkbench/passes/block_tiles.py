@@ -26,21 +26,38 @@ def block_tile(
     offsets: Sequence[Index],
     block_shape: tuple[int, ...],
     checked: Collection[int] | None = None,
+    shape_fits_i32: bool = False,
 ) -> BlockTile:
     """Pointers to the block of `block_shape` at `offsets` in the tensor at `base` (`strides`: one
     per dimension), and the mask of positions inside `shape` along the `checked` axes (all when
-    None; the mask is None when no axis is checked)."""
+    None; the mask is None when no axis is checked).
+
+    `shape_fits_i32`: every extent of `shape` is below 2**31 (a descriptor's, as Triton's). An
+    axis whose offset is int32 then adds and compares its positions in 32 bits, widened only for
+    the address: a sum past 2**31 - 1 wraps negative and is masked, as its true position lies
+    outside the tensor. Tutorial 06's loop off TMA keeps 32-bit rows live, not 64-bit ones (at head
+    dim 128 its spills went from 360 / 464 bytes to 84 / 80)."""
     rank = len(block_shape)
     pointers, mask = base, None
     for axis, (offset, size) in enumerate(zip(offsets, block_shape)):
-        position = _position(builder, axis, size, rank)
-        position = _binary(builder, arith.AddIOp, position, offset)
+        narrow = shape_fits_i32 and isinstance(offset, Value) and offset.type == i32
+        position = _position(builder, axis, size, rank, i32 if narrow else i64)
+        if narrow:
+            offset = builder.value(tt.SplatOp, position.type, operand=offset)
+            position = builder.value(arith.AddIOp, position.type, lhs=position, rhs=offset)
+        else:
+            position = _binary(builder, arith.AddIOp, position, offset)
         if checked is None or axis in checked:
+            extent = _narrowed(builder, shape[axis]) if narrow else shape[axis]
             lower = _compare(builder, "sge", position, 0)
             inside = _binary(
-                builder, arith.AndIOp, lower, _compare(builder, "slt", position, shape[axis])
+                builder, arith.AndIOp, lower, _compare(builder, "slt", position, extent)
             )
             mask = inside if mask is None else _binary(builder, arith.AndIOp, mask, inside)
+        if narrow:
+            position = builder.value(
+                arith.ExtSIOp, _like(position.type.shape, i64), operand=position
+            )
         pointers = _add_pointer(
             builder, pointers, _binary(builder, arith.MulIOp, position, strides[axis])
         )
@@ -70,15 +87,24 @@ def _cast_op(source: ScalarType, element: ScalarType):
     return arith.TruncIOp
 
 
-def _position(builder: Builder, axis: int, size: int, rank: int) -> Value:
-    """0..size-1 along `axis` of a rank-`rank` tile of ones elsewhere, as int64."""
+def _position(builder: Builder, axis: int, size: int, rank: int, element=i64) -> Value:
+    """0..size-1 along `axis` of a rank-`rank` tile of ones elsewhere, as `element` (int64 or int32)."""
     position = builder.value(tt.MakeRangeOp, TensorType((size,), i32), start=0, end=size)
     shape = [size]
     for other in range(rank):
         if other != axis:
             shape.insert(other, 1)
             position = builder.value(tt.ExpandDimsOp, _like(shape, i32), src=position, axis=other)
+    if element == i32:
+        return position
     return builder.value(arith.ExtSIOp, _like(shape, i64), operand=position)
+
+
+def _narrowed(builder: Builder, extent: Index) -> Index:
+    """An extent known below 2**31 as int32 (a Python int stays one)."""
+    if isinstance(extent, int) or extent.type == i32:
+        return extent
+    return builder.value(arith.TruncIOp, i32, operand=extent)
 
 
 def _like(shape, element) -> TensorType:
@@ -107,7 +133,12 @@ def _binary(builder: Builder, cls, lhs: Value, rhs: Index) -> Value:
 
 
 def _compare(builder: Builder, predicate: str, lhs: Value, rhs: Index) -> Value:
-    rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
+    if lhs.type.element == i32:  # 32-bit positions (`shape_fits_i32`): the extent is int32 too
+        if isinstance(rhs, int):
+            rhs = builder.value(arith.ConstantOp, i32, value=rhs)
+        rhs = builder.value(tt.SplatOp, _like(lhs.type.shape, i32), operand=rhs)
+    else:
+        rhs = _as_i64_tile(builder, rhs, lhs.type.shape)
     return builder.value(
         arith.CmpIOp, _like(lhs.type.shape, i1), predicate=predicate, lhs=lhs, rhs=rhs
     )

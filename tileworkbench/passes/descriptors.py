@@ -256,6 +256,7 @@ def _pointer_access(func: tt.FuncOp, op: Op, make: tt.MakeTensorDescOp) -> None:
             builder,
             make.base,
             *(_permute(part, order) for part in (make.shape, strides, op.offsets, block.shape)),
+            shape_fits_i32=_shape_fits_i32(make),
         )
     with builder.before_op(op):
         if isinstance(op, tt.DescriptorLoadOp):
@@ -275,6 +276,13 @@ def _pointer_access(func: tt.FuncOp, op: Op, make: tt.MakeTensorDescOp) -> None:
             return _replace(func, op, load)
         builder.create(tt.StoreOp, ptr=pointers, value=op.value, mask=mask)
     op.erase()
+
+
+def _shape_fits_i32(make: tt.MakeTensorDescOp) -> bool:
+    """Whether every extent of the descriptor is below 2**31: a host descriptor's launch checks it
+    (`descriptor_args.flatten_descriptor`; Triton's descriptors take int32 shapes), and an int32
+    extent made in the kernel is."""
+    return bool(make.host) or all(s.type == i32 for s in make.shape)
 
 
 def _sole_transpose(func: tt.FuncOp, op: Op) -> tt.TransOp | None:

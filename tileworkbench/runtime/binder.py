@@ -302,8 +302,10 @@ class BoundKernel:
     def _flatten(self, name: str, value) -> list:
         kind = self.tensor_maps.get(name)
         if kind is None:
-            return flatten_descriptor(value)
-        return flatten_descriptor(value, lambda v: tensor_map(v, kind, name, self.compiled.name))
+            return flatten_descriptor(value, name=name)
+        return flatten_descriptor(
+            value, lambda v: tensor_map(v, kind, name, self.compiled.name), name
+        )
 
     def _scratch_address(self, grid, args: list, stream) -> int:
         """This launch's global scratch from the allocator (runtime/allocation.py): its address."""

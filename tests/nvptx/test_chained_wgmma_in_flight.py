@@ -80,6 +80,28 @@ def test_refill_copies_at_two_stages_come_after_the_first_wait(stages):
         assert dots[1] < barriers[0] < min(copies)
 
 
+@pytest.mark.parametrize("stages", [2, 3])
+def test_tma_refill_copies_at_two_stages_come_after_the_first_wait(stages):
+    """The same for TMA rings (tutorial 06's descriptor form): at 2 stages K's and V's copies of the
+    next iteration come right after the first wait (each `ttng.tma_copy` orders the slot's readers
+    first with a barrier of its own), before p @ v; with more stages at the end."""
+    from attention_kernel import attention_forward, signature
+
+    gpu = tw.compile(attention_forward, signature=signature("fp16", aligned=True), target="sm_90a",
+                     constexprs={"N_CTX": 1024, "HEAD_DIM": 64, "BLOCK_M": 128, "BLOCK_N": 64,
+                                 "CAUSAL": False},
+                     num_warps=4, num_stages=stages, use_cache=False).asm["tile-gpu"]
+    lines = gpu[gpu.index("scf.for"):gpu.index("scf.yield")].splitlines()
+    dots = [i for i, line in enumerate(lines) if "ttng.warp_group_dot " in line]
+    waits = [i for i, line in enumerate(lines) if "ttng.warp_group_dot_wait" in line]
+    copies = [i for i, line in enumerate(lines) if "ttng.tma_copy" in line]
+    assert len(dots) == 2 and len(copies) == 2
+    if stages == 2:
+        assert waits[1] < min(copies) and max(copies) < dots[1]
+    else:
+        assert dots[1] < min(copies)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_p_at_v_stays_in_flight_over_a_tma_ring(causal):
     """Tutorial 06's descriptor form on TMA: p @ v reads V's TMA slot and stays in flight across the

@@ -364,12 +364,16 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> boo
         copies = [op for op in body.ops if isinstance(op, ttng.TMACopyOp)]
         if any(body.ops.index(op) < after for op in copies):
             return False
-    issue = []
+    # at 2 stages the refill copies (of iteration i + 1, into the slots iteration i - 1 read, which
+    # no wgmma reads after that wait) go right after it: at the end of the iteration the next
+    # one's first wait met them at once, and the ring hid nothing. With more stages they have
+    # iterations to arrive in, and cp.async copies issued early would hold their addresses through
+    # the softmax (registers)
+    issue = _copy_issue(body, after) if stages == 2 else []
     if "refilled" in rings:
         copies = [op for op in body.ops[after:] if isinstance(op, AsyncCopyGlobalToLocalOp)]
         if not copies:
             return False
-        issue = _copy_issue(body, after) if stages == 2 else []
         barrier = tt.BarrierOp()
         barrier.loc = dots[1].loc
         body.insert(body.ops.index(copies[0]), barrier)
@@ -378,10 +382,6 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> boo
     for user in _users(func, carried):
         user.replace_operand(carried, waited.result)
     body.insert(after + 1, waited)
-    # at 2 stages the refill copies (of iteration i + 1, into slot i - 1, which no wgmma reads after
-    # that wait) go right after it, as TMA's do: at the end of the iteration the next one's first
-    # wait met them at once, and the ring hid nothing. With more stages they have iterations to
-    # arrive in, and issued early they would hold their addresses through the softmax (registers)
     for offset, op in enumerate(issue):
         body.remove(op)
         body.insert(after + 2 + offset, op)
@@ -392,12 +392,13 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> boo
 
 
 def _copy_issue(body, after: int) -> list:
-    """The copies and commits after position `after` of `body` with the ops computing their
-    operands there (addresses, masks, slots), in order; [] where one of those is not pure."""
+    """The copies (cp.async and their commits, TMA's) after position `after` of `body` with the ops
+    computing their operands there (addresses, masks, slots, coordinates), in order; [] where one
+    of those is not pure."""
     seeds = [
         op
         for op in body.ops[after + 1 :]
-        if isinstance(op, (AsyncCopyGlobalToLocalOp, AsyncCommitGroupOp))
+        if isinstance(op, (AsyncCopyGlobalToLocalOp, AsyncCommitGroupOp, ttng.TMACopyOp))
     ]
     defined = {id(r): op for op in body.ops[after + 1 :] for r in op.results}
     needed, stack = {id(op) for op in seeds}, list(seeds)

@@ -180,7 +180,13 @@ def main() -> None:
     import torch
 
     modules = load_both(args.tuned)
-    rows = []
+    device = torch.cuda.get_device_name()
+    stem = "tutorial-attention" + ("-fp8" if args.fp8 else "") + ("-tuned" if args.tuned else "")
+    out = args.out or default_path(device, stem)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "device": device, "tuned": args.tuned, "fp8": args.fp8,
+              "triton": __import__("triton").__version__, "rows": []}
     for d in (int(x) for x in args.head_dims.split(",")):
         for causal in (False, True):
             row = {"head_dim": d, "causal": causal, "dtype": "fp8e5" if args.fp8 else "fp16", **SHAPE}
@@ -192,19 +198,13 @@ def main() -> None:
                 except Exception as exc:  # a failing compiler is reported in the row, not fatal
                     row["errors"][name] = {"failed": f"{type(exc).__name__}: {exc}"[:2000]}
             row.update(timed(modules, d, causal, args.fp8))
-            rows.append(row)
-            keys = ("ours_over_triton", "ours_over_sdpa", "aa_control", "failed")
+            result["rows"].append(row)
+            # written after each row: a run cut short by a time limit keeps the rows it finished
+            out.write_text(json.dumps(result, indent=1))
+            keys = ("tflops", "ours_over_triton", "ours_over_sdpa", "aa_control", "failed")
             print(json.dumps({k: row.get(k) for k in ("head_dim", "causal")}
                              | {p: {k: row[p].get(k) for k in keys}
                                 for p in ("forward", "backward") if p in row}), flush=True)
-    device = torch.cuda.get_device_name()
-    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "device": device, "tuned": args.tuned, "fp8": args.fp8,
-              "triton": __import__("triton").__version__, "rows": rows}
-    name = "tutorial-attention" + ("-fp8" if args.fp8 else "") + ("-tuned" if args.tuned else "")
-    out = args.out or default_path(device, name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
     print(f"wrote {out}")
 
 

@@ -116,7 +116,7 @@ def flatten_descriptor(value: Any, tensor_map=None, name: str = "") -> list[Any]
             f"{what} has shape {shape}: each extent must be in [0, 2**31) (descriptor shapes are "
             "int32, as in Triton); split the tensor or use pointers"
         )
-    parts = [value.base, *(int(s) for s in value.shape), *strides[:-1]]
+    parts = [value.base, *shape, *strides[:-1]]
     if tensor_map is not None:
         parts.append(tensor_map(value))
     return parts

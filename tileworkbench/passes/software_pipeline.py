@@ -9,7 +9,8 @@ memory first (`pipeline_register_loads.py`). The loop is then software-pipelined
 commit group (L loads: L groups per iteration); iteration i waits until the groups of iteration i
 are complete (`ttg.async_wait {num = (S-2)*L}`, which ends in a barrier), reads slot i % S,
 computes, and issues the copies of iteration i+S-1 into the slot that iteration i-1 read (the
-barrier ordered those reads first). Copies for iterations past the end are skipped.
+barrier ordered those reads first; in attention's loops at 2 stages `wgmma_pipeline` moves them up
+to its first wait). Copies for iterations past the end are skipped.
 Slots read by `wgmma` (`ttng.warp_group_dot`) get a fence for the async proxy, and a spare slot
 where shared memory has room (`_ring_slots`), so the wgmma of iteration i-1 may still be running.
 

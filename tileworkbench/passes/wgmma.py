@@ -331,7 +331,8 @@ def _chained_dot_in_flight(func: tt.FuncOp, loop: scf.ForOp, stages: int) -> boo
     `wgmma.wait_group 0` for both), before anything reads the carried value; the loop's result is
     waited for after the loop. Where the last dot's B ring has `num_stages` slots, a barrier before
     the refill copies keeps every warp group's in-flight read of the slot ahead of them (each warp
-    group's wait retires its own wgmmas only)."""
+    group's wait retires its own wgmmas only). At 2 stages the refill copies (cp.async or TMA) move
+    up to right after that first wait (`_copy_issue`)."""
     body = loop.body.block
     dots = [op for op in body.ops if isinstance(op, WarpGroupDotOp)]
     if len(dots) < 2:

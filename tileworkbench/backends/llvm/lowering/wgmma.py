@@ -121,7 +121,7 @@ def _at(lw, base: tuple, byte_offset: int) -> ir.Value:
     `add.s64` of a constant. In asm because LLVM, knowing the start's low bits and the high fields
     disjoint, makes it an `or.b64`; ptxas recomputes an add at each use in uniform registers (as
     Triton's descriptors are) but keeps an or's result live, in ordinary registers that spill
-    (tutorial 06's causal d128 backward: 1,988 / 2,316 bytes of spills -> 1,664 / 1,680)."""
+    (tutorial 06's causal d128 backward: 1,988 / 2,316 bytes of spills -> 1,672 / 1,704)."""
     start, high = base
     return lw.asm(f"add.s64 $0, $1, {high + (byte_offset >> 4)};", "=l,l", I64, [start])
 

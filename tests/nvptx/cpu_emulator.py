@@ -56,6 +56,7 @@ _MMA = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _WAIT = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
 _CP_ASYNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 _WARP_SYNC = ctypes.CFUNCTYPE(None, ctypes.c_int32)
+_BARRIER_COUNT = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int32)
 
 
 class _Block:
@@ -64,6 +65,12 @@ class _Block:
     def __init__(self, threads: int, ctaid, nctaid):
         self.barrier = threading.Barrier(threads)
         self.warp_barriers = [threading.Barrier(min(32, threads)) for _ in range((threads + 31) // 32)]
+        # a warp group's exchanges (wgmma), and `bar.sync id, count` (a warp-specialized kernel's
+        # consumers), made on first use
+        self.group_barriers = [threading.Barrier(min(128, threads))
+                               for _ in range((threads + 127) // 128)]
+        self.named_barriers: dict[int, threading.Barrier] = {}
+        self.lock = threading.Lock()
         self.slots = np.zeros(threads, dtype=np.int32)
         self.mma_slots = np.zeros((threads, 14), dtype=np.uint32)
         self.wgmma_slots = np.zeros((threads, MAX_WGMMA_WORDS), dtype=np.uint32)
@@ -127,7 +134,7 @@ class Emulator:
                             hooks=NVPTX_HOOKS, reflect_ftz=reflect_ftz, target=target)
         text = _replace_asm(str(lowering.run()))
         self.text = text
-        self.threads = 32 * num_warps
+        self.threads = 32 * (num_warps + lowering.producer_warps)
         self.kinds = [_kind(a.type) for a in func.args]
         # in-kernel tensor maps: the launch's global scratch, a hidden parameter (runtime/allocation.py)
         self.scratch_bytes = scratch_slots(func)[1]
@@ -157,23 +164,31 @@ class Emulator:
         def barrier():
             local.block.barrier.wait()
 
+        def barrier_count(ident, count):
+            block = local.block
+            with block.lock:
+                named = block.named_barriers.setdefault(ident, threading.Barrier(count))
+            named.wait()
+
         def warp_sync(mask):
             local.block.warp_barriers[local.tid // 32].wait()
 
+        # exchanges among a warp's lanes (a warp group's for wgmma) meet at that warp's barrier: a
+        # warp-specialized kernel's producer warps are elsewhere
         def shfl(mask, value, lane_mask, clamp):
             block = local.block
             block.slots[local.tid] = value
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             out = int(block.slots[local.tid ^ lane_mask])
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             return out
 
         def shfl_idx(mask, value, src_lane, clamp):
             block = local.block
             block.slots[local.tid] = value
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             out = int(block.slots[local.tid // 32 * 32 + src_lane])
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             return out
 
         def mma(code, inputs, outputs):
@@ -182,17 +197,17 @@ class Emulator:
             n_in, n_out = _MMA_FORMS[code][1:3]
             slots[local.tid, :n_in] = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(
                 ctypes.c_uint32)), (n_in,))
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             warp = local.tid // 32
             out = mma_fragment(_MMA_FORMS[code][0], slots[warp * 32:warp * 32 + 32], local.tid % 32)
             np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
                                   (n_out,))[:] = out
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
 
         def ldmatrix(code, address, outputs):
             block = local.block
             block.addresses[local.tid] = address
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             warp = local.tid // 32
             count, trans = code & 7, bool(code & 8)
 
@@ -202,19 +217,19 @@ class Emulator:
                                 trans, read)
             np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)),
                                   (count,))[:] = out
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
 
         def stmatrix(count, address, inputs):
             block = local.block
             block.addresses[local.tid] = address
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
             warp = local.tid // 32
             words = np.ctypeslib.as_array(ctypes.cast(inputs, ctypes.POINTER(ctypes.c_uint32)),
                                           (count,))
             for at, word in stmatrix_writes(block.addresses[warp * 32:warp * 32 + 32],
                                             local.tid % 32, words):
                 ctypes.c_uint32.from_address(at).value = word
-            block.barrier.wait()
+            block.warp_barriers[local.tid // 32].wait()
 
         def in_flight() -> InFlight:
             if getattr(local, "in_flight", None) is None or local.in_flight_block is not local.block:
@@ -229,17 +244,17 @@ class Emulator:
                                           (MAX_WGMMA_WORDS,))
             in_flight().chain(words[5:5 + count])
             block.wgmma_slots[local.tid] = words
-            block.barrier.wait()
+            block.group_barriers[local.tid // 128].wait()
             group = local.tid // 128 * 128
             if local.tid == group:
                 memory = np.ctypeslib.as_array(
                     ctypes.cast(self._smem_address, ctypes.POINTER(ctypes.c_uint8)), (self.smem_size,))
                 block.wgmma_out[group:group + 128, :count] = warp_group_mma(
                     form, block.wgmma_slots[group:group + 128], memory, self._smem_address)
-            block.barrier.wait()
+            block.group_barriers[local.tid // 128].wait()
             np.ctypeslib.as_array(ctypes.cast(outputs, ctypes.POINTER(ctypes.c_uint32)), (count,))[:] = \
                 in_flight().hand_out(block.wgmma_out[local.tid, :count].copy(), form[2])
-            block.barrier.wait()
+            block.group_barriers[local.tid // 128].wait()
 
         def wgmma_commit():
             in_flight().commit()
@@ -257,6 +272,7 @@ class Emulator:
             raise AssertionError("device_assert failed in the emulated kernel")
 
         callbacks = {"emu_barrier": _VOID(barrier), "emu_warp_sync": _WARP_SYNC(warp_sync),
+                     "emu_barrier_count": _BARRIER_COUNT(barrier_count),
                      "emu_shfl": _SHFL(shfl), "emu_mma": _MMA(mma),
                      "emu_wgmma": _MMA(wgmma), "emu_wgmma_commit": _VOID(wgmma_commit),
                      "emu_wgmma_wait": _WAIT(wgmma_wait),
@@ -279,6 +295,7 @@ class Emulator:
         text = text.replace("define ptx_kernel void", "define void")
         text = re.sub(r'@"llvm\.nvvm\.read\.ptx\.sreg\.(\w+)\.(\w)"', r'@"emu_sreg_\1_\2"', text)
         text = text.replace('@"llvm.nvvm.barrier0"', '@"emu_barrier"')
+        text = text.replace('@"llvm.nvvm.barrier.cta.sync.aligned.count"', '@"emu_barrier_count"')
         text = text.replace('@"llvm.nvvm.bar.warp.sync"', '@"emu_warp_sync"')
         text = text.replace('@"llvm.nvvm.shfl.sync.bfly.i32"', '@"emu_shfl"')
         text = text.replace('@"llvm.nvvm.shfl.sync.idx.i32"', '@"emu_shfl_idx"')
@@ -334,7 +351,9 @@ class Emulator:
                 self._kernel(*values)
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
-                block.barrier.abort()
+                for barrier in [block.barrier, *block.warp_barriers, *block.group_barriers,
+                                *block.named_barriers.values()]:
+                    barrier.abort()
         threads = [threading.Thread(target=body, args=(t,)) for t in range(self.threads)]
         for t in threads:
             t.start()

@@ -20,10 +20,13 @@ compiler's lowering, so a wrong box, coordinate order, swizzle or barrier phase 
   a map in that layout, with the PTX ISA's encodings (rank - 1, element type codes, swizzle modes
   0-3, fill mode 1 = NaN); `tensormap.cp_fenceproxy` copies the 128 bytes to global memory; the
   proxy fences have nothing to order on the host.
-- mbarrier (count 1): `arrive.expect_tx` adds the bytes and arrives; the copy's completion subtracts
-  them; a phase completes when both are zero, and `try_wait.parity p` is true once the phase of
-  parity p has completed. Copies are deferred until a thread waits and finds the phase incomplete,
-  so a kernel that reads the tile before waiting on the right phase reads stale data.
+- mbarrier (count n): `arrive.expect_tx` adds the bytes and arrives, `arrive` arrives; the copy's
+  completion subtracts the bytes; a phase completes when the n arrivals are in and no byte is
+  owed, and `try_wait.parity p` is true once the phase of parity p has completed (parity 1 of a
+  fresh barrier: the phase before its first). Copies are deferred until a thread waits and finds
+  the phase incomplete, so a kernel that reads the tile before waiting on the right phase reads
+  stale data. A wait that sees no arrival on its barrier for `STUCK_SECONDS` is a fault (the GPU
+  would hang): the launch ends and `check` raises.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import ctypes
 import functools
 import re
 import threading
+import time
 
 import numpy as np
 
@@ -46,7 +50,9 @@ _LOAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
 _STORE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 _INIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32)
 _WAIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32)
+_ARRIVE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _NAN_BITS = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+STUCK_SECONDS = 60  # a wait that long without any arrival on its barrier is a deadlock
 
 
 def host_tensor_map(array: np.ndarray, block_shape, padding: str = "zero") -> np.ndarray:
@@ -199,6 +205,7 @@ class TMAStandIn:
 
     def callbacks(self) -> dict[str, object]:
         return {"emu_mbar_init": _INIT(self.init), "emu_mbar_expect_tx": _INIT(self.expect_tx),
+                "emu_mbar_arrive": _ARRIVE(self.arrive),
                 "emu_mbar_try_wait": _WAIT(self.try_wait), "emu_tma_load": _LOAD(self.load),
                 "emu_tma_store": _STORE(self.store),
                 "emu_tensormap_replace": _REPLACE(functools.partial(tensormap_replace, self._fault)),
@@ -207,13 +214,24 @@ class TMAStandIn:
     def init(self, mbar: int, count: int) -> None:
         with self.lock:
             self.barriers[mbar] = {"count": count, "pending": count, "tx": 0, "phase": 0,
-                                   "copies": []}
+                                   "copies": [], "moved": time.monotonic()}
 
     def expect_tx(self, mbar: int, nbytes: int) -> None:
         with self.lock:
             barrier = self.barriers[mbar]
             barrier["tx"] += nbytes
             barrier["pending"] -= 1
+            barrier["moved"] = time.monotonic()
+            self._maybe_complete(barrier)
+
+    def arrive(self, mbar: int) -> None:
+        with self.lock:
+            barrier = self.barriers.get(mbar)
+            if barrier is None:
+                self._fault(f"arrive on the uninitialized mbarrier {mbar:#x}")
+                return
+            barrier["pending"] -= 1
+            barrier["moved"] = time.monotonic()
             self._maybe_complete(barrier)
 
     def load(self, dst: int, mbar: int, tmap_address: int, x: int, y: int) -> None:
@@ -248,6 +266,12 @@ class TMAStandIn:
                 barrier["tx"] -= self._copy_in(*copy)
             barrier["copies"] = []
             self._maybe_complete(barrier)
+            if barrier["phase"] % 2 != parity:
+                return 1
+            if time.monotonic() - barrier["moved"] > STUCK_SECONDS:  # a hang on the GPU
+                self._fault(f"a wait on mbarrier {mbar:#x} (parity {parity}) saw no arrival for "
+                            f"{STUCK_SECONDS} s: a deadlock")
+                return 1
             return 0
 
     @staticmethod
@@ -255,6 +279,7 @@ class TMAStandIn:
         if barrier["pending"] == 0 and barrier["tx"] == 0:
             barrier["phase"] += 1
             barrier["pending"] = barrier["count"]
+            barrier["moved"] = time.monotonic()
 
     @staticmethod
     def _copy_in(dst: int, tmap: np.void, x: int, y: int) -> int:
@@ -286,6 +311,8 @@ _WRAPPERS = {
         "void (ptr addrspace(3) %m, i32 %n)", "call void @emu_mbar_init(ptr %gm, i32 %n)", "void"),
     "llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta": (
         "i64 (ptr addrspace(3) %m, i32 %n)", "call void @emu_mbar_expect_tx(ptr %gm, i32 %n)", "i64 0"),
+    "llvm.nvvm.mbarrier.arrive.shared": (
+        "i64 (ptr addrspace(3) %m)", "call void @emu_mbar_arrive(ptr %gm)", "i64 0"),
     "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta": (
         "i1 (ptr addrspace(3) %m, i32 %p)",
         "%w = call i32 @emu_mbar_try_wait(ptr %gm, i32 %p)\n  %b = trunc i32 %w to i1", "i1 %b"),
@@ -303,6 +330,7 @@ _WRAPPERS = {
     "llvm.nvvm.cp.async.bulk.wait.group.read": ("void (i32 %n)", "", "void"),
 }
 _DECLARATIONS = ["declare void @emu_mbar_init(ptr, i32)", "declare void @emu_mbar_expect_tx(ptr, i32)",
+                 "declare void @emu_mbar_arrive(ptr)",
                  "declare i32 @emu_mbar_try_wait(ptr, i32)",
                  "declare void @emu_tma_load(ptr, ptr, ptr, i32, i32)",
                  "declare void @emu_tma_store(ptr, ptr, i32, i32)"]

@@ -81,6 +81,7 @@ class Lowered:
         default_factory=list
     )  # each shared-memory region (nvptx/inventory.py)
     global_scratch: int = 0  # bytes of global scratch per program (runtime/allocation.py)
+    producer_warps: int = 0  # warps added beside num_warps (warp specialization's producer)
 
 
 @dataclass(frozen=True)

@@ -493,6 +493,7 @@ class StatementsMixin:
             body=Region([body]),
             loop_unroll_factor=self.unroll_factor(iterator),
             disable_licm=bool(unwrap(getattr(iterator, "disable_licm", False))),
+            warp_specialize=bool(unwrap(getattr(iterator, "warp_specialize", False))),
         )
         self.bind_results(names, inits, list(op.results))
 

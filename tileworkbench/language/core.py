@@ -430,10 +430,12 @@ class range:
     """`tl.range(start, end, step, num_stages=None, loop_unroll_factor=None, ...)`: a runtime loop whose
     options tune software pipelining; iterate it in a `for` statement inside a kernel.
 
-    Triton's other knobs are accepted and kept, and change nothing here: `warp_specialize` (the loop
-    runs as ordinary code in every warp, not split into producer and consumer warps),
-    `disallow_acc_multi_buffer` and `flatten` (nested loops are not flattened). `disable_licm` reaches
-    LLVM as loop metadata."""
+    `warp_specialize=True` gives the program a producer warp group that issues the loop's TMA copies
+    while the kernel's warps compute (on sm_90a, for a loop whose descriptor loads feed `tl.dot`;
+    elsewhere the loop runs as it would without it, and the `tile-gpu` IR says why:
+    passes/warp_specialize.py). `disable_licm` reaches LLVM as loop metadata. Triton's other knobs
+    are accepted and change nothing here: `disallow_acc_multi_buffer` and `flatten` (nested loops
+    are not flattened)."""
 
     def __init__(
         self,

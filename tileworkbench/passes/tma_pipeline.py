@@ -28,6 +28,7 @@ from ..ir.types import MemDescType, ScalarType
 from ..ir.values import OpResult, Value
 from ..target import TargetInfo, target_pass
 from .software_pipeline import _clone_slice, _Emitter, walk_back
+from . import warp_specialize
 from .tma import tma_shared_encoding
 from .wgmma import nvmma_for_operand
 
@@ -42,7 +43,7 @@ def pipeline_tma(func: tt.FuncOp, target: TargetInfo) -> bool:
     changed = False
     rings: list[tuple[scf.ForOp, Value, bool]] = []  # the rings so far: loop, ring, thread reads
     for loop in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
-        changed |= _pipeline_loop(func, loop, stages, rings)
+        changed |= _pipeline_loop(func, loop, stages, rings, target)
     return changed
 
 
@@ -136,13 +137,19 @@ def _used(block, value: Value) -> bool:
     return any(v is value for op in block.walk() for v in op.operands)
 
 
-def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) -> bool:
+def _pipeline_loop(
+    func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list, target: TargetInfo
+) -> bool:
     body = loop.body.block
     loads = [op for op in body.ops if isinstance(op, ttng.TMALoadOp)]
     if not loads or body.args[0].type != i32 or not _positive_constant(loop.step):
+        if loop.warp_specialize:
+            warp_specialize.note(loop, _not_pipelined(loads))
         return False
     sliced = _offset_slice(body, loads)
     if sliced is None:
+        if loop.warp_specialize:
+            warp_specialize.note(loop, "the TMA coordinates read values the loop carries")
         return False
     slice_ops, carried, shared_slice = sliced
     parent, loc = loop.parent, loop.loc
@@ -150,17 +157,26 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
     outside = _Emitter(parent, loop)
     # threads read a slot (not wgmma alone): their reads are ordered before the refill by a fence
     thread_reads = any(_wgmma_tile(func, load) is None for load in loads)
+    producer_inputs = _specializable(func, loop, loads, slice_ops, carried, thread_reads, target)
+    specialized = producer_inputs is not None
+    if specialized:  # the producer, first in the kernel, names the rings
+        outside = _Emitter(func.body.block, func.body.block.ops[0])
     rings = []
     for load in loads:
         t = load.result.type
         box = (t.shape[1], t.shape[0]) if load.trans else tuple(t.shape)
         encoding = tma_shared_encoding(load.swizzle, t.element.bitwidth // 8, False)
         ring_type = MemDescType((stages, *box), t.element, encoding)
-        ring = _free_ring(loop, ring_type, thread_reads, made, rings)
+        ring = None if specialized else _free_ring(loop, ring_type, thread_reads, made, rings)
         if ring is None:
-            ring = outside.add(ttng.TMARingOp(), [ring_type], load.loc, [load.result.name_hint])
+            ring_op = ttng.TMARingOp(releases=target.num_warps // 4 if specialized else 0)
+            ring = outside.add(ring_op, [ring_type], load.loc, [load.result.name_hint])
         rings.append(ring)
     made.extend((loop, ring, thread_reads) for ring in rings)
+    if specialized:
+        warp_specialize.build_producer(
+            func, loop, loads, rings, slice_ops, carried, stages, producer_inputs
+        )
 
     def issue(emit: _Emitter, iv_value: Value, carried_values: dict[int, Value], slot: Value):
         """Clone the offsets' slice for iteration `iv_value`, copy its boxes into `slot`; returns the
@@ -186,7 +202,7 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
         return {i: mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried}
 
     ahead = {i: loop.init_args[i] for i in carried}
-    for s in range(stages - 1):  # the prologue: iterations 0..S-2
+    for s in range(0 if specialized else stages - 1):  # the prologue: iterations 0..S-2
         offset = outside.add(arith.MulIOp(lhs=loop.step, rhs=outside.const(s, loc=loc)), [i32], loc)
         iv_s = outside.add(arith.AddIOp(lhs=loop.lower, rhs=offset), [i32], loc)
         ahead = issue(outside, iv_s, ahead, outside.const(s, loc=loc))
@@ -220,10 +236,16 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
                 op.replace_operand(load.result, read)
         body.remove(load)
     for op in reversed(slice_ops):  # what the rest of the body does not read
+        if specialized and carried:
+            break  # the yield keeps the slice's carried values (the producer has its own)
         if not shared_slice or not any(_used(body, r) for r in op.results):
             body.remove(op)
 
     end = _Emitter(body, yield_op)  # iteration i + S - 1 into the slot iteration i - 1 read
+    if specialized:  # the producer does: release that slot to it
+        warp_specialize.release_previous_slot(loop, rings, read_slot, stages)
+        yield_op.values.append(_next_slot(end, read_slot, stages, loc))
+        return True
     span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
     iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
     size = end.const(stages, loc=loc)
@@ -250,3 +272,31 @@ def _pipeline_loop(func: tt.FuncOp, loop: scf.ForOp, stages: int, made: list) ->
     )
     yield_op.values.append(next_slot)
     return True
+
+
+def _next_slot(end: _Emitter, read_slot: Value, stages: int, loc) -> Value:
+    """(read_slot + 1) % stages: the slot the next iteration reads."""
+    one = end.add(arith.AddIOp(lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc)
+    return end.add(arith.RemUIOp(lhs=one, rhs=end.const(stages, loc=loc)), [i32], loc)
+
+
+def _not_pipelined(loads) -> str:
+    if not loads:
+        return "the loop has no TMA descriptor loads (pointer loads, or descriptors on pointers)"
+    return "the loop's induction variable is not i32 or its step not a positive constant"
+
+
+def _specializable(func, loop, loads, slice_ops, carried, thread_reads, target) -> list | None:
+    """For a loop that asks for warp specialization: the top-level ops its producer recomputes,
+    or None (with a note saying why) where it cannot have one (passes/warp_specialize.py)."""
+    if not loop.warp_specialize:
+        return None
+    reason = warp_specialize.why_not(func, loop, thread_reads, target)
+    if reason is None:
+        inputs = warp_specialize.loop_inputs(loop, loads, slice_ops, carried)
+        found = warp_specialize.outside_slice(func, inputs)
+        if not isinstance(found, str):
+            return found
+        reason = found
+    warp_specialize.note(loop, reason)
+    return None

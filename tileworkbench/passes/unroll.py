@@ -81,6 +81,7 @@ def _main_loop(loop: scf.ForOp, factor: int, span: Value, upper: Value) -> scf.F
         init_args=list(loop.init_args),
         body=Region([new_body]),
         disable_licm=loop.disable_licm,
+        warp_specialize=loop.warp_specialize,
     )
     main.results = [OpResult(r.type, main, i, r.name_hint) for i, r in enumerate(loop.results)]
     main.loc = loop.loc

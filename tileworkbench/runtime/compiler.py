@@ -33,8 +33,8 @@ from ..language import core
 from ..target import NO_FALLBACK, TMAFallback
 from .stage_texts import StageTexts, ttgir_module
 
-CACHE_FORMAT = 5  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
-# 5: metadata.tma_fallback
+CACHE_FORMAT = 6  # 2: metadata.dynamic_shared; 3: metadata.shared_plan; 4: metadata.global_scratch;
+# 5: metadata.tma_fallback; 6: metadata.producer_warps
 
 
 @dataclass
@@ -70,6 +70,9 @@ class KernelMetadata:
     # shared memory: {"host": [parameter names, passed with no tensor map], "device": bool,
     # "reason": str} (target.TMAFallback); None: no such choice
     tma_fallback: dict | None = None
+    # warps the compiler added to the block beside `num_warps`: a warp-specialized loop's producer
+    # warp group (passes/warp_specialize.py); a launch runs 32 * (num_warps + producer_warps) threads
+    producer_warps: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -737,6 +740,7 @@ def _compile_with(
         metadata.debug_checks = result.debug_checks
         metadata.shared_plan = result.shared_plan
         metadata.global_scratch = result.global_scratch
+        metadata.producer_warps = result.producer_warps
         binary = result.binary
 
     def regenerate():

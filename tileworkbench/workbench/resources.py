@@ -116,7 +116,8 @@ def resources_of(
         n_spills=metadata.get("n_spills"),
         shared=metadata.get("shared"),
         local=metadata.get("local", ptxas.get("stack_frame")),
-        num_warps=int(metadata.get("num_warps") or 4),
+        # the block's warps: a warp-specialized kernel's producer warp group too
+        num_warps=int(metadata.get("num_warps") or 4) + int(metadata.get("producer_warps") or 0),
         limits=limits,
     )
     backend = _backend(target)

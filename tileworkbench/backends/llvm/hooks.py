@@ -10,7 +10,17 @@ the host's.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from llvmlite import ir
+
+
+class RegisterSplit(NamedTuple):
+    """A warp-specialized program's registers per thread (`hooks.register_split`)."""
+
+    launch: int
+    producer: int
+    consumer: int
 
 
 class TargetHooks:
@@ -29,6 +39,11 @@ class TargetHooks:
 
     def annotate(self, lw) -> None:
         """Module-level facts once the kernel is lowered."""
+
+    def register_split(self, lw, producer_warps: int) -> RegisterSplit | None:
+        """Registers per thread at launch, for a producer warp group after `setmaxnreg.dec` and for
+        the consumers after `setmaxnreg.inc` (lowering/warp_specialize.py); None: no setmaxnreg."""
+        return None
 
     def fp8_convert(self, lw) -> bool:
         """fp8 <-> f16/f32 conversions in hardware (else a few lines of integer IR)."""

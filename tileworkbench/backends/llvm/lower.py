@@ -109,6 +109,11 @@ class Lowering:
         self.scratch_users: list = []
         self.static_uses: list[tuple] = []
         self.smem_base = 0  # scratch shared memory starts after the local_alloc regions
+        # warp specialization (lowering/warp_specialize.py): the warps added for the producer, the
+        # thread that issues TMA copies, the threads a barrier waits for (None: the whole block)
+        self.producer_warps = 0
+        self.first_thread = 0
+        self.barrier_threads: int | None = None
         if self.bounds is not None:
             first = len(params) + len(scratch)
             self.bounds.attach(self, self.function.args[first : first + len(hidden)])

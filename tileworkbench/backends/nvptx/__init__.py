@@ -4,7 +4,8 @@ cubin and SASS (`sass`, where NVIDIA's tools are installed).
 Kernel ABI: one kernel parameter per `tt.func` block argument, in order. Pointers are
 `ptr addrspace(1)` (a u64 address), integers and floats go by their own type (f16/bf16 as 2-byte
 values, fp8 as a byte), and `i1` travels as an i32 (nonzero is true). Launch with
-block=(32*num_warps, 1, 1), the user's grid, and `shared` bytes of dynamic shared memory.
+block=(32*(num_warps + producer_warps), 1, 1) (`producer_warps`: warp specialization's, else 0), the
+user's grid, and `shared` bytes of dynamic shared memory.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class NvptxResult:
     )
     shared_plan: list[dict] = field(default_factory=list)  # every shared region (inventory.py)
     global_scratch: int = 0  # bytes of global scratch per program (lowering/tensormap_device.py)
+    producer_warps: int = 0  # warps beside num_warps: a warp-specialized loop's producer
 
 
 def compile_nvptx(
@@ -148,6 +150,7 @@ def compile_nvptx(
         debug_checks=lowering.bounds.metadata() if lowering.bounds else None,
         shared_plan=shared_plan(lowering),
         global_scratch=scratch_slots(func)[1],
+        producer_warps=lowering.producer_warps,
     )
     if assemble:
         assembly = assemble_ptx(ptx, arch)

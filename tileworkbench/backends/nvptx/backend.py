@@ -130,6 +130,7 @@ class NvptxBackend(Backend):
             debug_checks=result.debug_checks,
             shared_plan=result.shared_plan,
             global_scratch=result.global_scratch,
+            producer_warps=result.producer_warps,
         )
 
     def finish(self, kernel, recompile) -> None:
@@ -170,7 +171,7 @@ class NvptxBackend(Backend):
         kernel = CudaKernel(
             compiled.ptx,
             md.name,
-            num_warps=md.num_warps,
+            num_warps=md.num_warps + md.producer_warps,
             shared=md.dynamic_shared,
             cubin=compiled.launch_cubin,
             param_kinds=kinds,

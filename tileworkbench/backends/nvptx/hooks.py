@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..llvm.hooks import TargetHooks
+from ..llvm.hooks import RegisterSplit, TargetHooks
 from ..llvm.llvm_types import I8, I32, SHARED_PTR
 from .archs import ARCHS
 
@@ -29,6 +29,21 @@ class NvptxHooks(TargetHooks):
         function.calling_convention = "ptx_kernel"
         return function
 
+    def register_split(self, lw, producer_warps: int) -> RegisterSplit | None:
+        """With two or more consumer warp groups (one would have the 255 registers a thread may have
+        anyway): each thread starts with the launch's even share of the register file, the producer
+        keeps 40 (CUTLASS's and Triton's figure for a warp group that only issues copies), the
+        consumers share the rest; setmaxnreg counts in multiples of 8."""
+        row = ARCHS.get(lw.arch)
+        if row is None or not row.wgmma or lw.num_warps < 8:
+            return None
+        producer = 40
+        threads = row.warp_size * (lw.num_warps + producer_warps)
+        launch = min(row.regs_per_thread_max, row.regs_per_sm // threads) // 8 * 8
+        spare = row.regs_per_sm - producer * row.warp_size * producer_warps
+        consumer = min(256, spare // (row.warp_size * lw.num_warps) // 8 * 8)
+        return RegisterSplit(launch, producer, consumer)
+
     def fp8_convert(self, lw) -> bool:
         return _arch_has(lw, "fp8_convert")
 
@@ -38,7 +53,7 @@ class NvptxHooks(TargetHooks):
     def annotate(self, lw) -> None:
         from ...ir.ops.ttg import WARP_SIZE
 
-        threads = ir.Constant(I32, WARP_SIZE * lw.num_warps)
+        threads = ir.Constant(I32, WARP_SIZE * (lw.num_warps + lw.producer_warps))
         annotations = lw.module.add_named_metadata("nvvm.annotations")
         # the exact block size (Triton's `.reqntid`): ptxas may rely on tid.x < threads
         annotations.add(lw.module.add_metadata([lw.function, "reqntidx", threads]))
@@ -62,6 +77,10 @@ class NvptxHooks(TargetHooks):
         return lw.entry_builder.call(fn, [])
 
     def barrier(self, lw) -> None:
+        if lw.barrier_threads is not None:  # the consumer warps of a warp-specialized program
+            count = [ir.Constant(I32, 1), ir.Constant(I32, lw.barrier_threads)]
+            lw.call_intrinsic("llvm.nvvm.barrier.cta.sync.aligned.count", ir.VoidType(), count)
+            return
         lw.call_intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
 
     def shuffle_xor_i32(self, lw, value, lane_mask) -> ir.Value:

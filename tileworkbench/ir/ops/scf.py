@@ -22,6 +22,9 @@ class ForOp(Op, name="scf.for"):
     loop_unroll_factor: int = attribute(0)
     # `tl.range(..., disable_licm=True)`: LLVM may not hoist out of this loop (`llvm.licm.disable`)
     disable_licm: bool = attribute(False)
+    # `tl.range(..., warp_specialize=True)`: a producer warp group issues the loop's TMA copies
+    # (passes/warp_specialize.py)
+    warp_specialize: bool = attribute(False)
 
 
 @dataclass(eq=False)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..values import Value
-from .base import Op, attribute, operand, operands
+from ..values import Region, Value
+from .base import Op, attribute, operand, operands, region
 
 
 @dataclass(eq=False)
@@ -44,7 +44,11 @@ class TMAStoreOp(Op, name="ttng.tma_store"):
 
 @dataclass(eq=False)
 class TMARingOp(Op, name="ttng.tma_ring"):
-    """A ring of `!ttg.memdesc<S x box>` shared slots that TMA fills, with one mbarrier per slot."""
+    """A ring of `!ttg.memdesc<S x box>` shared slots that TMA fills, with one mbarrier per slot.
+    `releases` > 0 (warp specialization): each slot has a second mbarrier, which that many arrivals
+    (`ttng.tma_release`, one per consumer warp group) complete once the slot's readers are done."""
+
+    releases: int = attribute(0)
 
 
 @dataclass(eq=False)
@@ -60,6 +64,9 @@ class TMACopyOp(Op, name="ttng.tma_copy"):
     pred: Value = operand()
     offsets: list[Value] = operands()
     thread_reads: bool = attribute(False)
+    # in a producer warp group (`ttng.warp_specialize`): wait until the consumers have released the
+    # slot (`ttng.tma_release`) instead of a barrier of every thread
+    after_release: bool = attribute(False)
 
 
 @dataclass(eq=False)
@@ -70,6 +77,35 @@ class TMAWaitReadOp(Op, name="ttng.tma_wait_read"):
     ring: Value = operand()
     slot: Value = operand()
     trans: bool = attribute(False)
+
+
+@dataclass(eq=False)
+class TMAReleaseOp(Op, name="ttng.tma_release"):
+    """The consumer warp groups are done with slot `slot` of `ring` (its wgmma reads retired): one
+    thread of each arrives on the slot's release mbarrier, when `pred`, so the producer may refill it."""
+
+    ring: Value = operand()
+    slot: Value = operand()
+    pred: Value = operand()
+
+
+@dataclass(eq=False)
+class WarpSpecializeOp(Op, name="ttng.warp_specialize"):
+    """Warp specialization (`tl.range(..., warp_specialize=True)`, passes/warp_specialize.py): the
+    program gets `producer_warps` more warps, which run `producer` (the loop's TMA copies, each after
+    its slot is released) and exit; the kernel's `num_warps` warps run the rest of the function, the
+    consumers, with the registers the producers give up (`setmaxnreg`). First in the function."""
+
+    producer: Region = region()
+    producer_warps: int = attribute(4)
+
+
+@dataclass(eq=False)
+class WarpSpecializeNoteOp(Op, name="ttng.warp_specialize_note"):
+    """A loop asked for warp specialization and runs without it; `reason` says why (lowers to
+    nothing, for the reader of the IR)."""
+
+    reason: str = attribute("")
 
 
 @dataclass(eq=False)

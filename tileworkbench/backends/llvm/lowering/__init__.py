@@ -41,6 +41,7 @@ from ....ir.ops import tt as _tt  # noqa: E402
 from . import arith, control, dot, math, memory, misc, reduce, scan, shape, shared, sort, wgmma  # noqa: E402, F401
 from . import tma  # noqa: E402, F401  (sm_90+ descriptor copies)
 from . import tensormap_device  # noqa: E402, F401  (sm_90a tensor maps built in the kernel)
+from . import warp_specialize  # noqa: E402, F401  (sm_90a producer and consumer warps)
 
 STRUCTURAL: dict[type, str] = {
     _scf.YieldOp: "lowered by its scf.for / scf.if / scf.while (phi incoming values)",

@@ -83,8 +83,10 @@ def finish_tensor_maps(lw) -> None:
     ready = lw.function.append_basic_block("mbarrier_ready")
     b.cbranch(first, init, ready)
     b.position_at_end(init)
-    for mbar in barriers:
-        _call(lw, b, "llvm.nvvm.mbarrier.init.shared", ir.VoidType(), [mbar, ir.Constant(I32, 1)])
+    for mbar, count in barriers:
+        _call(
+            lw, b, "llvm.nvvm.mbarrier.init.shared", ir.VoidType(), [mbar, ir.Constant(I32, count)]
+        )
     b.branch(ready)
     b.position_at_end(ready)
     _call(lw, b, "llvm.nvvm.barrier0", ir.VoidType(), [])  # every thread sees them initialized
@@ -126,12 +128,14 @@ def _mbarrier(lw) -> ir.Value:
     mbar = lw.private_shared_memory(8)
     if not hasattr(lw, "tma_mbarriers"):
         lw.tma_mbarriers = []
-    lw.tma_mbarriers.append(mbar)
+    lw.tma_mbarriers.append((mbar, 1))
     return mbar
 
 
 def _first_thread(lw):
-    return lw.builder.icmp_unsigned("==", lw.sreg("tid.x"), ir.Constant(I32, 0))
+    """The thread that issues copies: thread 0, or a producer warp group's first
+    (lowering/warp_specialize.py)."""
+    return lw.builder.icmp_unsigned("==", lw.sreg("tid.x"), ir.Constant(I32, lw.first_thread))
 
 
 def _coordinates(lw, op) -> list[ir.Value]:
@@ -283,12 +287,15 @@ def lower_tma_store(lw, op) -> None:
 @dataclass
 class _Ring:
     """A lowered `ttng.tma_ring`: slot 0's tile, the slots' mbarriers (8 bytes apart) and the phase
-    bits of the slots (bit s flips at each wait on slot s)."""
+    bits of the slots (bit s flips at each wait on slot s); with `releases`, the slots' release
+    mbarriers and the producer's phase bits of them (all ones first: a slot starts free)."""
 
     tile: SharedTile
     mbarriers: ir.Value
     phases: ir.Value
     slot_bytes: int
+    released: ir.Value | None = None
+    release_phases: ir.Value | None = None
 
 
 @lowers(ttng.TMARingOp)
@@ -296,19 +303,27 @@ def lower_tma_ring(lw, op) -> None:
     t = op.result.type
     offset = lw.entry_builder.add(_align_up(lw), ir.Constant(I32, lw.alloc_offsets[id(op)]))
     slot = MemDescType(t.shape[1:], t.element, t.encoding)
-    mbarriers = lw.private_shared_memory(8 * t.shape[0])
+    mbarriers = _slot_barriers(lw, t.shape[0], 1)
+    phases = lw.entry_builder.alloca(I32)
+    lw.entry_builder.store(ir.Constant(I32, 0), phases)
+    ring = _Ring(SharedTile(offset, slot), mbarriers, phases, slot.numel * byte_size(t.element))
+    if op.releases:
+        ring.released = _slot_barriers(lw, t.shape[0], op.releases)
+        ring.release_phases = lw.entry_builder.alloca(I32)
+        lw.entry_builder.store(ir.Constant(I32, -1), ring.release_phases)
+    lw.set(op.result, ring)
+
+
+def _slot_barriers(lw, slots: int, count: int) -> ir.Value:
+    """`slots` mbarriers, 8 bytes apart, that `count` arrivals complete (the prologue inits them)."""
+    mbarriers = lw.private_shared_memory(8 * slots)
     if not hasattr(lw, "tma_mbarriers"):
         lw.tma_mbarriers = []
     lw.tma_mbarriers += [
-        lw.entry_builder.gep(mbarriers, [ir.Constant(I32, 8 * s)], source_etype=I8)
-        for s in range(t.shape[0])
+        (lw.entry_builder.gep(mbarriers, [ir.Constant(I32, 8 * s)], source_etype=I8), count)
+        for s in range(slots)
     ]
-    phases = lw.entry_builder.alloca(I32)
-    lw.entry_builder.store(ir.Constant(I32, 0), phases)
-    lw.set(
-        op.result,
-        _Ring(SharedTile(offset, slot), mbarriers, phases, slot.numel * byte_size(t.element)),
-    )
+    return mbarriers
 
 
 def _slot(lw, ring: _Ring, slot: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -324,6 +339,14 @@ def lower_tma_copy(lw, op) -> None:
     ring = lw.get(op.ring)
     block = op.parent.ops
     previous = block[block.index(op) - 1] if block.index(op) else None
+    if op.after_release:  # a producer's copy: once the consumers have released the slot
+        b = lw.builder
+        offset, mbar = _slot(lw, ring, lw.get(op.slot))
+        slot = op.ring.type
+        with b.if_then(b.and_(_first_thread(lw), lw.get(op.pred))):
+            _wait_released(lw, ring, lw.get(op.slot))
+            _issue(lw, op, offset, mbar, tuple(slot.shape[1:]), slot.element)
+        return
     if not isinstance(previous, ttng.TMACopyOp):  # one barrier for a run of copies
         # the reads by threads (generic proxy) before the engine's writes: of the slots, or of a
         # staging tile that lay over them in the previous iteration of a tile loop
@@ -335,6 +358,35 @@ def lower_tma_copy(lw, op) -> None:
     slot = op.ring.type
     with b.if_then(b.and_(_first_thread(lw), lw.get(op.pred))):
         _issue(lw, op, offset, mbar, tuple(slot.shape[1:]), slot.element)
+
+
+def _release_barrier(lw, ring: _Ring, slot: ir.Value) -> ir.Value:
+    b = lw.builder
+    return b.gep(ring.released, [b.mul(slot, ir.Constant(I32, 8))], source_etype=I8)
+
+
+def _wait_released(lw, ring: _Ring, slot: ir.Value) -> None:
+    """(The producer:) wait for the next phase of the slot's release mbarrier; the first wait on a
+    slot passes at once (parity 1 of a fresh barrier: its phase before the first)."""
+    b = lw.builder
+    phases = b.load(ring.release_phases)
+    _wait(lw, _release_barrier(lw, ring, slot), b.and_(b.lshr(phases, slot), ir.Constant(I32, 1)))
+    b.store(b.xor(phases, b.shl(ir.Constant(I32, 1), slot)), ring.release_phases)
+
+
+@lowers(ttng.TMAReleaseOp)
+def lower_tma_release(lw, op) -> None:
+    """One thread per consumer warp group arrives on the slot's release mbarrier: the group's wgmma
+    reads of the slot are retired (its `wgmma.wait_group` came first)."""
+    ring = lw.get(op.ring)
+    b = lw.builder
+    group_first = b.icmp_unsigned(
+        "==", b.and_(lw.sreg("tid.x"), ir.Constant(I32, 127)), ir.Constant(I32, 0)
+    )
+    with b.if_then(b.and_(group_first, lw.get(op.pred))):
+        lw.call_intrinsic(
+            "llvm.nvvm.mbarrier.arrive.shared", I64, [_release_barrier(lw, ring, lw.get(op.slot))]
+        )
 
 
 def _wait_slot(lw, op) -> ir.Value:

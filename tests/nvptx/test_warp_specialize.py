@@ -1,0 +1,201 @@
+"""Warp specialization (`tl.range(..., warp_specialize=True)`, passes/warp_specialize.py) on tutorial
+09's TMA matmul: a producer warp group issues the k loop's copies, each once the consumer warp groups
+have released its slot, and the consumers compute. Compiled for sm_90a (PTX assembled by ptxas),
+run in the CPU emulator (the producer and consumers as host threads, the mbarriers and TMA by
+tma_standin.py) and on the GPU, against NumPy float64 with the output poisoned; loops that cannot
+take it say why in the `tile-gpu` IR and compile as without it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from cpu_emulator import Emulator
+from nvptx_support import needs_ptxas, run_ptxas
+from tma_kernels import descriptor_args, tma_matmul_ws
+from tma_standin import host_tensor_map
+
+import tileworkbench as tw
+import tileworkbench.language as tl
+from tileworkbench.frontend import ArgSpec
+
+RNG = np.random.default_rng(93)
+
+
+@pytest.fixture(autouse=True)
+def tma_on(monkeypatch):
+    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma", True)
+
+
+def _signature(blocks, element="fp16"):
+    bm, bn, bk = blocks
+    args = descriptor_args(["a_desc", "b_desc", "c_desc"], element, [(bm, bk), (bn, bk), (bm, bn)])
+    return args + [ArgSpec("M", "i32"), ArgSpec("N", "i32"), ArgSpec("K", "i32")]
+
+
+def _constexprs(blocks, specialize=True):
+    bm, bn, bk = blocks
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
+            "WARP_SPECIALIZE": specialize}
+
+
+def _compile(blocks=(128, 128, 64), num_warps=8, num_stages=3, target="sm_90a", specialize=True):
+    return tw.compile(tma_matmul_ws, signature=_signature(blocks), constexprs=_constexprs(blocks,
+                      specialize), target=target, num_warps=num_warps, num_stages=num_stages)
+
+
+@needs_ptxas
+def test_the_producer_warp_group_issues_every_copy(tmp_path):
+    """8 consumer warps and a producer warp group: 384 threads, the copies only in the producer
+    (which waits on the release barriers), the consumers' loop of waits, wgmmas and releases, their
+    barriers counting 256 threads, and the registers handed over (168 at launch; 40 and 232)."""
+    kernel = _compile()
+    assert kernel.metadata.producer_warps == 4
+    ir = kernel.asm["tile-gpu"]
+    producer, consumers = ir.split("ttng.warp_specialize", 1)[1].split("\n  })\n", 1)
+    assert producer.count("ttng.tma_copy") == 2 and producer.count("after_release = true") == 2
+    assert "ttng.tma_copy" not in consumers and consumers.count("ttng.tma_release") == 2
+    assert consumers.count("ttng.tma_wait ") == 2 and "warp_group_dot_wait" in consumers
+    assert ir.count("ttng.tma_ring {releases = 2}") == 2
+    ptx = kernel.asm["ptx"]
+    assert ".reqntid 384" in ptx and ".maxnreg 168" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2  # A and B, no prologue
+    assert ptx.count("mbarrier.arrive.shared.b64") == 2  # the consumers' releases
+    split = ptx.index("setmaxnreg.inc")
+    assert "bar.sync \t0;" not in ptx[split:] and "bar.sync \t1, 256;" in ptx[split:]
+    # 3 slots x (A, B) copy barriers of 1 arrival, release barriers of 2 (the consumer groups)
+    inits = re.findall(r"mbarrier\.init\.shared\.b64\s+\[[^\]]+\], (%r\d+);", ptx)
+    assert len(inits) == 12
+    assembled = run_ptxas(ptx, "sm_90a", tmp_path)
+    assert assembled.returncode == 0, assembled.stderr
+
+
+@needs_ptxas
+def test_one_consumer_warp_group_keeps_its_registers(tmp_path):
+    """4 consumer warps: 256 threads, which may have 255 registers each anyway: no setmaxnreg."""
+    kernel = _compile((64, 128, 64), num_warps=4, num_stages=2)
+    ptx = kernel.asm["ptx"]
+    assert ".reqntid 256" in ptx and "setmaxnreg" not in ptx and ".maxnreg" not in ptx
+    assert "bar.sync \t1, 128;" in ptx
+    assembled = run_ptxas(ptx, "sm_90a", tmp_path)
+    assert assembled.returncode == 0, assembled.stderr
+
+
+def _flat(array: np.ndarray, block) -> list:
+    rows, cols = array.shape
+    return [array, rows, cols, array.strides[0] // array.itemsize, host_tensor_map(array, block)]
+
+
+@pytest.mark.parametrize("blocks, num_warps, stages", [
+    ((64, 64, 32), 8, 3), ((64, 64, 32), 4, 2), ((128, 64, 64), 8, 4),
+], ids=["2-groups-3-stages", "1-group-2-stages", "2-groups-4-stages"])
+def test_warp_specialized_matmul_emulated(blocks, num_warps, stages):
+    """The producer and the consumers as host threads: edge tiles in M, N and K (zero-filled), the
+    ring wrapping unevenly (6 K tiles), each slot refilled only after both warp groups released it."""
+    bm, bn, bk = blocks
+    m, n, k = 2 * bm + 8, bn + 16, 5 * bk + 16
+    emu = Emulator(tma_matmul_ws, _signature(blocks), _constexprs(blocks), num_warps=num_warps,
+                   tma=True, wgmma=True, num_stages=stages)
+    assert emu.threads == 32 * (num_warps + 4)
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    grid = (-(-m // bm) * -(-n // bn),)
+    emu.launch(grid, *_flat(a, (bm, bk)), *_flat(b, (bn, bk)), *_flat(c, (bm, bn)), m, n, k)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert not np.isnan(c).any()
+    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+
+
+@tw.jit
+def pointer_matmul_ws(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                      BK: tl.constexpr):
+    """A k loop on pointers that asks for warp specialization."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, warp_specialize=True):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("case", ["pointers", "sm_90", "tma_off"])
+def test_a_loop_that_cannot_take_it_says_why(case, monkeypatch, tmp_path):
+    """Pointer loads, a target without wgmma, and descriptors kept off TMA: the loop is pipelined as
+    without the option, a `ttng.warp_specialize_note` says why, and the block keeps num_warps."""
+    if case == "pointers":
+        kernel = tw.compile(pointer_matmul_ws, signature={"a_ptr": "*fp16:16", "b_ptr": "*fp16:16",
+                            "c_ptr": "*fp32:16", "K": "i32:16"},
+                            constexprs={"BM": 64, "BN": 64, "BK": 32}, target="sm_90a", num_warps=4,
+                            num_stages=3)
+        reason = "no TMA descriptor loads"
+    elif case == "sm_90":
+        kernel = _compile(target="sm_90")
+        reason = "needs wgmma"
+    else:
+        from tileworkbench.config import config
+
+        monkeypatch.setattr(config, "tma", False)
+        kernel = _compile()
+        reason = "no TMA descriptor loads"
+    ir = kernel.asm["tile-gpu"]
+    notes = re.findall(r'ttng.warp_specialize_note \{reason = "([^"]*)"\}', ir)
+    assert len(notes) == 1 and reason in notes[0]
+    assert "ttng.warp_specialize " not in ir and kernel.metadata.producer_warps == 0
+    ptx = kernel.asm["ptx"]
+    assert f".reqntid {32 * kernel.metadata.num_warps}" in ptx and "setmaxnreg" not in ptx
+    assembled = run_ptxas(ptx, kernel.metadata.target, tmp_path)
+    assert assembled.returncode == 0, assembled.stderr
+
+
+# -- on the GPU -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cp():
+    from tileworkbench.cuda.device import device_properties, gpu_available
+
+    if not gpu_available():
+        pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")
+    if device_properties().arch not in ("sm_90", "sm_90a"):
+        pytest.skip("warp specialization here needs sm_90a's wgmma")
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k, blocks, num_warps, stages", [
+    (300, 264, 328, (64, 64, 32), 4, 2),
+    (1024, 520, 776, (128, 128, 64), 8, 3),
+    (2048, 2048, 2048, (128, 256, 64), 8, 3),
+], ids=["edges-1-group", "edges-2-groups", "2048-128x256"])
+def test_warp_specialized_matmul_on_the_gpu(cp, m, n, k, blocks, num_warps, stages):
+    """Through the JIT with host TensorDescriptors: the launch runs the producer's warps too
+    (`metadata.producer_warps`), edge tiles everywhere, against float64."""
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    bm, bn, bk = blocks
+    a_host = RNG.standard_normal((m, k)).astype(np.float16)
+    b_host = RNG.standard_normal((n, k)).astype(np.float16)
+    c = cp.full((m, n), np.nan, dtype=np.float16)
+    grid = (-(-m // bm) * -(-n // bn),)
+    compiled = tma_matmul_ws[grid](
+        TensorDescriptor.from_tensor(cp.asarray(a_host), [bm, bk]),
+        TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
+        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, **_constexprs(blocks),
+        num_warps=num_warps, num_stages=stages)
+    cp.cuda.runtime.deviceSynchronize()
+    assert compiled.metadata.producer_warps == 4
+    want = a_host.astype(np.float64) @ b_host.astype(np.float64).T
+    got = cp.asnumpy(c).astype(np.float64)
+    assert not np.isnan(got).any()
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2

@@ -254,8 +254,9 @@ def strided_sums(x_ptr, out_ptr, n, WS: tl.constexpr, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize("warp_specialize", [False, True])
 def test_range_knobs_are_accepted(warp_specialize):
-    """warp_specialize, flatten, disallow_acc_multi_buffer and disable_licm are taken and change
-    nothing (the loop runs as ordinary code), in the interpreter and compiled for sm_90a."""
+    """warp_specialize, flatten, disallow_acc_multi_buffer and disable_licm are taken, in the
+    interpreter and compiled for sm_90a; a loop of pointer loads runs as ordinary code under
+    warp_specialize, and the `tile-gpu` IR says why (passes/warp_specialize.py)."""
     x = np.random.default_rng(5).standard_normal(100).astype(np.float32)
     out = np.full(16, np.nan, np.float32)
     strided_sums[(1,)](x, out, 100, WS=warp_specialize, BLOCK=16)
@@ -264,3 +265,5 @@ def test_range_knobs_are_accepted(warp_specialize):
     compiled = tw.compile(strided_sums, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"},
                           constexprs={"WS": warp_specialize, "BLOCK": 16}, target="sm_90a")
     assert ".entry strided_sums" in compiled.asm["ptx"]
+    noted = "ttng.warp_specialize_note" in compiled.asm["tile-gpu"]
+    assert noted == warp_specialize and compiled.metadata.producer_warps == 0

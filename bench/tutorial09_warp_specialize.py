@@ -1,8 +1,9 @@
-"""Warp specialization on Triton's tutorial-09 TMA matmul (`matmul_kernel_tma`, its own source,
-`tl.range(k_tiles, warp_specialize=WARP_SPECIALIZE)`), compiled by tileworkbench (the import changed
-by tests/tutorials/tutorial_loader.py) and by Triton, with and without the option, beside torch's
-cuBLAS: paired timing (bench/paired_timing.py) in one process, Triton's WS run twice (the A/A
-control), each result checked against float64 first.
+"""Warp specialization on Triton's tutorial-09 TMA matmuls, their own source: `matmul_kernel_tma`
+(`tl.range(k_tiles, warp_specialize=WARP_SPECIALIZE)`) and `matmul_kernel_tma_persistent` (its tile
+loop marked), compiled by tileworkbench (the import changed by tests/tutorials/tutorial_loader.py)
+and by Triton, with and without the option, beside torch's cuBLAS: paired timing
+(bench/paired_timing.py) in one process, Triton's WS run twice (the A/A control), each result
+checked against float64 first. Names: `<compiler>[_persistent][_ws]`.
 
     PYTHONPATH=. python bench/tutorial09_warp_specialize.py [--sizes 4096 8192] [--out FILE.json]
 
@@ -38,19 +39,21 @@ def _tutorial_file() -> Path:
 
 
 def _use_config(module, config: tuple) -> None:
-    """`matmul_kernel_tma` autotunes over this one config (its block-size pre-hook kept)."""
-    tuner = module.matmul_kernel_tma
+    """Both TMA kernels autotune over this one config (their block-size pre-hooks kept; the
+    persistent one without epilogue subtiling)."""
     bn, bk, stages, warps = config
 
     def shape(c):
         return (c.kwargs["BLOCK_SIZE_M"], c.kwargs["BLOCK_SIZE_N"], c.kwargs["BLOCK_SIZE_K"],
-                c.num_stages, c.num_warps)
+                c.num_stages, c.num_warps, c.kwargs.get("EPILOGUE_SUBTILE", False))
 
-    if not hasattr(tuner, "all_configs"):
-        tuner.all_configs = list(tuner.configs)
-    tuner.configs = [c for c in tuner.all_configs if shape(c) == (128, bn, bk, stages, warps)]
-    assert len(tuner.configs) == 1, f"config {config} is not in the tutorial's list"
-    tuner.cache = {}
+    for tuner in (module.matmul_kernel_tma, module.matmul_kernel_tma_persistent):
+        if not hasattr(tuner, "all_configs"):
+            tuner.all_configs = list(tuner.configs)
+        want = (128, bn, bk, stages, warps, False)
+        tuner.configs = [c for c in tuner.all_configs if shape(c) == want]
+        assert len(tuner.configs) == 1, f"config {config} is not in the tutorial's list"
+        tuner.cache = {}
 
 
 def _runnable(fns: dict) -> tuple[dict, dict]:
@@ -79,6 +82,8 @@ def row(modules: dict, size: int, config: tuple) -> dict:
     for name, module in modules.items():
         fns[f"{name}_ws"] = lambda m=module: m.matmul_tma(a, b, True)
         fns[name] = lambda m=module: m.matmul_tma(a, b, False)
+        fns[f"{name}_persistent_ws"] = lambda m=module: m.matmul_tma_persistent(a, b, True)
+        fns[f"{name}_persistent"] = lambda m=module: m.matmul_tma_persistent(a, b, False)
     fns["cublas"] = lambda: a @ b.T
     fns, failed = _runnable(fns)
     reference = a.double() @ b.double().T
@@ -104,7 +109,18 @@ def row(modules: dict, size: int, config: tuple) -> dict:
         out["aa_control"] = ratio(times, "triton_ws", "triton_ws_control")
     pairs = [("triton_ws", "tileworkbench_ws"), ("tileworkbench", "tileworkbench_ws"),
              ("cublas", "tileworkbench_ws"), ("triton", "tileworkbench"),
-             ("triton", "triton_ws")]
+             ("triton", "triton_ws"),
+             ("triton_persistent_ws", "tileworkbench_persistent_ws"),
+             ("tileworkbench_persistent", "tileworkbench_persistent_ws"),
+             ("cublas", "tileworkbench_persistent_ws"),
+             ("triton_persistent", "tileworkbench_persistent")]
+    best = max((n for n in times if n.startswith("triton") and n != "triton_ws_control"),
+               key=lambda n: out["tflops"][n], default=None)
+    if best is not None:
+        out["triton_best"] = best
+        for ours in ("tileworkbench_ws", "tileworkbench_persistent_ws"):
+            if ours in times:
+                out[f"{ours}_vs_triton_best"] = ratio(times, best, ours)
     for slow, fast in pairs:
         if slow in times and fast in times:
             out[f"{fast}_vs_{slow}"] = ratio(times, slow, fast)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from cpu_emulator import Emulator
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_matmul_ws
+from tma_kernels import descriptor_args, tma_matmul_ws, tma_persistent_matmul_ws
 from tma_standin import host_tensor_map
 
 import tileworkbench as tw
@@ -113,6 +113,53 @@ def test_warp_specialized_matmul_emulated(blocks, num_warps, stages):
     assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
 
 
+def _persistent_constexprs(blocks, programs):
+    return {**_constexprs(blocks), "NUM_SMS": programs}
+
+
+@needs_ptxas
+def test_a_persistent_kernel_specializes_its_tile_loop(tmp_path):
+    """Tutorial 09's persistent kernel marks its tile loop: the producer runs a copy of the tile
+    loop around the k loop's copies, the slot carried through both; the consumers' tile loop carries
+    the slot too, and after each k loop's closing wgmma wait they release its last slot."""
+    blocks = (128, 256, 64)
+    kernel = tw.compile(tma_persistent_matmul_ws, signature=_signature(blocks),
+                        constexprs=_persistent_constexprs(blocks, 132), target="sm_90a",
+                        num_warps=8, num_stages=3)
+    ir = kernel.asm["tile-gpu"]
+    producer, consumers = ir.split("ttng.warp_specialize", 1)[1].split("\n  })\n", 1)
+    assert producer.count("scf.for") == 2 and producer.count("ttng.tma_copy") == 2
+    assert "ttng.tma_copy" not in consumers and consumers.count("ttng.tma_release") == 4
+    tile_loop = consumers[consumers.index("%tile_slot = scf.for"):]
+    k_loop_end = tile_loop.index("\n    }\n")
+    after_k_loop = tile_loop[k_loop_end:]
+    drain = after_k_loop.index("ttng.warp_group_dot_wait")
+    assert drain < after_k_loop.index("ttng.tma_release") < after_k_loop.index("ttng.tma_store")
+    ptx = kernel.asm["ptx"]
+    assert ".reqntid 384" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    assembled = run_ptxas(ptx, "sm_90a", tmp_path)
+    assert assembled.returncode == 0, assembled.stderr
+
+
+@pytest.mark.parametrize("num_warps, stages, programs", [(8, 3, 2), (4, 2, 3)],
+                         ids=["2-groups-3-stages-2-programs", "1-group-2-stages-3-programs"])
+def test_warp_specialized_persistent_matmul_emulated(num_warps, stages, programs):
+    """Each program runs 3-5 tiles of 4 K tiles (the last partial): the slot and its phases carry
+    from one tile to the next, in the producer and in the consumers."""
+    blocks = bm, bn, bk = (64, 64, 32)
+    m, n, k = 2 * bm + 8, 2 * bn + 16, 3 * bk + 16
+    emu = Emulator(tma_persistent_matmul_ws, _signature(blocks),
+                   _persistent_constexprs(blocks, programs), num_warps=num_warps, tma=True,
+                   wgmma=True, num_stages=stages)
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    emu.launch((programs,), *_flat(a, (bm, bk)), *_flat(b, (bn, bk)), *_flat(c, (bm, bn)), m, n, k)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert not np.isnan(c).any()
+    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+
+
 @tw.jit
 def pointer_matmul_ws(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
                       BK: tl.constexpr):
@@ -193,6 +240,33 @@ def test_warp_specialized_matmul_on_the_gpu(cp, m, n, k, blocks, num_warps, stag
         TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
         TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, **_constexprs(blocks),
         num_warps=num_warps, num_stages=stages)
+    cp.cuda.runtime.deviceSynchronize()
+    assert compiled.metadata.producer_warps == 4
+    want = a_host.astype(np.float64) @ b_host.astype(np.float64).T
+    got = cp.asnumpy(c).astype(np.float64)
+    assert not np.isnan(got).any()
+    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k, num_warps, stages", [(1000, 1048, 776, 8, 3),
+                                                        (2048, 2048, 1024, 8, 3)],
+                         ids=["edges", "2048"])
+def test_warp_specialized_persistent_matmul_on_the_gpu(cp, m, n, k, num_warps, stages):
+    """One program per SM, each over several tiles, the producer running into the next tile."""
+    from tileworkbench.cuda.device import device_properties
+    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
+
+    blocks = bm, bn, bk = (128, 256, 64)
+    programs = min(device_properties().sm_count, -(-m // bm) * -(-n // bn))
+    a_host = RNG.standard_normal((m, k)).astype(np.float16)
+    b_host = RNG.standard_normal((n, k)).astype(np.float16)
+    c = cp.full((m, n), np.nan, dtype=np.float16)
+    compiled = tma_persistent_matmul_ws[(programs,)](
+        TensorDescriptor.from_tensor(cp.asarray(a_host), [bm, bk]),
+        TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
+        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k,
+        **_persistent_constexprs(blocks, programs), num_warps=num_warps, num_stages=stages)
     cp.cuda.runtime.deviceSynchronize()
     assert compiled.metadata.producer_warps == 4
     want = a_host.astype(np.float64) @ b_host.astype(np.float64).T

@@ -150,6 +150,44 @@ def tma_matmul_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
 
 
 @tw.jit
+def tma_persistent_matmul_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                             BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                             GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                             WARP_SPECIALIZE: tl.constexpr):
+    """Tutorial 09's `matmul_kernel_tma_persistent` (without the epilogue subtiling): a tile loop
+    over this program's tiles marked `warp_specialize`, a k loop of descriptor loads inside."""
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    tile_id_c = start_pid - NUM_SMS
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True,
+                            warp_specialize=WARP_SPECIALIZE):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        offs_am = pid_m * BLOCK_SIZE_M
+        offs_bn = pid_n * BLOCK_SIZE_N
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K
+            a = a_desc.load([offs_am, offs_k])
+            b = b_desc.load([offs_bn, offs_k])
+            accumulator = tl.dot(a, b.T, accumulator)
+        tile_id_c += NUM_SMS
+        group_id = tile_id_c // num_pid_in_group
+        first_pid_m = group_id * GROUP_SIZE_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+        pid_m = first_pid_m + (tile_id_c % group_size_m)
+        pid_n = (tile_id_c % num_pid_in_group) // group_size_m
+        c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], accumulator.to(tl.float16))
+
+
+@tw.jit
 def tma_persistent_matmul_to_pointers(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr,
                                       BN: tl.constexpr, BK: tl.constexpr, PROGRAMS: tl.constexpr):
     """A persistent matmul on host descriptors whose result goes out through plain pointers (masked

@@ -142,14 +142,16 @@ def _pipeline_loop(
 ) -> bool:
     body = loop.body.block
     loads = [op for op in body.ops if isinstance(op, ttng.TMALoadOp)]
+    marked = warp_specialize.specialized_loop(loop) if loads else None
     if not loads or body.args[0].type != i32 or not _positive_constant(loop.step):
-        if loop.warp_specialize:
-            warp_specialize.note(loop, _not_pipelined(loads))
+        nested = any(isinstance(op, ttng.TMALoadOp) for op in body.walk())
+        if marked is not None or (loop.warp_specialize and not nested):
+            warp_specialize.note(marked or loop, _not_pipelined(loads))
         return False
     sliced = _offset_slice(body, loads)
     if sliced is None:
-        if loop.warp_specialize:
-            warp_specialize.note(loop, "the TMA coordinates read values the loop carries")
+        if marked is not None:
+            warp_specialize.note(marked, "the TMA coordinates read values the loop carries")
         return False
     slice_ops, carried, shared_slice = sliced
     parent, loc = loop.parent, loop.loc
@@ -208,7 +210,10 @@ def _pipeline_loop(
         ahead = issue(outside, iv_s, ahead, outside.const(s, loc=loc))
     for i in carried:
         loop.init_args[i] = ahead[i]
-    loop.init_args.append(outside.const(0, loc=loc))  # the loop carries the slot it reads next
+    first_slot = outside.const(0, loc=loc)
+    if specialized and producer_inputs.marked is not loop:  # the tile loop carries the slot too
+        first_slot = _carry_slot(producer_inputs.marked, loop, first_slot)
+    loop.init_args.append(first_slot)  # the loop carries the slot it reads next
     read_slot = body.add_arg(i32, "slot")
     loop.results.append(OpResult(i32, loop, len(loop.results), "slot"))
 
@@ -244,7 +249,10 @@ def _pipeline_loop(
     end = _Emitter(body, yield_op)  # iteration i + S - 1 into the slot iteration i - 1 read
     if specialized:  # the producer does: release that slot to it
         warp_specialize.release_previous_slot(loop, rings, read_slot, stages)
-        yield_op.values.append(_next_slot(end, read_slot, stages, loc))
+        yield_op.values.append(warp_specialize.next_slot(end, read_slot, stages, loc))
+        if producer_inputs.marked is not loop:
+            warp_specialize.release_after_tile(loop, rings, stages)
+            producer_inputs.marked.body.block.ops[-1].values.append(loop.results[-1])
         return True
     span = end.add(arith.MulIOp(lhs=loop.step, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
     iv_next = end.add(arith.AddIOp(lhs=iv, rhs=span), [i32], loc)
@@ -274,10 +282,13 @@ def _pipeline_loop(
     return True
 
 
-def _next_slot(end: _Emitter, read_slot: Value, stages: int, loc) -> Value:
-    """(read_slot + 1) % stages: the slot the next iteration reads."""
-    one = end.add(arith.AddIOp(lhs=read_slot, rhs=end.const(1, loc=loc)), [i32], loc)
-    return end.add(arith.RemUIOp(lhs=one, rhs=end.const(stages, loc=loc)), [i32], loc)
+def _carry_slot(tiles: scf.ForOp, loop: scf.ForOp, first: Value) -> Value:
+    """The tile loop `tiles` carries the slot its k loop `loop` starts at (from `first`); returns
+    the tile body's slot (the tile loop yields the k loop's, appended with it)."""
+    tiles.init_args.append(first)
+    slot = tiles.body.block.add_arg(i32, "tile_slot")
+    tiles.results.append(OpResult(i32, tiles, len(tiles.results), "tile_slot"))
+    return slot
 
 
 def _not_pipelined(loads) -> str:
@@ -286,17 +297,19 @@ def _not_pipelined(loads) -> str:
     return "the loop's induction variable is not i32 or its step not a positive constant"
 
 
-def _specializable(func, loop, loads, slice_ops, carried, thread_reads, target) -> list | None:
-    """For a loop that asks for warp specialization: the top-level ops its producer recomputes,
-    or None (with a note saying why) where it cannot have one (passes/warp_specialize.py)."""
-    if not loop.warp_specialize:
+def _specializable(func, loop, loads, slice_ops, carried, thread_reads, target):
+    """For a loop that asks for warp specialization, itself or through its tile loop: what its
+    producer recomputes (`warp_specialize.Plan`), or None (with a note saying why) where it cannot
+    have one (passes/warp_specialize.py)."""
+    marked = warp_specialize.specialized_loop(loop)
+    if marked is None:
         return None
-    reason = warp_specialize.why_not(func, loop, thread_reads, target)
+    reason = warp_specialize.why_not(func, loop, marked, thread_reads, target)
     if reason is None:
         inputs = warp_specialize.loop_inputs(loop, loads, slice_ops, carried)
-        found = warp_specialize.outside_slice(func, inputs)
+        found = warp_specialize.plan(func, loop, marked, inputs)
         if not isinstance(found, str):
             return found
         reason = found
-    warp_specialize.note(loop, reason)
+    warp_specialize.note(marked, reason)
     return None

@@ -12,14 +12,21 @@ barrier of every thread before each refill, no prologue), and the producer hands
 to the consumers (`setmaxnreg`, lowering/warp_specialize.py). Triton's automatic warp
 specialization on Hopper does the same for this loop shape.
 
-Taken where the copies can run ahead on their own: a wgmma target, the loop at the kernel's top
-level and the kernel's only TMA-pipelined loop, every loaded tile read by wgmma alone (no thread
-reads a slot), and the coordinates computed from the kernel's arguments by scalar arithmetic (the
-producer recomputes them). Elsewhere the loop is pipelined as without the option and a
+A persistent kernel marks its tile loop (tutorial 09): the producer then runs a copy of the tile
+loop around the k loop's copies, the ring's slot carried through both, so it issues the next
+tile's first copies while the consumers run this tile's epilogue; the consumers release the last
+slot of each tile after the wait that retires the tile's last wgmma.
+
+Taken where the copies can run ahead on their own: a wgmma target, the marked loop at the kernel's
+top level, the k loop the kernel's only TMA-pipelined loop, every loaded tile read by wgmma alone
+(no thread reads a slot), and the coordinates computed by scalar arithmetic from the kernel's
+arguments and the tile loop's induction variable (the producer recomputes them). Elsewhere the loop is pipelined as without the option and a
 `ttng.warp_specialize_note` in the `tile-gpu` IR says why.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..ir.ops import arith, scf, tt, ttng
 from ..ir.types import ScalarType, TensorType
@@ -31,15 +38,28 @@ PRODUCER_WARPS = 4  # one warp group: setmaxnreg acts on whole warp groups
 I1 = ScalarType("i1")
 
 
-def why_not(func: tt.FuncOp, loop: scf.ForOp, thread_reads: bool, target: TargetInfo) -> str | None:
-    """Why `loop` (pipelined on TMA) cannot be warp-specialized; None where it can."""
+def specialized_loop(loop: scf.ForOp) -> scf.ForOp | None:
+    """The loop that asks for warp specialization on behalf of TMA loop `loop`: `loop` itself, or
+    the tile loop directly around it (a persistent kernel's, as tutorial 09 marks it)."""
+    if loop.warp_specialize:
+        return loop
+    outer = loop.parent_op
+    if isinstance(outer, scf.ForOp) and outer.warp_specialize and loop.parent is outer.body.block:
+        return outer
+    return None
+
+
+def why_not(
+    func: tt.FuncOp, loop: scf.ForOp, marked: scf.ForOp, thread_reads: bool, target: TargetInfo
+) -> str | None:
+    """Why TMA loop `loop` (in or as the loop `marked`) cannot be warp-specialized; None where it can."""
     if not target.wgmma:
         return "warp specialization needs wgmma (sm_90a)"
     if target.num_warps % 4 or target.num_warps + PRODUCER_WARPS > 32:
         return "num_warps must be whole warp groups (4, 8 or 16) for the consumers"
     if thread_reads:
         return "a loaded tile is read by threads, not only by tl.dot (wgmma)"
-    if loop.parent is not func.body.block:
+    if marked.parent is not func.body.block:
         return "the loop is inside another loop or branch"
     tma_loops = [
         op
@@ -52,28 +72,43 @@ def why_not(func: tt.FuncOp, loop: scf.ForOp, thread_reads: bool, target: Target
     return None
 
 
-def outside_slice(func: tt.FuncOp, values: list[Value]) -> list | str:
-    """The ops of the kernel's top level that compute `values` (in order), which the producer runs
-    again; or why it cannot: an op that is not scalar arithmetic (a tensor, a load, a region)."""
+@dataclass
+class Plan:
+    """What the producer recomputes: the top-level ops, and (a tile loop around the k loop) the tile
+    loop's body ops before the k loop, each in order."""
+
+    marked: scf.ForOp
+    top_ops: list
+    tile_ops: list
+
+
+def plan(func: tt.FuncOp, loop: scf.ForOp, marked: scf.ForOp, values: list[Value]) -> Plan | str:
+    """The ops the producer runs again to compute `values` (what `loop`'s copies read from outside
+    it) and the tile loop's bounds, or why it cannot: an op that is not scalar arithmetic, or a
+    value the tile loop carries."""
     top = func.body.block
+    tile_body = marked.body.block if marked is not loop else None
+    if tile_body is not None:
+        values = [*values, marked.lower, marked.upper, marked.step]
     needed: set[int] = set()
     work = list(values)
     while work:
         v = work.pop()
         if isinstance(v, BlockArgument):
-            if v.block is func.body.block:
+            if v.block is top or (v.block is tile_body and v.index == 0):
                 continue
-            return "a coordinate depends on a value of an enclosing loop"
+            return "a TMA coordinate depends on a value the tile loop carries"
         op = v.op
         if id(op) in needed:
             continue
-        if op.parent is not top:
-            return f"a coordinate depends on `{op.name}` inside a region"
+        if op.parent is not top and op.parent is not tile_body:
+            return f"a TMA coordinate depends on `{op.name}` inside a region"
         if not op.pure or op.regions or any(isinstance(r.type, TensorType) for r in op.results):
-            return f"a coordinate depends on `{op.name}`, which the producer cannot recompute"
+            return f"a TMA coordinate depends on `{op.name}`, which the producer cannot recompute"
         needed.add(id(op))
         work.extend(op.operands)
-    return [op for op in top.ops if id(op) in needed]
+    tile_ops = [op for op in tile_body.ops if id(op) in needed] if tile_body is not None else []
+    return Plan(marked, [op for op in top.ops if id(op) in needed], tile_ops)
 
 
 def loop_inputs(loop: scf.ForOp, loads, slice_ops, carried: list[int]) -> list[Value]:
@@ -95,11 +130,12 @@ def build_producer(
     slice_ops,
     carried: list[int],
     stages: int,
-    outside_ops: list,
+    how: Plan,
 ) -> ttng.WarpSpecializeOp:
-    """The producer (see the module docstring), inserted after the rings at the top of `func`:
-    `outside_ops` cloned, then a loop over `loop`'s iterations that clones the coordinates' slice
-    and copies iteration i's boxes into slot i % stages once the consumers released it."""
+    """The producer (see the module docstring), inserted after the rings at the top of `func`: the
+    plan's top-level ops cloned, then `loop`'s iterations (inside a copy of the tile loop, where
+    `loop` is a persistent kernel's k loop), each cloning the coordinates' slice and copying its
+    boxes into the next slot of the ring once the consumers released it."""
     top = func.body.block
     loc = loop.loc
     block = Block([])
@@ -109,52 +145,89 @@ def build_producer(
     top.insert(max(top.ops.index(r.op) for r in rings) + 1, producer)
     emit = _Emitter(block)
     mapping: dict[int, Value] = {}
-    _clone_slice(emit, outside_ops, mapping)
-
-    def outer(v: Value) -> Value:
-        return mapping.get(id(v), v)
-
-    i32 = loop.body.block.args[0].type
-    body = loop.body.block
-    inits = [outer(loop.init_args[i]) for i in carried] + [emit.const(0, loc=loc)]
-    inner = Block([i32] + [v.type for v in inits])
-    copies = scf.ForOp(
-        lower=outer(loop.lower),
-        upper=outer(loop.upper),
-        step=outer(loop.step),
-        init_args=inits,
-        body=Region([inner]),
+    _clone_slice(emit, how.top_ops, mapping)
+    slot = emit.const(0, loc=loc)
+    if how.marked is not loop:  # the tile loop, carrying the slot its tile's copies start at
+        tiles, emit, slot = _copy_of_loop(emit, how.marked, mapping, [slot], loc)
+        _clone_slice(emit, how.tile_ops, mapping)
+    copies, at, _ = _copy_of_loop(
+        emit,
+        loop,
+        mapping,
+        [mapping.get(id(loop.init_args[i]), loop.init_args[i]) for i in carried] + [slot],
+        loc,
+        carried,
     )
-    emit.add(copies, [v.type for v in inits], loc)
-    inner_map = dict(mapping)
-    inner_map[id(body.args[0])] = inner.args[0]
-    inner_map.update({id(body.args[i + 1]): inner.args[k + 1] for k, i in enumerate(carried)})
-    slot = inner.args[-1]
-    at = _Emitter(inner)
-    _clone_slice(at, slice_ops, inner_map)
+    body = loop.body.block
+    _clone_slice(at, slice_ops, mapping)
     true = at.const(1, t=I1, loc=loc)
     for load, ring in zip(loads, rings):
         at.add(
             ttng.TMACopyOp(
-                desc=inner_map.get(id(load.desc), load.desc),
+                desc=mapping.get(id(load.desc), load.desc),
                 ring=ring,
-                slot=slot,
+                slot=copies.body.block.args[-1],
                 pred=true,
-                offsets=[inner_map.get(id(v), v) for v in load.offsets],
+                offsets=[mapping.get(id(v), v) for v in load.offsets],
                 after_release=True,
             ),
             (),
             load.loc,
         )
     yield_op = body.ops[-1]
-    nxt = [inner_map.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried]
-    one = at.add(arith.AddIOp(lhs=slot, rhs=at.const(1, loc=loc)), [i32], loc)
-    nxt.append(at.add(arith.RemUIOp(lhs=one, rhs=at.const(stages, loc=loc)), [i32], loc))
-    end = scf.YieldOp(values=nxt)
+    nxt = [mapping.get(id(yield_op.operands[i]), yield_op.operands[i]) for i in carried]
+    nxt.append(next_slot(at, copies.body.block.args[-1], stages, loc))
+    _end(copies.body.block, nxt, loc)
+    if how.marked is not loop:
+        _end(tiles.body.block, [copies.results[-1]], loc)
+    return producer
+
+
+def _copy_of_loop(emit: _Emitter, loop: scf.ForOp, mapping: dict, inits: list, loc, carried=()):
+    """A new loop over `loop`'s bounds (through `mapping`) carrying `inits`, its induction variable
+    and carried values (those of `carried`, then the slot) mapped to `loop`'s; returns the loop, an
+    emitter into its body, and its slot argument."""
+    i32 = loop.body.block.args[0].type
+    inner = Block([i32] + [v.type for v in inits])
+    copy = scf.ForOp(
+        lower=mapping.get(id(loop.lower), loop.lower),
+        upper=mapping.get(id(loop.upper), loop.upper),
+        step=mapping.get(id(loop.step), loop.step),
+        init_args=inits,
+        body=Region([inner]),
+    )
+    emit.add(copy, [v.type for v in inits], loc)
+    body = loop.body.block
+    mapping[id(body.args[0])] = inner.args[0]
+    mapping.update({id(body.args[i + 1]): inner.args[k + 1] for k, i in enumerate(carried)})
+    return copy, _Emitter(inner), inner.args[-1]
+
+
+def _end(block: Block, values: list, loc) -> None:
+    end = scf.YieldOp(values=values)
     end.results = []
     end.loc = loc
-    inner.append(end)
-    return producer
+    block.append(end)
+
+
+def next_slot(emit: _Emitter, slot: Value, stages: int, loc) -> Value:
+    """(slot + 1) % stages."""
+    one = emit.add(arith.AddIOp(lhs=slot, rhs=emit.const(1, loc=loc)), [slot.type], loc)
+    return emit.add(arith.RemUIOp(lhs=one, rhs=emit.const(stages, loc=loc)), [slot.type], loc)
+
+
+def release_after_tile(loop: scf.ForOp, rings, stages: int) -> None:
+    """After a persistent kernel's k loop (and the wait that retires its last wgmma, which
+    `wgmma_pipeline` puts right after it): release the slot its last iteration read, where it ran."""
+    block = loop.parent
+    loc = loop.loc
+    emit = _Emitter(block, block.ops[block.ops.index(loop) + 1])
+    slot = loop.results[-1]
+    back = emit.add(arith.AddIOp(lhs=slot, rhs=emit.const(stages - 1, loc=loc)), [slot.type], loc)
+    last = emit.add(arith.RemUIOp(lhs=back, rhs=emit.const(stages, loc=loc)), [slot.type], loc)
+    ran = emit.add(arith.CmpIOp(predicate="slt", lhs=loop.lower, rhs=loop.upper), [I1], loc)
+    for ring in rings:
+        emit.add(ttng.TMAReleaseOp(ring=ring, slot=last, pred=ran), (), loc)
 
 
 def release_previous_slot(loop: scf.ForOp, rings, read_slot: Value, stages: int) -> None:

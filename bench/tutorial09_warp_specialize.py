@@ -28,7 +28,7 @@ for folder in (HERE, HERE.parent / "tests" / "tutorials"):
 from paired_timing import paired_times, ratio, spread  # noqa: E402
 from result_file import default_path  # noqa: E402
 
-CONFIGS = [(256, 64, 3, 8), (128, 64, 4, 8), (128, 64, 4, 4)]
+CONFIGS = [(256, 64, 3, 8), (256, 64, 4, 8), (128, 64, 4, 8), (128, 64, 4, 4)]
 
 
 def _tutorial_file() -> Path:

@@ -2,8 +2,8 @@
 (`tl.range(k_tiles, warp_specialize=WARP_SPECIALIZE)`) and `matmul_kernel_tma_persistent` (its tile
 loop marked), compiled by tileworkbench (the import changed by tests/tutorials/tutorial_loader.py)
 and by Triton, with and without the option, beside torch's cuBLAS: paired timing
-(bench/paired_timing.py) in one process, Triton's WS run twice (the A/A control), each result
-checked against float64 first. Names: `<compiler>[_persistent][_ws]`.
+(bench/paired_timing.py) in one process, Triton's kernel (WS, else plain) run twice (the A/A
+control), each result checked against float64 first. Names: `<compiler>[_persistent][_ws]`.
 
     PYTHONPATH=. python bench/tutorial09_warp_specialize.py [--sizes 4096 8192] [--out FILE.json]
 
@@ -94,8 +94,9 @@ def row(modules: dict, size: int, config: tuple) -> dict:
         if not error < 1e-2:
             failed[name] = f"wrong result: relative error {error:.3g}"
             del fns[name]
-    if "triton_ws" in fns:
-        fns["triton_ws_control"] = fns["triton_ws"]
+    control = next((n for n in ("triton_ws", "triton") if n in fns), None)
+    if control is not None:  # the A/A control: Triton's kernel timed twice
+        fns[f"{control}_control"] = fns[control]
     times = paired_times(fns, reps=50) if fns else {}
     flops = 2.0 * size**3
     out = {
@@ -105,8 +106,8 @@ def row(modules: dict, size: int, config: tuple) -> dict:
         "rel_err": errors,
         "failed": failed,
     }
-    if "triton_ws" in times:
-        out["aa_control"] = ratio(times, "triton_ws", "triton_ws_control")
+    if control is not None and control in times:
+        out["aa_control"] = ratio(times, control, f"{control}_control")
     pairs = [("triton_ws", "tileworkbench_ws"), ("tileworkbench", "tileworkbench_ws"),
              ("cublas", "tileworkbench_ws"), ("triton", "tileworkbench"),
              ("triton", "triton_ws"),
@@ -114,7 +115,7 @@ def row(modules: dict, size: int, config: tuple) -> dict:
              ("tileworkbench_persistent", "tileworkbench_persistent_ws"),
              ("cublas", "tileworkbench_persistent_ws"),
              ("triton_persistent", "tileworkbench_persistent")]
-    best = max((n for n in times if n.startswith("triton") and n != "triton_ws_control"),
+    best = max((n for n in times if n.startswith("triton") and not n.endswith("_control")),
                key=lambda n: out["tflops"][n], default=None)
     if best is not None:
         out["triton_best"] = best

@@ -114,7 +114,8 @@ def row(modules: dict, size: int, config: tuple) -> dict:
              ("triton_persistent_ws", "tileworkbench_persistent_ws"),
              ("tileworkbench_persistent", "tileworkbench_persistent_ws"),
              ("cublas", "tileworkbench_persistent_ws"),
-             ("triton_persistent", "tileworkbench_persistent")]
+             ("triton_persistent", "tileworkbench_persistent"),
+             ("cublas", "tileworkbench"), ("cublas", "tileworkbench_persistent")]
     best = max((n for n in times if n.startswith("triton") and not n.endswith("_control")),
                key=lambda n: out["tflops"][n], default=None)
     if best is not None:

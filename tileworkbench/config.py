@@ -58,6 +58,9 @@ class Config:
     `TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT=0` waits for the second wgmma of a two-dot loop (attention's
     p @ v) in its own iteration; by default it stays in flight across the back edge, as Triton does
     (passes/wgmma.py; on the H200 attention at head dim 128 went from 0.93-0.96x Triton to 1.00x);
+    `TILEWORKBENCH_WARP_SPECIALIZE=0` compiles loops marked `tl.range(..., warp_specialize=True)`
+    without a producer warp group (a note in the IR says so), to time the two without editing the
+    kernel (passes/warp_specialize.py);
     `TILEWORKBENCH_OVERRIDE_ARCH` (or Triton's `TRITON_OVERRIDE_ARCH`; Triton's
     `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where
     the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
@@ -104,6 +107,7 @@ class Config:
     chained_wgmma_in_flight: bool = field(
         default_factory=lambda: _flag_on("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT")
     )
+    warp_specialize: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_WARP_SPECIALIZE"))
     override_arch: str | None = field(
         default_factory=lambda: (
             os.environ.get("TILEWORKBENCH_OVERRIDE_ARCH")

@@ -176,10 +176,13 @@ def pointer_matmul_ws(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr
 
 
 @needs_ptxas
-@pytest.mark.parametrize("case", ["pointers", "sm_90", "tma_off"])
+@pytest.mark.parametrize("case", ["pointers", "sm_90", "tma_off", "switched_off"])
 def test_a_loop_that_cannot_take_it_says_why(case, monkeypatch, tmp_path):
-    """Pointer loads, a target without wgmma, and descriptors kept off TMA: the loop is pipelined as
-    without the option, a `ttng.warp_specialize_note` says why, and the block keeps num_warps."""
+    """Pointer loads, a target without wgmma, descriptors kept off TMA, and
+    TILEWORKBENCH_WARP_SPECIALIZE=0: the loop is pipelined as without the option, a
+    `ttng.warp_specialize_note` says why, and the block keeps num_warps."""
+    from tileworkbench.config import config
+
     if case == "pointers":
         kernel = tw.compile(pointer_matmul_ws, signature={"a_ptr": "*fp16:16", "b_ptr": "*fp16:16",
                             "c_ptr": "*fp32:16", "K": "i32:16"},
@@ -189,12 +192,14 @@ def test_a_loop_that_cannot_take_it_says_why(case, monkeypatch, tmp_path):
     elif case == "sm_90":
         kernel = _compile(target="sm_90")
         reason = "needs wgmma"
-    else:
-        from tileworkbench.config import config
-
+    elif case == "tma_off":
         monkeypatch.setattr(config, "tma", False)
         kernel = _compile()
         reason = "no TMA descriptor loads"
+    else:
+        monkeypatch.setattr(config, "warp_specialize", False)
+        kernel = _compile()
+        reason = "TILEWORKBENCH_WARP_SPECIALIZE=0"
     ir = kernel.asm["tile-gpu"]
     notes = re.findall(r'ttng.warp_specialize_note \{reason = "([^"]*)"\}', ir)
     assert len(notes) == 1 and reason in notes[0]

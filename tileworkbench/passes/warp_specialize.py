@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config import config
 from ..ir.ops import arith, scf, tt, ttng
 from ..ir.types import ScalarType, TensorType
 from ..ir.values import Block, BlockArgument, Region, Value
@@ -53,6 +54,8 @@ def why_not(
     func: tt.FuncOp, loop: scf.ForOp, marked: scf.ForOp, thread_reads: bool, target: TargetInfo
 ) -> str | None:
     """Why TMA loop `loop` (in or as the loop `marked`) cannot be warp-specialized; None where it can."""
+    if not config.warp_specialize:
+        return "TILEWORKBENCH_WARP_SPECIALIZE=0"
     if not target.wgmma:
         return "warp specialization needs wgmma (sm_90a)"
     if target.num_warps % 4 or target.num_warps + PRODUCER_WARPS > 32:

@@ -478,6 +478,7 @@ def compile(
             *(("tma",) if config.tma else ()),
             *(("spare_slot",) if config.spare_slot else ()),
             *(() if config.chained_wgmma_in_flight else ("chained_wgmma_waited",)),
+            *(() if config.warp_specialize else ("no_warp_specialize",)),
             *options.key(),
         )
         entry = KernelCache().get(key)

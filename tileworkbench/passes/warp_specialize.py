@@ -9,8 +9,10 @@ iteration waits for its slot's copies (`ttng.tma_wait`), runs its wgmmas, and re
 that the previous iteration's wgmmas read (`ttng.tma_release`, after `wgmma_pipeline`'s wait(1)
 has retired them). Nothing of the copies is left in the consumers' loop (no coordinates, no
 barrier of every thread before each refill, no prologue), and the producer hands its registers
-to the consumers (`setmaxnreg`, lowering/warp_specialize.py). Triton's automatic warp
-specialization on Hopper does the same for this loop shape.
+to the consumers (`setmaxnreg`, lowering/warp_specialize.py). Triton 3.6 ignores the option on
+Hopper (tutorial 09 says it works on Blackwell only). On the H100 this is correct and, as built,
+0.89-0.98x the unspecialized loop: the refill of a slot waits for the same wgmma retirement as
+there, plus the hop from the consumers' arrival to the producer (docs/PERFORMANCE.md).
 
 A persistent kernel marks its tile loop (tutorial 09): the producer then runs a copy of the tile
 loop around the k loop's copies, the ring's slot carried through both, so it issues the next
@@ -20,8 +22,9 @@ slot of each tile after the wait that retires the tile's last wgmma.
 Taken where the copies can run ahead on their own: a wgmma target, the marked loop at the kernel's
 top level, the k loop the kernel's only TMA-pipelined loop, every loaded tile read by wgmma alone
 (no thread reads a slot), and the coordinates computed by scalar arithmetic from the kernel's
-arguments and the tile loop's induction variable (the producer recomputes them). Elsewhere the loop is pipelined as without the option and a
-`ttng.warp_specialize_note` in the `tile-gpu` IR says why.
+arguments and the tile loop's induction variable (the producer recomputes them). Elsewhere the
+loop is pipelined as without the option and a `ttng.warp_specialize_note` in the `tile-gpu` IR
+says why (also under `TILEWORKBENCH_WARP_SPECIALIZE=0`).
 """
 
 from __future__ import annotations

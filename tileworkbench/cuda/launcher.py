@@ -9,8 +9,10 @@ without CuPy (it is imported lazily).
 from __future__ import annotations
 
 import functools
+import os
 import struct
 import sys
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,6 +44,21 @@ _FAULT_HINT = (
     "kernel; launch with debug=True (or TILEWORKBENCH_DEBUG=1) to find out-of-bounds accesses on "
     "the GPU, or run with TILEWORKBENCH_INTERPRET=1)"
 )
+
+
+_LOADED: weakref.WeakSet = weakref.WeakSet()  # every CudaKernel of this process
+_INHERITED: list = []  # in a fork: the parent's kernels, held until the fork exits
+
+
+def _keep_inherited() -> None:
+    """A fork (a compile worker) inherits the parent's loaded kernels but not its CUDA context:
+    freeing one there unloads its module, which raises CUDA_ERROR_NOT_INITIALIZED and printed a
+    traceback per module (tutorials 03 and 09 on the GPU). The fork holds them instead; it ends
+    in os._exit, which frees nothing."""
+    _INHERITED.extend(_LOADED)
+
+
+os.register_at_fork(after_in_child=_keep_inherited)
 
 
 class CudaKernel:
@@ -90,6 +107,7 @@ class CudaKernel:
         self._max_grid = properties.max_grid
         self._module = cupy_function.Module()
         self._function = self._load(ptx, cubin)
+        _LOADED.add(self)
         self._function_address = self._function.ptr
         self.num_regs = self._attribute(_FUNC_ATTRIBUTE_NUM_REGS)
         self.local_bytes = self._attribute(_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+import tileworkbench as tw
+import tileworkbench.language as tl
 from tileworkbench.workbench.gpu_stages import gpu_target, launch_specialization
 
 pytest.importorskip("IPython")
@@ -138,3 +140,53 @@ def test_compile_only_report_names_a_missing_tool(real_shell, monkeypatch):
     report = real_shell.user_ns["_tilekernel_reports"][0]
     assert "sass" not in report.asm
     assert any("`nvdisasm` was not found" in note for note in report.notes), report.notes
+
+
+WS_CELL = """
+import tileworkbench as tw
+import tileworkbench.language as tl
+
+@tw.jit
+def sums(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in tl.range(0, n, BLOCK, warp_specialize=True):
+        acc += tl.load(x_ptr + start + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+"""
+
+
+def test_the_report_says_where_the_compiler_did_not_do_what_was_asked(real_shell):
+    """A loop marked warp_specialize that cannot have a producer: the report's notes name its
+    source line and the reason, as the `tile-gpu` tab's `ttng.warp_specialize_note` has them."""
+    line = '--signature "x_ptr=*fp32,out_ptr=*fp32,n=i32" --constexprs BLOCK=128 --target sm_90a --force'
+    real_shell.run_cell_magic("tilekernel", line, WS_CELL)
+    report = real_shell.user_ns["_tilekernel_reports"][0]
+    loop_line = next(n for n, text in report.source_lines.items() if "tl.range" in text)
+    notes = [n for n in report.notes if "warp_specialize not applied" in n]
+    assert notes == [f"line {loop_line}: warp_specialize not applied: the loop has no TMA "
+                     "descriptor loads (pointer loads, or descriptors on pointers)"], report.notes
+
+
+@tw.jit
+def scale(src, dst, factor, BM: tl.constexpr, BN: tl.constexpr):
+    tile = src.load([tl.program_id(0) * BM, 0])
+    dst.store([tl.program_id(0) * BM, 0], tile * factor)
+
+
+def test_descriptors_kept_off_tma_are_noted():
+    """Host descriptors whose launch strides TMA cannot take: one note each, naming the descriptor
+    and the rule, from the `ttng.tma_fallback` notes of the `tile-gpu` IR."""
+    from types import SimpleNamespace
+
+    from tileworkbench.frontend import ArgSpec
+    from tileworkbench.workbench.gpu_stages import note_compiler_choices
+
+    descs = [ArgSpec(name, "tensordesc<fp16,64x64,zero>", False) for name in ("src", "dst")]
+    compiled = tw.compile(scale, signature=descs + [ArgSpec("factor", "fp32")],
+                          constexprs={"BM": 64, "BN": 64}, target="sm_90a")
+    report = SimpleNamespace(asm=compiled.asm, notes=[])
+    note_compiler_choices(report)
+    assert len(report.notes) == 2, report.notes
+    for name, note in zip(("src", "dst"), report.notes):
+        assert f"descriptor on pointers, not TMA: descriptor {name}:" in note
+        assert "16-byte chunks" in note and note.startswith("line ")

@@ -16,7 +16,7 @@ from ..backends import is_gpu
 from ..errors import TileworkbenchError
 from .build import ReportOptions, report_for_compiled, report_for_launch
 from .capture import capture_c_stdout
-from .gpu_stages import add_gpu_stages, note_missing_sass
+from .gpu_stages import add_gpu_stages, note_compiler_choices, note_missing_sass
 
 
 @dataclass
@@ -140,6 +140,7 @@ def compile_only(shell, options: MagicOptions, cell: str) -> list:
     )
     report = report_for_compiled(compiled, report_options(shell, options))
     note_missing_sass(report)
+    note_compiler_choices(report)
     return [report]
 
 

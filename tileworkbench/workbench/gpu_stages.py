@@ -7,6 +7,7 @@ needs no GPU.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..frontend import ArgSpec
@@ -91,6 +92,30 @@ def add_gpu_stages(report: Any, record: Any, requested: str | None = None) -> No
             f"({describe(specs, constexprs)}) compiled for {target}, not run"
         )
     note_missing_sass(report)
+    note_compiler_choices(report)
+
+
+# the compiler's notes in the `tile-gpu` IR: an op with a reason, and its source line
+_CHOICE = re.compile(
+    r'(ttng\.warp_specialize_note|ttng\.tma_fallback) \{reason = "([^"]*)"\}.*?'
+    r'loc\("[^"]*":(\d+)\)'
+)
+_CHOICE_WORDS = {
+    "ttng.warp_specialize_note": "warp_specialize not applied",
+    "ttng.tma_fallback": "descriptor on pointers, not TMA",
+}
+
+
+def note_compiler_choices(report: Any) -> None:
+    """Where the compiler did not do what the source asked or allowed (a loop's warp
+    specialization, a descriptor's TMA copy), a note with the source line and the reason, so the
+    report says it beside the `tile-gpu` tab that shows it."""
+    seen = set()
+    for op, reason, line in _CHOICE.findall(report.asm.get("tile-gpu", "")):
+        note = f"line {line}: {_CHOICE_WORDS[op]}: {reason}"
+        if note not in seen:
+            seen.add(note)
+            report.notes.append(note)
 
 
 def note_missing_sass(report: Any) -> None:

@@ -5,7 +5,8 @@ ratio of two contenders is the median of their per-repetition ratios; `do_bench`
 seconds apart drift by a few percent on an H200 (a tensor-core run of 2026-12-01: the same kernel
 0.190 ms while tuning, 0.216 ms in the rounds after).
 
-Used by bench/tensor_cores.py (needs torch on a GPU).
+Used by bench/tensor_cores.py, bench/tutorial_attention.py and bench/tutorial09_warp_specialize.py
+(needs torch on a GPU); `runnable` keeps the contenders whose first call works.
 """
 
 from __future__ import annotations
@@ -50,3 +51,19 @@ def spread(times: dict[str, list[float]], slow: str, fast: str) -> tuple[float, 
     """The 25th and 75th percentile of the per-repetition ratios (how far one can trust `ratio`)."""
     ratios = sorted(s / f for s, f in zip(times[slow], times[fast]))
     return ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+
+
+def runnable(fns: dict[str, Callable[[], object]]) -> tuple[dict, dict]:
+    """The contenders whose first call works, and the errors of those whose call raised (one
+    compiler out of shared memory leaves the others timed)."""
+    import torch
+
+    ok, failed = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+            ok[name] = fn
+        except Exception as exc:  # noqa: BLE001 (a failure is reported in its row)
+            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
+    return ok, failed

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 for folder in (HERE, HERE.parent / "tests" / "tutorials"):
     sys.path.insert(0, str(folder))
 
-from paired_timing import paired_times, ratio, spread  # noqa: E402
+from paired_timing import paired_times, ratio, runnable, spread  # noqa: E402
 from result_file import default_path  # noqa: E402
 
 CONFIGS = [(256, 64, 3, 8), (256, 64, 4, 8), (128, 64, 4, 8), (128, 64, 4, 4)]
@@ -56,20 +56,6 @@ def _use_config(module, config: tuple) -> None:
         tuner.cache = {}
 
 
-def _runnable(fns: dict) -> tuple[dict, dict]:
-    import torch
-
-    ok, failed = {}, {}
-    for name, fn in fns.items():
-        try:
-            fn()
-            torch.cuda.synchronize()
-            ok[name] = fn
-        except Exception as exc:  # noqa: BLE001 (a failure is reported in its row)
-            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
-    return ok, failed
-
-
 def row(modules: dict, size: int, config: tuple) -> dict:
     import torch
 
@@ -85,7 +71,7 @@ def row(modules: dict, size: int, config: tuple) -> dict:
         fns[f"{name}_persistent_ws"] = lambda m=module: m.matmul_tma_persistent(a, b, True)
         fns[f"{name}_persistent"] = lambda m=module: m.matmul_tma_persistent(a, b, False)
     fns["cublas"] = lambda: a @ b.T
-    fns, failed = _runnable(fns)
+    fns, failed = runnable(fns)
     reference = a.double() @ b.double().T
     errors = {}
     for name, fn in list(fns.items()):

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 for folder in (HERE, HERE.parent / "tests" / "tutorials"):
     sys.path.insert(0, str(folder))
 
-from paired_timing import paired_times, ratio, spread  # noqa: E402
+from paired_timing import paired_times, ratio, runnable, spread  # noqa: E402
 from result_file import default_path  # noqa: E402
 
 SHAPE = {"z": 4, "h": 32, "n": 4096}
@@ -112,22 +112,6 @@ def _sdpa(q, k, v, causal: bool):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)
 
 
-def _runnable(fns: dict) -> tuple[dict, dict]:
-    """The contenders whose first call works, and the errors of those whose call raised (one
-    compiler out of shared memory at head dim 256 leaves the others timed)."""
-    import torch
-
-    ok, failed = {}, {}
-    for name, fn in fns.items():
-        try:
-            fn()
-            torch.cuda.synchronize()
-            ok[name] = fn
-        except Exception as exc:
-            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
-    return ok, failed
-
-
 def timed(modules: dict, d: int, causal: bool, fp8: bool = False) -> dict:
     """Forward and backward milliseconds of each compiler and of torch's SDPA (fp16 only), paired,
     with Triton's A/A control (with `fp8`, the forward alone on e5m2 inputs)."""
@@ -144,14 +128,14 @@ def timed(modules: dict, d: int, causal: bool, fp8: bool = False) -> dict:
         calls = {name: (lambda m=m: m.attention(q, k, v, causal, SCALE, False))
                  for name, m in modules.items()}
         calls["sdpa"] = lambda: _sdpa(q, k, v, causal)
-        forward, _ = _runnable(calls)
+        forward, _ = runnable(calls)
         outs = {name: fn() for name, fn in forward.items()}
         backward = {name: (lambda o=o: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
                     for name, o in outs.items()}
         phases = (("forward", calls, flops), ("backward", backward, 2.5 * flops))
     row = {}
     for phase, fns, phase_flops in phases:
-        fns, failed = _runnable(fns)
+        fns, failed = runnable(fns)
         if "triton" in fns:
             fns["triton_control"] = fns["triton"]
         times = paired_times(fns, reps=50) if fns else {}

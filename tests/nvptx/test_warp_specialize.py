@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from cpu_emulator import Emulator
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_matmul_ws, tma_persistent_matmul_ws
+from tma_kernels import descriptor_args, tma_matmul_bt, tma_persistent_matmul_ws
 from tma_standin import host_tensor_map
 
 import tileworkbench as tw
@@ -44,7 +44,7 @@ def _constexprs(blocks, specialize=True):
 
 
 def _compile(blocks=(128, 128, 64), num_warps=8, num_stages=3, target="sm_90a", specialize=True):
-    return tw.compile(tma_matmul_ws, signature=_signature(blocks), constexprs=_constexprs(blocks,
+    return tw.compile(tma_matmul_bt, signature=_signature(blocks), constexprs=_constexprs(blocks,
                       specialize), target=target, num_warps=num_warps, num_stages=num_stages)
 
 
@@ -100,7 +100,7 @@ def test_warp_specialized_matmul_emulated(blocks, num_warps, stages):
     ring wrapping unevenly (6 K tiles), each slot refilled only after both warp groups released it."""
     bm, bn, bk = blocks
     m, n, k = 2 * bm + 8, bn + 16, 5 * bk + 16
-    emu = Emulator(tma_matmul_ws, _signature(blocks), _constexprs(blocks), num_warps=num_warps,
+    emu = Emulator(tma_matmul_bt, _signature(blocks), _constexprs(blocks), num_warps=num_warps,
                    tma=True, wgmma=True, num_stages=stages)
     assert emu.threads == 32 * (num_warps + 4)
     a = RNG.standard_normal((m, k)).astype(np.float16)
@@ -224,26 +224,19 @@ def cp():
     return pytest.importorskip("cupy")
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("m, n, k, blocks, num_warps, stages", [
-    (300, 264, 328, (64, 64, 32), 4, 2),
-    (1024, 520, 776, (128, 128, 64), 8, 3),
-    (2048, 2048, 2048, (128, 256, 64), 8, 3),
-], ids=["edges-1-group", "edges-2-groups", "2048-128x256"])
-def test_warp_specialized_matmul_on_the_gpu(cp, m, n, k, blocks, num_warps, stages):
-    """Through the JIT with host TensorDescriptors: the launch runs the producer's warps too
-    (`metadata.producer_warps`), edge tiles everywhere, against float64."""
+def _run_on_gpu(cp, kernel, grid, m, n, k, blocks, constexprs, num_warps, stages) -> None:
+    """Launch `kernel` through the JIT on host TensorDescriptors of fresh fp16 A (m x k), B (n x k)
+    and a NaN-poisoned C; check the producer's warps were launched and C against float64."""
     from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
     bm, bn, bk = blocks
     a_host = RNG.standard_normal((m, k)).astype(np.float16)
     b_host = RNG.standard_normal((n, k)).astype(np.float16)
     c = cp.full((m, n), np.nan, dtype=np.float16)
-    grid = (-(-m // bm) * -(-n // bn),)
-    compiled = tma_matmul_ws[grid](
+    compiled = kernel[grid](
         TensorDescriptor.from_tensor(cp.asarray(a_host), [bm, bk]),
         TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
-        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, **_constexprs(blocks),
+        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, **constexprs,
         num_warps=num_warps, num_stages=stages)
     cp.cuda.runtime.deviceSynchronize()
     assert compiled.metadata.producer_warps == 4
@@ -254,27 +247,27 @@ def test_warp_specialized_matmul_on_the_gpu(cp, m, n, k, blocks, num_warps, stag
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k, blocks, num_warps, stages", [
+    (300, 264, 328, (64, 64, 32), 4, 2),
+    (1024, 520, 776, (128, 128, 64), 8, 3),
+    (2048, 2048, 2048, (128, 256, 64), 8, 3),
+], ids=["edges-1-group", "edges-2-groups", "2048-128x256"])
+def test_warp_specialized_matmul_on_the_gpu(cp, m, n, k, blocks, num_warps, stages):
+    """Through the JIT with host TensorDescriptors: the launch runs the producer's warps too
+    (`metadata.producer_warps`), edge tiles everywhere, against float64."""
+    grid = (-(-m // blocks[0]) * -(-n // blocks[1]),)
+    _run_on_gpu(cp, tma_matmul_bt, grid, m, n, k, blocks, _constexprs(blocks), num_warps, stages)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m, n, k, num_warps, stages", [(1000, 1048, 776, 8, 3),
                                                         (2048, 2048, 1024, 8, 3)],
                          ids=["edges", "2048"])
 def test_warp_specialized_persistent_matmul_on_the_gpu(cp, m, n, k, num_warps, stages):
     """One program per SM, each over several tiles, the producer running into the next tile."""
     from tileworkbench.cuda.device import device_properties
-    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
 
-    blocks = bm, bn, bk = (128, 256, 64)
-    programs = min(device_properties().sm_count, -(-m // bm) * -(-n // bn))
-    a_host = RNG.standard_normal((m, k)).astype(np.float16)
-    b_host = RNG.standard_normal((n, k)).astype(np.float16)
-    c = cp.full((m, n), np.nan, dtype=np.float16)
-    compiled = tma_persistent_matmul_ws[(programs,)](
-        TensorDescriptor.from_tensor(cp.asarray(a_host), [bm, bk]),
-        TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
-        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k,
-        **_persistent_constexprs(blocks, programs), num_warps=num_warps, num_stages=stages)
-    cp.cuda.runtime.deviceSynchronize()
-    assert compiled.metadata.producer_warps == 4
-    want = a_host.astype(np.float64) @ b_host.astype(np.float64).T
-    got = cp.asnumpy(c).astype(np.float64)
-    assert not np.isnan(got).any()
-    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2
+    blocks = (128, 256, 64)
+    programs = min(device_properties().sm_count, -(-m // blocks[0]) * -(-n // blocks[1]))
+    _run_on_gpu(cp, tma_persistent_matmul_ws, (programs,), m, n, k, blocks,
+                _persistent_constexprs(blocks, programs), num_warps, stages)

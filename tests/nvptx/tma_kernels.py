@@ -97,46 +97,28 @@ def descriptor_args(names, element: str, blocks, padding: str = "zero", fits: bo
 
 
 @tw.jit
-def tma_matmul_bt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
-                  BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
-    """Tutorial 09's `matmul_kernel_tma`: grouped program order, B given as N x K (loaded then
-    transposed), the fp32 accumulator stored as fp16 through a descriptor."""
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
+def _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M: tl.constexpr):
+    """Tutorial 09's grouped order: the (row, column) of tile `tile_id`."""
+    group_id = tile_id // num_pid_in_group
     first_pid_m = group_id * GROUP_SIZE_M
     group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + (pid % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
-    offs_am = pid_m * BLOCK_SIZE_M
-    offs_bn = pid_n * BLOCK_SIZE_N
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in tl.range(k_tiles):
-        offs_k = k * BLOCK_SIZE_K
-        a = a_desc.load([offs_am, offs_k])
-        b = b_desc.load([offs_bn, offs_k])
-        accumulator = tl.dot(a, b.T, accumulator)
-    c_desc.store([offs_am, offs_bn], accumulator.to(tl.float16))
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
 
 
 @tw.jit
-def tma_matmul_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+def tma_matmul_bt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
                   BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-                  WARP_SPECIALIZE: tl.constexpr):
-    """Tutorial 09's `matmul_kernel_tma` with its `WARP_SPECIALIZE` option: the k loop's copies by a
-    producer warp group."""
+                  WARP_SPECIALIZE: tl.constexpr = False):
+    """Tutorial 09's `matmul_kernel_tma`: grouped program order, B given as N x K (loaded then
+    transposed), the fp32 accumulator stored as fp16 through a descriptor; `WARP_SPECIALIZE`: the k
+    loop's copies by a producer warp group."""
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + (pid % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = _compute_pid(pid, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     offs_am = pid_m * BLOCK_SIZE_M
     offs_bn = pid_n * BLOCK_SIZE_N
@@ -165,11 +147,7 @@ def tma_persistent_matmul_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.c
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True,
                             warp_specialize=WARP_SPECIALIZE):
-        group_id = tile_id // num_pid_in_group
-        first_pid_m = group_id * GROUP_SIZE_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-        pid_m = first_pid_m + (tile_id % group_size_m)
-        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
         offs_am = pid_m * BLOCK_SIZE_M
         offs_bn = pid_n * BLOCK_SIZE_N
         accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
@@ -179,11 +157,7 @@ def tma_persistent_matmul_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.c
             b = b_desc.load([offs_bn, offs_k])
             accumulator = tl.dot(a, b.T, accumulator)
         tile_id_c += NUM_SMS
-        group_id = tile_id_c // num_pid_in_group
-        first_pid_m = group_id * GROUP_SIZE_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-        pid_m = first_pid_m + (tile_id_c % group_size_m)
-        pid_n = (tile_id_c % num_pid_in_group) // group_size_m
+        pid_m, pid_n = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
         c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], accumulator.to(tl.float16))
 
 

@@ -218,36 +218,38 @@ def _end(block: Block, values: list, loc) -> None:
 
 def next_slot(emit: _Emitter, slot: Value, stages: int, loc) -> Value:
     """(slot + 1) % stages."""
-    one = emit.add(arith.AddIOp(lhs=slot, rhs=emit.const(1, loc=loc)), [slot.type], loc)
-    return emit.add(arith.RemUIOp(lhs=one, rhs=emit.const(stages, loc=loc)), [slot.type], loc)
+    return _slot_after(emit, slot, 1, stages, loc)
+
+
+def _slot_after(emit: _Emitter, slot: Value, step: int, stages: int, loc) -> Value:
+    """(slot + step) % stages (step stages - 1: the slot before)."""
+    ahead = emit.add(arith.AddIOp(lhs=slot, rhs=emit.const(step, loc=loc)), [slot.type], loc)
+    return emit.add(arith.RemUIOp(lhs=ahead, rhs=emit.const(stages, loc=loc)), [slot.type], loc)
+
+
+def _release(emit: _Emitter, rings, slot: Value, stages: int, pred_op, loc) -> None:
+    """Release the slot before `slot` of every ring, when `pred_op` (an i1 comparison) holds."""
+    before = _slot_after(emit, slot, stages - 1, stages, loc)
+    pred = emit.add(pred_op, [I1], loc)
+    for ring in rings:
+        emit.add(ttng.TMAReleaseOp(ring=ring, slot=before, pred=pred), (), loc)
 
 
 def release_after_tile(loop: scf.ForOp, rings, stages: int) -> None:
     """After a persistent kernel's k loop (and the wait that retires its last wgmma, which
     `wgmma_pipeline` puts right after it): release the slot its last iteration read, where it ran."""
     block = loop.parent
-    loc = loop.loc
     emit = _Emitter(block, block.ops[block.ops.index(loop) + 1])
-    slot = loop.results[-1]
-    back = emit.add(arith.AddIOp(lhs=slot, rhs=emit.const(stages - 1, loc=loc)), [slot.type], loc)
-    last = emit.add(arith.RemUIOp(lhs=back, rhs=emit.const(stages, loc=loc)), [slot.type], loc)
-    ran = emit.add(arith.CmpIOp(predicate="slt", lhs=loop.lower, rhs=loop.upper), [I1], loc)
-    for ring in rings:
-        emit.add(ttng.TMAReleaseOp(ring=ring, slot=last, pred=ran), (), loc)
+    ran = arith.CmpIOp(predicate="slt", lhs=loop.lower, rhs=loop.upper)
+    _release(emit, rings, loop.results[-1], stages, ran, loop.loc)
 
 
 def release_previous_slot(loop: scf.ForOp, rings, read_slot: Value, stages: int) -> None:
     """At the end of `loop`'s body, release the slot the previous iteration read (its wgmmas are
     retired by then), from the second iteration on."""
     body = loop.body.block
-    loc = loop.loc
-    end = _Emitter(body, body.ops[-1])
-    i32 = read_slot.type
-    back = end.add(arith.AddIOp(lhs=read_slot, rhs=end.const(stages - 1, loc=loc)), [i32], loc)
-    previous = end.add(arith.RemUIOp(lhs=back, rhs=end.const(stages, loc=loc)), [i32], loc)
-    later = end.add(arith.CmpIOp(predicate="ne", lhs=body.args[0], rhs=loop.lower), [I1], loc)
-    for ring in rings:
-        end.add(ttng.TMAReleaseOp(ring=ring, slot=previous, pred=later), (), loc)
+    later = arith.CmpIOp(predicate="ne", lhs=body.args[0], rhs=loop.lower)
+    _release(_Emitter(body, body.ops[-1]), rings, read_slot, stages, later, loop.loc)
 
 
 def note(loop: scf.ForOp, reason: str) -> None:

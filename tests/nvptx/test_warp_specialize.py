@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import re
 
+import bt_matmul
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_matmul_bt, tma_persistent_matmul_ws
-from tma_standin import host_tensor_map
+from tma_kernels import tma_matmul_bt, tma_persistent_matmul_ws
 
 import tileworkbench as tw
 import tileworkbench.language as tl
-from tileworkbench.frontend import ArgSpec
 
 RNG = np.random.default_rng(93)
 
@@ -31,16 +30,8 @@ def tma_on(monkeypatch):
     monkeypatch.setattr(config, "tma", True)
 
 
-def _signature(blocks, element="fp16"):
-    bm, bn, bk = blocks
-    args = descriptor_args(["a_desc", "b_desc", "c_desc"], element, [(bm, bk), (bn, bk), (bm, bn)])
-    return args + [ArgSpec("M", "i32"), ArgSpec("N", "i32"), ArgSpec("K", "i32")]
-
-
-def _constexprs(blocks, specialize=True):
-    bm, bn, bk = blocks
-    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
-            "WARP_SPECIALIZE": specialize}
+_signature = bt_matmul.signature
+_constexprs = bt_matmul.constexprs
 
 
 def _compile(blocks=(128, 128, 64), num_warps=8, num_stages=3, target="sm_90a", specialize=True):
@@ -87,11 +78,6 @@ def test_one_consumer_warp_group_keeps_its_registers(tmp_path):
     assert assembled.returncode == 0, assembled.stderr
 
 
-def _flat(array: np.ndarray, block) -> list:
-    rows, cols = array.shape
-    return [array, rows, cols, array.strides[0] // array.itemsize, host_tensor_map(array, block)]
-
-
 @pytest.mark.parametrize("blocks, num_warps, stages", [
     ((64, 64, 32), 8, 3), ((64, 64, 32), 4, 2), ((128, 64, 64), 8, 4),
 ], ids=["2-groups-3-stages", "1-group-2-stages", "2-groups-4-stages"])
@@ -103,25 +89,19 @@ def test_warp_specialized_matmul_emulated(blocks, num_warps, stages):
     emu = Emulator(tma_matmul_bt, _signature(blocks), _constexprs(blocks), num_warps=num_warps,
                    tma=True, wgmma=True, num_stages=stages)
     assert emu.threads == 32 * (num_warps + 4)
-    a = RNG.standard_normal((m, k)).astype(np.float16)
-    b = RNG.standard_normal((n, k)).astype(np.float16)
-    c = np.full((m, n), np.nan, np.float16)
-    grid = (-(-m // bm) * -(-n // bn),)
-    emu.launch(grid, *_flat(a, (bm, bk)), *_flat(b, (bn, bk)), *_flat(c, (bm, bn)), m, n, k)
-    want = a.astype(np.float64) @ b.astype(np.float64).T
-    assert not np.isnan(c).any()
-    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+    bt_matmul.check_emulated(emu, (-(-m // bm) * -(-n // bn),), m, n, k, blocks, RNG)
 
 
 def _persistent_constexprs(blocks, programs):
-    return {**_constexprs(blocks), "NUM_SMS": programs}
+    return _constexprs(blocks, programs=programs)
 
 
 @needs_ptxas
 def test_a_persistent_kernel_specializes_its_tile_loop(tmp_path):
     """Tutorial 09's persistent kernel marks its tile loop: the producer runs a copy of the tile
     loop around the k loop's copies, the slot carried through both; the consumers' tile loop carries
-    the slot too, and after each k loop's closing wgmma wait they release its last slot."""
+    the slot too, and after each k loop's closing wgmma wait they release its last slot; their
+    store waits for the engine's read of its staging tile only before the next tile's store."""
     blocks = (128, 256, 64)
     kernel = tw.compile(tma_persistent_matmul_ws, signature=_signature(blocks),
                         constexprs=_persistent_constexprs(blocks, 132), target="sm_90a",
@@ -135,6 +115,11 @@ def test_a_persistent_kernel_specializes_its_tile_loop(tmp_path):
     after_k_loop = tile_loop[k_loop_end:]
     drain = after_k_loop.index("ttng.warp_group_dot_wait")
     assert drain < after_k_loop.index("ttng.tma_release") < after_k_loop.index("ttng.tma_store")
+    # the store's staging tile is its own: the engine's read of it is awaited before the next
+    # tile's store and after the loop (passes/prefetch_tiles.py), not at each store
+    assert "deferred = true" in after_k_loop
+    assert consumers.count("ttng.tma_store_wait") == 2
+    assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read\s+0;", kernel.asm["ptx"])) == 2
     ptx = kernel.asm["ptx"]
     assert ".reqntid 384" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
     assembled = run_ptxas(ptx, "sm_90a", tmp_path)
@@ -151,13 +136,7 @@ def test_warp_specialized_persistent_matmul_emulated(num_warps, stages, programs
     emu = Emulator(tma_persistent_matmul_ws, _signature(blocks),
                    _persistent_constexprs(blocks, programs), num_warps=num_warps, tma=True,
                    wgmma=True, num_stages=stages)
-    a = RNG.standard_normal((m, k)).astype(np.float16)
-    b = RNG.standard_normal((n, k)).astype(np.float16)
-    c = np.full((m, n), np.nan, np.float16)
-    emu.launch((programs,), *_flat(a, (bm, bk)), *_flat(b, (bn, bk)), *_flat(c, (bm, bn)), m, n, k)
-    want = a.astype(np.float64) @ b.astype(np.float64).T
-    assert not np.isnan(c).any()
-    assert np.abs(c - want).max() / np.abs(want).max() <= 2e-3
+    bt_matmul.check_emulated(emu, (programs,), m, n, k, blocks, RNG)
 
 
 @tw.jit
@@ -213,61 +192,29 @@ def test_a_loop_that_cannot_take_it_says_why(case, monkeypatch, tmp_path):
 # -- on the GPU -------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def cp():
-    from tileworkbench.cuda.device import device_properties, gpu_available
-
-    if not gpu_available():
-        pytest.skip("no GPU visible (CuPy or a CUDA device is missing)")
-    if device_properties().arch not in ("sm_90", "sm_90a"):
-        pytest.skip("warp specialization here needs sm_90a's wgmma")
-    return pytest.importorskip("cupy")
-
-
-def _run_on_gpu(cp, kernel, grid, m, n, k, blocks, constexprs, num_warps, stages) -> None:
-    """Launch `kernel` through the JIT on host TensorDescriptors of fresh fp16 A (m x k), B (n x k)
-    and a NaN-poisoned C; check the producer's warps were launched and C against float64."""
-    from tileworkbench.tools.tensor_descriptor import TensorDescriptor
-
-    bm, bn, bk = blocks
-    a_host = RNG.standard_normal((m, k)).astype(np.float16)
-    b_host = RNG.standard_normal((n, k)).astype(np.float16)
-    c = cp.full((m, n), np.nan, dtype=np.float16)
-    compiled = kernel[grid](
-        TensorDescriptor.from_tensor(cp.asarray(a_host), [bm, bk]),
-        TensorDescriptor.from_tensor(cp.asarray(b_host), [bn, bk]),
-        TensorDescriptor.from_tensor(c, [bm, bn]), m, n, k, **constexprs,
-        num_warps=num_warps, num_stages=stages)
-    cp.cuda.runtime.deviceSynchronize()
-    assert compiled.metadata.producer_warps == 4
-    want = a_host.astype(np.float64) @ b_host.astype(np.float64).T
-    got = cp.asnumpy(c).astype(np.float64)
-    assert not np.isnan(got).any()
-    assert np.abs(got - want).max() / np.abs(want).max() <= 1e-2
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, n, k, blocks, num_warps, stages", [
     (300, 264, 328, (64, 64, 32), 4, 2),
     (1024, 520, 776, (128, 128, 64), 8, 3),
     (2048, 2048, 2048, (128, 256, 64), 8, 3),
 ], ids=["edges-1-group", "edges-2-groups", "2048-128x256"])
-def test_warp_specialized_matmul_on_the_gpu(cp, m, n, k, blocks, num_warps, stages):
+def test_warp_specialized_matmul_on_the_gpu(hopper_cp, m, n, k, blocks, num_warps, stages):
     """Through the JIT with host TensorDescriptors: the launch runs the producer's warps too
     (`metadata.producer_warps`), edge tiles everywhere, against float64."""
     grid = (-(-m // blocks[0]) * -(-n // blocks[1]),)
-    _run_on_gpu(cp, tma_matmul_bt, grid, m, n, k, blocks, _constexprs(blocks), num_warps, stages)
+    bt_matmul.check_on_gpu(hopper_cp, tma_matmul_bt, grid, m, n, k, blocks, _constexprs(blocks),
+                           num_warps, stages, RNG)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, n, k, num_warps, stages", [(1000, 1048, 776, 8, 3),
                                                         (2048, 2048, 1024, 8, 3)],
                          ids=["edges", "2048"])
-def test_warp_specialized_persistent_matmul_on_the_gpu(cp, m, n, k, num_warps, stages):
+def test_warp_specialized_persistent_matmul_on_the_gpu(hopper_cp, m, n, k, num_warps, stages):
     """One program per SM, each over several tiles, the producer running into the next tile."""
     from tileworkbench.cuda.device import device_properties
 
     blocks = (128, 256, 64)
     programs = min(device_properties().sm_count, -(-m // blocks[0]) * -(-n // blocks[1]))
-    _run_on_gpu(cp, tma_persistent_matmul_ws, (programs,), m, n, k, blocks,
-                _persistent_constexprs(blocks, programs), num_warps, stages)
+    bt_matmul.check_on_gpu(hopper_cp, tma_persistent_matmul_ws, (programs,), m, n, k, blocks,
+                           _persistent_constexprs(blocks, programs), num_warps, stages, RNG)

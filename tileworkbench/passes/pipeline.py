@@ -21,7 +21,7 @@ from .cse import cse
 from .dce import dce
 from .descriptors import lower_descriptors
 from .licm import licm
-from .prefetch_tiles import prefetch_next_tile
+from .prefetch_tiles import prefetch_next_tile, prefetch_next_tma_tile
 from .remove_layout_conversions import remove_layout_conversions
 from .software_pipeline import pipeline
 from .stage_operands import stage_dot_operands
@@ -86,6 +86,9 @@ TILE_GPU: list[Pass] = [
     pipeline_tma,
     # then a wgmma reading rings with a spare slot stays in flight for one iteration (wait(1)),
     wgmma_pipeline,
+    # a tile loop around a TMA-pipelined k loop issues the next tile's first copies after the k
+    # loop's drain (which `wgmma_pipeline` placed), before this tile's epilogue,
+    prefetch_next_tma_tile,
     # and last, the TMA loads left out of rings that only feed wgmma operands land in shared tiles
     # of their own, read by descriptor (not shared -> registers -> shared).
     tma_operand_tiles,

@@ -10,16 +10,28 @@ then a barrier) and write the slots 0..S-2 of each ring; the epilogue's staging 
 the rings from offset 0 (`shared_reuse.py`), is placed over the remaining slots of one ring instead
 (`staging_over`, read by the shared-memory layout), and the pass does nothing where it does not fit
 there. Runs after `pipeline`, before `wgmma_pipeline`.
+
+`prefetch_next_tma_tile` does the same for a k loop that `pipeline_tma` gave TMA rings: the next
+tile's first copies (`ttng.tma_copy`, the prologue) go right after the k loop's drain
+(`warp_group_dot_wait {pendings = 0}`; each copy is issued after a barrier, so every warp group's
+wgmmas are retired), and the first tile's before the tile loop, with the rings. The epilogue's TMA
+store then has a staging tile of its own, beside the rings (not over them), so the engine may still
+read it while the next tile's main loop runs: its issuing thread waits for that read before the next
+write of the tile (`deferred`), not right after the copy. Only where the rings and the staging tile
+fit the block's shared memory (with room for scratch where an op may take some: layout conversions,
+reductions); runs after `wgmma_pipeline`, whose drain it reads. In a warp-specialized persistent
+kernel the producer already runs ahead into the next tile: only the consumers' stores are deferred.
 """
 
 from __future__ import annotations
 
-from ..ir.ops import arith, scf, tt
+from ..ir.ops import arith, scf, tt, ttng
 from ..ir.ops.ttg import AsyncCopyGlobalToLocalOp, AsyncWaitOp, LocalAllocOp
+from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
 from ..ir.types import ScalarType
 from ..ir.values import OpResult
 from ..target import TargetInfo, target_pass
-from .software_pipeline import _clone_slice, _Emitter, walk_back
+from .software_pipeline import _SCRATCH_RESERVE, _clone_slice, _Emitter, walk_back
 
 i1 = ScalarType("i1")
 
@@ -147,4 +159,163 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
     _Emitter(parent, parent.ops[parent.ops.index(outer) + 1]).add(AsyncWaitOp(num=0), (), loc)
     alloc, placement = staging
     alloc.staging_over = placement  # lowering/shared.py places it over these slots
+    return True
+
+
+# -- TMA rings (`pipeline_tma`) ---------------------------------------------------------------------
+
+
+@target_pass
+def prefetch_next_tma_tile(func: tt.FuncOp, target: TargetInfo) -> bool:
+    """The TMA rings' version of `prefetch_next_tile` (see the module docstring). Returns whether any
+    tile loop changed."""
+    changed = False
+    for outer in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
+        changed |= _prefetch_tma(func, outer, target) or _defer_specialized(func, outer, target)
+    return changed
+
+
+def _tma_parts(body):
+    """(rings, prologue ops, k loop, the op after which the next tile's copies go) of a tile loop's
+    body as `pipeline_tma` and `wgmma_pipeline` leave it, or None: the rings, the prologue, the k
+    loop carrying its read slot, then (where it runs wgmma) its drain."""
+    loops = [op for op in body.ops if isinstance(op, scf.ForOp)]
+    if len(loops) != 1 or loops[0].body.block.args[-1].name_hint != "slot":
+        return None
+    inner = loops[0]
+    at = body.ops.index(inner)
+    rings = [op for op in body.ops[:at] if isinstance(op, ttng.TMARingOp)]
+    if not rings or any(r.releases for r in rings):  # (a producer warp group fills them already)
+        return None
+    prologue = [op for op in body.ops[body.ops.index(rings[0]) : at] if op not in rings]
+    if not any(isinstance(op, ttng.TMACopyOp) for op in prologue):
+        return None
+    last = inner
+    if any(isinstance(op, WarpGroupDotOp) for op in inner.body.block.walk()):
+        drain = body.ops[at + 1] if at + 1 < len(body.ops) else None
+        if not (isinstance(drain, WarpGroupDotWaitOp) and drain.pendings == 0):
+            return None
+        last = drain  # every wgmma that read the slots retired (for its warp group; then a barrier)
+    return rings, prologue, inner, last
+
+
+def _scratch_free(func: tt.FuncOp) -> bool:
+    """Whether no op of `func` may take scratch shared memory: only scalar ops, elementwise ops on
+    tensors (`arith`, `math`), loops, wgmma and the TMA ops of rings and stores."""
+    return all(
+        op is func
+        or op.name in ("tt.get_program_id", "tt.return")
+        or (op.name.startswith(("arith.", "math.", "scf.", "ttng.")) and op.name != "ttng.tma_load")
+        for op in func.walk()
+    )
+
+
+def _tma_bytes(func: tt.FuncOp, stores) -> int:
+    """The shared bytes of `func`'s TMA rings and local tiles, with `stores`' staging tiles each in a
+    region of its own (lowering/shared.py's sizes: 1024-byte alignment room per TMA tile)."""
+    total = 0
+    for op in func.walk():
+        if isinstance(op, ttng.TMARingOp):
+            total += _nbytes(op.result.type) + 1024
+        elif isinstance(op, LocalAllocOp):
+            total += _nbytes(op.result.type) + 1024
+    return total + sum(_nbytes(s.value.type) + 1024 for s in stores)
+
+
+def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool:
+    body = outer.body.block
+    parts = _tma_parts(body)
+    if parts is None or not (
+        isinstance(outer.step, OpResult)
+        and isinstance(outer.step.op, arith.ConstantOp)
+        and outer.step.op.value > 0
+    ):
+        return False
+    rings, prologue, inner, last = parts
+    stores = [op for op in body.ops if isinstance(op, ttng.TMAStoreOp)]
+    if not _fits(func, stores, target):
+        return False
+    roots = [
+        v
+        for op in prologue
+        for v in op.operands
+        if isinstance(v, OpResult)
+        and v.op.parent is body
+        and v.op not in prologue
+        and v.op not in rings
+    ]
+    walked = walk_back(body, roots)
+    if walked is None or walked[1]:
+        return False
+    tile_ops = walked[0]
+    if any(op in prologue or op.regions for op in tile_ops):
+        return False
+    used_after = {id(v) for op in func.walk() if op not in prologue for v in op.operands}
+    stay = [op for op in prologue if any(id(r) in used_after for r in op.results)]
+    if not all(isinstance(op, arith.ConstantOp) for op in stay):
+        return False  # the k loop starts from a prologue value: not moved
+    prologue = [op for op in prologue if op not in stay]
+    iv, loc, parent = body.args[0], outer.loc, outer.parent
+    for ring in rings:  # filled before the tile loop now: made there
+        body.remove(ring)
+        parent.insert(parent.ops.index(outer), ring)
+
+    def issue(emit: _Emitter, tile_index) -> None:
+        mapping = {id(iv): tile_index}
+        _clone_slice(emit, tile_ops, mapping)
+        exists = emit.add(arith.CmpIOp(predicate="slt", lhs=tile_index, rhs=outer.upper), [i1], loc)
+        anded: set[int] = set()  # the copies' predicates, each and-ed with `exists` once
+        for op in prologue:
+            if isinstance(op, ttng.TMACopyOp) and id(op.pred) not in anded:
+                pred = mapping.get(id(op.pred), op.pred)
+                mapping[id(op.pred)] = emit.add(arith.AndIOp(lhs=pred, rhs=exists), [i1], loc)
+                anded.add(id(op.pred))
+            _clone_slice(emit, [op], mapping)
+
+    issue(_Emitter(parent, outer), outer.lower)
+    emit = _Emitter(body, body.ops[body.ops.index(last) + 1])
+    issue(emit, emit.add(arith.AddIOp(lhs=iv, rhs=outer.step), [iv.type], loc))
+    for op in prologue:
+        body.remove(op)
+    _defer(outer, stores)
+    return True
+
+
+def _fits(func: tt.FuncOp, stores, target: TargetInfo) -> bool:
+    """Whether `func`'s rings and tiles, with `stores`' staging tiles in regions of their own, fit
+    the block's shared memory (with the scratch's reserve where an op may take scratch)."""
+    reserve = 0 if _scratch_free(func) else _SCRATCH_RESERVE
+    return _tma_bytes(func, stores) + reserve + 1024 <= target.shared_per_block
+
+
+def _defer(outer: scf.ForOp, stores) -> None:
+    """The tile loop's TMA stores wait for the engine's read of their staging tiles before their
+    next write and after the loop, not right after each copy."""
+    for store in stores:
+        store.deferred = True
+        _Emitter(outer.body.block, store).add(ttng.TMAStoreWaitOp(), (), store.loc)
+    if stores:
+        parent = outer.parent
+        _Emitter(parent, parent.ops[parent.ops.index(outer) + 1]).add(
+            ttng.TMAStoreWaitOp(), (), outer.loc
+        )
+
+
+def _defer_specialized(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool:
+    """A warp-specialized persistent kernel's consumers' tile loop: the producer already fills the
+    rings for the next tile during the epilogue, so only the stores are deferred (their staging
+    tiles would otherwise take the scratch, beside the rings, and hold the first consumer warp
+    group at each tile's end until the engine has read it)."""
+    body = outer.body.block
+    rings = [op for op in func.walk() if isinstance(op, ttng.TMARingOp)]
+    stores = [op for op in body.ops if isinstance(op, ttng.TMAStoreOp) and not op.deferred]
+    if not (
+        stores
+        and rings
+        and all(r.releases and r.parent is func.body.block for r in rings)
+        and any(isinstance(op, scf.ForOp) for op in body.ops)
+        and _fits(func, stores, target)
+    ):
+        return False
+    _defer(outer, stores)
     return True

@@ -37,6 +37,17 @@ class TMAStoreOp(Op, name="ttng.tma_store"):
     value: Value = operand()
     offsets: list[Value] = operands()
     swizzle: int = attribute(0)
+    # the staging tile is its own (not over rings, not the scratch) and the engine's read of it is
+    # awaited by a `ttng.tma_store_wait` before the tile is written again, not right after the copy
+    # (passes/prefetch_tiles.py: the next tile's main loop runs meanwhile)
+    deferred: bool = attribute(False)
+
+
+@dataclass(eq=False)
+class TMAStoreWaitOp(Op, name="ttng.tma_store_wait"):
+    """The issuing thread waits until the copy engine has read the staging tiles of every earlier
+    `deferred` TMA store (`cp.async.bulk.wait_group.read 0`): before such a tile is written again,
+    and before the program exits (its shared memory goes with it)."""
 
 
 # -- the num_stages ring of TMA loads in a loop (passes/tma_pipeline.py) --------------------------------

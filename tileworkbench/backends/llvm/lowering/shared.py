@@ -69,6 +69,10 @@ def assign_shared_offsets(lw, func) -> None:
         elif isinstance(op, ttng.TMARingOp):  # TMA rings: 1024-byte aligned (lowering/tma.py)
             end = _place_tma_tile(lw, op, end, ring_bytes(op.result.type))
             total = max(total, end)
+        elif isinstance(op, ttng.TMAStoreOp) and op.deferred:
+            # its own tile: the engine may still read it while the next tile's loop runs
+            end = _place_tma_tile(lw, op, end, staging_bytes(op.value.type))
+            total = max(total, end)
         elif isinstance(op, ttng.TMAStoreOp) and reuses_earlier_space(func, op):
             # the store's staging tile over the dead rings; elsewhere it takes the scratch (tma.py)
             lw.reused_allocs.add(id(op))
@@ -91,8 +95,8 @@ def ring_bytes(t) -> int:
 
 
 def staging_bytes(t) -> int:
-    """The shared bytes a TMA store's staging tile takes where it lies over dead rings
-    (`assign_shared_offsets`): the tile plus `_align_up`'s room."""
+    """The shared bytes a TMA store's staging tile takes where it has a region (over dead rings, or
+    its own where `deferred`; `assign_shared_offsets`): the tile plus `_align_up`'s room."""
     return t.numel * byte_size(t.element) + TILE_ALIGN
 
 

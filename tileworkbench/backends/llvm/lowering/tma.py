@@ -259,7 +259,9 @@ def lower_tma_store(lw, op) -> None:
         # them retired, in this thread; the engine's and wgmma's accesses are ordered before these
         # writes, and (the barrier) every thread is done with the rings before any thread writes
         fence_async_shared(lw)
-    lw.barrier_before_shared(always=over_rings)
+    # deferred: the issuing thread's `tma_store_wait` (the engine has read the tile's last contents)
+    # comes before every thread's writes
+    lw.barrier_before_shared(always=over_rings or op.deferred)
     _store_tile(lw, lw.get(op.value), tile)
     # the engine reads through the async proxy: each writer fences its own writes, then a barrier
     lw.call_intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ir.VoidType(), [])
@@ -275,10 +277,22 @@ def lower_tma_store(lw, op) -> None:
                 [src, lw.get(op.desc), *coords, ir.Constant(I64, 0), ir.Constant(I1, 0)],
             )
         lw.call_intrinsic("llvm.nvvm.cp.async.bulk.commit.group", ir.VoidType(), [])
-        # the tile may be reused once the engine has read it (the next use's barrier waits for us)
-        lw.call_intrinsic(
-            "llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(), [ir.Constant(I32, 0)]
-        )
+        if not op.deferred:  # (deferred: a `tma_store_wait` before the tile's next write)
+            _wait_store_read(lw)
+
+
+@lowers(ttng.TMAStoreWaitOp)
+def lower_tma_store_wait(lw, op) -> None:
+    with lw.builder.if_then(_first_thread(lw)):
+        _wait_store_read(lw)
+
+
+def _wait_store_read(lw) -> None:
+    """(The issuing thread:) the engine has read every staging tile this thread's stores copy from, so
+    they may be written again (the next use's barrier waits for this thread)."""
+    lw.call_intrinsic(
+        "llvm.nvvm.cp.async.bulk.wait.group.read", ir.VoidType(), [ir.Constant(I32, 0)]
+    )
 
 
 # -- the ring of a pipelined loop (passes/tma_pipeline.py) ----------------------------------------------

@@ -210,16 +210,16 @@ def _scratch_free(func: tt.FuncOp) -> bool:
     )
 
 
-def _tma_bytes(func: tt.FuncOp, stores) -> int:
-    """The shared bytes of `func`'s TMA rings and local tiles, with `stores`' staging tiles each in a
-    region of its own (lowering/shared.py's sizes: 1024-byte alignment room per TMA tile)."""
+def _tma_bytes(func: tt.FuncOp) -> int:
+    """The shared bytes of `func`'s TMA rings, local tiles and TMA stores' staging tiles, each in a
+    region of its own (lowering/shared.py's sizes: 1024-byte alignment room per tile)."""
     total = 0
     for op in func.walk():
-        if isinstance(op, ttng.TMARingOp):
+        if isinstance(op, (ttng.TMARingOp, LocalAllocOp)):
             total += _nbytes(op.result.type) + 1024
-        elif isinstance(op, LocalAllocOp):
-            total += _nbytes(op.result.type) + 1024
-    return total + sum(_nbytes(s.value.type) + 1024 for s in stores)
+        elif isinstance(op, ttng.TMAStoreOp):  # (its own region, or the scratch)
+            total += _nbytes(op.value.type) + 1024
+    return total
 
 
 def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool:
@@ -233,7 +233,7 @@ def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool
         return False
     rings, prologue, inner, last = parts
     stores = [op for op in body.ops if isinstance(op, ttng.TMAStoreOp)]
-    if not _fits(func, stores, target):
+    if not _fits(func, target):
         return False
     roots = [
         v
@@ -281,11 +281,11 @@ def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool
     return True
 
 
-def _fits(func: tt.FuncOp, stores, target: TargetInfo) -> bool:
-    """Whether `func`'s rings and tiles, with `stores`' staging tiles in regions of their own, fit
-    the block's shared memory (with the scratch's reserve where an op may take scratch)."""
+def _fits(func: tt.FuncOp, target: TargetInfo) -> bool:
+    """Whether `func`'s rings and tiles, with the TMA stores' staging tiles beside them, fit the
+    block's shared memory (with the scratch's reserve where another op may take scratch)."""
     reserve = 0 if _scratch_free(func) else _SCRATCH_RESERVE
-    return _tma_bytes(func, stores) + reserve + 1024 <= target.shared_per_block
+    return _tma_bytes(func) + reserve + 1024 <= target.shared_per_block
 
 
 def _defer(outer: scf.ForOp, stores) -> None:
@@ -314,7 +314,7 @@ def _defer_specialized(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) ->
         and rings
         and all(r.releases and r.parent is func.body.block for r in rings)
         and any(isinstance(op, scf.ForOp) for op in body.ops)
-        and _fits(func, stores, target)
+        and _fits(func, target)
     ):
         return False
     _defer(outer, stores)

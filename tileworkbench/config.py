@@ -61,6 +61,10 @@ class Config:
     `TILEWORKBENCH_WARP_SPECIALIZE=0` compiles loops marked `tl.range(..., warp_specialize=True)`
     without a producer warp group (a note in the IR says so), to time the two without editing the
     kernel (passes/warp_specialize.py);
+    `TILEWORKBENCH_TMA_TILE_PREFETCH=1` lets a persistent kernel's tile loop around a TMA k loop
+    issue the next tile's first copies before this tile's epilogue, whose TMA store then waits for
+    the engine only before its next write (passes/prefetch_tiles.py); off by default until it has
+    run on a GPU (emulated and assembled only);
     `TILEWORKBENCH_OVERRIDE_ARCH` (or Triton's `TRITON_OVERRIDE_ARCH`; Triton's
     `knobs.runtime.override_arch`) compiles launches for that architecture ("sm80", "sm90") where
     the launch gives no `arch=`; launches then take the full path (the warm one keys no arch);
@@ -108,6 +112,7 @@ class Config:
         default_factory=lambda: _flag_on("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT")
     )
     warp_specialize: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_WARP_SPECIALIZE"))
+    tma_tile_prefetch: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA_TILE_PREFETCH"))
     override_arch: str | None = field(
         default_factory=lambda: (
             os.environ.get("TILEWORKBENCH_OVERRIDE_ARCH")

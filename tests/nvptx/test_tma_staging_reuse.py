@@ -2,9 +2,8 @@
 matmul's TMA store (host descriptors and descriptors made in the kernel) and a pointer epilogue's
 staging tile take no shared memory beside the rings, so 128x128x64 fp16 at 3 stages fits two blocks
 per SM on sm_90a. Checked on the plan and the PTX order (copies awaited, wgmma retired, a fence and
-a barrier before the tile is written; the engine done reading it before anything reuses it). In
-persistent kernels the staging tile has its own space instead where it fits beside the rings (the
-next tile's first copies fill them during the epilogue, passes/prefetch_tiles.py): emulated runs."""
+a barrier before the tile is written; the engine done reading it before anything reuses it), and by
+emulated persistent runs whose next tiles refill the rings under the last tile's staging tile."""
 
 from __future__ import annotations
 
@@ -119,19 +118,14 @@ def _poisoned_and_reference(m, n, k, out_dtype):
     return a, b, np.full((m, n), np.nan, out_dtype), a.astype(np.float64) @ b.astype(np.float64)
 
 
-RINGS = 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)  # the persistent kernels' A and B rings, 3 stages
-
-
-def _rings_and_own_staging(emu, staging: int) -> bool:
-    """Whether the emulated persistent kernel's shared memory holds its two rings and, beside them,
-    the epilogue's staging tile of `staging` bytes: the next tile's first copies fill the rings
-    while this tile's result is staged and stored (passes/prefetch_tiles.py)."""
-    return RINGS + staging <= emu.smem_size <= RINGS + staging + 2 * TILE_ALIGN
+def _rings_only(emu) -> bool:
+    """Whether the emulated kernel's shared memory is its two rings alone (staging over them)."""
+    return emu.smem_size <= 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)
 
 
 def test_persistent_in_kernel_descriptors_with_ragged_tails():
     """Two programs over four tiles of c (M, N and K past the blocks), wgmma reading the rings, c's
-    tile staged beside the rings and stored by TMA while the next tile's first copies fill them."""
+    tile written over the rings and stored by TMA; the next tile's copies refill the rings."""
     m, n, k = 100, 80, 144
     args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
             ArgSpec("c_ptr", "*fp32", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
@@ -139,22 +133,22 @@ def test_persistent_in_kernel_descriptors_with_ragged_tails():
     emu = Emulator(device_desc_persistent_matmul, args,
                    {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
                    wgmma=True, num_stages=3)
-    assert _rings_and_own_staging(emu, 64 * 64 * 4 + TILE_ALIGN)
+    assert _rings_only(emu)
     a, b, c, want = _poisoned_and_reference(m, n, k, np.float32)
     emu.launch((2,), a, b, c, m, n, k)
     assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
 
 
 def test_persistent_host_descriptors_pointer_epilogue_with_ragged_tails():
-    """As above with host descriptors and the pointer path's staging tile (threads write it and read
-    it back) beside the rings the next tile's copies fill."""
+    """As above with host descriptors and the pointer path's staging tile over the rings (threads
+    read it back, so the next tile's copies wait behind a proxy fence)."""
     m, n, k = 80, 112, 112
     args = descriptor_args(["a_desc", "b_desc"], "fp16", [(64, 32), (32, 64)])
     args += [ArgSpec("c_ptr", "*fp32", True)] + [ArgSpec(x, "i32", True) for x in "MNK"]
     emu = Emulator(tma_persistent_matmul_to_pointers, args,
                    {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
                    wgmma=True, num_stages=3)
-    assert _rings_and_own_staging(emu, 64 * 64 * 4)
+    assert _rings_only(emu)
     a, b, c, want = _poisoned_and_reference(m, n, k, np.float32)
 
     def flat(x, block):

@@ -14,10 +14,13 @@ import bt_matmul
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
+from device_desc_kernels import device_desc_persistent_matmul
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import tma_persistent_matmul_ws
+from tma_kernels import descriptor_args, tma_persistent_matmul_to_pointers, tma_persistent_matmul_ws
+from tma_standin import host_tensor_map
 
 import tileworkbench as tw
+from tileworkbench.frontend import ArgSpec
 
 RNG = np.random.default_rng(2112)
 TILE_ALIGN = 1024  # each TMA tile's room for the run-time alignment (lowering/tma.py)
@@ -25,10 +28,11 @@ TILE_ALIGN = 1024  # each TMA tile's room for the run-time alignment (lowering/t
 
 @pytest.fixture(autouse=True)
 def tma_on(monkeypatch):
-    """TMA is on by default; these tests need it whatever TILEWORKBENCH_TMA says."""
+    """TMA (on by default) and the prefetch (TILEWORKBENCH_TMA_TILE_PREFETCH=1, off by default)."""
     from tileworkbench.config import config
 
     monkeypatch.setattr(config, "tma", True)
+    monkeypatch.setattr(config, "tma_tile_prefetch", True)
 
 
 def _compile(blocks, num_warps, stages, programs=132):
@@ -100,6 +104,92 @@ def test_prefetching_persistent_matmul_emulated(num_warps, stages, programs):
                    bt_matmul.constexprs(blocks, False, programs), num_warps=num_warps, tma=True,
                    wgmma=True, num_stages=stages)
     assert emu.threads == 32 * num_warps
+    bt_matmul.check_emulated(emu, (programs,), m, n, k, blocks, RNG)
+
+
+def test_off_by_default(monkeypatch):
+    """Without TILEWORKBENCH_TMA_TILE_PREFETCH=1 the tile loop keeps its prologue and the staging
+    tile lies over the rings (the path that has run on the GPU)."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma_tile_prefetch", False)
+    kernel = _compile((128, 256, 64), 8, 3)
+    before, loop = _tile_loop(kernel.asm["tile-gpu"])
+    assert "ttng.tma_ring" not in before and "deferred" not in loop
+    plan = {e["use"]: e for e in kernel.metadata.shared_plan if e["space"] == "dynamic"}
+    assert plan["TMA store staging"]["offset"] == 0
+
+
+RINGS = 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)  # the A and B rings of 64x32 / 32x64 fp16, 3 stages
+
+
+def _reference(m, n, k, out_dtype):
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    return a, b, np.full((m, n), np.nan, out_dtype), a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_in_kernel_descriptors_prefetch_emulated():
+    """Descriptors made in the kernel (tensor maps built on the device), two programs over four
+    tiles of c (M, N and K past the blocks): the staging tile beside the rings, c stored by TMA."""
+    m, n, k = 100, 80, 144
+    args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
+            ArgSpec("c_ptr", "*fp32", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
+            ArgSpec("K", "i32", True)]
+    emu = Emulator(device_desc_persistent_matmul, args,
+                   {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
+                   wgmma=True, num_stages=3)
+    assert RINGS + 64 * 64 * 4 + TILE_ALIGN <= emu.smem_size
+    a, b, c, want = _reference(m, n, k, np.float32)
+    emu.launch((2,), a, b, c, m, n, k)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+
+
+def test_pointer_epilogue_prefetch_emulated():
+    """Host descriptors and an epilogue through pointers (masked at the edges): its staging tile,
+    which threads write and read back, lies beside the rings the next tile's copies fill."""
+    m, n, k = 80, 112, 112
+    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(64, 32), (32, 64)])
+    args += [ArgSpec("c_ptr", "*fp32", True)] + [ArgSpec(x, "i32", True) for x in "MNK"]
+    emu = Emulator(tma_persistent_matmul_to_pointers, args,
+                   {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
+                   wgmma=True, num_stages=3)
+    assert RINGS + 64 * 64 * 4 <= emu.smem_size
+    a, b, c, want = _reference(m, n, k, np.float32)
+
+    def flat(x, block):
+        return [x, x.shape[0], x.shape[1], x.strides[0] // x.itemsize, host_tensor_map(x, block)]
+
+    emu.launch((2,), *flat(a, (64, 32)), *flat(b, (32, 64)), c, m, n, k)
+    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
+
+
+@needs_ptxas
+def test_warp_specialized_consumers_defer_their_store(tmp_path):
+    """With a producer warp group the rings are already filled ahead; the consumers' store gets a
+    staging tile of its own and waits for the engine only before the next tile's store and at the
+    end (two `wait_group.read`, none after the copy)."""
+    blocks = (128, 256, 64)
+    kernel = tw.compile(tma_persistent_matmul_ws, signature=bt_matmul.signature(blocks),
+                        constexprs=bt_matmul.constexprs(blocks, True, 132), target="sm_90a",
+                        num_warps=8, num_stages=3)
+    assert kernel.metadata.producer_warps == 4
+    consumers = kernel.asm["tile-gpu"].split("ttng.warp_specialize", 1)[1].split("\n  })\n", 1)[1]
+    assert "deferred = true" in consumers and consumers.count("ttng.tma_store_wait") == 2
+    ptx = kernel.asm["ptx"]
+    assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx)) == 2
+    assembled = run_ptxas(ptx, "sm_90a", tmp_path)
+    assert assembled.returncode == 0, assembled.stderr
+
+
+@pytest.mark.parametrize("num_warps, programs", [(8, 2), (4, 3)])
+def test_warp_specialized_deferred_store_emulated(num_warps, programs):
+    """The warp-specialized persistent kernel with its consumers' deferred store, emulated."""
+    blocks = bm, bn, bk = (64, 64, 32)
+    m, n, k = 2 * bm + 8, 2 * bn + 16, 3 * bk + 16
+    emu = Emulator(tma_persistent_matmul_ws, bt_matmul.signature(blocks),
+                   bt_matmul.constexprs(blocks, True, programs), num_warps=num_warps, tma=True,
+                   wgmma=True, num_stages=3)
     bt_matmul.check_emulated(emu, (programs,), m, n, k, blocks, RNG)
 
 

@@ -21,10 +21,13 @@ write of the tile (`deferred`), not right after the copy. Only where the rings a
 fit the block's shared memory (with room for scratch where an op may take some: layout conversions,
 reductions); runs after `wgmma_pipeline`, whose drain it reads. In a warp-specialized persistent
 kernel the producer already runs ahead into the next tile: only the consumers' stores are deferred.
+Only with `TILEWORKBENCH_TMA_TILE_PREFETCH=1` (config.tma_tile_prefetch) until it has run on a GPU:
+it is emulated and assembled, not yet timed or checked on a device.
 """
 
 from __future__ import annotations
 
+from ..config import config
 from ..ir.ops import arith, scf, tt, ttng
 from ..ir.ops.ttg import AsyncCopyGlobalToLocalOp, AsyncWaitOp, LocalAllocOp
 from ..ir.ops.wgmma import WarpGroupDotOp, WarpGroupDotWaitOp
@@ -169,6 +172,8 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
 def prefetch_next_tma_tile(func: tt.FuncOp, target: TargetInfo) -> bool:
     """The TMA rings' version of `prefetch_next_tile` (see the module docstring). Returns whether any
     tile loop changed."""
+    if not config.tma_tile_prefetch:  # (TILEWORKBENCH_TMA_TILE_PREFETCH=1: not yet run on a GPU)
+        return False
     changed = False
     for outer in [op for op in func.walk() if isinstance(op, scf.ForOp)]:
         changed |= _prefetch_tma(func, outer, target) or _defer_specialized(func, outer, target)

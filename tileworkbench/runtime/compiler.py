@@ -479,6 +479,7 @@ def compile(
             *(("spare_slot",) if config.spare_slot else ()),
             *(() if config.chained_wgmma_in_flight else ("chained_wgmma_waited",)),
             *(() if config.warp_specialize else ("no_warp_specialize",)),
+            *(("tma_tile_prefetch",) if config.tma_tile_prefetch else ()),
             *options.key(),
         )
         entry = KernelCache().get(key)

@@ -112,7 +112,9 @@ class Config:
         default_factory=lambda: _flag_on("TILEWORKBENCH_CHAINED_WGMMA_IN_FLIGHT")
     )
     warp_specialize: bool = field(default_factory=lambda: _flag_on("TILEWORKBENCH_WARP_SPECIALIZE"))
-    tma_tile_prefetch: bool = field(default_factory=lambda: _flag("TILEWORKBENCH_TMA_TILE_PREFETCH"))
+    tma_tile_prefetch: bool = field(
+        default_factory=lambda: _flag("TILEWORKBENCH_TMA_TILE_PREFETCH")
+    )
     override_arch: str | None = field(
         default_factory=lambda: (
             os.environ.get("TILEWORKBENCH_OVERRIDE_ARCH")

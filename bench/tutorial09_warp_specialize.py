@@ -5,7 +5,7 @@ and by Triton, with and without the option, beside torch's cuBLAS: paired timing
 (bench/paired_timing.py) in one process, Triton's kernel (WS, else plain) run twice (the A/A
 control), each result checked against float64 first. Names: `<compiler>[_persistent][_ws]`.
 
-    PYTHONPATH=. python bench/tutorial09_warp_specialize.py [--sizes 4096 8192] [--out FILE.json]
+    PYTHONPATH=. python bench/tutorial09_warp_specialize.py [--sizes 4096 8192] [--prefetch] [--out FILE.json]
 
 Each compiler runs the same fixed configs of the tutorial's list (`CONFIGS`: BLOCK_SIZE_N,
 BLOCK_SIZE_K, num_stages, num_warps at BLOCK_SIZE_M 128), one at a time. The tutorial file comes
@@ -56,6 +56,21 @@ def _use_config(module, config: tuple) -> None:
         tuner.cache = {}
 
 
+def _with_tma_tile_prefetch(fn):
+    """`fn` run with TILEWORKBENCH_TMA_TILE_PREFETCH on (its module's kernels compile with it; the
+    flag is part of the cache key, so the other modules' kernels stay as they are)."""
+    from tileworkbench.config import config
+
+    def call():
+        before, config.tma_tile_prefetch = config.tma_tile_prefetch, True
+        try:
+            return fn()
+        finally:
+            config.tma_tile_prefetch = before
+
+    return call
+
+
 def row(modules: dict, size: int, config: tuple) -> dict:
     import torch
 
@@ -70,6 +85,11 @@ def row(modules: dict, size: int, config: tuple) -> dict:
         fns[name] = lambda m=module: m.matmul_tma(a, b, False)
         fns[f"{name}_persistent_ws"] = lambda m=module: m.matmul_tma_persistent(a, b, True)
         fns[f"{name}_persistent"] = lambda m=module: m.matmul_tma_persistent(a, b, False)
+    if "tileworkbench_prefetch" in modules:  # its persistent kernels only, compiled with the flag
+        for kind in ("", "_ws"):
+            del fns[f"tileworkbench_prefetch{kind}"]
+            name = f"tileworkbench_prefetch_persistent{kind}"
+            fns[name] = _with_tma_tile_prefetch(fns[name])
     fns["cublas"] = lambda: a @ b.T
     fns, failed = runnable(fns)
     reference = a.double() @ b.double().T
@@ -101,7 +121,10 @@ def row(modules: dict, size: int, config: tuple) -> dict:
              ("tileworkbench_persistent", "tileworkbench_persistent_ws"),
              ("cublas", "tileworkbench_persistent_ws"),
              ("triton_persistent", "tileworkbench_persistent"),
-             ("cublas", "tileworkbench"), ("cublas", "tileworkbench_persistent")]
+             ("cublas", "tileworkbench"), ("cublas", "tileworkbench_persistent"),
+             ("tileworkbench_persistent", "tileworkbench_prefetch_persistent"),
+             ("triton_persistent", "tileworkbench_prefetch_persistent"),
+             ("tileworkbench_persistent_ws", "tileworkbench_prefetch_persistent_ws")]
     best = max((n for n in times if n.startswith("triton") and not n.endswith("_control")),
                key=lambda n: out["tflops"][n], default=None)
     if best is not None:
@@ -121,6 +144,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--configs", type=int, default=len(CONFIGS), help="the first N of CONFIGS")
     parser.add_argument("--out", help="JSON file (default results/<gpu>-tutorial09-ws.json)")
+    parser.add_argument("--prefetch", action="store_true",
+                        help="also our persistent kernels with TILEWORKBENCH_TMA_TILE_PREFETCH on "
+                             "(tileworkbench_prefetch_persistent[_ws], a second load of the tutorial)")
     args = parser.parse_args()
     import torch
     import triton
@@ -128,6 +154,8 @@ def main() -> None:
 
     path = _tutorial_file()
     modules = {"tileworkbench": load_tutorial(path), "triton": load_tutorial(path, original=True)}
+    if args.prefetch:
+        modules["tileworkbench_prefetch"] = load_tutorial(path)
     result = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
               "triton": triton.__version__, "rows": []}
     out = Path(args.out) if args.out else default_path(result["gpu"], "tutorial09-ws")

@@ -259,7 +259,9 @@ def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool
     stay = [op for op in prologue if any(id(r) in used_after for r in op.results)]
     if not all(isinstance(op, arith.ConstantOp) for op in stay):
         return False  # the k loop starts from a prologue value: not moved
-    prologue = [op for op in prologue if op not in stay]
+    # the copies' own ops, and the kept constants they read (cloned for them)
+    read = {id(v) for op in prologue if op not in stay for v in op.operands}
+    cloned = [op for op in prologue if op not in stay or any(id(r) in read for r in op.results)]
     iv, loc, parent = body.args[0], outer.loc, outer.parent
     for ring in rings:  # filled before the tile loop now: made there
         body.remove(ring)
@@ -270,7 +272,7 @@ def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool
         _clone_slice(emit, tile_ops, mapping)
         exists = emit.add(arith.CmpIOp(predicate="slt", lhs=tile_index, rhs=outer.upper), [i1], loc)
         anded: set[int] = set()  # the copies' predicates, each and-ed with `exists` once
-        for op in prologue:
+        for op in cloned:
             if isinstance(op, ttng.TMACopyOp) and id(op.pred) not in anded:
                 pred = mapping.get(id(op.pred), op.pred)
                 mapping[id(op.pred)] = emit.add(arith.AndIOp(lhs=pred, rhs=exists), [i1], loc)
@@ -280,8 +282,9 @@ def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool
     issue(_Emitter(parent, outer), outer.lower)
     emit = _Emitter(body, body.ops[body.ops.index(last) + 1])
     issue(emit, emit.add(arith.AddIOp(lhs=iv, rhs=outer.step), [iv.type], loc))
-    for op in prologue:
-        body.remove(op)
+    for op in prologue:  # (the constants other ops read stay for them; the clones have their own)
+        if op not in stay:
+            body.remove(op)
     _defer(outer, stores)
     return True
 

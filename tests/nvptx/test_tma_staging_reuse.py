@@ -118,14 +118,32 @@ def _poisoned_and_reference(m, n, k, out_dtype):
     return a, b, np.full((m, n), np.nan, out_dtype), a.astype(np.float64) @ b.astype(np.float64)
 
 
-def _rings_only(emu) -> bool:
-    """Whether the emulated kernel's shared memory is its two rings alone (staging over them)."""
-    return emu.smem_size <= 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)
+RINGS = 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)  # the persistent kernels' A and B rings, 3 stages
 
 
-def test_persistent_in_kernel_descriptors_with_ragged_tails():
+def _persistent(monkeypatch, prefetch: bool) -> None:
+    """Without the tile loop's prefetch the staging tile lies over the rings; with it
+    (TILEWORKBENCH_TMA_TILE_PREFETCH=1, passes/prefetch_tiles.py) it lies beside them, which the next
+    tile's first copies fill during the epilogue."""
+    from tileworkbench.config import config
+
+    monkeypatch.setattr(config, "tma_tile_prefetch", prefetch)
+
+
+def _layout_ok(emu, prefetch: bool, staging: int) -> bool:
+    """The rings alone (staging over them), or the rings and a `staging`-byte tile beside them."""
+    return RINGS + staging <= emu.smem_size if prefetch else emu.smem_size <= RINGS
+
+
+PREFETCH = pytest.mark.parametrize("prefetch", [False, True], ids=["over-the-rings", "prefetch"])
+
+
+@PREFETCH
+def test_persistent_in_kernel_descriptors_with_ragged_tails(monkeypatch, prefetch):
     """Two programs over four tiles of c (M, N and K past the blocks), wgmma reading the rings, c's
-    tile written over the rings and stored by TMA; the next tile's copies refill the rings."""
+    tile written over the rings (or beside them) and stored by TMA; the next tile's copies refill
+    the rings."""
+    _persistent(monkeypatch, prefetch)
     m, n, k = 100, 80, 144
     args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
             ArgSpec("c_ptr", "*fp32", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
@@ -133,22 +151,24 @@ def test_persistent_in_kernel_descriptors_with_ragged_tails():
     emu = Emulator(device_desc_persistent_matmul, args,
                    {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
                    wgmma=True, num_stages=3)
-    assert _rings_only(emu)
+    assert _layout_ok(emu, prefetch, 64 * 64 * 4 + TILE_ALIGN)
     a, b, c, want = _poisoned_and_reference(m, n, k, np.float32)
     emu.launch((2,), a, b, c, m, n, k)
     assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
 
 
-def test_persistent_host_descriptors_pointer_epilogue_with_ragged_tails():
+@PREFETCH
+def test_persistent_host_descriptors_pointer_epilogue_with_ragged_tails(monkeypatch, prefetch):
     """As above with host descriptors and the pointer path's staging tile over the rings (threads
-    read it back, so the next tile's copies wait behind a proxy fence)."""
+    read it back, so the next tile's copies wait behind a proxy fence), or beside them."""
+    _persistent(monkeypatch, prefetch)
     m, n, k = 80, 112, 112
     args = descriptor_args(["a_desc", "b_desc"], "fp16", [(64, 32), (32, 64)])
     args += [ArgSpec("c_ptr", "*fp32", True)] + [ArgSpec(x, "i32", True) for x in "MNK"]
     emu = Emulator(tma_persistent_matmul_to_pointers, args,
                    {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
                    wgmma=True, num_stages=3)
-    assert _rings_only(emu)
+    assert _layout_ok(emu, prefetch, 64 * 64 * 4)
     a, b, c, want = _poisoned_and_reference(m, n, k, np.float32)
 
     def flat(x, block):

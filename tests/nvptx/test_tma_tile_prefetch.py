@@ -4,7 +4,8 @@ loop's wgmma drain, before this tile's epilogue, and the first tile's before the
 epilogue's TMA store stages its tile beside the rings and waits for the engine's read of it only
 before the next tile's store and before the program exits. Compiled for sm_90a (PTX assembled by
 ptxas), emulated (tiles per program 0 to 5, ragged edges in M, N and K), on the GPU; where the rings
-and the staging tile do not fit the block together, the staging tile lies over the rings as before."""
+and the staging tile do not fit the block together, the staging tile lies over the rings as before.
+(Descriptors made in the kernel and a pointer epilogue with the prefetch: test_tma_staging_reuse.py.)"""
 
 from __future__ import annotations
 
@@ -14,13 +15,10 @@ import bt_matmul
 import numpy as np
 import pytest
 from cpu_emulator import Emulator
-from device_desc_kernels import device_desc_persistent_matmul
 from nvptx_support import needs_ptxas, run_ptxas
-from tma_kernels import descriptor_args, tma_persistent_matmul_to_pointers, tma_persistent_matmul_ws
-from tma_standin import host_tensor_map
+from tma_kernels import tma_persistent_matmul_ws
 
 import tileworkbench as tw
-from tileworkbench.frontend import ArgSpec
 
 RNG = np.random.default_rng(2112)
 TILE_ALIGN = 1024  # each TMA tile's room for the run-time alignment (lowering/tma.py)
@@ -118,50 +116,6 @@ def test_off_by_default(monkeypatch):
     assert "ttng.tma_ring" not in before and "deferred" not in loop
     plan = {e["use"]: e for e in kernel.metadata.shared_plan if e["space"] == "dynamic"}
     assert plan["TMA store staging"]["offset"] == 0
-
-
-RINGS = 2 * (3 * 64 * 32 * 2 + TILE_ALIGN)  # the A and B rings of 64x32 / 32x64 fp16, 3 stages
-
-
-def _reference(m, n, k, out_dtype):
-    a = RNG.standard_normal((m, k)).astype(np.float16)
-    b = RNG.standard_normal((k, n)).astype(np.float16)
-    return a, b, np.full((m, n), np.nan, out_dtype), a.astype(np.float64) @ b.astype(np.float64)
-
-
-def test_in_kernel_descriptors_prefetch_emulated():
-    """Descriptors made in the kernel (tensor maps built on the device), two programs over four
-    tiles of c (M, N and K past the blocks): the staging tile beside the rings, c stored by TMA."""
-    m, n, k = 100, 80, 144
-    args = [ArgSpec("a_ptr", "*fp16", True), ArgSpec("b_ptr", "*fp16", True),
-            ArgSpec("c_ptr", "*fp32", True), ArgSpec("M", "i32"), ArgSpec("N", "i32", True),
-            ArgSpec("K", "i32", True)]
-    emu = Emulator(device_desc_persistent_matmul, args,
-                   {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
-                   wgmma=True, num_stages=3)
-    assert RINGS + 64 * 64 * 4 + TILE_ALIGN <= emu.smem_size
-    a, b, c, want = _reference(m, n, k, np.float32)
-    emu.launch((2,), a, b, c, m, n, k)
-    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
-
-
-def test_pointer_epilogue_prefetch_emulated():
-    """Host descriptors and an epilogue through pointers (masked at the edges): its staging tile,
-    which threads write and read back, lies beside the rings the next tile's copies fill."""
-    m, n, k = 80, 112, 112
-    args = descriptor_args(["a_desc", "b_desc"], "fp16", [(64, 32), (32, 64)])
-    args += [ArgSpec("c_ptr", "*fp32", True)] + [ArgSpec(x, "i32", True) for x in "MNK"]
-    emu = Emulator(tma_persistent_matmul_to_pointers, args,
-                   {"BM": 64, "BN": 64, "BK": 32, "PROGRAMS": 2}, num_warps=4, tma=True,
-                   wgmma=True, num_stages=3)
-    assert RINGS + 64 * 64 * 4 <= emu.smem_size
-    a, b, c, want = _reference(m, n, k, np.float32)
-
-    def flat(x, block):
-        return [x, x.shape[0], x.shape[1], x.strides[0] // x.itemsize, host_tensor_map(x, block)]
-
-    emu.launch((2,), *flat(a, (64, 32)), *flat(b, (32, 64)), c, m, n, k)
-    assert np.abs(c - want).max() / np.abs(want).max() <= 1e-3
 
 
 @needs_ptxas

@@ -97,16 +97,11 @@ def _staging(body, after_index: int, rings, stages: int):
     return None
 
 
-def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
-    body = outer.body.block
-    parts = _parts(body)
-    if parts is None or stages < 2:
-        return False
-    barrier, prologue, inner, after, rings = parts
-    staging = _staging(body, body.ops.index(after), rings, stages)
-    if staging is None:
-        return False
-    # the prologue's inputs from the tile loop's body: pure, region-free, not carried values
+def _movable(func: tt.FuncOp, body, prologue, rings):
+    """(the tile loop's ops the prologue reads, the prologue's constants other ops read too, which
+    stay, and the prologue ops to clone for each tile: its own and the kept constants they read), or
+    None where the prologue cannot move: its inputs from the tile loop's body must be pure,
+    region-free and not carried, and what else reads it must be constants."""
     roots = [
         v
         for op in prologue
@@ -118,15 +113,32 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
     ]
     walked = walk_back(body, roots)
     if walked is None or walked[1]:
-        return False
+        return None
     tile_ops = walked[0]
-    if any(op in prologue or isinstance(op, (LocalAllocOp, scf.ForOp)) for op in tile_ops):
-        return False
+    if any(op in prologue or op.regions or isinstance(op, LocalAllocOp) for op in tile_ops):
+        return None
     used_after = {id(v) for op in func.walk() if op not in prologue for v in op.operands}
     stay = [op for op in prologue if any(id(r) in used_after for r in op.results)]
     if not all(isinstance(op, arith.ConstantOp) for op in stay):
-        return False  # the k loop starts from a prologue value (a carried pointer): not moved
-    prologue = [op for op in prologue if op not in stay]  # the k loop's first slot stays
+        return None  # the k loop starts from a prologue value (a carried pointer): not moved
+    read = {id(v) for op in prologue if op not in stay for v in op.operands}
+    cloned = [op for op in prologue if op not in stay or any(id(r) in read for r in op.results)]
+    return tile_ops, stay, cloned
+
+
+def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
+    body = outer.body.block
+    parts = _parts(body)
+    if parts is None or stages < 2:
+        return False
+    barrier, prologue, inner, after, rings = parts
+    staging = _staging(body, body.ops.index(after), rings, stages)
+    if staging is None:
+        return False
+    movable = _movable(func, body, prologue, rings)
+    if movable is None:
+        return False
+    tile_ops, stay, cloned = movable  # (the k loop's first slot stays)
     iv = body.args[0]
     loc = outer.loc
     parent = outer.parent
@@ -138,7 +150,7 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
         mapping = {id(iv): tile_index}
         _clone_slice(emit, tile_ops, mapping)
         exists = emit.add(arith.CmpIOp(predicate="slt", lhs=tile_index, rhs=outer.upper), [i1], loc)
-        _clone_slice(emit, prologue, mapping)
+        _clone_slice(emit, cloned, mapping)
         for op in emit.block.ops:  # the clones' copies: only for a tile that exists
             if (
                 isinstance(op, AsyncCopyGlobalToLocalOp)
@@ -156,7 +168,7 @@ def _prefetch(func: tt.FuncOp, outer: scf.ForOp, stages: int) -> bool:
     emit = _Emitter(body, body.ops[body.ops.index(after) + 1])
     advanced = emit.add(arith.AddIOp(lhs=iv, rhs=outer.step), [iv.type], loc)
     issue(emit, advanced)
-    for op in [barrier, *prologue]:
+    for op in [barrier, *(op for op in prologue if op not in stay)]:
         body.remove(op)
     # the last tile prefetched a tile that does not exist: its zero-fill copies land before the exit
     _Emitter(parent, parent.ops[parent.ops.index(outer) + 1]).add(AsyncWaitOp(num=0), (), loc)
@@ -240,28 +252,10 @@ def _prefetch_tma(func: tt.FuncOp, outer: scf.ForOp, target: TargetInfo) -> bool
     stores = [op for op in body.ops if isinstance(op, ttng.TMAStoreOp)]
     if not _fits(func, target):
         return False
-    roots = [
-        v
-        for op in prologue
-        for v in op.operands
-        if isinstance(v, OpResult)
-        and v.op.parent is body
-        and v.op not in prologue
-        and v.op not in rings
-    ]
-    walked = walk_back(body, roots)
-    if walked is None or walked[1]:
+    movable = _movable(func, body, prologue, rings)
+    if movable is None:
         return False
-    tile_ops = walked[0]
-    if any(op in prologue or op.regions for op in tile_ops):
-        return False
-    used_after = {id(v) for op in func.walk() if op not in prologue for v in op.operands}
-    stay = [op for op in prologue if any(id(r) in used_after for r in op.results)]
-    if not all(isinstance(op, arith.ConstantOp) for op in stay):
-        return False  # the k loop starts from a prologue value: not moved
-    # the copies' own ops, and the kept constants they read (cloned for them)
-    read = {id(v) for op in prologue if op not in stay for v in op.operands}
-    cloned = [op for op in prologue if op not in stay or any(id(r) in read for r in op.results)]
+    tile_ops, stay, cloned = movable
     iv, loc, parent = body.args[0], outer.loc, outer.parent
     for ring in rings:  # filled before the tile loop now: made there
         body.remove(ring)
